@@ -1,0 +1,36 @@
+package simba
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ValidateMutex checks a mutex name against the rules every store shares: not blank, valid
+// UTF-8, no control characters (NUL included) and no leading or trailing white space
+// (stores with PAD SPACE collations would fold trailing spaces and let two names share a
+// record). Backends add their own rules, such as a maximum length or forbidden characters.
+// The error wraps ErrInvalidArgument.
+func ValidateMutex(name string) error {
+	return validateText("mutex", name)
+}
+
+// ValidateContenderID checks a contender ID against the same rules as ValidateMutex.
+// The error wraps ErrInvalidArgument.
+func ValidateContenderID(id string) error {
+	return validateText("contender ID", id)
+}
+
+func validateText(field, s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return invalid(field, s, "must not be blank")
+	case !utf8.ValidString(s):
+		return invalid(field, s, "must be valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return invalid(field, s, "must not contain control characters")
+	case strings.TrimSpace(s) != s:
+		return invalid(field, s, "must not begin or end with white space")
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package simba
+
+import "strconv"
+
+// Status is the lifecycle status of a service. The zero Status is StatusInitial.
+//
+// A service moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL; a failed start
+// returns to INITIAL.
+type Status int32
+
+// The lifecycle statuses.
+const (
+	StatusInitial Status = iota
+	StatusStarting
+	StatusRunning
+	StatusStopping
+)
+
+// Active reports whether the status is StatusStarting or StatusRunning.
+func (s Status) Active() bool { return s == StatusStarting || s == StatusRunning }
+
+// String returns the upper-case name of the status, as upstream Simba prints it.
+func (s Status) String() string {
+	switch s {
+	case StatusInitial:
+		return "INITIAL"
+	case StatusStarting:
+		return "STARTING"
+	case StatusRunning:
+		return "RUNNING"
+	case StatusStopping:
+		return "STOPPING"
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
