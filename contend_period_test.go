@@ -1,0 +1,100 @@
+package simba
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestContendPeriod(t *testing.T) {
+	now := time.Now()
+	p := contendPeriod{ttl: 10 * time.Second, transition: 6 * time.Second, lead: 3 * time.Second,
+		jitter: func(lo, hi time.Duration) time.Duration { return lo }}
+	mine := Owner{ID: "me", TTLAt: now.Add(10 * time.Second), TransitionAt: now.Add(16 * time.Second)}
+	other := Owner{ID: "x", TTLAt: now.Add(10 * time.Second), TransitionAt: now.Add(16 * time.Second)}
+	assert.Equal(t, 7*time.Second, p.next("me", mine, now), "owner: ttlAt - now - lead")
+	assert.Equal(t, 16*time.Second-200*time.Millisecond, p.next("me", other, now), "other: transitionAt - now + jitter")
+	assert.Equal(t, time.Duration(0), p.next("me", Owner{}, now), "no owner: jitter only, clamped")
+	assert.Equal(t, time.Duration(0), p.next("me", mine, now.Add(time.Hour)), "negative delays clamp to zero")
+
+	p.transition = 0
+	var lo time.Duration = -1
+	p.jitter = func(l, hi time.Duration) time.Duration { lo = l; return l }
+	p.next("me", other, now)
+	assert.Equal(t, time.Duration(0), lo, "no transition window: jitter from 0")
+}
+
+func TestRetryBackoff(t *testing.T) {
+	p := contendPeriod{ttl: 10 * time.Second, jitter: func(lo, _ time.Duration) time.Duration { return lo }}
+	assert.Equal(t, 100*time.Millisecond, p.retry(1, true))
+	assert.Equal(t, 200*time.Millisecond, p.retry(2, true))
+	assert.Equal(t, time.Second, p.retry(20, true), "owner backoff stops at ttl/10")
+	assert.Equal(t, time.Second, p.retry(1, false))
+	assert.Equal(t, 10*time.Second, p.retry(20, false), "non-owner backoff stops at the ttl")
+	tiny := contendPeriod{ttl: time.Millisecond, jitter: p.jitter}
+	assert.Equal(t, time.Millisecond, tiny.retry(1, true), "never below a millisecond")
+}
+
+// The contend-period arithmetic never panics, never returns a negative delay and never
+// overflows, whatever the owner record and the clock say.
+func FuzzContendPeriod(f *testing.F) {
+	f.Add(int64(10e9), int64(6e9), int64(3e9), int64(5e9), int64(11e9), int64(0), true, int64(0), 1)
+	f.Add(int64(1e6), int64(0), int64(2e5), int64(-1<<62), int64(1<<62), int64(1<<62), false, int64(999), 64)
+	f.Fuzz(func(t *testing.T, ttl, transition, lead, ttlIn, transIn, nowOff int64, mine bool, jitter int64, failures int) {
+		if ttl <= 0 || transition < 0 || lead <= 0 || lead >= ttl {
+			t.Skip()
+		}
+		base := time.Unix(1_700_000_000, 0)
+		now := base.Add(time.Duration(nowOff))
+		p := contendPeriod{ttl: time.Duration(ttl), transition: time.Duration(transition), lead: time.Duration(lead),
+			jitter: func(lo, hi time.Duration) time.Duration {
+				if hi <= lo {
+					return lo
+				}
+				return lo + time.Duration(uint64(jitter)%uint64(hi-lo))
+			}}
+		o := Owner{ID: "x", TTLAt: base.Add(time.Duration(ttlIn)), TransitionAt: base.Add(time.Duration(transIn))}
+		if mine {
+			o.ID = "me"
+		}
+		d := p.next("me", o, now)
+		if d < 0 {
+			t.Fatalf("negative delay %v", d)
+		}
+		if mine && d > max(until(o.TTLAt, now), 0) {
+			t.Fatalf("owner delay %v beyond its ttlAt %v", d, until(o.TTLAt, now))
+		}
+		if !mine && d > max(until(o.TransitionAt, now), 0)+jitterHigh {
+			t.Fatalf("non-owner delay %v beyond transitionAt + jitter", d)
+		}
+		r := p.retry(failures, mine)
+		if r < time.Millisecond || r > time.Duration(ttl)+time.Duration(ttl)/4+time.Millisecond {
+			t.Fatalf("retry delay %v out of range for ttl %v", r, time.Duration(ttl))
+		}
+	})
+}
+
+// Name validation never panics and accepts exactly the names without blank, invalid UTF-8,
+// control characters or surrounding white space.
+func FuzzValidateMutex(f *testing.F) {
+	for _, s := range []string{"", " ", "m", " m", "m ", "a\x00b", "a\xffb", "ü", "a b", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := ValidateMutex(s)
+		if err == nil && (s == "" || s != trimSpace(s)) {
+			t.Fatalf("accepted %q", s)
+		}
+	})
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t' || s[0] == '\n' || s[0] == '\r' || s[0] == '\v' || s[0] == '\f') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t' || s[len(s)-1] == '\n' || s[len(s)-1] == '\r' || s[len(s)-1] == '\v' || s[len(s)-1] == '\f') {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,81 @@
+// Package simba elects exactly one owner of a named mutex among many instances of a
+// service, through a store they already run: leader election, leader-only periodic jobs
+// and distributed critical sections. It ports the contention protocol of the Kotlin
+// library Simba and shares its storage formats, so Go and JVM services can contend for
+// the same mutexes during a migration.
+//
+// # Model
+//
+// A mutex is a non-blank name; every contender naming the same mutex on the same store
+// competes for it. A contender has a unique ID (HostContenderID, UUIDContenderID). The
+// store keeps an owner record per mutex: the owner's ID, when it acquired, and two
+// instants:
+//
+//   - ttlAt: until then the owner holds the mutex exclusively; it renews before then.
+//   - transitionAt = ttlAt + transition: during the transition window only the owner may
+//     renew. Others may acquire only once it has ended.
+//
+// Backends (backend/memory, backend/redis, backend/jdbc, backend/zookeeper) talk to one
+// store each; everything else lives here and works the same on all of them.
+//
+// # Three ways to use it
+//
+//   - Contender callbacks: implement Contender (or fill a ContenderFuncs), create a
+//     Service with NewService, Start and Stop it. OnAcquired and OnReleased strictly
+//     alternate. A Retriever only observes (NewRetrievalService).
+//   - Locker: Acquire blocks until this contender owns the mutex or its context ends and
+//     returns a Lease; Release gives it up.
+//   - Scheduler: runs work periodically, only while this instance owns the mutex.
+//
+// # Fencing tokens
+//
+// Every tenure carries a fencing token (Owner.Token, Lease.Token): the same for every
+// renewal of one tenure and strictly greater for every later tenure of the mutex on the
+// store. No lease can stop an owner that is paused (a GC pause, a stopped VM) from acting
+// on its belief after it lapsed; a resource that remembers the highest token it has seen
+// and rejects lower ones can. Pass the token with every write that the mutex protects.
+// Each backend's documentation says what its token is derived from and when it could go
+// backwards (a Redis without persistence that restarts empty is detected, not silent).
+//
+// # When an owner stops believing
+//
+// A contender believes it owns the mutex from an acquisition until the earlier of:
+//
+//   - an answer of the store that names another owner (or none), at once;
+//   - its local TTL end: the time it sent its last successful acquire or renewal, plus the
+//     TTL, minus a drift margin of 1% of the TTL, measured on the local monotonic clock,
+//     whether or not the store ever answers again;
+//   - Stop.
+//
+// Then the tenure context (OnAcquired's ctx, Lease.Context, the Scheduler's work context)
+// is cancelled at once, and OnReleased follows. The owner sends its renewal a renewal lead
+// (a third of the TTL by default, WithRenewalLead) before its TTL ends and retries a failed
+// renewal promptly, so a healthy owner never reaches its local TTL end, and a short outage
+// or pause causes no hand-over.
+//
+// No other contender can acquire before the store's transitionAt, which the store counts
+// from the moment it received the renewal (later than its send time) and which adds the
+// transition window. Belief therefore ends at least a transition window before anyone
+// else can win, and two believers never overlap while pauses, delays and the difference
+// in clock rate between this host and the store stay smaller than that window. Larger
+// pauses are what fencing tokens are for.
+//
+// Clocks: simba never turns a store timestamp into a local instant. Stores answer with
+// durations (time left until ttlAt and transitionAt, by the store's own clock), and simba
+// adds them to the local monotonic time at which it sent the request. A wall-clock jump
+// on either side therefore moves nothing; only a difference in clock rate matters, and the
+// drift margin absorbs 1%.
+//
+// # Lifecycle and callbacks
+//
+// A Service moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL. Callbacks of one
+// service run one at a time, in order, on a goroutine of the service, never on the one
+// that talks to the store; a panicking callback is recovered and logged (WithLogger) and
+// contention goes on. Stop ends belief, delivers OnReleased, then releases the mutex on
+// the store, and returns after every callback and goroutine of the service has finished.
+// Results of a lifecycle that has ended are dropped, and an acquisition whose answer
+// arrives after Stop began is released again on the store.
+//
+// Errors wrap the sentinels in this package (ErrInvalidArgument, ErrNotAcquired, ...);
+// test them with errors.Is. Invalid input is rejected before any I/O.
+package simba

@@ -1,0 +1,80 @@
+// Package dispatch runs callbacks one at a time, in the order they were queued, on a
+// goroutine of its own.
+package dispatch
+
+import (
+	"sync"
+)
+
+// Queue delivers queued functions in order on one goroutine, which it starts on the first
+// Push and stops in Close. The queue is unbounded: Push never blocks, so the goroutine that
+// talks to a store never waits for a slow callback.
+//
+// A Queue must not be copied after first use.
+type Queue struct {
+	onPanic func(v any)
+
+	mu      sync.Mutex
+	items   []func()
+	running bool // the delivery goroutine exists
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New returns an empty queue. onPanic is called, on the delivery goroutine, with the value
+// of any panic raised by a queued function; delivery then goes on with the next function.
+func New(onPanic func(v any)) *Queue {
+	return &Queue{onPanic: onPanic}
+}
+
+// Push queues f. It reports false, and drops f, once Close has been called.
+func (q *Queue) Push(f func()) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.items = append(q.items, f)
+	if !q.running {
+		q.running = true
+		q.wg.Go(q.deliver)
+	}
+	return true
+}
+
+// Close stops accepting functions, waits until every function queued before it has
+// returned, and waits for the delivery goroutine to exit. It must not be called from a
+// queued function. Close is idempotent.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wg.Wait()
+}
+
+// deliver runs the queued functions until the queue is empty, then exits; the next Push
+// starts a new delivery goroutine.
+func (q *Queue) deliver() {
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		f := q.items[0]
+		q.items[0] = nil
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		q.call(f)
+	}
+}
+
+func (q *Queue) call(f func()) {
+	defer func() {
+		if v := recover(); v != nil && q.onPanic != nil {
+			q.onPanic(v)
+		}
+	}()
+	f()
+}

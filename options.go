@@ -1,0 +1,169 @@
+package simba
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Default timing, as in JVM Simba.
+const (
+	// DefaultTTL is how long an acquisition or renewal holds a mutex exclusively.
+	DefaultTTL = 10 * time.Second
+	// DefaultTransition is the window after the TTL during which only the owner may renew.
+	DefaultTransition = 6 * time.Second
+)
+
+// Fractions of the TTL from which the other timings default or derive.
+const (
+	// renewalLeadDivisor: the owner renews a third of the TTL before its TTL ends, so that
+	// a renewal delayed by a pause or a short outage still lands before the local TTL end.
+	renewalLeadDivisor = 3
+	// callTimeoutDivisor: a store call may take a quarter of the TTL by default.
+	callTimeoutDivisor = 4
+	// driftMarginDivisor: belief ends 1% of the TTL before send time + TTL, to absorb a
+	// difference in clock rate between this host and the store.
+	driftMarginDivisor = 100
+)
+
+// Option configures a Service, Locker or Scheduler. Options are applied in order to a
+// configuration pre-filled with defaults, which is then validated as a whole: an invalid
+// value is reported as an error wrapping ErrInvalidArgument, never clamped or ignored.
+type Option func(*config)
+
+type config struct {
+	ttl          time.Duration
+	transition   time.Duration
+	callTimeout  time.Duration // zero: ttl / callTimeoutDivisor
+	renewalLead  time.Duration // zero: ttl / renewalLeadDivisor
+	initialDelay time.Duration
+	logger       *slog.Logger
+	contenderID  string // Locker and Scheduler only; empty: HostContenderID()
+
+	// explicitly set, to be validated rather than defaulted
+	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet bool
+
+	// for tests in this package
+	now    func() time.Time
+	jitter func(lo, hi time.Duration) time.Duration
+}
+
+// WithTTL sets how long an acquisition or renewal holds the mutex exclusively; the owner
+// renews before it ends. Default 10s; must be > 0 and a whole number of milliseconds
+// (stores keep milliseconds).
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithTransition sets the window after the TTL during which only the owner may renew and
+// other contenders wait; it is also the margin that keeps a paused or cut-off owner's
+// belief from overlapping its successor's. Default 6s; must be >= 0 and a whole number of
+// milliseconds.
+func WithTransition(transition time.Duration) Option {
+	return func(c *config) { c.transition = transition }
+}
+
+// WithCallTimeout bounds every store call (start-up, acquire, renew, release, lookup).
+// An owner's renewal is further bounded by its local TTL end. Default ttl/4; must be > 0
+// and less than the TTL.
+func WithCallTimeout(d time.Duration) Option {
+	return func(c *config) { c.callTimeout, c.callTimeoutSet = d, true }
+}
+
+// WithRenewalLead sets how long before its TTL ends an owner sends its renewal. A longer
+// lead survives longer pauses and outages without a hand-over; a shorter one renews less
+// often (an owner renews every ttl - lead). Default ttl/3; must be more than 1% of the TTL
+// (the drift margin, see the package documentation) and less than the TTL.
+func WithRenewalLead(d time.Duration) Option {
+	return func(c *config) { c.renewalLead, c.renewalLeadSet = d, true }
+}
+
+// WithInitialDelay delays a service's first contention after Start. Default 0; must be
+// >= 0. Not accepted by NewLocker, whose Acquire contends at once.
+func WithInitialDelay(d time.Duration) Option {
+	return func(c *config) { c.initialDelay, c.initialDelaySet = d, true }
+}
+
+// WithLogger sets the logger for lifecycle changes (Info), ownership changes (Info),
+// renewals and contend decisions (Debug), retried store errors (Warn) and recovered
+// callback panics (Error). Records carry the attributes "mutex" and "contender". Default:
+// a logger that discards everything; must not be nil.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger, c.loggerSet = l, true }
+}
+
+// WithContenderID sets the contender ID of a Locker or Scheduler. Default: a new
+// HostContenderID for each Locker or Scheduler. It must pass ValidateContenderID (and the
+// backend's own checks). Not accepted by NewService, whose Contender names its own ID.
+func WithContenderID(id string) Option {
+	return func(c *config) { c.contenderID, c.contenderIDSet = id, true }
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		ttl:        DefaultTTL,
+		transition: DefaultTransition,
+		now:        time.Now,
+		jitter:     uniformJitter,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if !c.callTimeoutSet {
+		c.callTimeout = c.ttl / callTimeoutDivisor
+	}
+	if !c.renewalLeadSet {
+		c.renewalLead = c.ttl / renewalLeadDivisor
+	}
+	if !c.loggerSet {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// validate checks the configuration as a whole. Fields that default from the TTL are only
+// checked when set explicitly: their defaults are valid whenever the TTL is.
+func (c *config) validate() error {
+	switch {
+	case c.ttl <= 0:
+		return invalid("ttl", c.ttl, "must be > 0")
+	case c.ttl%time.Millisecond != 0:
+		return invalid("ttl", c.ttl, "must be a whole number of milliseconds")
+	case c.transition < 0:
+		return invalid("transition", c.transition, "must be >= 0")
+	case c.transition%time.Millisecond != 0:
+		return invalid("transition", c.transition, "must be a whole number of milliseconds")
+	case c.ttl > maxLease-c.transition:
+		return invalid("ttl + transition", c.ttl.String()+" + "+c.transition.String(), "must be at most 100 years")
+	case c.callTimeoutSet && c.callTimeout <= 0:
+		return invalid("call timeout", c.callTimeout, "must be > 0")
+	case c.callTimeoutSet && c.callTimeout >= c.ttl:
+		return invalid("call timeout", c.callTimeout, "must be less than the ttl ("+c.ttl.String()+")")
+	case c.renewalLeadSet && c.renewalLead <= c.driftMargin():
+		return invalid("renewal lead", c.renewalLead, "must be more than 1% of the ttl ("+c.driftMargin().String()+")")
+	case c.renewalLeadSet && c.renewalLead >= c.ttl:
+		return invalid("renewal lead", c.renewalLead, "must be less than the ttl ("+c.ttl.String()+")")
+	case c.initialDelaySet && c.initialDelay < 0:
+		return invalid("initial delay", c.initialDelay, "must be >= 0")
+	case c.loggerSet && c.logger == nil:
+		return invalid("logger", nil, "must not be nil")
+	case c.contenderIDSet:
+		return ValidateContenderID(c.contenderID)
+	}
+	return nil
+}
+
+// driftMargin is how long before send time + TTL an owner stops believing.
+func (c *config) driftMargin() time.Duration { return c.ttl / driftMarginDivisor }
+
+// maxLease bounds ttl + transition, far below where time arithmetic or a store's
+// millisecond arithmetic (now + ttl + transition) could overflow.
+const maxLease = 100 * 365 * 24 * time.Hour
+
+// uniformJitter returns a duration drawn uniformly from [lo, hi).
+func uniformJitter(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo)
+}
