@@ -1,0 +1,261 @@
+// Package memory is simba's embedded backend: an in-process store with the semantics of the
+// server stores, so that every API works with no server. It is the default in examples and
+// the fastest backend in tests.
+//
+// A Store holds the owner records; a Backend is one client of a Store. Several Backends on
+// one Store stand in for several processes sharing a server: each contends with its own
+// calls, and one can be closed (a process that dies) while the others go on.
+//
+// Storage: one record per mutex with owner ID, acquiredAt, ttlAt and transitionAt, as in
+// the SQL table, and a FIFO list of waiting contenders, as in the Redis waiting set.
+// Acquire takes a free mutex (its transition window has ended) or renews the caller's own;
+// Release frees the caller's mutex and wakes the oldest waiter at once, so a hand-over
+// costs no polling delay.
+//
+// Clock: the local monotonic clock (time.Now), the only clock there is in one process.
+//
+// Fencing token: a counter of the Store, incremented for every new tenure of any mutex, so
+// tokens of one mutex strictly increase even after its record was dropped. A record
+// whose owner has released, and that no one waits for, is dropped from the Store.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// Store is an in-process mutex store. Share one Store between Backends to simulate several
+// processes on one server. The zero Store is not usable; call NewStore. A Store must not
+// be copied.
+type Store struct {
+	mu      sync.Mutex
+	records map[string]*record
+	tokens  uint64 // the last fencing token handed out
+}
+
+// record is one mutex's owner record and the contentions waiting for or watching it.
+type record struct {
+	owner        string
+	acquiredAt   time.Time
+	ttlAt        time.Time
+	transitionAt time.Time
+	token        uint64
+	waiters      []*contention // contenders that found the mutex owned, oldest first
+	watchers     []*contention // retrievers
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{records: make(map[string]*record)}
+}
+
+// Len returns the number of mutex records the store holds: records with a live owner or
+// with waiting contenders or watching retrievers. A test can use it to see that nothing
+// is left behind.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.records)
+}
+
+// Backend is one client of a Store. It is safe for concurrent use.
+type Backend struct {
+	store  *Store
+	closed atomic.Bool
+}
+
+var _ simba.Backend = (*Backend)(nil)
+
+// New returns a backend on store.
+func New(store *Store) (*Backend, error) {
+	if store == nil || store.records == nil {
+		return nil, simba.InvalidArgument("store", nil, "must be a Store from NewStore")
+	}
+	return &Backend{store: store}, nil
+}
+
+// Close disconnects the backend from its store, as if its process had died: later calls of
+// its contentions fail with simba.ErrClosed and nothing is released, so owner records
+// lapse after ttl + transition. StopContend still works. Close is idempotent.
+func (b *Backend) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
+// StartContend registers a participant; see simba.Backend.
+func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	c := &contention{
+		backend:    b,
+		mutex:      p.Mutex,
+		id:         p.ContenderID,
+		ttl:        p.TTL,
+		transition: p.Transition,
+		wake:       p.Wake,
+	}
+	if c.id == "" {
+		s := b.store
+		s.mu.Lock()
+		r := s.record(c.mutex)
+		r.watchers = append(r.watchers, c)
+		s.mu.Unlock()
+	}
+	return c, nil
+}
+
+func (b *Backend) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.closed.Load() {
+		return fmt.Errorf("simba/memory: %w", simba.ErrClosed)
+	}
+	return nil
+}
+
+// contention is one participant's contention on the store.
+type contention struct {
+	backend         *Backend
+	mutex, id       string
+	ttl, transition time.Duration
+	wake            func()
+}
+
+var _ simba.LeaseContention = (*contention)(nil)
+
+func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
+	if err := c.backend.check(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	s := c.backend.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	r := s.record(c.mutex)
+	free := r.transitionAt.Before(now)
+	mine := r.owner == c.id && r.transitionAt.After(now)
+	switch {
+	case free || mine:
+		if free {
+			s.tokens++
+			r.token = s.tokens
+			r.acquiredAt = now
+			r.owner = c.id
+			r.waiters = remove(r.waiters, c)
+			r.wakeWatchers()
+		}
+		r.ttlAt = now.Add(c.ttl)
+		r.transitionAt = r.ttlAt.Add(c.transition)
+	case !slices.Contains(r.waiters, c):
+		r.waiters = append(r.waiters, c)
+	}
+	return r.answer(now), nil
+}
+
+func (c *contention) Release(ctx context.Context) error {
+	if err := c.backend.check(ctx); err != nil {
+		return err
+	}
+	s := c.backend.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[c.mutex]
+	if !ok {
+		return nil
+	}
+	r.waiters = remove(r.waiters, c)
+	if r.owner == c.id {
+		*r = record{waiters: r.waiters, watchers: r.watchers}
+		if len(r.waiters) > 0 {
+			next := r.waiters[0]
+			r.waiters = r.waiters[1:]
+			next.wake()
+		}
+		r.wakeWatchers()
+	}
+	s.drop(c.mutex, r, time.Now())
+	return nil
+}
+
+func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
+	if err := c.backend.check(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	s := c.backend.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	r, ok := s.records[c.mutex]
+	if !ok {
+		return simba.Record{}, nil
+	}
+	return r.answer(now), nil
+}
+
+func (c *contention) StopContend(context.Context) error {
+	s := c.backend.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[c.mutex]
+	if !ok {
+		return nil
+	}
+	r.waiters = remove(r.waiters, c)
+	r.watchers = remove(r.watchers, c)
+	s.drop(c.mutex, r, time.Now())
+	return nil
+}
+
+// record returns the mutex's record, creating it. Called with s.mu held.
+func (s *Store) record(mutex string) *record {
+	r, ok := s.records[mutex]
+	if !ok {
+		r = &record{}
+		s.records[mutex] = r
+	}
+	return r
+}
+
+// drop deletes a record that protects no one and that no one waits for or watches.
+// Called with s.mu held.
+func (s *Store) drop(mutex string, r *record, now time.Time) {
+	if len(r.waiters) == 0 && len(r.watchers) == 0 && (r.owner == "" || r.transitionAt.Before(now)) {
+		delete(s.records, mutex)
+	}
+}
+
+// answer returns the record as durations from now. An owner whose transition window has
+// ended is no owner.
+func (r *record) answer(now time.Time) simba.Record {
+	if r.owner == "" || r.transitionAt.Before(now) {
+		return simba.Record{}
+	}
+	return simba.Record{
+		Owner:      r.owner,
+		TTL:        r.ttlAt.Sub(now),
+		Transition: r.transitionAt.Sub(now),
+		Held:       now.Sub(r.acquiredAt),
+		Token:      r.token,
+	}
+}
+
+func (r *record) wakeWatchers() {
+	for _, w := range r.watchers {
+		w.wake()
+	}
+}
+
+func remove(list []*contention, c *contention) []*contention {
+	if i := slices.Index(list, c); i >= 0 {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
+}
