@@ -1,0 +1,1086 @@
+package tck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba"
+)
+
+// checks is the suite, in order; the non-parallel ones run first and alone.
+var checks = []check{
+	{name: "goroutine_leaks", run: checkLeaks},
+	{name: "lifecycle", parallel: true, run: checkLifecycle},
+	{name: "restart", parallel: true, run: checkRestart},
+	{name: "guard", parallel: true, run: checkGuard},
+	{name: "ten_contenders", parallel: true, run: checkTenContenders},
+	{name: "handover_on_stop", parallel: true, run: checkHandOverOnStop},
+	{name: "stop_releases_on_store", parallel: true, run: checkStopReleases},
+	{name: "takeover_after_vanish", parallel: true, run: checkTakeover},
+	{name: "locker_exclusion", parallel: true, run: checkLockerExclusion},
+	{name: "locker_errors", parallel: true, run: checkLockerErrors},
+	{name: "lease_lost", parallel: true, run: checkLeaseLost},
+	{name: "scheduler", parallel: true, run: checkScheduler},
+	{name: "scheduler_stop_waits", parallel: true, run: checkSchedulerStopWaits},
+	{name: "fencing", parallel: true, run: checkFencing},
+	{name: "stale_lifecycle", parallel: true, run: checkStaleLifecycle},
+	{name: "panicking_callback", parallel: true, run: checkPanickingCallback},
+	{name: "retriever", parallel: true, run: checkRetriever},
+}
+
+// duel is two contenders of one mutex, each on its own backend.
+type duel struct {
+	a      *arena
+	ma, mb *member
+	pa, pb *probe
+	sa, sb *simba.Service
+	mutex  string
+}
+
+// newDuel creates the two contenders; a's callbacks panic when aPanics.
+func (e *env) newDuel(aPanics bool) (*duel, error) {
+	d := &duel{a: newArena(), mutex: e.mutex(), pa: e.backend(), pb: e.backend()}
+	var ca, cb simba.Contender
+	d.ma, ca = d.a.join(d.mutex, e.id("a"))
+	d.ma.panics = aPanics
+	d.mb, cb = d.a.join(d.mutex, e.id("b"))
+	var err error
+	if d.sa, err = e.service(d.pa, ca); err != nil {
+		return nil, err
+	}
+	if d.sb, err = e.service(d.pb, cb); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// start starts a, waits until it owns the mutex, then starts b, which waits.
+func (d *duel) start(ctx context.Context) error {
+	if err := d.sa.Start(ctx); err != nil {
+		return err
+	}
+	if err := d.ma.waitAcquired(ctx, 1); err != nil {
+		return err
+	}
+	return d.sb.Start(ctx)
+}
+
+// locker returns a Locker for mutex on b with the suite's options and a fresh ID.
+func (e *env) locker(b simba.Backend, mutex, role string) (*simba.Locker, error) {
+	return simba.NewLocker(b, mutex, e.options(simba.WithContenderID(e.id(role)))...)
+}
+
+// succeed acquires with l within ctx, checks that the new tenure's token is greater than
+// prev, and releases.
+func succeed(ctx context.Context, l *simba.Locker, prev uint64) error {
+	next, err := l.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("the next contender could not acquire: %w", err)
+	}
+	var errs []error
+	if next.Token() <= prev {
+		errs = append(errs, fmt.Errorf("successor's token %d not greater than %d", next.Token(), prev))
+	}
+	if err := next.Release(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, fmt.Errorf("Release: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkLifecycle: the status machine of SPEC §4, errors for wrong-state calls, OnReleased
+// delivered before Stop returns, Close idempotent and final, concurrent Stops.
+func checkLifecycle(e *env) error {
+	var errs []error
+	expect := func(what string, err, want error) {
+		if !errors.Is(err, want) {
+			errs = append(errs, fmt.Errorf("%s: got %v, want an error matching %v", what, err, want))
+		}
+	}
+	status := func(s *simba.Service, want simba.Status) {
+		if got := s.Status(); got != want {
+			errs = append(errs, fmt.Errorf("status %s, want %s", got, want))
+		}
+	}
+	mutex := e.mutex()
+	a := newArena()
+	m, c := a.join(mutex, e.id("c"))
+	s, err := e.service(e.backend(), c)
+	if err != nil {
+		return err
+	}
+	status(s, simba.StatusInitial)
+	expect("Stop before Start", s.Stop(e.ctx), simba.ErrNotRunning)
+	var nilCtx context.Context
+	expect("Start(nil)", s.Start(nilCtx), simba.ErrInvalidArgument)
+	if err := s.Start(e.ctx); err != nil {
+		return fmt.Errorf("Start: %w", err)
+	}
+	status(s, simba.StatusRunning)
+	expect("Start while running", s.Start(e.ctx), simba.ErrAlreadyStarted)
+	if err := m.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	if !s.IsOwner() {
+		errs = append(errs, errors.New("IsOwner false after OnAcquired of the only contender"))
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		return fmt.Errorf("Stop: %w", err)
+	}
+	if _, rel := m.counts(); rel != 1 {
+		errs = append(errs, fmt.Errorf("OnReleased delivered %d times before Stop returned, want 1", rel))
+	}
+	status(s, simba.StatusInitial)
+	if s.IsOwner() {
+		errs = append(errs, errors.New("IsOwner true after Stop"))
+	}
+	expect("Stop twice", s.Stop(e.ctx), simba.ErrNotRunning)
+	if err := s.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("Close after Stop: %w", err))
+	}
+	if err := s.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("Close twice: %w", err))
+	}
+	expect("Start after Close", s.Start(e.ctx), simba.ErrClosed)
+	expect("Stop after Close", s.Stop(e.ctx), simba.ErrClosed)
+
+	// Close stops a running service and delivers OnReleased first.
+	m2, c2 := a.join(mutex, e.id("c"))
+	s2, err := e.service(e.backend(), c2)
+	if err != nil {
+		return err
+	}
+	if err := s2.Start(e.ctx); err != nil {
+		return fmt.Errorf("Start: %w", err)
+	}
+	if err := m2.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	if err := s2.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("Close while running: %w", err))
+	}
+	if _, rel := m2.counts(); rel != 1 {
+		errs = append(errs, fmt.Errorf("Close delivered OnReleased %d times, want 1", rel))
+	}
+	status(s2, simba.StatusInitial)
+
+	// Two concurrent Stops: one succeeds, the other finds the service not running.
+	m3, c3 := a.join(mutex, e.id("c"))
+	s3, err := e.service(e.backend(), c3)
+	if err != nil {
+		return err
+	}
+	if err := s3.Start(e.ctx); err != nil {
+		return fmt.Errorf("Start: %w", err)
+	}
+	if err := m3.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	results := make(chan error, 2)
+	for range 2 {
+		go func() { results <- s3.Stop(e.ctx) }()
+	}
+	r1, r2 := <-results, <-results
+	if (r1 == nil) == (r2 == nil) || !(errors.Is(r1, simba.ErrNotRunning) || errors.Is(r2, simba.ErrNotRunning)) {
+		errs = append(errs, fmt.Errorf("concurrent Stops returned %v and %v, want one nil and one ErrNotRunning", r1, r2))
+	}
+	if _, rel := m3.counts(); rel != 1 {
+		errs = append(errs, fmt.Errorf("concurrent Stops delivered OnReleased %d times, want 1", rel))
+	}
+	return errors.Join(append(errs, a.err())...)
+}
+
+// checkRestart: a stopped service starts again and acquires a new tenure with a greater
+// token; callbacks alternate across lifecycles.
+func checkRestart(e *env) error {
+	mutex := e.mutex()
+	a := newArena()
+	m, c := a.join(mutex, e.id("c"))
+	s, err := e.service(e.backend(), c)
+	if err != nil {
+		return err
+	}
+	var tokens []uint64
+	for i := 1; i <= 3; i++ {
+		if err := s.Start(e.ctx); err != nil {
+			return fmt.Errorf("Start #%d: %w", i, err)
+		}
+		if err := m.waitAcquired(e.ctx, i); err != nil {
+			return err
+		}
+		tokens = append(tokens, a.tokenOf(m.id))
+		if err := s.Stop(e.ctx); err != nil {
+			return fmt.Errorf("Stop #%d: %w", i, err)
+		}
+	}
+	var errs []error
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			errs = append(errs, fmt.Errorf("restart %d got token %d, not greater than %d", i, tokens[i], tokens[i-1]))
+		}
+	}
+	if acq, rel := m.counts(); acq != 3 || rel != 3 {
+		errs = append(errs, fmt.Errorf("3 lifecycles delivered %d OnAcquired and %d OnReleased, want 3 and 3", acq, rel))
+	}
+	return errors.Join(append(errs, a.err())...)
+}
+
+// checkGuard: an owner keeps the mutex across at least five renewals with no callbacks and
+// the same token.
+func checkGuard(e *env) error {
+	const renewals = 5
+	mutex := e.mutex()
+	a := newArena()
+	m, c := a.join(mutex, e.id("owner"))
+	p := e.backend()
+	s, err := e.service(p, c)
+	if err != nil {
+		return err
+	}
+	if err := s.Start(e.ctx); err != nil {
+		return fmt.Errorf("Start: %w", err)
+	}
+	if err := m.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	// An owner renews every ttl - lead (two thirds of the TTL); allow twice that.
+	ctx, cancel := e.within(2*renewals*e.cfg.ttl + e.cfg.slack())
+	defer cancel()
+	if p.isLease() {
+		err = until(ctx, &p.changed, fmt.Sprintf("%d renewals", renewals), func() bool {
+			return len(p.ownTokens(m.id)) >= renewals+1
+		})
+		if err != nil {
+			return err
+		}
+	} else if err := e.pause(renewals * e.cfg.ttl); err != nil {
+		return err
+	}
+	var errs []error
+	if acq, rel := m.counts(); acq != 1 || rel != 0 {
+		errs = append(errs, fmt.Errorf("renewals delivered %d OnAcquired and %d OnReleased, want 1 and 0", acq, rel))
+	}
+	if !s.IsOwner() {
+		errs = append(errs, errors.New("not the owner after renewals"))
+	}
+	toks := p.ownTokens(m.id)
+	for _, tok := range toks {
+		if tok != toks[0] {
+			errs = append(errs, fmt.Errorf("token changed within one tenure: %v", toks))
+			break
+		}
+	}
+	if tok := s.Owner().Token; p.isLease() && tok != toks[0] {
+		errs = append(errs, fmt.Errorf("Owner().Token %d, want the tenure's %d", tok, toks[0]))
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		errs = append(errs, fmt.Errorf("Stop: %w", err))
+	}
+	return errors.Join(append(errs, a.err())...)
+}
+
+// checkTenContenders: ten contenders on one mutex for ten TTLs, the owner stopped and
+// restarted every two and a half TTLs: at most one believer at any time, an owner found
+// again after every change, callbacks alternating.
+func checkTenContenders(e *env) error {
+	const n = 10
+	mutex := e.mutex()
+	a := newArena()
+	services := make(map[string]*simba.Service, n)
+	members := make([]*member, 0, n)
+	for i := range n {
+		m, c := a.join(mutex, e.id(fmt.Sprintf("c%d", i)))
+		s, err := e.service(e.backend(), c)
+		if err != nil {
+			return err
+		}
+		services[m.id] = s
+		members = append(members, m)
+	}
+	for _, s := range services {
+		if err := s.Start(e.ctx); err != nil {
+			return fmt.Errorf("Start: %w", err)
+		}
+	}
+	end := time.Now().Add(10 * e.cfg.ttl)
+	changes := 0
+	for time.Now().Before(end) {
+		ctx, cancel := e.within(e.cfg.takeoverBound())
+		_, err := a.waitHolder(ctx)
+		cancel()
+		if err != nil {
+			return errors.Join(fmt.Errorf("after %d changes: %w", changes, err), a.err())
+		}
+		if err := e.pause(5 * e.cfg.ttl / 2); err != nil {
+			return err
+		}
+		// Stop the owner (whoever it is now) and start it again as a contender.
+		holder := a.currentHolder()
+		if holder == "" {
+			continue
+		}
+		s := services[holder]
+		if err := s.Stop(e.ctx); err != nil {
+			return fmt.Errorf("Stop %s: %w", holder, err)
+		}
+		if err := s.Start(e.ctx); err != nil {
+			return fmt.Errorf("restart %s: %w", holder, err)
+		}
+		changes++
+	}
+	var errs []error
+	for _, s := range services {
+		if err := s.Stop(e.ctx); err != nil {
+			errs = append(errs, fmt.Errorf("Stop: %w", err))
+		}
+	}
+	for _, m := range members {
+		if acq, rel := m.counts(); acq != rel {
+			errs = append(errs, fmt.Errorf("%s: %d OnAcquired but %d OnReleased after Stop", m.id, acq, rel))
+		}
+	}
+	if got := a.tenureCount(); got < changes {
+		errs = append(errs, fmt.Errorf("%d tenures for %d forced changes", got, changes))
+	}
+	e.t.Logf("ten contenders: %d tenures in %v", a.tenureCount(), 10*e.cfg.ttl)
+	return errors.Join(append(errs, a.err())...)
+}
+
+// checkHandOverOnStop: when the owner stops, a waiting contender takes over; the latency
+// is logged (fast with wake-ups, at most a contend period without).
+func checkHandOverOnStop(e *env) error {
+	d, err := e.newDuel(false)
+	if err != nil {
+		return err
+	}
+	if err := d.start(e.ctx); err != nil {
+		return err
+	}
+	// b makes its first, failed attempt and waits.
+	if err := d.pb.waitAttempt(e.ctx); err != nil {
+		return err
+	}
+	began := time.Now()
+	if err := d.sa.Stop(e.ctx); err != nil {
+		return fmt.Errorf("Stop owner: %w", err)
+	}
+	bound := e.cfg.takeoverBound()
+	ctx, cancel := e.within(bound)
+	defer cancel()
+	if err := d.mb.waitAcquired(ctx, 1); err != nil {
+		return fmt.Errorf("no hand-over within %v after Stop: %w", bound, err)
+	}
+	e.t.Logf("hand-over on Stop took %v", time.Since(began))
+	var errs []error
+	if tb, ta := d.a.tokenOf(d.mb.id), d.a.tokenOf(d.ma.id); tb <= ta {
+		errs = append(errs, fmt.Errorf("successor's token %d not greater than %d", tb, ta))
+	}
+	if err := d.sb.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkStopReleases: once Stop returns, the store no longer names the contender: a single
+// acquire attempt by someone else succeeds at once.
+func checkStopReleases(e *env) error {
+	mutex := e.mutex()
+	a := newArena()
+	m, c := a.join(mutex, e.id("a"))
+	s, err := e.service(e.backend(), c)
+	if err != nil {
+		return err
+	}
+	other, err := e.locker(e.backend(), mutex, "b")
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= 3; i++ {
+		if err := s.Start(e.ctx); err != nil {
+			return err
+		}
+		if err := m.waitAcquired(e.ctx, i); err != nil {
+			return err
+		}
+		if err := s.Stop(e.ctx); err != nil {
+			return fmt.Errorf("Stop: %w", err)
+		}
+		lease, err := other.TryAcquire(e.ctx)
+		if err != nil {
+			return fmt.Errorf("after Stop returned, another contender could not acquire (the store was not released): %w", err)
+		}
+		if err := lease.Release(e.ctx); err != nil {
+			return fmt.Errorf("Release: %w", err)
+		}
+	}
+	return a.err()
+}
+
+// checkTakeover: when the owner vanishes without releasing, it stops believing by its local
+// TTL end, and a waiter acquires within ttl + transition + jitter + slack, with a greater
+// token.
+func checkTakeover(e *env) error {
+	d, err := e.newDuel(false)
+	if err != nil {
+		return err
+	}
+	if err := d.start(e.ctx); err != nil {
+		return err
+	}
+	vanished := time.Now()
+	if err := d.pa.vanish(); err != nil {
+		return err
+	}
+	var errs []error
+	lossBound := e.cfg.ttl + e.cfg.slack()
+	ctx, cancel := e.within(lossBound)
+	defer cancel()
+	if err := d.ma.waitReleased(ctx, 1); err != nil {
+		errs = append(errs, fmt.Errorf("vanished owner still believed %v later: %w", lossBound, err))
+	} else {
+		e.t.Logf("vanished owner stopped believing after %v", time.Since(vanished))
+	}
+	bound := e.cfg.takeoverBound()
+	ctx2, cancel2 := context.WithDeadline(e.ctx, vanished.Add(bound))
+	defer cancel2()
+	if err := d.mb.waitAcquired(ctx2, 1); err != nil {
+		errs = append(errs, fmt.Errorf("no take-over within %v of the owner vanishing: %w", bound, err))
+	} else {
+		e.t.Logf("take-over after vanish took %v (bound %v)", time.Since(vanished), bound)
+		if tb, ta := d.a.tokenOf(d.mb.id), d.a.tokenOf(d.ma.id); tb <= ta {
+			errs = append(errs, fmt.Errorf("successor's token %d not greater than the vanished owner's %d", tb, ta))
+		}
+	}
+	_ = d.sa.Stop(e.ctx) // its store calls fail; the lease has lapsed anyway
+	if err := d.sb.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkLockerExclusion: eight goroutines, each with a Locker on its own backend, take turns;
+// an in-section counter catches any overlap and tokens increase in acquisition order.
+func checkLockerExclusion(e *env) error {
+	const goroutines, rounds = 8, 3
+	mutex := e.mutex()
+	var (
+		inSection atomic.Int32
+		mu        sync.Mutex
+		lastToken uint64
+		errs      []error
+	)
+	report := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	lockers := make([]*simba.Locker, goroutines)
+	for i := range lockers {
+		l, err := e.locker(e.backend(), mutex, fmt.Sprintf("g%d", i))
+		if err != nil {
+			return err
+		}
+		lockers[i] = l
+	}
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		wg.Go(func() {
+			for range rounds {
+				lease, err := l.Acquire(e.ctx)
+				if err != nil {
+					report(fmt.Errorf("Acquire: %w", err))
+					return
+				}
+				if n := inSection.Add(1); n != 1 {
+					report(fmt.Errorf("overlap: %d holders in the critical section", n))
+				}
+				mu.Lock()
+				if lease.Token() <= lastToken {
+					errs = append(errs, fmt.Errorf("token %d not greater than the previous holder's %d", lease.Token(), lastToken))
+				}
+				lastToken = lease.Token()
+				mu.Unlock()
+				select {
+				case <-time.After(2 * time.Millisecond):
+				case <-lease.Done():
+					report(fmt.Errorf("lease lost while held: %v", context.Cause(lease.Context())))
+				}
+				inSection.Add(-1)
+				if err := lease.Release(e.ctx); err != nil {
+					report(fmt.Errorf("Release: %w", err))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// checkLockerErrors: the Locker's error identities.
+func checkLockerErrors(e *env) error {
+	mutex := e.mutex()
+	var errs []error
+	expect := func(what string, err error, want ...error) {
+		for _, w := range want {
+			if !errors.Is(err, w) {
+				errs = append(errs, fmt.Errorf("%s: got %v, want an error matching %v", what, err, w))
+			}
+		}
+	}
+	l1, err := e.locker(e.backend(), mutex, "l1")
+	if err != nil {
+		return err
+	}
+	p2 := e.backend()
+	l2, err := e.locker(p2, mutex, "l2")
+	if err != nil {
+		return err
+	}
+	held, err := l1.Acquire(e.ctx)
+	if err != nil {
+		return fmt.Errorf("Acquire: %w", err)
+	}
+	err = e.keep(l1.Acquire(e.ctx))
+	expect("Acquire while holding", err, simba.ErrAlreadyHeld)
+	err = e.keep(l2.TryAcquire(e.ctx))
+	expect("TryAcquire of a held mutex", err, simba.ErrNotAcquired)
+
+	timeout := e.cfg.ttl / 5
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	began := time.Now()
+	err = e.keep(l2.Acquire(ctx))
+	cancel()
+	expect("Acquire past its deadline", err, simba.ErrNotAcquired, context.DeadlineExceeded)
+	if took := time.Since(began); took < timeout {
+		errs = append(errs, fmt.Errorf("Acquire with a %v deadline gave up after %v", timeout, took))
+	} else {
+		e.t.Logf("Acquire with a %v deadline returned after %v", timeout, took)
+	}
+
+	starts := p2.startCount()
+	cancelled, cancelNow := context.WithCancel(e.ctx)
+	cancelNow()
+	err = e.keep(l2.Acquire(cancelled))
+	expect("Acquire with a cancelled context", err, simba.ErrNotAcquired, context.Canceled)
+	if p2.startCount() != starts {
+		errs = append(errs, errors.New("Acquire with a cancelled context touched the store"))
+	}
+	var nilCtx context.Context
+	err = e.keep(l2.Acquire(nilCtx))
+	expect("Acquire(nil)", err, simba.ErrInvalidArgument)
+
+	if err := held.Release(e.ctx); err != nil {
+		errs = append(errs, fmt.Errorf("Release: %w", err))
+	}
+	expect("Release twice", held.Release(e.ctx), simba.ErrNotOwner)
+	var none *simba.Lease
+	expect("Release of a nil lease", none.Release(e.ctx), simba.ErrNotOwner)
+
+	// The released mutex is free at once: a single attempt acquires it.
+	tctx, cancelTry := context.WithTimeout(e.ctx, e.cfg.ttl/5)
+	defer cancelTry()
+	if err := succeed(tctx, l2, held.Token()); err != nil {
+		errs = append(errs, fmt.Errorf("after release: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkLeaseLost: the lease's context ends, with cause ErrOwnershipLost, when its holder
+// vanishes, by its local TTL end; Release then reports the loss.
+func checkLeaseLost(e *env) error {
+	mutex := e.mutex()
+	p := e.backend()
+	l, err := e.locker(p, mutex, "holder")
+	if err != nil {
+		return err
+	}
+	lease, err := l.Acquire(e.ctx)
+	if err != nil {
+		return fmt.Errorf("Acquire: %w", err)
+	}
+	vanished := time.Now()
+	if err := p.vanish(); err != nil {
+		return err
+	}
+	bound := e.cfg.ttl + e.cfg.slack()
+	var errs []error
+	select {
+	case <-lease.Done():
+		e.t.Logf("lease context ended %v after the holder vanished", time.Since(vanished))
+		if cause := context.Cause(lease.Context()); !errors.Is(cause, simba.ErrOwnershipLost) {
+			errs = append(errs, fmt.Errorf("lease context cause %v, want ErrOwnershipLost", cause))
+		}
+	case <-time.After(bound):
+		errs = append(errs, fmt.Errorf("lease context still live %v after the holder vanished", bound))
+	}
+	if err := lease.Release(e.ctx); !errors.Is(err, simba.ErrOwnershipLost) {
+		errs = append(errs, fmt.Errorf("Release of a lost lease: got %v, want ErrOwnershipLost", err))
+	}
+	other, err := e.locker(e.backend(), mutex, "next")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithDeadline(e.ctx, vanished.Add(e.cfg.takeoverBound()))
+	defer cancel()
+	if err := succeed(ctx, other, lease.Token()); err != nil {
+		errs = append(errs, fmt.Errorf("after the holder vanished: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkScheduler: scheduled work runs only on the leader, never twice at once, and stops
+// when the leader vanishes; another scheduler takes over.
+func checkScheduler(e *env) error {
+	const n = 3
+	mutex := e.mutex()
+	period := e.cfg.ttl / 5
+	var (
+		running atomic.Int32
+		mu      sync.Mutex
+		runs    = map[int][]time.Time{}
+		errs    []error
+		changed signal
+	)
+	probes := make([]*probe, n)
+	scheds := make([]*simba.Scheduler, n)
+	for i := range n {
+		probes[i] = e.backend()
+		work := func(context.Context) {
+			if k := running.Add(1); k != 1 {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%d scheduled runs at once", k))
+				mu.Unlock()
+			}
+			defer running.Add(-1)
+			mu.Lock()
+			runs[i] = append(runs[i], time.Now())
+			mu.Unlock()
+			changed.notify()
+		}
+		s, err := simba.NewScheduler(probes[i], mutex, simba.Schedule{Period: period}, work,
+			e.options(simba.WithContenderID(e.id(fmt.Sprintf("s%d", i))))...)
+		if err != nil {
+			return err
+		}
+		scheds[i] = s
+		e.cleanup(func() { _ = s.Close() })
+	}
+	for _, s := range scheds {
+		if err := s.Start(e.ctx); err != nil {
+			return err
+		}
+	}
+	count := func(i int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs[i])
+	}
+	leader := -1
+	err := until(e.ctx, &changed, "three runs of one scheduler", func() bool {
+		for i := range n {
+			if count(i) >= 3 {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	for i := range n {
+		if i != leader && len(runs[i]) > 0 {
+			errs = append(errs, fmt.Errorf("scheduler %d ran while %d led", i, leader))
+		}
+	}
+	mu.Unlock()
+	vanished := time.Now()
+	if err := probes[leader].vanish(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithDeadline(e.ctx, vanished.Add(e.cfg.takeoverBound()))
+	defer cancel()
+	successor := -1
+	err = until(ctx, &changed, "another scheduler to run twice", func() bool {
+		for i := range n {
+			if i != leader && count(i) >= 2 {
+				successor = i
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	e.t.Logf("scheduler %d took over %v after %d vanished", successor, time.Since(vanished), leader)
+	mu.Lock()
+	for _, at := range runs[leader] {
+		if at.After(vanished.Add(e.cfg.ttl)) {
+			errs = append(errs, fmt.Errorf("vanished leader ran %v after it vanished, past its local TTL end", at.Sub(vanished)))
+		}
+	}
+	mu.Unlock()
+	for i, s := range scheds {
+		if i == leader {
+			continue
+		}
+		if err := s.Stop(e.ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// checkSchedulerStopWaits: Stop cancels the running work's context and returns only after
+// the work has returned.
+func checkSchedulerStopWaits(e *env) error {
+	started := make(chan struct{})
+	var returned atomic.Bool
+	work := func(ctx context.Context) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		returned.Store(true)
+	}
+	s, err := simba.NewScheduler(e.backend(), e.mutex(), simba.Schedule{Period: time.Hour}, work,
+		e.options(simba.WithContenderID(e.id("s")))...)
+	if err != nil {
+		return err
+	}
+	e.cleanup(func() { _ = s.Close() })
+	if err := s.Start(e.ctx); err != nil {
+		return err
+	}
+	select {
+	case <-started:
+	case <-e.ctx.Done():
+		return errors.New("scheduled work never started")
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		return err
+	}
+	if !returned.Load() {
+		return errors.New("Stop returned before the running work returned")
+	}
+	return nil
+}
+
+// checkFencing: tokens strictly increase over a sequence of tenures of different
+// contenders and stay the same within one.
+func checkFencing(e *env) error {
+	mutex := e.mutex()
+	var errs []error
+	var last uint64
+	lockers := make([]*simba.Locker, 3)
+	for i := range lockers {
+		l, err := e.locker(e.backend(), mutex, fmt.Sprintf("l%d", i))
+		if err != nil {
+			return err
+		}
+		lockers[i] = l
+	}
+	for round := range 6 {
+		lease, err := lockers[round%len(lockers)].Acquire(e.ctx)
+		if err != nil {
+			return fmt.Errorf("Acquire: %w", err)
+		}
+		if lease.Token() <= last {
+			errs = append(errs, fmt.Errorf("tenure %d got token %d, not greater than %d", round, lease.Token(), last))
+		}
+		last = lease.Token()
+		if err := lease.Release(e.ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkStaleLifecycle: an acquisition whose answer arrives after Stop began is not delivered
+// and is released on the store; reports and wake-ups of an ended lifecycle change nothing
+// in a later one.
+func checkStaleLifecycle(e *env) error {
+	mutex := e.mutex()
+	a := newArena()
+	m, c := a.join(mutex, e.id("a"))
+	p := e.backend()
+	s, err := e.service(p, c)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	// Lifecycle 1: an ordinary tenure.
+	if err := s.Start(e.ctx); err != nil {
+		return err
+	}
+	if err := m.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		return err
+	}
+	if p.isLease() {
+		// Lifecycle 2: the acquire's answer arrives only after Stop began.
+		p.lateNext.Store(true)
+		if err := s.Start(e.ctx); err != nil {
+			return err
+		}
+		err := until(e.ctx, &p.changed, "the late acquire to be under way", func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.lateWaiting
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.Stop(e.ctx); err != nil {
+			return fmt.Errorf("Stop with a late acquisition in flight: %w", err)
+		}
+		if acq, _ := m.counts(); acq != 1 {
+			errs = append(errs, fmt.Errorf("a late acquisition of an ended lifecycle was delivered (%d OnAcquired)", acq))
+		}
+		other, err := e.locker(e.backend(), mutex, "b")
+		if err != nil {
+			return err
+		}
+		l, err := other.TryAcquire(e.ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("a late acquisition of an ended lifecycle was left on the store: %w", err))
+		} else if err := l.Release(e.ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The last lifecycle: the first one's hooks must not reach it.
+	if err := s.Start(e.ctx); err != nil {
+		return err
+	}
+	if err := m.waitAcquired(e.ctx, 2); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	old := p.participant(0)
+	far := time.Now().Add(time.Hour)
+	old.Report(simba.Owner{ID: "tck-ghost", Token: 1 << 62, TTLAt: far, TransitionAt: far})
+	old.Report(simba.Owner{})
+	old.Wake()
+	if !s.IsOwner() {
+		errs = append(errs, errors.New("a report of an ended lifecycle ended the current tenure"))
+	}
+	if s.Owner().ID == "tck-ghost" {
+		errs = append(errs, errors.New("a report of an ended lifecycle changed the owner"))
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if acq, rel := m.counts(); acq != 2 || rel != 2 {
+		errs = append(errs, fmt.Errorf("%d OnAcquired and %d OnReleased, want 2 each", acq, rel))
+	}
+	return errors.Join(append(errs, a.err())...)
+}
+
+// checkPanickingCallback: callbacks that panic are recovered; the owner keeps renewing,
+// Stop still works and hands over.
+func checkPanickingCallback(e *env) error {
+	d, err := e.newDuel(true)
+	if err != nil {
+		return err
+	}
+	if err := d.start(e.ctx); err != nil {
+		return err
+	}
+	// Across two TTLs the owner must renew: its belief would end at its local TTL end.
+	if err := e.pause(2 * e.cfg.ttl); err != nil {
+		return err
+	}
+	var errs []error
+	if !d.sa.IsOwner() {
+		errs = append(errs, errors.New("after a panicking OnAcquired the owner did not keep the mutex"))
+	}
+	if err := d.sa.Stop(e.ctx); err != nil {
+		errs = append(errs, fmt.Errorf("Stop after panicking callbacks: %w", err))
+	}
+	ctx, cancel := e.within(e.cfg.takeoverBound())
+	defer cancel()
+	if err := d.mb.waitAcquired(ctx, 1); err != nil {
+		errs = append(errs, fmt.Errorf("no hand-over after the panicking owner stopped: %w", err))
+	}
+	if err := d.sb.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkRetriever: a retriever sees every change of owner and nothing after Stop.
+func checkRetriever(e *env) error {
+	d, err := e.newDuel(false)
+	if err != nil {
+		return err
+	}
+	var (
+		mu     sync.Mutex
+		seen   []simba.State
+		change signal
+	)
+	r := simba.RetrieverFunc{MutexName: d.mutex, Notify: func(s simba.State) {
+		mu.Lock()
+		seen = append(seen, s)
+		mu.Unlock()
+		change.notify()
+	}}
+	rs, err := simba.NewRetrievalService(e.backend(), r, e.options()...)
+	if err != nil {
+		return err
+	}
+	e.cleanup(func() { _ = rs.Close() })
+	if err := rs.Start(e.ctx); err != nil {
+		return err
+	}
+	sees := func(id string) error {
+		ctx, cancel := e.within(e.cfg.takeoverBound())
+		defer cancel()
+		return until(ctx, &change, "the retriever to see "+id, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(seen) > 0 && seen[len(seen)-1].After.ID == id
+		})
+	}
+	if err := d.start(e.ctx); err != nil {
+		return err
+	}
+	if err := sees(d.ma.id); err != nil {
+		return err
+	}
+	if err := d.sa.Stop(e.ctx); err != nil {
+		return err
+	}
+	if err := d.mb.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	if err := sees(d.mb.id); err != nil {
+		return err
+	}
+	if got := rs.Owner().ID; got != d.mb.id {
+		return fmt.Errorf("retriever's Owner() is %q, want %q", got, d.mb.id)
+	}
+	var errs []error
+	mu.Lock()
+	for _, s := range seen {
+		if !s.Changed() {
+			errs = append(errs, fmt.Errorf("retriever notified of a non-change %v", s))
+		}
+	}
+	mu.Unlock()
+	if err := rs.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	mu.Lock()
+	n := len(seen)
+	mu.Unlock()
+	if err := d.sb.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	mu.Lock()
+	if len(seen) != n {
+		errs = append(errs, errors.New("retriever notified after Stop"))
+	}
+	mu.Unlock()
+	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkLeaks: after a warm-up round, rounds of every way of use leave no goroutine behind.
+// The backends are made before the baseline: they live until the test ends.
+func checkLeaks(e *env) error {
+	backends := [4]*probe{e.backend(), e.backend(), e.backend(), e.backend()}
+	round := func() error {
+		mutex := e.mutex()
+		a := newArena()
+		m, c := a.join(mutex, e.id("c"))
+		s, err := e.service(backends[0], c)
+		if err != nil {
+			return err
+		}
+		rs, err := simba.NewRetrievalService(backends[1], simba.RetrieverFunc{MutexName: mutex}, e.options()...)
+		if err != nil {
+			return err
+		}
+		if err := rs.Start(e.ctx); err != nil {
+			return err
+		}
+		if err := s.Start(e.ctx); err != nil {
+			return err
+		}
+		if err := m.waitAcquired(e.ctx, 1); err != nil {
+			return err
+		}
+		l, err := e.locker(backends[2], mutex, "l")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ttl/10)
+		err = e.keep(l.Acquire(ctx)) // times out: s holds the mutex
+		cancel()
+		if !errors.Is(err, simba.ErrNotAcquired) {
+			return fmt.Errorf("Acquire of a held mutex: %v", err)
+		}
+		if err := s.Stop(e.ctx); err != nil {
+			return err
+		}
+		lease, err := l.Acquire(e.ctx)
+		if err != nil {
+			return err
+		}
+		if err := lease.Release(e.ctx); err != nil {
+			return err
+		}
+		ran := make(chan struct{}, 1)
+		sched, err := simba.NewScheduler(backends[3], mutex, simba.Schedule{Period: time.Hour},
+			func(context.Context) {
+				select {
+				case ran <- struct{}{}:
+				default:
+				}
+			}, e.options(simba.WithContenderID(e.id("s")))...)
+		if err != nil {
+			return err
+		}
+		if err := sched.Start(e.ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ran:
+		case <-e.ctx.Done():
+			return errors.New("scheduler never ran")
+		}
+		if err := sched.Stop(e.ctx); err != nil {
+			return err
+		}
+		if err := rs.Stop(e.ctx); err != nil {
+			return err
+		}
+		return a.err()
+	}
+	if err := round(); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	e.runCleanups()
+	baseline := goleak.IgnoreCurrent()
+	for range 2 {
+		if err := round(); err != nil {
+			return err
+		}
+	}
+	e.runCleanups()
+	if err := goleak.Find(baseline); err != nil {
+		return fmt.Errorf("goroutines left after Stop: %w", err)
+	}
+	return nil
+}

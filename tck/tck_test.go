@@ -1,0 +1,197 @@
+package tck
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// memoryFactory returns a factory of memory backends on one store.
+func memoryFactory() func(t *testing.T) simba.Backend {
+	store := memory.NewStore()
+	return func(t *testing.T) simba.Backend {
+		b, err := memory.New(store)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+}
+
+// The suite passes against the memory backend.
+func TestRunPassesOnMemory(t *testing.T) {
+	Run(t, memoryFactory())
+}
+
+// Each broken backend must make the checks named for it fail: proof that they can fail.
+func TestBrokenBackendsAreCaught(t *testing.T) {
+	cases := []struct {
+		name   string
+		wrap   func(simba.Backend) simba.Backend
+		caught []string
+	}{
+		{"never releases", func(b simba.Backend) simba.Backend { return neverReleases{b} },
+			[]string{"stop_releases_on_store", "locker_errors", "stale_lifecycle"}},
+		{"token does not increase", func(b simba.Backend) simba.Backend { return frozenToken{b} },
+			[]string{"fencing", "restart", "locker_exclusion"}},
+		{"grants everyone", func(b simba.Backend) simba.Backend { return grantsEveryone{b} },
+			[]string{"ten_contenders", "locker_exclusion", "locker_errors"}},
+		{"forgets the owner on renewal", func(b simba.Backend) simba.Backend { return &forgetsRenewal{inner: b} },
+			[]string{"guard"}},
+		{"notifies every contender as owner", func(b simba.Backend) simba.Backend { return notifiesEveryone{b} },
+			[]string{"ten_contenders", "locker_errors"}},
+	}
+	cfg := config{scale: 1, ttl: 1e9, transition: 5e8}
+	for _, c := range cases {
+		for _, name := range c.caught {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				factory := memoryFactory()
+				broken := func(t *testing.T) simba.Backend { return c.wrap(factory(t)) }
+				err := runCheck(t, cfg, newSuiteID(), find(t, name), broken)
+				assert.Error(t, err, "check %s passed against a backend that %s", name, c.name)
+				t.Logf("caught: %v", err)
+			})
+		}
+	}
+}
+
+func find(t *testing.T, name string) check {
+	for _, c := range checks {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q", name)
+	return check{}
+}
+
+// neverReleases drops every release: the store keeps naming a stopped contender.
+type neverReleases struct{ simba.Backend }
+
+func (b neverReleases) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return noRelease{c.(simba.LeaseContention)}, nil
+}
+
+type noRelease struct{ simba.LeaseContention }
+
+func (noRelease) Release(context.Context) error { return nil }
+
+// frozenToken reports the same fencing token for every tenure.
+type frozenToken struct{ simba.Backend }
+
+func (b frozenToken) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return constToken{c.(simba.LeaseContention)}, nil
+}
+
+type constToken struct{ simba.LeaseContention }
+
+func (c constToken) Acquire(ctx context.Context) (simba.Record, error) {
+	r, err := c.LeaseContention.Acquire(ctx)
+	if r.Owner != "" {
+		r.Token = 7
+	}
+	return r, err
+}
+
+// grantsEveryone tells every contender it owns the mutex.
+type grantsEveryone struct{ simba.Backend }
+
+func (b grantsEveryone) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return grant{c.(simba.LeaseContention), p}, nil
+}
+
+type grant struct {
+	simba.LeaseContention
+	p simba.Participant
+}
+
+var grantTokens struct {
+	sync.Mutex
+	n uint64
+}
+
+func (g grant) Acquire(ctx context.Context) (simba.Record, error) {
+	r, err := g.LeaseContention.Acquire(ctx)
+	if err != nil || r.Owner == g.p.ContenderID {
+		return r, err
+	}
+	grantTokens.Lock()
+	grantTokens.n++
+	tok := 1<<40 + grantTokens.n
+	grantTokens.Unlock()
+	return simba.Record{Owner: g.p.ContenderID, TTL: g.p.TTL, Transition: g.p.TTL + g.p.Transition, Token: tok}, nil
+}
+
+// forgetsRenewal answers every renewal with "no owner".
+type forgetsRenewal struct{ inner simba.Backend }
+
+func (b *forgetsRenewal) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := b.inner.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &forget{LeaseContention: c.(simba.LeaseContention), id: p.ContenderID}, nil
+}
+
+type forget struct {
+	simba.LeaseContention
+	id    string
+	owned bool
+}
+
+func (f *forget) Acquire(ctx context.Context) (simba.Record, error) {
+	r, err := f.LeaseContention.Acquire(ctx)
+	if err != nil {
+		return r, err
+	}
+	wasOwner := f.owned
+	f.owned = r.Owner == f.id
+	if wasOwner && f.owned {
+		return simba.Record{}, nil
+	}
+	return r, nil
+}
+
+// notifiesEveryone turns the lease store into a session store that reports every
+// contender as the owner as soon as it starts.
+type notifiesEveryone struct{ simba.Backend }
+
+func (b notifiesEveryone) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.ContenderID != "" {
+		grantTokens.Lock()
+		grantTokens.n++
+		tok := 1<<40 + grantTokens.n
+		grantTokens.Unlock()
+		p.Report(simba.Owner{ID: p.ContenderID, Token: tok})
+	}
+	return sessionOnly{c}, nil
+}
+
+type sessionOnly struct{ c simba.Contention }
+
+func (s sessionOnly) StopContend(ctx context.Context) error { return s.c.StopContend(ctx) }
