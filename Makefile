@@ -1,0 +1,39 @@
+# simba's build entry points. `make test` is what CI runs (.ci/run); it sets up what it
+# needs on a fresh Debian machine and leaves nothing running.
+
+GO ?= go
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+export GOTRACEBACK := all
+
+FUZZTIME ?= 20s
+
+.PHONY: test vet unit setup fuzz bench quickstart lint
+
+## test: set up, vet, and run every test with the race detector.
+test: setup vet unit
+
+## setup: install what the tests need when it is missing.
+setup:
+	@scripts/setup.sh
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	SIMBA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 15m ./...
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+## bench: run the Go benchmarks.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+## quickstart: the README's first command.
+quickstart:
+	$(GO) run ./examples/quickstart
+
+## lint: staticcheck at a pinned version.
+lint:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...

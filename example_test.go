@@ -1,0 +1,219 @@
+package simba_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
+)
+
+// Contender callbacks: a service contends for a mutex and calls OnAcquired and OnReleased
+// as ownership comes and goes. Two backends on one memory store stand for two processes.
+func Example() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	newContender := func(id string, acquired chan<- string) *simba.Service {
+		b, _ := memory.New(store)
+		svc, err := simba.NewService(b, simba.ContenderFuncs{
+			MutexName: "billing-leader",
+			ID:        id,
+			Acquired: func(ctx context.Context, s simba.State) {
+				fmt.Printf("%s leads (token %d)\n", id, s.After.Token)
+				acquired <- id
+			},
+			Released: func(s simba.State) { fmt.Printf("%s no longer leads\n", id) },
+		})
+		if err != nil {
+			panic(err)
+		}
+		return svc
+	}
+	acquired := make(chan string, 2)
+	a := newContender("instance-a", acquired)
+	b := newContender("instance-b", acquired)
+	_ = a.Start(ctx)
+	<-acquired
+	_ = b.Start(ctx) // b waits: a leads
+	_ = a.Stop(ctx)  // a releases; b takes over at once
+	<-acquired
+	_ = b.Stop(ctx)
+	// Output:
+	// instance-a leads (token 1)
+	// instance-a no longer leads
+	// instance-b leads (token 2)
+	// instance-b no longer leads
+}
+
+// A Locker protects a critical section: Acquire blocks until this contender owns the
+// mutex, and the lease's token fences the protected resource.
+func ExampleNewLocker() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.NewStore())
+	locker, err := simba.NewLocker(b, "nightly-export")
+	if err != nil {
+		panic(err)
+	}
+	lease, err := locker.Acquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("holding with token", lease.Token())
+	// Work that must stop when ownership is lost uses lease.Context().
+	_ = lease.Release(ctx)
+	fmt.Println("released")
+	// Output:
+	// holding with token 1
+	// released
+}
+
+// Acquire gives up when its context ends; the error says both that the mutex was not
+// acquired and why.
+func ExampleLocker_Acquire() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	b1, _ := memory.New(store)
+	b2, _ := memory.New(store)
+	holder, _ := simba.NewLocker(b1, "invoice-42")
+	waiter, _ := simba.NewLocker(b2, "invoice-42")
+
+	lease, _ := holder.Acquire(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := waiter.Acquire(wctx)
+	fmt.Println("not acquired:", errors.Is(err, simba.ErrNotAcquired))
+	fmt.Println("deadline exceeded:", errors.Is(err, context.DeadlineExceeded))
+
+	_ = lease.Release(ctx)
+	next, err := waiter.Acquire(ctx)
+	fmt.Println("acquired after release:", err == nil, "token", next.Token())
+	_ = next.Release(ctx)
+	// Output:
+	// not acquired: true
+	// deadline exceeded: true
+	// acquired after release: true token 2
+}
+
+// TryAcquire makes a single attempt.
+func ExampleLocker_TryAcquire() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	b1, _ := memory.New(store)
+	b2, _ := memory.New(store)
+	first, _ := simba.NewLocker(b1, "cache-warmup", simba.WithContenderID("worker-1"))
+	second, _ := simba.NewLocker(b2, "cache-warmup", simba.WithContenderID("worker-2"))
+	lease, _ := first.TryAcquire(ctx)
+	_, err := second.TryAcquire(ctx)
+	fmt.Println(err)
+	_ = lease.Release(ctx)
+	// Output:
+	// simba: not acquired: mutex "cache-warmup" is owned by "worker-1"
+}
+
+// A Scheduler runs work only while it leads; the work's context ends when leadership
+// does.
+func ExampleNewScheduler() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.NewStore())
+	var runs atomic.Int32
+	done := make(chan struct{})
+	sched, err := simba.NewScheduler(b, "cleanup", simba.Schedule{Period: 10 * time.Millisecond},
+		func(ctx context.Context) {
+			switch n := runs.Add(1); {
+			case n <= 3:
+				fmt.Println("cleanup run", n)
+			case n == 4:
+				close(done)
+			}
+		})
+	if err != nil {
+		panic(err)
+	}
+	_ = sched.Start(ctx)
+	<-done
+	_ = sched.Stop(ctx) // waits for a running run to return
+	// Output:
+	// cleanup run 1
+	// cleanup run 2
+	// cleanup run 3
+}
+
+// With FixedDelay, the period counts from the end of one run to the start of the next.
+func ExampleScheduler_fixedDelay() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.NewStore())
+	var last time.Time
+	done := make(chan struct{})
+	runs := 0
+	sched, _ := simba.NewScheduler(b, "compaction",
+		simba.Schedule{Period: 20 * time.Millisecond, FixedDelay: true, InitialDelay: 5 * time.Millisecond},
+		func(ctx context.Context) {
+			if !last.IsZero() {
+				fmt.Println("gap at least one period:", time.Since(last) >= 20*time.Millisecond)
+			}
+			time.Sleep(10 * time.Millisecond) // the run itself
+			last = time.Now()
+			if runs++; runs == 3 {
+				close(done)
+			}
+		})
+	_ = sched.Start(ctx)
+	<-done
+	_ = sched.Stop(ctx)
+	// Output:
+	// gap at least one period: true
+	// gap at least one period: true
+}
+
+// Embedding *simba.Scheduler gives a type of your own the scheduler's lifecycle.
+func ExampleScheduler_embedding() {
+	type ReportJob struct {
+		*simba.Scheduler
+		sent atomic.Int32
+	}
+	b, _ := memory.New(memory.NewStore())
+	job := &ReportJob{}
+	ran := make(chan struct{})
+	s, err := simba.NewScheduler(b, "daily-report", simba.Schedule{Period: 24 * time.Hour},
+		func(ctx context.Context) {
+			job.sent.Add(1)
+			close(ran)
+		})
+	if err != nil {
+		panic(err)
+	}
+	job.Scheduler = s
+	_ = job.Start(context.Background())
+	<-ran
+	_ = job.Close()
+	fmt.Println("reports sent:", job.sent.Load(), "status:", job.Status())
+	// Output:
+	// reports sent: 1 status: INITIAL
+}
+
+// A retriever observes who owns a mutex without contending.
+func ExampleNewRetrievalService() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	rb, _ := memory.New(store)
+	seen := make(chan simba.State, 4)
+	watcher, _ := simba.NewRetrievalService(rb, simba.RetrieverFunc{
+		MutexName: "primary",
+		Notify:    func(s simba.State) { seen <- s },
+	})
+	_ = watcher.Start(ctx)
+
+	cb, _ := memory.New(store)
+	locker, _ := simba.NewLocker(cb, "primary", simba.WithContenderID("db-1"))
+	lease, _ := locker.Acquire(ctx)
+	fmt.Println("owner:", (<-seen).After.ID)
+	_ = lease.Release(ctx)
+	fmt.Println("owner after release:", (<-seen).After)
+	_ = watcher.Stop(ctx)
+	// Output:
+	// owner: db-1
+	// owner after release: no owner
+}
