@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what `make test` needs on a Debian machine when it is missing.
+# Installs what `make test` needs on a Debian machine when it is missing: Go must be
+# there; redis-server, MariaDB and ZooKeeper come from Debian's packages. Nothing is
+# started here: each test package starts its own servers on free loopback ports.
 set -euo pipefail
 
 export PATH="/usr/local/go/bin:$PATH"
@@ -7,4 +9,33 @@ if ! command -v go >/dev/null 2>&1; then
   echo "setup: Go is not installed (expected at /usr/local/go)" >&2
   exit 1
 fi
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+[ -f /usr/share/java/slf4j-simple.jar ] || missing+=(libslf4j-java)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  # Keep the packages' maintainer scripts from starting system-wide servers on the
+  # default ports: a policy-rc.d that refuses, created only if none exists.
+  policy=/usr/sbin/policy-rc.d
+  created_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod +x "$policy"
+    created_policy=1
+  fi
+  trap '[ -n "$created_policy" ] && $sudo rm -f "$policy"' EXIT
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 go version
+redis-server --version
+mariadbd --version
+echo "zookeeper: $(readlink -f /usr/share/java/zookeeper.jar)"

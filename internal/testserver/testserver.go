@@ -1,0 +1,270 @@
+// Package testserver starts the real stores simba's tests run against (redis-server,
+// MariaDB, ZooKeeper) as child processes on free loopback ports with private data
+// directories, and stops, kills, pauses and restarts them by the PID it started, never
+// touching a server it did not start.
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrMissing is returned when a server's program is not installed.
+var ErrMissing = errors.New("testserver: server program not installed")
+
+// Required reports whether a missing server must fail the tests rather than skip them:
+// SIMBA_REQUIRE_SERVERS=1, which `make test` and CI set.
+func Required() bool { return os.Getenv("SIMBA_REQUIRE_SERVERS") == "1" }
+
+// Server is one server process started by the tests. Start it again after Stop, Kill or
+// a crash to restart it on the same port and data directory.
+type Server struct {
+	// Name is a short label for messages: "redis", "mariadb", "zookeeper".
+	Name string
+	// Host and Port are where it listens; Addr is "host:port".
+	Host string
+	Port int
+	// Dir is its private directory (data, logs, configuration).
+	Dir string
+
+	args   func() []string                 // program and arguments, computed at every start
+	before func(ctx context.Context) error // runs before every start, if set
+	ready  func(ctx context.Context) error
+	setup func(ctx context.Context) error // runs once, after the first start is ready
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the current process has exited
+	stopped bool          // Stop or Kill was called: an exit is expected
+	setUp   bool
+	logPath string
+}
+
+// Addr returns "host:port".
+func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// PID returns the process ID of the running process, or 0.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Start starts the process (again) and waits until it is ready or ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.cmd != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("testserver: %s already running (pid %d)", s.Name, s.PID())
+	}
+	if s.before != nil {
+		if err := s.before(ctx); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("testserver: prepare %s: %w", s.Name, err)
+		}
+	}
+	argv := s.args()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = s.Dir
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// A session of its own, so that signals meant for the test binary's group do not
+	// reach it; killed with the test binary if that dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		_ = logf.Close()
+		return fmt.Errorf("testserver: start %s: %w", s.Name, err)
+	}
+	exited := make(chan struct{})
+	s.cmd, s.exited, s.stopped = cmd, exited, false
+	s.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		s.mu.Lock()
+		if s.cmd == cmd {
+			s.cmd = nil
+		}
+		s.mu.Unlock()
+		close(exited)
+	}()
+
+	if err := s.waitReady(ctx, exited); err != nil {
+		_ = s.Kill()
+		return err
+	}
+	s.mu.Lock()
+	first := !s.setUp && s.setup != nil
+	s.setUp = true
+	s.mu.Unlock()
+	if first {
+		if err := s.setup(ctx); err != nil {
+			_ = s.Kill()
+			return fmt.Errorf("testserver: set up %s: %w\n%s", s.Name, err, s.LogTail(20))
+		}
+	}
+	return nil
+}
+
+func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		err := s.ready(cctx)
+		ccancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("testserver: %s exited during start-up: %w\n%s", s.Name, err, s.LogTail(20))
+		case <-ctx.Done():
+			return fmt.Errorf("testserver: %s not ready: %w\n%s", s.Name, err, s.LogTail(20))
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop sends SIGTERM (and SIGCONT, in case it is paused), waits up to 30s, then kills.
+func (s *Server) Stop() error {
+	return s.signalAndWait(syscall.SIGTERM, 30*time.Second)
+}
+
+// Kill sends SIGKILL and waits for the process to exit: a crash.
+func (s *Server) Kill() error {
+	return s.signalAndWait(syscall.SIGKILL, 30*time.Second)
+}
+
+func (s *Server) signalAndWait(sig syscall.Signal, grace time.Duration) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.stopped = true
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(sig)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	return nil
+}
+
+// Pause stops the process with SIGSTOP: connections stay open and nothing answers.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("testserver: %s not running", s.Name)
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// LogTail returns the last n lines of the server's output.
+func (s *Server) LogTail(n int) string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lookPath finds a program, also in the sbin directories that a non-root PATH may lack.
+func lookPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s (install it, or run make setup)", ErrMissing, name)
+}
+
+// newServer prepares a server in dir on a free port.
+func newServer(name, dir string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Name: name, Host: "127.0.0.1", Port: port, Dir: dir, logPath: filepath.Join(dir, name+".log")}, nil
+}
+
+// dialCheck opens a TCP connection, writes req and reads until the answer contains want.
+func dialCheck(ctx context.Context, addr, req, want string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte(req)); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	chunk := make([]byte, 4096)
+	for !bytes.Contains(buf.Bytes(), []byte(want)) {
+		n, err := conn.Read(chunk)
+		buf.Write(chunk[:n])
+		if err != nil {
+			if bytes.Contains(buf.Bytes(), []byte(want)) {
+				break
+			}
+			return fmt.Errorf("answer %q: %w", buf.String(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package testserver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// need skips (in -short runs without SIMBA_REQUIRE_SERVERS) or fails when a server's
+// program is missing.
+func need(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, ErrMissing) && !Required() && testing.Short() {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+}
+
+func shortDir(t *testing.T) string {
+	d, err := os.MkdirTemp("", "simba-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+
+func TestRedisStartKillRestartPause(t *testing.T) {
+	s, err := Redis(shortDir(t))
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, s.Start(ctx))
+	t.Cleanup(func() { _ = s.Stop() })
+	pid := s.PID()
+	require.NotZero(t, pid)
+	require.NoError(t, s.Kill())
+	assert.Zero(t, s.PID())
+	assert.Error(t, dialCheck(ctx, s.Addr(), "PING\r\n", "+PONG"))
+	require.NoError(t, s.Start(ctx), "restart on the same port")
+	assert.NotEqual(t, pid, s.PID())
+
+	require.NoError(t, s.Pause())
+	pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	assert.Error(t, dialCheck(pctx, s.Addr(), "PING\r\n", "+PONG"), "a paused server does not answer")
+	pcancel()
+	require.NoError(t, s.Resume())
+	assert.NoError(t, dialCheck(ctx, s.Addr(), "PING\r\n", "+PONG"))
+	require.NoError(t, s.Stop())
+}
+
+func TestMariaDBStartAndRestart(t *testing.T) {
+	m, err := NewMariaDB(shortDir(t))
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, m.Start(ctx))
+	t.Cleanup(func() { _ = m.Stop() })
+	require.NoError(t, m.Exec(ctx, "CREATE TABLE simba.t (a int); INSERT INTO simba.t VALUES (7);"))
+	require.NoError(t, m.Kill())
+	require.NoError(t, m.Start(ctx))
+	assert.NoError(t, m.Exec(ctx, "SELECT a FROM simba.t WHERE a = 7"), "data kept across a crash")
+	assert.Contains(t, m.DSN(), "interpolateParams=true")
+}
+
+func TestZooKeeperStart(t *testing.T) {
+	z, err := ZooKeeper(shortDir(t), ZooKeeperOptions{})
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, z.Start(ctx))
+	t.Cleanup(func() { _ = z.Stop() })
+	require.NoError(t, dialCheck(ctx, z.Addr(), "ruok", "imok"))
+	require.NoError(t, z.Stop())
+}
+
+func TestRedisCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var nodes []*Server
+	for range 3 {
+		n, err := RedisClusterNode(shortDir(t))
+		need(t, err)
+		require.NoError(t, n.Start(ctx))
+		t.Cleanup(func() { _ = n.Stop() })
+		nodes = append(nodes, n)
+	}
+	require.NoError(t, FormCluster(ctx, nodes...))
+}
