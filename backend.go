@@ -113,6 +113,16 @@ type LeaseContention interface {
 	Lookup(ctx context.Context) (Record, error)
 }
 
+// WaitList is implemented by contentions whose store keeps a list of the contenders that
+// wait for a mutex (memory, Redis). Mutexes asks it, at most once per WithLocalHandOvers
+// local hand-overs, before giving the mutex back to the store for fairness: when nobody
+// else waits there is no need to. Called only while the contention's contender owns the
+// mutex, from the goroutine that releases a local hold.
+type WaitList interface {
+	// OthersWaiting reports whether contenders other than this one wait for the mutex.
+	OthersWaiting(ctx context.Context) (bool, error)
+}
+
 // Validator is implemented by backends whose store limits mutex names or contender IDs
 // beyond ValidateMutex and ValidateContenderID (a maximum length, forbidden characters).
 // Services call it when they are created, before any I/O. Errors should wrap

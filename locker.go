@@ -27,12 +27,9 @@ type Locker struct {
 // NewLocker returns a Locker for mutex on b. Its contender ID is a new HostContenderID
 // unless WithContenderID sets one. WithInitialDelay is not accepted.
 func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
-	cfg, err := checkedConfig(b, opts)
+	cfg, err := checkedConfig(b, opts, forLocker)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.initialDelaySet {
-		return nil, invalid("initial delay", cfg.initialDelay, "not accepted by NewLocker: Acquire contends at once")
 	}
 	id := cfg.ownID()
 	if err := validateNames(b, mutex, id, true); err != nil {
@@ -107,7 +104,12 @@ func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 		}
 		return nil, fmt.Errorf("%w: mutex %q is owned by %q", ErrNotAcquired, l.Mutex(), owner.ID)
 	}
-	return &Lease{locker: l, owner: owner, ctx: tenureCtx}, nil
+	give := func(ctx context.Context) error {
+		err := svc.Stop(ctx)
+		l.free()
+		return err
+	}
+	return &Lease{mutex: l.Mutex(), owner: owner, ctx: tenureCtx, give: give}, nil
 }
 
 func (l *Locker) free() {
@@ -116,13 +118,15 @@ func (l *Locker) free() {
 	l.mu.Unlock()
 }
 
-// Lease is one tenure acquired by a Locker. It renews itself until Release; its Context
-// ends when ownership is lost or released. A Lease is safe for concurrent use.
+// Lease is a hold on a mutex, acquired by a Locker or from Mutexes. The tenure behind it
+// renews itself until Release; its Context ends when ownership is lost or the lease is
+// released. A Lease is safe for concurrent use.
 type Lease struct {
-	locker   *Locker
+	mutex    string
 	owner    Owner
 	ctx      context.Context
 	released atomic.Bool
+	give     func(ctx context.Context) error // gives the hold back
 }
 
 // Token returns the fencing token of the tenure: pass it to the resource the lock
@@ -153,12 +157,11 @@ func (l *Lease) Release(ctx context.Context) error {
 		return invalid("ctx", nil, "must not be nil")
 	}
 	if !l.released.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: lease of %q already released", ErrNotOwner, l.locker.Mutex())
+		return fmt.Errorf("%w: lease of %q already released", ErrNotOwner, l.mutex)
 	}
-	err := l.locker.svc.Stop(ctx)
-	l.locker.free()
+	err := l.give(ctx)
 	if errors.Is(context.Cause(l.ctx), ErrOwnershipLost) {
-		return errors.Join(fmt.Errorf("simba: lease of %q lost before release: %w", l.locker.Mutex(), ErrOwnershipLost), err)
+		return errors.Join(fmt.Errorf("simba: lease of %q lost before release: %w", l.mutex, ErrOwnershipLost), err)
 	}
 	return err
 }

@@ -38,10 +38,12 @@ type config struct {
 	renewalLead  time.Duration // zero: ttl / renewalLeadDivisor
 	initialDelay time.Duration
 	logger       *slog.Logger
-	contenderID  string // Locker and Scheduler only; empty: HostContenderID()
+	contenderID  string // Locker, Scheduler and Mutexes only; empty: HostContenderID()
+
+	localHandOvers int // Mutexes only
 
 	// explicitly set, to be validated rather than defaulted
-	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet bool
+	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet, localHandOversSet bool
 
 	// for tests in this package
 	now    func() time.Time
@@ -90,19 +92,21 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger, c.loggerSet = l, true }
 }
 
-// WithContenderID sets the contender ID of a Locker or Scheduler. Default: a new
-// HostContenderID for each Locker or Scheduler. It must pass ValidateContenderID (and the
-// backend's own checks). Not accepted by NewService, whose Contender names its own ID.
+// WithContenderID sets the contender ID of a Locker, Scheduler or Mutexes. Default: a new
+// HostContenderID for each. It must pass ValidateContenderID (and the backend's own
+// checks). Not accepted by NewService, whose Contender names its own ID, nor by
+// NewRetrievalService.
 func WithContenderID(id string) Option {
 	return func(c *config) { c.contenderID, c.contenderIDSet = id, true }
 }
 
 func newConfig(opts []Option) config {
 	c := config{
-		ttl:        DefaultTTL,
-		transition: DefaultTransition,
-		now:        time.Now,
-		jitter:     uniformJitter,
+		ttl:            DefaultTTL,
+		transition:     DefaultTransition,
+		localHandOvers: DefaultLocalHandOvers,
+		now:            time.Now,
+		jitter:         uniformJitter,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -145,6 +149,8 @@ func (c *config) validate() error {
 		return invalid("renewal lead", c.renewalLead, "must be less than the ttl ("+c.ttl.String()+")")
 	case c.initialDelaySet && c.initialDelay < 0:
 		return invalid("initial delay", c.initialDelay, "must be >= 0")
+	case c.localHandOvers < 0:
+		return invalid("local hand-overs", c.localHandOvers, "must be >= 0")
 	case c.loggerSet && c.logger == nil:
 		return invalid("logger", nil, "must not be nil")
 	case c.contenderIDSet:

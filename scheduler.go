@@ -46,7 +46,7 @@ type Scheduler struct {
 // work is recovered and logged, and the schedule goes on. The contender ID is a new
 // HostContenderID unless WithContenderID sets one.
 func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context), opts ...Option) (*Scheduler, error) {
-	cfg, err := checkedConfig(b, opts)
+	cfg, err := checkedConfig(b, opts, forScheduler)
 	if err != nil {
 		return nil, err
 	}

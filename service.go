@@ -81,15 +81,12 @@ type tenure struct {
 // ValidateMutex, ValidateContenderID and the backend's Validator, if it has one.
 // WithContenderID is not accepted: the Contender names its ID.
 func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
-	cfg, err := checkedConfig(b, opts)
+	cfg, err := checkedConfig(b, opts, forService)
 	if err != nil {
 		return nil, err
 	}
 	if isNil(c) {
 		return nil, invalid("contender", nil, "must not be nil")
-	}
-	if cfg.contenderIDSet {
-		return nil, invalid("contender ID option", cfg.contenderID, "not accepted by NewService: the Contender names its ID")
 	}
 	mutex, id := c.Mutex(), c.ContenderID()
 	if err := validateNames(b, mutex, id, true); err != nil {
@@ -101,15 +98,12 @@ func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
 // NewRetrievalService returns a service that observes who owns r.Mutex() through b without
 // contending, and reports every change of owner to r. WithContenderID is not accepted.
 func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, error) {
-	cfg, err := checkedConfig(b, opts)
+	cfg, err := checkedConfig(b, opts, forRetrievalService)
 	if err != nil {
 		return nil, err
 	}
 	if isNil(r) {
 		return nil, invalid("retriever", nil, "must not be nil")
-	}
-	if cfg.contenderIDSet {
-		return nil, invalid("contender ID option", cfg.contenderID, "not accepted by NewRetrievalService: a retriever does not contend")
 	}
 	mutex := r.Mutex()
 	if err := validateNames(b, mutex, "", false); err != nil {
@@ -137,14 +131,36 @@ func newService(b Backend, c Contender, r Retriever, mutex, id string, cfg confi
 	}
 }
 
-// checkedConfig checks what every constructor shares: a backend, and options that are
-// valid together.
-func checkedConfig(b Backend, opts []Option) (config, error) {
+// constructor names the constructor that options are checked for.
+type constructor string
+
+const (
+	forService          constructor = "NewService"
+	forRetrievalService constructor = "NewRetrievalService"
+	forLocker           constructor = "NewLocker"
+	forScheduler        constructor = "NewScheduler"
+	forMutexes          constructor = "NewMutexes"
+)
+
+// checkedConfig checks what every constructor shares: a backend, options that are valid
+// together, and no option that this constructor does not take.
+func checkedConfig(b Backend, opts []Option, ctor constructor) (config, error) {
 	if isNil(b) {
 		return config{}, invalid("backend", nil, "must not be nil")
 	}
 	cfg := newConfig(opts)
-	return cfg, cfg.validate()
+	if err := cfg.validate(); err != nil {
+		return config{}, err
+	}
+	switch {
+	case cfg.contenderIDSet && (ctor == forService || ctor == forRetrievalService):
+		return config{}, invalid("contender ID option", cfg.contenderID, "not accepted by "+string(ctor)+": the Contender names its ID, a retriever has none")
+	case cfg.initialDelaySet && (ctor == forLocker || ctor == forMutexes):
+		return config{}, invalid("initial delay", cfg.initialDelay, "not accepted by "+string(ctor)+": Acquire contends at once")
+	case cfg.localHandOversSet && ctor != forMutexes:
+		return config{}, invalid("local hand-overs", cfg.localHandOvers, "not accepted by "+string(ctor)+": only Mutexes hands over locally")
+	}
+	return cfg, nil
 }
 
 // ownID returns the contender ID of a Locker or Scheduler: WithContenderID's, or a new
@@ -231,11 +247,54 @@ func (s *Service) IsOwner() bool {
 
 func (t *tenure) believes(now time.Time) bool { return t.end.IsZero() || now.Before(t.end) }
 
+// currentRun returns the running lifecycle, or nil.
+func (s *Service) currentRun() *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.run
+}
+
+// othersWaiting asks the store whether other contenders wait for the mutex. known is false
+// when the store cannot tell or did not answer.
+func (s *Service) othersWaiting(ctx context.Context) (waiting, known bool) {
+	r := s.currentRun()
+	if r == nil {
+		return false, false
+	}
+	wl, ok := r.contention.(WaitList)
+	if !ok {
+		return false, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
+	defer cancel()
+	waiting, err := wl.OthersWaiting(ctx)
+	if err != nil {
+		s.log.Warn("simba: asking the store for waiters failed", "err", err)
+		return false, false
+	}
+	return waiting, true
+}
+
+// currentTenure returns the tenure this contender believes in now, or nil.
+func (s *Service) currentTenure() *localTenure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == nil || s.run.tenure == nil || !s.run.tenure.believes(s.cfg.now()) {
+		return nil
+	}
+	return &localTenure{ctx: s.run.tenure.ctx, owner: s.run.tenure.owner}
+}
+
 // Start begins contending (or observing). ctx bounds only the start-up I/O, together with
 // the call timeout; the service then runs until Stop or Close. Start returns
 // ErrAlreadyStarted unless the status is INITIAL, ErrClosed after Close, and the backend's
 // error, wrapped, if the store could not be reached; the service is then INITIAL again.
 func (s *Service) Start(ctx context.Context) error {
+	return s.startAfter(ctx, s.cfg.initialDelay)
+}
+
+// startAfter is Start with the given delay before the first attempt of a lease store.
+func (s *Service) startAfter(ctx context.Context, initialDelay time.Duration) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
 	}
@@ -247,10 +306,10 @@ func (s *Service) Start(ctx context.Context) error {
 	if st := s.Status(); st != StatusInitial {
 		return fmt.Errorf("%w: status %s", ErrAlreadyStarted, st)
 	}
-	return s.start(ctx)
+	return s.start(ctx, initialDelay)
 }
 
-func (s *Service) start(ctx context.Context) error {
+func (s *Service) start(ctx context.Context, initialDelay time.Duration) error {
 	s.setStatus(StatusStarting)
 	if s.id != "" {
 		if err := claim(s.mutex, s.id); err != nil {
@@ -294,7 +353,7 @@ func (s *Service) start(ctx context.Context) error {
 	r.contention = c
 	if lc, ok := c.(LeaseContention); ok {
 		r.lease = lc
-		r.loop.Go(func() { s.contend(r) })
+		r.loop.Go(func() { s.contend(r, initialDelay) })
 	} else {
 		s.mu.Lock()
 		s.markAttempted(r)
@@ -432,8 +491,8 @@ func (r *run) poke() {
 
 // contend is the contend loop of a lease contention: one timer, reset with the delay the
 // contend period computes, and a select on stop, the timer and wake-ups.
-func (s *Service) contend(r *run) {
-	timer := time.NewTimer(s.cfg.initialDelay)
+func (s *Service) contend(r *run, initialDelay time.Duration) {
+	timer := time.NewTimer(initialDelay)
 	defer timer.Stop()
 	failures := 0
 	for {

@@ -95,3 +95,56 @@ func reportPercentiles(b *testing.B, d []time.Duration) {
 	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// BenchmarkMutexesLocalHandOver measures a hand-over between two goroutines of one
+// process sharing a mutex through simba.Mutexes: from the holder's Release call to the
+// return of Acquire in the goroutine that was already waiting in the local queue. No store
+// call is made.
+func BenchmarkMutexesLocalHandOver(b *testing.B) {
+	be, err := memory.New(memory.NewStore())
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := simba.NewMutexes(be, simba.WithLocalHandOvers(1<<30))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	held, err := m.Acquire(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	type acquired struct {
+		lease *simba.Lease
+		at    time.Time
+		err   error
+	}
+	var latencies []time.Duration
+	for b.Loop() {
+		got := make(chan acquired, 1)
+		queued := make(chan struct{})
+		go func() {
+			close(queued)
+			l, err := m.Acquire(ctx, "bench")
+			got <- acquired{l, time.Now(), err}
+		}()
+		<-queued
+		for m.Waiting("bench") == 0 {
+			runtime.Gosched()
+		}
+		began := time.Now()
+		if err := held.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		a := <-got
+		if a.err != nil {
+			b.Fatal(a.err)
+		}
+		latencies = append(latencies, a.at.Sub(began))
+		held = a.lease
+	}
+	b.StopTimer()
+	_ = held.Release(ctx)
+	reportPercentiles(b, latencies)
+}

@@ -129,7 +129,10 @@ type contention struct {
 	wake            func()
 }
 
-var _ simba.LeaseContention = (*contention)(nil)
+var (
+	_ simba.LeaseContention = (*contention)(nil)
+	_ simba.WaitList        = (*contention)(nil)
+)
 
 func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	if err := c.backend.check(ctx); err != nil {
@@ -198,6 +201,25 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 		return simba.Record{}, nil
 	}
 	return r.answer(now), nil
+}
+
+func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
+	if err := c.backend.check(ctx); err != nil {
+		return false, err
+	}
+	s := c.backend.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[c.mutex]
+	if !ok {
+		return false, nil
+	}
+	for _, w := range r.waiters {
+		if w != c {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (c *contention) StopContend(context.Context) error {
