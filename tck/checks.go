@@ -32,6 +32,7 @@ var checks = []check{
 	{name: "stale_lifecycle", parallel: true, run: checkStaleLifecycle},
 	{name: "panicking_callback", parallel: true, run: checkPanickingCallback},
 	{name: "retriever", parallel: true, run: checkRetriever},
+	{name: "wait_list", parallel: true, run: checkWaitList},
 }
 
 // duel is two contenders of one mutex, each on its own backend.
@@ -1083,4 +1084,58 @@ func checkLeaks(e *env) error {
 		return fmt.Errorf("goroutines left after Stop: %w", err)
 	}
 	return nil
+}
+
+// checkWaitList: a backend whose contentions implement simba.WaitList tells the owner
+// whether other contenders wait: no one at first, the waiter once it has tried, and no one
+// again once the waiter stopped. Backends without it pass.
+func checkWaitList(e *env) error {
+	d, err := e.newDuel(false)
+	if err != nil {
+		return err
+	}
+	if err := d.sa.Start(e.ctx); err != nil {
+		return err
+	}
+	if err := d.ma.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	wl, ok := d.pa.waitList()
+	if !ok {
+		e.t.Log("the backend's contentions do not implement simba.WaitList")
+		return d.sa.Stop(e.ctx)
+	}
+	ask := func(want bool, when string) error {
+		got, err := wl.OthersWaiting(e.ctx)
+		if err != nil {
+			return fmt.Errorf("OthersWaiting %s: %w", when, err)
+		}
+		if got != want {
+			return fmt.Errorf("OthersWaiting %s = %v, want %v", when, got, want)
+		}
+		return nil
+	}
+	var errs []error
+	if err := ask(false, "with no other contender"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.sb.Start(e.ctx); err != nil {
+		return err
+	}
+	if err := d.pb.waitAttempt(e.ctx); err != nil {
+		return err
+	}
+	if err := ask(true, "while another contender waits"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.sb.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ask(false, "after the waiter stopped"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.sa.Stop(e.ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(append(errs, d.a.err())...)
 }

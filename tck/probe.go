@@ -27,6 +27,7 @@ type probe struct {
 	mu           sync.Mutex
 	participants []simba.Participant
 	lease        bool                // the last contention was a lease contention
+	last         simba.Contention    // the last contention the backend returned
 	tokens       map[string][]uint64 // per contender: tokens of acquire answers naming it
 	lateWaiting  bool                // a late Acquire is waiting for its context to end
 	starts       int                 // StartContend calls
@@ -71,7 +72,7 @@ func (p *probe) StartContend(ctx context.Context, part simba.Participant) (simba
 	}
 	lc, ok := c.(simba.LeaseContention)
 	p.mu.Lock()
-	p.lease = ok
+	p.lease, p.last = ok, c
 	p.mu.Unlock()
 	if !ok {
 		return sessionProbe{c}, nil
@@ -101,6 +102,14 @@ func (p *probe) ownTokens(id string) []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]uint64(nil), p.tokens[id]...)
+}
+
+// waitList returns the last contention's WaitList, if it has one.
+func (p *probe) waitList() (simba.WaitList, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	wl, ok := p.last.(simba.WaitList)
+	return wl, ok
 }
 
 func (p *probe) isLease() bool {
