@@ -19,13 +19,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	store := memory.NewStore()
+	// Cleanups run after the parallel checks have finished.
+	t.Cleanup(func() { assert.Zero(t, store.Len(), "records left in the store after every check stopped") })
 	tck.Run(t, func(t *testing.T) simba.Backend {
 		b, err := memory.New(store)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	})
-	assert.Zero(t, store.Len(), "records left in the store after every check stopped")
 }
 
 func TestNewRejectsMissingStore(t *testing.T) {

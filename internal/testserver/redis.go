@@ -34,10 +34,15 @@ func Redis(dir string, extra ...string) (*Server, error) {
 }
 
 // RedisClusterNode prepares a redis-server with cluster mode enabled, for a cluster the
-// caller forms (see FormCluster).
+// caller forms (see FormCluster). Its cluster bus listens on a second free port: the
+// default, the client port + 10000, may lie beyond 65535.
 func RedisClusterNode(dir string) (*Server, error) {
+	bus, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
 	s, err := Redis(dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "2000")
+		"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(bus))
 	if err != nil {
 		return nil, err
 	}

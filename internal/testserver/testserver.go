@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -40,7 +41,7 @@ type Server struct {
 	args   func() []string                 // program and arguments, computed at every start
 	before func(ctx context.Context) error // runs before every start, if set
 	ready  func(ctx context.Context) error
-	setup func(ctx context.Context) error // runs once, after the first start is ready
+	setup  func(ctx context.Context) error // runs once, after the first start is ready
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -267,4 +268,17 @@ func dialCheck(ctx context.Context, addr, req, want string) error {
 		}
 	}
 	return nil
+}
+
+// Need reports err, the result of preparing or starting a server, through t: a missing
+// server program skips the test in a -short run that does not require servers, and
+// anything else fails it.
+func Need(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrMissing) && !Required() && testing.Short() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatalf("starting a test server: %v", err)
+	}
 }

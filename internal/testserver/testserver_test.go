@@ -2,7 +2,6 @@ package testserver
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -10,16 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// need skips (in -short runs without SIMBA_REQUIRE_SERVERS) or fails when a server's
-// program is missing.
-func need(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, ErrMissing) && !Required() && testing.Short() {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
-}
 
 func shortDir(t *testing.T) string {
 	d, err := os.MkdirTemp("", "simba-")
@@ -30,7 +19,7 @@ func shortDir(t *testing.T) string {
 
 func TestRedisStartKillRestartPause(t *testing.T) {
 	s, err := Redis(shortDir(t))
-	need(t, err)
+	Need(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, s.Start(ctx))
@@ -54,7 +43,7 @@ func TestRedisStartKillRestartPause(t *testing.T) {
 
 func TestMariaDBStartAndRestart(t *testing.T) {
 	m, err := NewMariaDB(shortDir(t))
-	need(t, err)
+	Need(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(t, m.Start(ctx))
@@ -68,7 +57,7 @@ func TestMariaDBStartAndRestart(t *testing.T) {
 
 func TestZooKeeperStart(t *testing.T) {
 	z, err := ZooKeeper(shortDir(t), ZooKeeperOptions{})
-	need(t, err)
+	Need(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, z.Start(ctx))
@@ -83,7 +72,7 @@ func TestRedisCluster(t *testing.T) {
 	var nodes []*Server
 	for range 3 {
 		n, err := RedisClusterNode(shortDir(t))
-		need(t, err)
+		Need(t, err)
 		require.NoError(t, n.Start(ctx))
 		t.Cleanup(func() { _ = n.Stop() })
 		nodes = append(nodes, n)

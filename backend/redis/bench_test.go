@@ -1,0 +1,178 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// BenchmarkRoundTrip measures one PING through a client: the unit the other figures are
+// best read in, since the machine's load moves them all.
+func BenchmarkRoundTrip(b *testing.B) {
+	c := newClient(b, server(b).Addr())
+	ctx := context.Background()
+	for b.Loop() {
+		if err := c.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLockerCycle measures an uncontended Acquire + Release through one backend: two
+// script calls. It reports the median and 99th percentile cycle as p50-ns and p99-ns.
+func BenchmarkLockerCycle(b *testing.B) {
+	srv := server(b)
+	be := newBackend(b, newClient(b, srv.Addr()))
+	l, err := simba.NewLocker(be, uniqueName(b, "m"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var cycles []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cycles = append(cycles, time.Since(began))
+	}
+	reportPercentiles(b, cycles)
+}
+
+// BenchmarkHandOver measures the time from the holder's Release call to the return of
+// Acquire in a waiter on another backend instance, with a client of its own, that was
+// already waiting (subscribed to its channel). The two take turns. It reports the median
+// and 99th percentile as p50-ns and p99-ns.
+func BenchmarkHandOver(b *testing.B) {
+	srv := server(b)
+	admin := newClient(b, srv.Addr())
+	ctx := context.Background()
+	mutex := uniqueName(b, "m")
+	lockers := make([]*simba.Locker, 2)
+	for i := range lockers {
+		be := newBackend(b, newClient(b, srv.Addr()))
+		l, err := simba.NewLocker(be, mutex, simba.WithContenderID(fmt.Sprintf("c%d", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lockers[i] = l
+	}
+	held, err := lockers[0].Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type acquired struct {
+		lease *simba.Lease
+		at    time.Time
+		err   error
+	}
+	var latencies []time.Duration
+	i := 0
+	for b.Loop() {
+		waiter := lockers[(i+1)%2]
+		i++
+		got := make(chan acquired, 1)
+		go func() {
+			l, err := waiter.Acquire(ctx)
+			got <- acquired{l, time.Now(), err}
+		}()
+		inbox := "simba:{" + mutex + "}:" + waiter.ContenderID()
+		for {
+			n, err := admin.PubSubNumSub(ctx, inbox).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n[inbox] > 0 {
+				break
+			}
+		}
+		began := time.Now()
+		if err := held.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		a := <-got
+		if a.err != nil {
+			b.Fatal(a.err)
+		}
+		latencies = append(latencies, a.at.Sub(began))
+		held = a.lease
+	}
+	_ = held.Release(ctx)
+	reportPercentiles(b, latencies)
+}
+
+// BenchmarkEightContenders runs eight goroutines, each with a Locker on a backend and a
+// client of its own, taking turns on one mutex with empty critical sections: hand-overs
+// under contention, one at a time. It reports critical sections per second; each op is
+// one critical section.
+func BenchmarkEightContenders(b *testing.B) {
+	const contenders = 8
+	srv := server(b)
+	mutex := uniqueName(b, "m")
+	lockers := make([]*simba.Locker, contenders)
+	for i := range lockers {
+		be := newBackend(b, newClient(b, srv.Addr()))
+		l, err := simba.NewLocker(be, mutex, simba.WithContenderID(fmt.Sprintf("c%d", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lockers[i] = l
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var (
+		left    atomic.Int64
+		holders atomic.Int32
+		wg      sync.WaitGroup
+		errs    = make(chan error, contenders)
+	)
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	began := time.Now()
+	for _, l := range lockers {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				lease, err := l.Acquire(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if holders.Add(1) != 1 {
+					errs <- fmt.Errorf("two holders at once")
+				}
+				holders.Add(-1)
+				if err := lease.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sections/s")
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+}

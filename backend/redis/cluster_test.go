@@ -1,0 +1,119 @@
+package redis_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/testserver"
+	"github.com/simba-go/simba/tck"
+)
+
+// startCluster starts three cluster-enabled redis-servers on loopback, joins them into one
+// cluster of three masters and returns their addresses.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var (
+		nodes []*testserver.Server
+		addrs []string
+	)
+	for range 3 {
+		dir, err := os.MkdirTemp("", "simba-redis-cluster-")
+		require.NoError(t, err)
+		s, err := testserver.RedisClusterNode(dir)
+		need(t, err)
+		need(t, s.Start(ctx))
+		t.Cleanup(func() {
+			_ = s.Stop()
+			_ = os.RemoveAll(dir)
+		})
+		nodes = append(nodes, s)
+		addrs = append(addrs, s.Addr())
+	}
+	require.NoError(t, testserver.FormCluster(ctx, nodes...))
+	return addrs
+}
+
+func newClusterClient(t testing.TB, addrs []string) *goredis.ClusterClient {
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{
+		Addrs:                    addrs,
+		DisableIdentity:          true,
+		ContextTimeoutEnabled:    true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// The whole conformance suite through Cluster clients on a cluster of three masters. The
+// suite's mutex names hash to slots on all three, and a waiter's subscription connection
+// is often to another node than its mutex's keys: PUBLISH reaches every node.
+func TestClusterConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster; skipped with -short")
+	}
+	addrs := startCluster(t)
+	admin := newClusterClient(t, addrs)
+	t.Cleanup(func() {
+		// KEYS and PUBSUB CHANNELS are per node.
+		ctx := context.Background()
+		_ = admin.ForEachMaster(ctx, func(ctx context.Context, node *goredis.Client) error {
+			assertNoResidue(t, node, "simba:{tck-*")
+			return nil
+		})
+	})
+	tck.Run(t, func(t *testing.T) simba.Backend {
+		return newBackend(t, newClusterClient(t, addrs))
+	})
+}
+
+// Every key of a mutex is in the slot of its hash tag, whichever node serves it.
+func TestClusterKeysShareOneSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster; skipped with -short")
+	}
+	addrs := startCluster(t)
+	client := newClusterClient(t, addrs)
+	b := newBackend(t, client)
+	ctx := t.Context()
+	nodesUsed := map[string]bool{}
+	for i := range 12 {
+		mutex := "slot-" + strconv.Itoa(i)
+		holder, err := simba.NewLocker(b, mutex, simba.WithContenderID("holder"))
+		require.NoError(t, err)
+		lease, err := holder.Acquire(ctx)
+		require.NoError(t, err)
+		waiter, err := simba.NewLocker(b, mutex, simba.WithContenderID("waiter"))
+		require.NoError(t, err)
+		_, err = waiter.TryAcquire(ctx) // records the waiter in the waiting set
+		require.ErrorIs(t, err, simba.ErrNotAcquired)
+
+		slot, err := client.ClusterKeySlot(ctx, "simba:{"+mutex+"}").Result()
+		require.NoError(t, err)
+		for _, k := range []string{"{" + mutex + "}", "simba:{" + mutex + "}:contender", "simba:{" + mutex + "}:fence"} {
+			s, err := client.ClusterKeySlot(ctx, k).Result()
+			require.NoError(t, err)
+			assert.Equal(t, slot, s, "slot of %s", k)
+		}
+		node, err := client.MasterForKey(ctx, "simba:{"+mutex+"}")
+		require.NoError(t, err)
+		nodesUsed[node.Options().Addr] = true
+		for _, k := range []string{"simba:{" + mutex + "}", "simba:{" + mutex + "}:fence"} {
+			n, err := node.Exists(ctx, k).Result()
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, n, "%s on the node of its slot", k)
+		}
+		require.NoError(t, lease.Release(ctx))
+	}
+	assert.Len(t, nodesUsed, 3, "twelve names should spread over the three masters")
+}

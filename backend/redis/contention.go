@@ -1,0 +1,246 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba"
+)
+
+// contention is one participant's contention for one mutex.
+type contention struct {
+	b          *Backend
+	mutex, id  string   // id is empty for a retriever
+	keys       []string // {"{mutex}"}: the key argument of every script
+	lease      string   // ttl + transition in ms: the PX of the owner key
+	leaseDur   time.Duration
+	transition time.Duration
+	key        string // simba:{mutex}: the owner key, and the channel of acquisitions
+	inbox      string // simba:{mutex}:<id>: releases addressed to this contender; "" for a retriever
+	wake       func()
+	log        *slog.Logger
+
+	// owner: the last answer named this contender, so the next attempt renews with the
+	// guard script. Read by the hub's goroutine.
+	owner atomic.Bool
+
+	// Used only by the method calls, which simba makes one at a time.
+	joined    bool   // subscribed to its channels
+	token     uint64 // the token of this contender's tenure while answers name it
+	lastToken uint64 // the last non-zero token an answer showed, to notice regressions
+}
+
+var (
+	_ simba.LeaseContention = (*contention)(nil)
+	_ simba.WaitList        = (*contention)(nil)
+)
+
+func newContention(b *Backend, p simba.Participant) *contention {
+	lease := p.TTL + p.Transition
+	key := "simba:{" + p.Mutex + "}"
+	c := &contention{
+		b:          b,
+		mutex:      p.Mutex,
+		id:         p.ContenderID,
+		keys:       []string{"{" + p.Mutex + "}"},
+		lease:      strconv.FormatInt(lease.Milliseconds(), 10),
+		leaseDur:   lease,
+		transition: p.Transition,
+		key:        key,
+		wake:       p.Wake,
+		log:        p.Logger,
+	}
+	if c.id != "" {
+		c.inbox = key + ":" + c.id
+	}
+	if c.wake == nil {
+		c.wake = func() {}
+	}
+	if c.log == nil {
+		c.log = b.log.With("mutex", p.Mutex, "contender", p.ContenderID)
+	}
+	return c
+}
+
+// Acquire runs the acquire script, or the guard script when the last answer named this
+// contender, so that an owner whose key has lapsed learns that its tenure ended instead of
+// silently starting another. A retried acquire is harmless: the acquire script renews when
+// it finds the contender already owning the mutex (its earlier answer was lost).
+func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	script, op := acquireScript, "acquire"
+	if c.owner.Load() {
+		script, op = guardScript, "renew"
+	}
+	v, err := script.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
+	if err != nil {
+		return simba.Record{}, c.storeError(ctx, op, err)
+	}
+	a, err := parseAnswer(v)
+	if err != nil {
+		return simba.Record{}, fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
+	}
+	rec := c.record(a)
+	if !c.joined && (rec.Owner != c.id || op == "renew") {
+		// The first attempt that has to wait subscribes, and so does an owner at its
+		// first renewal: from then on it hears at once when another contender takes the
+		// mutex (its key lapsed, or was lost in a restart). A short critical section that
+		// ends before its first renewal never subscribes. The subscription is made in the
+		// background; the hub wakes the contender once the server confirms it, so that
+		// what was published before then is not missed for long: the next attempt comes
+		// right after.
+		c.join()
+	}
+	return rec, nil
+}
+
+// Release runs the release script: the owner deletes its key and wakes the oldest waiter;
+// anyone else only leaves the waiting set.
+func (c *contention) Release(ctx context.Context) error {
+	if err := c.b.usable(ctx); err != nil {
+		return err
+	}
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, c.id).Err(); err != nil {
+		return c.storeError(ctx, "release", err)
+	}
+	c.owner.Store(false)
+	c.token = 0
+	return nil
+}
+
+// Lookup runs the lookup script, which reads the owner without contending.
+func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	v, err := lookupScript.Run(ctx, c.b.client, c.keys).Result()
+	if err != nil {
+		return simba.Record{}, c.storeError(ctx, "lookup", err)
+	}
+	a, err := parseAnswer(v)
+	if err != nil {
+		return simba.Record{}, fmt.Errorf("simba/redis: lookup %q: %w", c.mutex, err)
+	}
+	return c.record(a), nil
+}
+
+// OthersWaiting reports whether the waiting set holds a contender other than this one. A
+// contender that crashed while waiting stays in the set until a release takes it off, so
+// the answer may be yes when nobody alive waits; never no when someone does.
+func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return false, err
+	}
+	first, err := c.b.client.ZRange(ctx, c.key+":contender", 0, 1).Result()
+	if err != nil {
+		return false, c.storeError(ctx, "read the waiting set of", err)
+	}
+	for _, id := range first {
+		if id != c.id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// StopContend stops routing messages to the contention; the backend's subscription
+// goroutine unsubscribes the channels no other contention needs. It does no I/O itself,
+// so it returns at once even when the server does not answer.
+func (c *contention) StopContend(context.Context) error {
+	if c.joined {
+		c.joined = false
+		c.b.hub.leave(c)
+	}
+	return nil
+}
+
+// record turns an answer into a simba.Record of durations. Redis keeps one expiry, at
+// transitionAt; ttlAt is derived with this contender's own transition, which is exact for
+// its own tenures and for owners configured alike.
+func (c *contention) record(a answer) simba.Record {
+	mine := c.id != "" && a.owner == c.id
+	c.owner.Store(mine)
+	if a.owner == "" {
+		c.token = 0
+		return simba.Record{}
+	}
+	tok := a.token
+	if mine {
+		if tok == 0 {
+			tok = c.token // the fence is gone (evicted, or expired early): keep the tenure's
+		}
+		c.token = tok
+	} else {
+		c.token = 0
+	}
+	c.checkToken(tok)
+	left := a.left
+	if left < 0 {
+		left = c.leaseDur // a key without expiry, set by hand: as long as one lease of ours
+	}
+	return simba.Record{Owner: a.owner, TTL: left - c.transition, Transition: left, Token: tok}
+}
+
+// checkToken notices a token smaller than the last one this contention saw: tokens of
+// one mutex never go backwards unless the store lost what keeps them increasing.
+func (c *contention) checkToken(tok uint64) {
+	if tok == 0 {
+		return
+	}
+	if tok < c.lastToken {
+		c.b.regressions.Add(1)
+		c.log.Error("simba/redis: fencing token went backwards: the fence key was lost while the Redis server's clock was behind an earlier tenure's start",
+			"token", tok, "previous_token", c.lastToken)
+	}
+	c.lastToken = tok
+}
+
+// channels returns the channels the contention listens on.
+func (c *contention) channels() []string {
+	if c.inbox == "" {
+		return []string{c.key}
+	}
+	return []string{c.key, c.inbox}
+}
+
+// join has the backend subscribe the contention's channels, in the background.
+func (c *contention) join() {
+	c.joined = true
+	c.b.hub.join(c)
+}
+
+// hint reacts to a message on one of the contention's channels by asking the service to
+// contend (or, for a retriever, look up) now, when the message says that could change
+// something.
+func (c *contention) hint(ev event, id string) {
+	switch {
+	case c.id == "":
+		c.wake() // a retriever: any news of the owner
+	case ev == released:
+		c.wake() // addressed to this waiter, or broadcast by another client
+	case ev == acquired && id != c.id && c.owner.Load():
+		c.wake() // someone else acquired while this contender believes it owns: check now
+	}
+}
+
+// storeError wraps an error of a store call. redis.Nil never escapes; when ctx has ended,
+// the error also wraps ctx.Err() (go-redis reports a missed deadline as a network
+// timeout).
+func (c *contention) storeError(ctx context.Context, op string, err error) error {
+	if errors.Is(err, goredis.Nil) {
+		err = fmt.Errorf("%w: nil", ErrUnexpectedReply)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("simba/redis: %s %q: %w (%w)", op, c.mutex, err, cerr)
+	}
+	return fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
+}

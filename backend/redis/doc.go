@@ -1,0 +1,122 @@
+// Package redis is simba's Redis backend, on a go-redis v9 client: a standalone,
+// Sentinel (failover) or Cluster client, anything that implements
+// goredis.UniversalClient. The backend never dials on its own and never closes the client.
+//
+//	// goredis is github.com/redis/go-redis/v9
+//	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+//	backend, err := redis.New(client)
+//	...
+//	defer backend.Close()
+//	locker, err := simba.NewLocker(backend, "nightly-export")
+//
+// A waiting contender is woken by the release of the owner before it, so a hand-over
+// costs about one round trip instead of a polling delay; the service renews ownership,
+// signals its loss through contexts and callbacks, and every tenure carries a fencing
+// token.
+//
+// # Storage format
+//
+// The format is JVM Simba 3.x's, so that Go and JVM contenders of one mutex on one Redis
+// see each other as contenders:
+//
+//   - simba:{mutex}, a string: the owner's contender ID, expiring (PX) ttl + transition
+//     after the last acquisition or renewal, that is at transitionAt.
+//   - simba:{mutex}:contender, a sorted set: the contenders waiting for the mutex, scored by
+//     the server's time in seconds when each first found it owned.
+//   - channel simba:{mutex}: "acquired@@<id>" when <id> acquires.
+//   - channel simba:{mutex}:<id>: "released@@<former owner>", sent to the waiter <id> that
+//     the release took off the waiting set (the oldest one).
+//
+// Four Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua, each prefixed with
+// prelude.lua) do every change atomically. Their key argument is "{mutex}"; its braces are
+// the cluster hash tag, so every key of a mutex lives in one slot, which is why mutex
+// names may not contain braces. Acquire takes a free mutex with SET NX PX, or records the
+// caller as waiting (ZADD NX) and answers the owner; guard renews with SET XX PX only while
+// the caller owns the mutex; release deletes the caller's key and wakes the oldest waiter.
+// They answer JVM Simba's "<owner>@@<remaining ms>", or "@@" for no owner, together with
+// the fencing token.
+//
+// The backend adds to that format, as SPEC allows, without changing it:
+//
+//   - simba:{mutex}:fence, a hash of the owner and token of the latest tenure a Go
+//     contender began, expiring like the owner key; it lingers for up to ttl + transition
+//     after a release.
+//   - An acquire that finds the caller already owning the mutex renews instead of adding
+//     it to the waiting set: it is a retry whose answer was lost, and retries must be
+//     harmless. JVM contenders never see the difference.
+//   - A new owner leaves the waiting set, and so does a releasing owner, so that a release
+//     never wakes the releaser itself.
+//
+// The waiting set is JVM Simba's: a contender that crashed while waiting stays in it
+// until a release takes it off, and that release's wake-up then reaches nobody; the next
+// owner is found on the contend period instead, as whenever a message is lost.
+//
+// # Messages are a hint
+//
+// Each Backend has one subscription connection, opened the first time one of its
+// contentions needs it and kept until Close; it carries the channels of all its
+// contentions. A contender subscribes its two channels when an attempt finds the mutex
+// owned by someone else, or at its first renewal as owner; an uncontended critical
+// section that ends before its first renewal never subscribes. A retriever subscribes the
+// mutex's channel when it starts.
+//
+// A release message makes its waiter contend at once. An acquisition message makes an
+// owner that believes it still owns check at once (its key lapsed or was lost, and
+// another contender took the mutex), and a retriever look up. Other waiters do not react
+// to it: they learn of the new owner at their next attempt, which spares every waiter a
+// store call at every hand-over. Every confirmed subscription, the first and each one
+// after go-redis reconnected (or the backend replaced a connection that stopped answering
+// its pings, see WithPingInterval), makes the contention try once more, so that nothing
+// published before it is missed for long.
+//
+// Correctness never depends on messages: every contender still contends on its contend
+// period, so a lost message (the connection was down, the waiter was not subscribed yet)
+// only slows a hand-over down to that period. In a Redis Cluster, PUBLISH reaches every
+// node, so the connection may be to any of them.
+//
+// # Clock
+//
+// The only clock in the stored data is the Redis server's: owner keys expire by it, and
+// the waiting set is ordered by it. Replies report the time left until the owner key
+// expires (PTTL); simba adds that duration to the local monotonic time at which it sent
+// the request and never turns a Redis time into a local instant. Redis keeps a single
+// expiry, at transitionAt; the TTL end is derived by subtracting the contender's own
+// transition, which is exact for its own tenures and for other owners configured alike.
+// How long an owner has held the mutex is not stored (Record.Held is zero).
+//
+// # Fencing tokens
+//
+// A tenure's token is the Redis server's clock, in microseconds since the Unix epoch,
+// read by the script that began the tenure, or the previous tenure's token + 1 if that is
+// not larger. Renewals keep it. It is stored in the fence key and read back with every
+// answer. While the fence key exists, tokens increase whatever the clock does; when it is
+// gone (it expired, or Redis ran without persistence and restarted empty) the clock alone
+// keeps them increasing, because it has moved on since the last tenure began. The token
+// therefore relies on the server's clock not stepping back, at a moment when the fence key
+// is gone, to before the start of the last tenure: for example after a failover to a
+// replica whose clock is behind and which had not yet received the fence key. An answer
+// naming an owner whose tenure no Go contender began (a JVM contender) carries token 0.
+//
+// A contention that sees a token smaller than one it saw before logs it at Error level
+// and counts it (Backend.TokenRegressions): a regression is detected, not silent. The
+// protected resource must still compare tokens itself; see the simba package
+// documentation for what fencing does.
+//
+// Redis replication is asynchronous: after a failover the new master may lack the last
+// acquisition, and a second contender may then acquire while the first still believes it
+// owns the mutex, until its next renewal. That is inherent to a single Redis deployment;
+// fencing tokens are what protects the resource then.
+//
+// # Names and limits
+//
+// Besides simba's own rules, mutex names may not contain "{" or "}" and are at most
+// MaxMutexLength bytes; contender IDs may not contain "@@" or end with "@" (both would
+// break the parsing of replies and messages, here or in JVM Simba) and are at most
+// MaxContenderIDLength bytes. The checks run before any I/O.
+//
+// # Requirements
+//
+// Redis 3.2 or later (tested with 7.0), or a Redis Cluster of such nodes. Create the
+// client with ContextTimeoutEnabled, so that the service's call timeout bounds every call
+// (see New).
+package redis

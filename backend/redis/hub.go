@@ -1,0 +1,312 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Backoff of the subscription reader while the server cannot be reached.
+const (
+	minReceiveBackoff = 10 * time.Millisecond
+	maxReceiveBackoff = time.Second
+)
+
+// hub is a backend's one subscription connection. It carries the channels of all the
+// backend's contentions and routes each message to the contentions listening on its
+// channel.
+//
+// No call of a contention waits for the connection: join and leave only change the routes
+// and ask the writer to bring the subscriptions in line, so that an acquisition never
+// waits for a dial and Stop never waits for a server that does not answer. Two goroutines,
+// started with the first join and stopped by close, do the I/O: the writer sends
+// SUBSCRIBE and UNSUBSCRIBE, the reader receives. go-redis reconnects the connection and
+// subscribes every channel again after a network error; the reader replaces it when a
+// PING goes unanswered.
+//
+// Every confirmed subscription (the first one of a channel and each one after a reconnect)
+// wakes the channel's contentions: messages published before it were not heard.
+type hub struct {
+	client goredis.UniversalClient
+	log    *slog.Logger
+	ping   time.Duration
+
+	mu        sync.Mutex
+	routes    map[string]map[*contention]struct{} // by channel: who listens
+	confirmed map[string]bool                     // subscriptions the server confirmed on the current connection
+	ps        *goredis.PubSub                     // nil until the first join
+	closed    bool
+	cancel    context.CancelFunc // ends the goroutines
+
+	kick chan struct{} // capacity 1: the routes changed, or the connection was replaced
+	wg   sync.WaitGroup
+}
+
+func newHub(client goredis.UniversalClient, log *slog.Logger, ping time.Duration) *hub {
+	return &hub{
+		client:    client,
+		log:       log,
+		ping:      ping,
+		routes:    map[string]map[*contention]struct{}{},
+		confirmed: map[string]bool{},
+		kick:      make(chan struct{}, 1),
+	}
+}
+
+// join adds c to the routes of its channels. A contention whose channels are all
+// subscribed already is woken at once; otherwise it is woken when the server confirms.
+func (h *hub) join(c *contention) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	live := true
+	for _, ch := range c.channels() {
+		members := h.routes[ch]
+		if members == nil {
+			members = map[*contention]struct{}{}
+			h.routes[ch] = members
+		}
+		members[c] = struct{}{}
+		live = live && h.confirmed[ch]
+	}
+	if live {
+		c.wake()
+	}
+	if h.ps == nil {
+		h.start()
+	}
+	h.poke()
+}
+
+// leave removes c from its routes; the writer unsubscribes the channels nobody listens
+// on any more.
+func (h *hub) leave(c *contention) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ch := range c.channels() {
+		members := h.routes[ch]
+		delete(members, c)
+		if len(members) == 0 {
+			delete(h.routes, ch)
+		}
+	}
+	if h.ps != nil {
+		h.poke()
+	}
+}
+
+// start creates the PubSub, which does no I/O before its first subscription, and starts
+// the goroutines. Called with h.mu held.
+func (h *hub) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.ps = h.client.Subscribe(ctx)
+	h.wg.Go(func() { h.write(ctx) })
+	h.wg.Go(func() { h.read(ctx) })
+}
+
+func (h *hub) poke() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close closes the connection and waits for the goroutines to return.
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	cancel, ps := h.cancel, h.ps
+	h.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	_ = ps.Close()
+	h.wg.Wait()
+}
+
+// current returns the PubSub in use.
+func (h *hub) current() *goredis.PubSub {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ps
+}
+
+// write brings the subscriptions in line with the routes whenever it is poked: it
+// subscribes the channels that gained listeners and unsubscribes those that lost them.
+// Changes that cancel out before it runs cost nothing.
+func (h *hub) write(ctx context.Context) {
+	var (
+		ps   *goredis.PubSub
+		sent = map[string]bool{} // what was asked of ps
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		}
+		var add, drop []string
+		h.mu.Lock()
+		if h.ps != ps {
+			ps = h.ps // a new connection: everything anew
+			clear(sent)
+		}
+		for ch := range h.routes {
+			if !sent[ch] {
+				add = append(add, ch)
+				sent[ch] = true
+			}
+		}
+		for ch := range sent {
+			if h.routes[ch] == nil {
+				drop = append(drop, ch)
+				delete(sent, ch)
+			}
+		}
+		h.mu.Unlock()
+		// go-redis records the channels even when the command cannot be sent, and sends
+		// the recorded ones again when it reconnects; an error needs no retry here.
+		cctx, cancel := context.WithTimeout(ctx, h.ping)
+		if len(add) > 0 {
+			if err := ps.Subscribe(cctx, add...); err != nil && ctx.Err() == nil {
+				h.log.Warn("simba/redis: subscribe failed; it is sent again when the connection is back", "err", err)
+			}
+		}
+		if len(drop) > 0 {
+			if err := ps.Unsubscribe(cctx, drop...); err != nil && ctx.Err() == nil {
+				h.log.Debug("simba/redis: unsubscribe failed", "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+// read receives and routes messages until ctx ends. When the connection has been quiet
+// for a ping interval it sends a PING; when no answer has come a ping interval later, it
+// replaces the connection.
+func (h *hub) read(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var (
+		pinged  bool
+		backoff time.Duration
+	)
+	for {
+		ps := h.current()
+		msg, err := ps.ReceiveTimeout(ctx, h.ping)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil:
+			pinged, backoff = false, 0
+			h.route(msg)
+		case isTimeout(err) && !pinged:
+			pinged = true
+			if err := ps.Ping(ctx); err != nil {
+				h.log.Debug("simba/redis: ping on the subscription connection failed", "err", err)
+			}
+		case isTimeout(err):
+			h.log.Warn("simba/redis: the subscription connection did not answer a ping; replacing it")
+			h.replace(ps)
+			pinged = false
+		default:
+			// go-redis has closed the connection and dials again at the next receive;
+			// every channel must be confirmed anew.
+			h.unconfirm()
+			if backoff == 0 {
+				h.log.Warn("simba/redis: subscription connection lost; reconnecting", "err", err)
+			}
+			backoff = min(max(2*backoff, minReceiveBackoff), maxReceiveBackoff)
+			timer.Reset(backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+	}
+}
+
+// replace swaps old for a new PubSub, closes old, and has the writer subscribe every
+// channel on the new one.
+func (h *hub) replace(old *goredis.PubSub) {
+	h.mu.Lock()
+	if h.closed || h.ps != old {
+		h.mu.Unlock()
+		return
+	}
+	h.ps = h.client.Subscribe(context.Background()) // no channels: no I/O yet
+	clear(h.confirmed)
+	h.mu.Unlock()
+	_ = old.Close()
+	h.poke()
+}
+
+// unconfirm forgets every confirmation: the connection they were made on is gone.
+func (h *hub) unconfirm() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.confirmed)
+}
+
+// route delivers one message: a confirmed subscription wakes the channel's contentions,
+// a message is a hint each contention judges for itself.
+func (h *hub) route(msg any) {
+	switch m := msg.(type) {
+	case *goredis.Subscription:
+		switch m.Kind {
+		case "subscribe":
+			for _, c := range h.members(m.Channel, true) {
+				c.wake()
+			}
+		case "unsubscribe":
+			h.mu.Lock()
+			delete(h.confirmed, m.Channel)
+			h.mu.Unlock()
+		}
+	case *goredis.Message:
+		ev, id, ok := parseMessage(m.Payload)
+		if !ok {
+			h.log.Debug("simba/redis: ignored a message", "channel", m.Channel, "payload", m.Payload)
+			return
+		}
+		for _, c := range h.members(m.Channel, false) {
+			c.hint(ev, id)
+		}
+	}
+}
+
+// members returns the contentions listening on channel, first recording the channel's
+// subscription as confirmed when confirm is set.
+func (h *hub) members(channel string, confirm bool) []*contention {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if confirm {
+		h.confirmed[channel] = true
+	}
+	list := make([]*contention, 0, len(h.routes[channel]))
+	for c := range h.routes[channel] {
+		list = append(list, c)
+	}
+	return list
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,71 @@
+-- The prelude of every script of simba's Redis backend: the Go side prepends it to
+-- acquire.lua, guard.lua, release.lua and lookup.lua before wrapping each in one
+-- redis.NewScript.
+--
+-- KEYS[1] is '{mutex}'. The braces form the cluster hash tag, so every key below and the
+-- key argument itself hash to one slot.
+--
+-- Keys (the first two are JVM Simba's format; the third is this backend's addition):
+--   simba:{mutex}            string: the owner's contender ID, PX ttl + transition
+--   simba:{mutex}:contender  sorted set: waiting contender IDs, score server time in s
+--   simba:{mutex}:fence      hash: 'owner' and 'token' of the latest tenure a Go
+--                            contender began, PX ttl + transition from its last renewal
+-- Channels: simba:{mutex} carries 'acquired@@<id>'; simba:{mutex}:<id> carries
+-- 'released@@<releaser id>' to the waiter <id>.
+
+-- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
+-- writes after TIME; later versions always replicate effects.
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+
+local ownerKey = 'simba:' .. KEYS[1]
+local waitKey = ownerKey .. ':contender'
+local fenceKey = ownerKey .. ':fence'
+
+-- isGreater compares two decimal strings without leading zeros as numbers. Lua numbers
+-- are doubles, so tokens are never handled as numbers here.
+local function isGreater(a, b)
+  if #a ~= #b then
+    return #a > #b
+  end
+  return a > b
+end
+
+-- tokenOf returns the fencing token of owner's tenure, or '0' when the fence does not
+-- name owner (a JVM contender, which keeps no fence, or a fence that has expired).
+local function tokenOf(owner)
+  local fence = redis.call('hmget', fenceKey, 'owner', 'token')
+  if fence[1] == owner and fence[2] then
+    return fence[2]
+  end
+  return '0'
+end
+
+-- newToken records a new tenure of id in the fence and returns its token: the server
+-- clock in microseconds since the Unix epoch, or the previous token + 1 if that is not
+-- smaller. The clock keeps tokens increasing when the fence is gone (expired, or lost in
+-- a restart without persistence); the previous token keeps them increasing within one
+-- microsecond and across small backward steps of the clock.
+local function newToken(id, lease)
+  local now = redis.call('time')
+  local token = now[1] .. string.format('%06d', tonumber(now[2]))
+  local last = redis.call('hget', fenceKey, 'token')
+  if last and string.match(last, '^[1-9]%d*$') and not isGreater(token, last) then
+    redis.call('hincrby', fenceKey, 'token', 1)
+    token = redis.call('hget', fenceKey, 'token')
+  end
+  redis.call('hmset', fenceKey, 'token', token, 'owner', id)
+  redis.call('pexpire', fenceKey, lease)
+  return token
+end
+
+-- keepFence makes the fence of id's tenure live as long as its renewed owner key.
+local function keepFence(id, lease)
+  if redis.call('hget', fenceKey, 'owner') == id then
+    redis.call('pexpire', fenceKey, lease)
+  end
+end
+
+-- The scripts return {'<owner id>@@<remaining ms of the owner key>', '<token>'}, or
+-- {'@@', '0'} when there is no owner: JVM Simba's reply and the fencing token.

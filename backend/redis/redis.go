@@ -1,0 +1,161 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba"
+)
+
+// Limits on names, in bytes. Redis itself would take far longer ones, but every call
+// carries the keys and channels built from them.
+const (
+	// MaxMutexLength is the longest mutex name the backend accepts.
+	MaxMutexLength = 512
+	// MaxContenderIDLength is the longest contender ID the backend accepts.
+	MaxContenderIDLength = 512
+)
+
+// Backend is simba's Redis backend: a simba.Backend on a go-redis client. Create it with
+// New; it is safe for concurrent use and serves any number of services, lockers and
+// schedulers. Close it when done: it owns one subscription connection (opened the first
+// time one of its contenders has to wait) and the two goroutines that serve it, never the
+// client. A Backend must not be copied.
+type Backend struct {
+	client      goredis.UniversalClient
+	log         *slog.Logger
+	hub         *hub
+	closed      atomic.Bool
+	regressions atomic.Uint64
+}
+
+var (
+	_ simba.Backend   = (*Backend)(nil)
+	_ simba.Validator = (*Backend)(nil)
+)
+
+// New returns a backend on client, which may be a standalone, Sentinel (failover) or
+// Cluster client; the backend neither dials on its own nor closes the client.
+//
+// Every store call carries the service's context deadline. go-redis applies context
+// deadlines to its sockets only when the client's ContextTimeoutEnabled option is true;
+// otherwise a call that hangs is bounded by the client's ReadTimeout and WriteTimeout
+// instead, and Stop may take that long when the server does not answer. Ownership is not
+// affected: belief ends at the local TTL end either way.
+//
+// New returns an error wrapping simba.ErrInvalidArgument for a nil client or an invalid
+// option. It does no I/O.
+func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
+	if isNil(client) {
+		return nil, simba.InvalidArgument("client", nil, "must not be nil")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{
+		client: client,
+		log:    cfg.logger,
+		hub:    newHub(client, cfg.logger, cfg.ping),
+	}, nil
+}
+
+// isNil reports whether v is nil or a nil pointer in an interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// Close closes the backend's subscription connection and stops the goroutines that serve
+// it. Later StartContend calls, and the store calls of contentions still open, return an
+// error wrapping simba.ErrClosed; nothing is released on the store, so owner keys lapse
+// after ttl + transition. Stop services before closing their backend. The client stays
+// open. Close is idempotent and returns nil.
+func (b *Backend) Close() error {
+	b.closed.Store(true)
+	b.hub.close()
+	return nil
+}
+
+// TokenRegressions returns how many times a contention of this backend saw a fencing
+// token smaller than one it had seen before for the same mutex: the sign that the
+// server's clock stepped back while the fence key was gone, or that data was lost in a
+// way the token could not survive (see the package documentation). Each such event is
+// also logged at Error level with the mutex, the token and the previous token.
+func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
+
+// ValidateMutex checks the Redis rules for mutex names, beyond simba.ValidateMutex: no "{"
+// or "}" (the key is simba:{mutex}, and its braces must hold the whole name to keep every
+// key of the mutex in one cluster slot), and at most MaxMutexLength bytes. It does no I/O;
+// the error wraps simba.ErrInvalidArgument.
+func (b *Backend) ValidateMutex(name string) error {
+	switch {
+	case len(name) > MaxMutexLength:
+		return simba.InvalidArgument("mutex", name, "must be at most "+strconv.Itoa(MaxMutexLength)+" bytes for Redis")
+	case strings.ContainsAny(name, "{}"):
+		return simba.InvalidArgument("mutex", name, "must not contain { or } for Redis: the key is simba:{mutex}, and its braces are the cluster hash tag")
+	}
+	return nil
+}
+
+// ValidateContenderID checks the Redis rules for contender IDs, beyond
+// simba.ValidateContenderID: no "@@" (the separator of replies and messages), no "@" at
+// the end (JVM Simba would misread the reply "<id>@@<ms>"), and at most
+// MaxContenderIDLength bytes. It does no I/O; the error wraps simba.ErrInvalidArgument.
+func (b *Backend) ValidateContenderID(id string) error {
+	switch {
+	case len(id) > MaxContenderIDLength:
+		return simba.InvalidArgument("contender ID", id, "must be at most "+strconv.Itoa(MaxContenderIDLength)+" bytes for Redis")
+	case strings.Contains(id, separator):
+		return simba.InvalidArgument("contender ID", id, "must not contain @@ for Redis: it separates the parts of replies and messages")
+	case strings.HasSuffix(id, "@"):
+		return simba.InvalidArgument("contender ID", id, "must not end with @ for Redis: JVM Simba would misread the reply <id>@@<ms>")
+	}
+	return nil
+}
+
+// StartContend opens a participant's contention; see simba.Backend. It does no I/O. A
+// contender subscribes only when an attempt finds the mutex owned by someone else (or at
+// its first renewal), so that an uncontended acquisition costs one script call; a
+// retriever has the mutex's channel subscribed from here on, to hear of new owners at
+// once. Subscriptions are made in the background, on the backend's one subscription
+// connection.
+func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.ValidateMutex(p.Mutex); err != nil {
+		return nil, err
+	}
+	if p.ContenderID != "" {
+		if err := b.ValidateContenderID(p.ContenderID); err != nil {
+			return nil, err
+		}
+	}
+	c := newContention(b, p)
+	if c.id == "" {
+		c.join()
+	}
+	return c, nil
+}
+
+// usable returns an error when the backend is closed or ctx has ended.
+func (b *Backend) usable(ctx context.Context) error {
+	if b.closed.Load() {
+		return fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simba/redis: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package redis
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// separator joins the parts of replies and messages in JVM Simba's format.
+const separator = "@@"
+
+// maxRemaining bounds the remaining time of an owner key a reply may report, far below
+// where duration arithmetic could overflow (the same bound simba puts on ttl + transition).
+const maxRemaining = 100 * 365 * 24 * time.Hour
+
+// answer is what a script reports about a mutex's owner.
+type answer struct {
+	owner string        // empty: no owner
+	left  time.Duration // the owner key's PTTL; negative: the key has no expiry
+	token uint64        // zero: unknown (no fence for this owner)
+}
+
+// parseAnswer decodes a script's reply: {"<owner>@@<ms>" or "@@", "<token>"}.
+func parseAnswer(v any) (answer, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) != 2 {
+		return answer{}, fmt.Errorf("%w: %#v", ErrUnexpectedReply, v)
+	}
+	owned, ok1 := list[0].(string)
+	token, ok2 := list[1].(string)
+	if !ok1 || !ok2 {
+		return answer{}, fmt.Errorf("%w: %#v", ErrUnexpectedReply, v)
+	}
+	owner, left, err := parseOwner(owned)
+	if err != nil {
+		return answer{}, err
+	}
+	tok, err := parseToken(token)
+	if err != nil {
+		return answer{}, err
+	}
+	if owner == "" && tok != 0 {
+		return answer{}, fmt.Errorf("%w: token %d without an owner", ErrUnexpectedReply, tok)
+	}
+	return answer{owner: owner, left: left, token: tok}, nil
+}
+
+// parseOwner parses JVM Simba's reply "<owner>@@<remaining ms>", or "@@" for no owner.
+// The owner is everything before the last "@@": contender IDs never contain "@@", but
+// foreign ones may end with "@". A negative remaining time means the key has no expiry
+// (PTTL -1); remaining times beyond maxRemaining are clamped to it.
+func parseOwner(s string) (owner string, left time.Duration, err error) {
+	if s == separator {
+		return "", 0, nil
+	}
+	i := strings.LastIndex(s, separator)
+	if i <= 0 {
+		return "", 0, fmt.Errorf("%w: owner %q", ErrUnexpectedReply, s)
+	}
+	ms, err := strconv.ParseInt(s[i+len(separator):], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: owner %q: %w", ErrUnexpectedReply, s, err)
+	}
+	if ms > maxRemaining.Milliseconds() {
+		ms = maxRemaining.Milliseconds()
+	}
+	if ms < 0 {
+		ms = -1
+	}
+	return s[:i], time.Duration(ms) * time.Millisecond, nil
+}
+
+// parseToken parses a fencing token: a decimal uint64, "0" when unknown.
+func parseToken(s string) (uint64, error) {
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: token %q: %w", ErrUnexpectedReply, s, err)
+	}
+	return t, nil
+}
+
+// event is the kind of a pub/sub message.
+type event int
+
+const (
+	acquired event = iota + 1 // "acquired@@<new owner>" on simba:{mutex}
+	released                  // "released@@<former owner>" on simba:{mutex}:<waiter>
+)
+
+// parseMessage parses a pub/sub message "acquired@@<id>" or "released@@<id>". The ID is
+// everything after the first "@@". ok is false for anything else.
+func parseMessage(payload string) (ev event, id string, ok bool) {
+	kind, id, found := strings.Cut(payload, separator)
+	if !found {
+		return 0, "", false
+	}
+	switch kind {
+	case "acquired":
+		return acquired, id, true
+	case "released":
+		return released, id, true
+	}
+	return 0, "", false
+}

@@ -1,0 +1,216 @@
+package redis
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+)
+
+func TestParseOwner(t *testing.T) {
+	cases := []struct {
+		in    string
+		owner string
+		left  time.Duration
+		ok    bool
+	}{
+		{"@@", "", 0, true},
+		{"c@@1500", "c", 1500 * time.Millisecond, true},
+		{"0:42@10.0.0.1@@16000", "0:42@10.0.0.1", 16 * time.Second, true},
+		{"x@@@5", "x@", 5 * time.Millisecond, true}, // a foreign ID ending with @
+		{"@x@@5", "@x", 5 * time.Millisecond, true},
+		{"c@@-1", "c", -time.Millisecond, true}, // a key without expiry
+		{"c@@-2", "c", -time.Millisecond, true},
+		{"c@@0", "c", 0, true},
+		{"c@@99999999999999999", "c", maxRemaining, true},
+		{"", "", 0, false},
+		{"c", "", 0, false},
+		{"@@5", "", 0, false},
+		{"c@@", "", 0, false},
+		{"c@@x", "", 0, false},
+		{"c@@1.5", "", 0, false},
+		{"c@@99999999999999999999999", "", 0, false},
+	}
+	for _, c := range cases {
+		owner, left, err := parseOwner(c.in)
+		if !c.ok {
+			assert.ErrorIs(t, err, ErrUnexpectedReply, "%q", c.in)
+			continue
+		}
+		require.NoError(t, err, "%q", c.in)
+		assert.Equal(t, c.owner, owner, "%q", c.in)
+		assert.Equal(t, c.left, left, "%q", c.in)
+	}
+}
+
+func TestParseAnswer(t *testing.T) {
+	a, err := parseAnswer([]any{"c@@1500", "1795253251350913"})
+	require.NoError(t, err)
+	assert.Equal(t, answer{owner: "c", left: 1500 * time.Millisecond, token: 1795253251350913}, a)
+	a, err = parseAnswer([]any{"@@", "0"})
+	require.NoError(t, err)
+	assert.Equal(t, answer{}, a)
+	for _, bad := range []any{
+		nil, "c@@1", []any{}, []any{"c@@1"}, []any{"c@@1", "1", "x"}, []any{"c@@1", int64(1)},
+		[]any{int64(1), "1"}, []any{"c@@1", "-1"}, []any{"c@@1", "18446744073709551616"},
+		[]any{"@@", "5"}, []any{"c", "1"},
+	} {
+		_, err := parseAnswer(bad)
+		assert.ErrorIs(t, err, ErrUnexpectedReply, "%#v", bad)
+	}
+}
+
+func TestParseMessage(t *testing.T) {
+	cases := []struct {
+		in string
+		ev event
+		id string
+		ok bool
+	}{
+		{"acquired@@c", acquired, "c", true},
+		{"released@@0:42@10.0.0.1", released, "0:42@10.0.0.1", true},
+		{"released@@@x", released, "@x", true},
+		{"acquired@@x@", acquired, "x@", true},
+		{"released@@", released, "", true},
+		{"acquired", 0, "", false},
+		{"grabbed@@c", 0, "", false},
+		{"@@c", 0, "", false},
+		{"", 0, "", false},
+	}
+	for _, c := range cases {
+		ev, id, ok := parseMessage(c.in)
+		assert.Equal(t, c.ok, ok, "%q", c.in)
+		assert.Equal(t, c.ev, ev, "%q", c.in)
+		assert.Equal(t, c.id, id, "%q", c.in)
+	}
+}
+
+// FuzzParseOwner: any reply parses without panicking, and every owner a valid contender
+// ID can name round-trips through the reply format.
+func FuzzParseOwner(f *testing.F) {
+	for _, s := range []string{"@@", "c@@1500", "x@@@5", "c@@-1", "@@5", "c@@", "a@@b@@7", "c@@99999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		owner, left, err := parseOwner(s)
+		if err != nil {
+			if !errors.Is(err, ErrUnexpectedReply) {
+				t.Fatalf("%q: error %v does not wrap ErrUnexpectedReply", s, err)
+			}
+			return
+		}
+		if left < -time.Millisecond || left > maxRemaining {
+			t.Fatalf("%q: remaining %v out of range", s, left)
+		}
+		if owner == "" && (s != separator || left != 0) {
+			t.Fatalf("%q: no owner but not the empty reply", s)
+		}
+		if owner != "" && !strings.HasPrefix(s, owner+separator) {
+			t.Fatalf("%q: owner %q is not the reply's prefix", s, owner)
+		}
+	})
+}
+
+// FuzzReplyRoundTrip: for every contender ID the backend accepts, the reply and message
+// formats give the ID back.
+func FuzzReplyRoundTrip(f *testing.F) {
+	for _, s := range []string{"c", "0:42@10.0.0.1", "@x", "a@b", "x@", "a@@b", "ü"} {
+		f.Add(s, int64(1500))
+	}
+	var b Backend
+	f.Fuzz(func(t *testing.T, id string, ms int64) {
+		if simba.ValidateContenderID(id) != nil || b.ValidateContenderID(id) != nil {
+			return
+		}
+		ms = max(ms, -1)
+		owner, left, err := parseOwner(id + separator + strconv.FormatInt(ms, 10))
+		if err != nil || owner != id {
+			t.Fatalf("reply of %q: owner %q, err %v", id, owner, err)
+		}
+		if want := min(time.Duration(ms)*time.Millisecond, maxRemaining); ms <= maxRemaining.Milliseconds() && left != want {
+			t.Fatalf("reply of %q: remaining %v, want %v", id, left, want)
+		}
+		for _, kind := range []string{"acquired", "released"} {
+			_, got, ok := parseMessage(kind + separator + id)
+			if !ok || got != id {
+				t.Fatalf("%s message of %q: %q, %v", kind, id, got, ok)
+			}
+		}
+	})
+}
+
+// FuzzParseAnswer: any pair of strings, as a script could return, parses without
+// panicking; an error always wraps ErrUnexpectedReply.
+func FuzzParseAnswer(f *testing.F) {
+	f.Add("c@@1500", "1795253251350913")
+	f.Add("@@", "0")
+	f.Add("@@", "7")
+	f.Add("c@@1", "-1")
+	f.Add("c@@1", "18446744073709551615")
+	f.Fuzz(func(t *testing.T, owner, token string) {
+		a, err := parseAnswer([]any{owner, token})
+		if err != nil {
+			if !errors.Is(err, ErrUnexpectedReply) {
+				t.Fatalf("error %v does not wrap ErrUnexpectedReply", err)
+			}
+			return
+		}
+		if a.owner == "" && a.token != 0 {
+			t.Fatalf("a token without an owner: %+v", a)
+		}
+	})
+}
+
+// FuzzParseMessage: any payload parses without panicking, and a parsed one is rebuilt by
+// its event and ID.
+func FuzzParseMessage(f *testing.F) {
+	for _, s := range []string{"acquired@@c", "released@@c", "released@@@x", "x@@y", "acquired", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ev, id, ok := parseMessage(s)
+		if !ok {
+			return
+		}
+		kind := map[event]string{acquired: "acquired", released: "released"}[ev]
+		if kind == "" || kind+separator+id != s {
+			t.Fatalf("%q parsed as %v %q", s, ev, id)
+		}
+	})
+}
+
+// FuzzValidate: validation never panics, and a name it accepts gives keys whose hash tag
+// is the whole name.
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{"orders", "a{b", "}x", "{}", "a@@b", "x@", strings.Repeat("m", MaxMutexLength+1)} {
+		f.Add(s)
+	}
+	var b Backend
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := b.ValidateContenderID(s); err != nil && !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Fatalf("contender ID %q: %v does not wrap ErrInvalidArgument", s, err)
+		}
+		err := b.ValidateMutex(s)
+		if err != nil {
+			if !errors.Is(err, simba.ErrInvalidArgument) {
+				t.Fatalf("mutex %q: %v does not wrap ErrInvalidArgument", s, err)
+			}
+			return
+		}
+		if simba.ValidateMutex(s) != nil {
+			return
+		}
+		key := "simba:{" + s + "}:contender"
+		open := strings.IndexByte(key, '{')
+		end := strings.IndexByte(key[open+1:], '}')
+		if end <= 0 || key[open+1:open+1+end] != s {
+			t.Fatalf("mutex %q: the hash tag of %q is not the name", s, key)
+		}
+	})
+}
