@@ -50,12 +50,14 @@ func (l *Locker) ContenderID() string { return l.svc.id }
 // locker contends on the contend period and at once when the store announces a release.
 //
 // When ctx ends first, the error matches both ErrNotAcquired and ctx's error under
-// errors.Is, and whatever was acquired meanwhile is released again. An already ended ctx
-// returns at once without touching the store.
+// errors.Is (and wraps the store's error too if the last attempt failed), and whatever
+// was acquired meanwhile is released again. An already ended ctx returns at once without
+// touching the store.
 func (l *Locker) Acquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, false) }
 
 // TryAcquire makes a single attempt: it returns a Lease if the locker owns the mutex after
-// one acquire call, and an error matching ErrNotAcquired otherwise.
+// one acquire call, and an error matching ErrNotAcquired otherwise, which also wraps the
+// store's error when the attempt failed.
 func (l *Locker) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
 
 func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
@@ -90,7 +92,7 @@ func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 	case <-ctx.Done():
 	}
 	svc.mu.Lock()
-	t, owner := r.first, r.owner
+	t, owner, lastErr := r.first, r.owner, r.lastErr
 	var tenureCtx context.Context
 	if t != nil {
 		owner, tenureCtx = t.owner, t.ctx
@@ -100,7 +102,10 @@ func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 		_ = svc.Stop(context.WithoutCancel(ctx)) // releases an acquisition still in flight
 		l.free()
 		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(ErrNotAcquired, err)
+			return nil, errors.Join(ErrNotAcquired, err, lastErr)
+		}
+		if lastErr != nil {
+			return nil, fmt.Errorf("%w: mutex %q: the store did not answer: %w", ErrNotAcquired, l.Mutex(), lastErr)
 		}
 		return nil, fmt.Errorf("%w: mutex %q is owned by %q", ErrNotAcquired, l.Mutex(), owner.ID)
 	}

@@ -2,6 +2,7 @@ package simba_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -155,3 +156,40 @@ func TestLockerWaiterDoesNotSpin(t *testing.T) {
 		require.NoError(t, next.Release(t.Context()))
 	})
 }
+
+// When the store does not answer, TryAcquire's error says so, and Acquire's error at its
+// deadline carries the store's error as well as the deadline.
+func TestLockerReportsStoreErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := memory.New(memory.NewStore())
+		require.NoError(t, err)
+		l, err := simba.NewLocker(unanswering{b}, "m")
+		require.NoError(t, err)
+		_, err = l.TryAcquire(t.Context())
+		assert.ErrorIs(t, err, simba.ErrNotAcquired)
+		assert.ErrorIs(t, err, errNoAnswer)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err = l.Acquire(ctx)
+		assert.ErrorIs(t, err, simba.ErrNotAcquired)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, errNoAnswer)
+	})
+}
+
+var errNoAnswer = errors.New("no answer")
+
+// unanswering starts contentions whose acquire calls fail.
+type unanswering struct{ simba.Backend }
+
+func (u unanswering) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := u.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return failingAcquire{c.(simba.LeaseContention)}, nil
+}
+
+type failingAcquire struct{ simba.LeaseContention }
+
+func (failingAcquire) Acquire(context.Context) (simba.Record, error) { return simba.Record{}, errNoAnswer }

@@ -65,6 +65,7 @@ type run struct {
 	first         *tenure // the run's first tenure
 	finished      bool    // oneTenure: the first tenure has ended
 	attemptedDone bool
+	lastErr       error // the error of the last attempt, nil after a successful one
 }
 
 // tenure is one continuous period of believed ownership.
@@ -535,6 +536,7 @@ func (s *Service) attempt(r *run, failures *int) time.Duration {
 		return 0
 	}
 	defer s.markAttempted(r)
+	r.lastErr = err
 	if err != nil {
 		*failures++
 		owner := r.tenure != nil
