@@ -35,7 +35,9 @@ import (
 //   - The methods of one Contention are called from one goroutine at a time, never
 //     concurrently with each other, and every call, StartContend included, carries a
 //     context with a deadline no later than the service's call timeout from now.
-//   - StopContend is called exactly once per successful StartContend, last.
+//   - StopContend is called exactly once per successful StartContend, last. (A Locker
+//     whose lease on a session store was lost calls it as soon as the loss is reported;
+//     nothing else is called on that contention afterwards.)
 //
 // What a backend must do:
 //   - Be safe for concurrent use: one backend serves any number of services.

@@ -64,6 +64,7 @@ type run struct {
 	tenure        *tenure // set while this contender believes it owns the mutex
 	first         *tenure // the run's first tenure
 	finished      bool    // oneTenure: the first tenure has ended
+	contendDone   bool    // StopContend was called already (a finished session contention)
 	attemptedDone bool
 	lastErr       error // the error of the last attempt, nil after a successful one
 }
@@ -359,6 +360,9 @@ func (s *Service) start(ctx context.Context, initialDelay time.Duration) error {
 		s.mu.Lock()
 		s.markAttempted(r)
 		s.mu.Unlock()
+		if s.oneTenure {
+			r.loop.Go(func() { s.leaveWhenFinished(r) })
+		}
 	}
 	s.setStatus(StatusRunning)
 	s.log.Info("simba: started", "mode", modeName(r))
@@ -437,8 +441,13 @@ func (s *Service) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("release: %w", err))
 		}
 	}
-	if err := r.contention.StopContend(cctx); err != nil {
-		errs = append(errs, fmt.Errorf("stop contend: %w", err))
+	s.mu.Lock()
+	contendDone := r.contendDone
+	s.mu.Unlock()
+	if !contendDone {
+		if err := r.contention.StopContend(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop contend: %w", err))
+		}
 	}
 	s.mu.Lock()
 	s.run = nil
@@ -690,6 +699,32 @@ func (s *Service) isFinished(r *run) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return r.finished
+}
+
+// leaveWhenFinished gives up a session contention once a oneTenure service's tenure has
+// ended (lost, while its session survived): its node would otherwise stay first in line
+// until the lease is released.
+func (s *Service) leaveWhenFinished(r *run) {
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.wake:
+		}
+		if !s.isFinished(r) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, s.cfg.callTimeout)
+		err := r.contention.StopContend(ctx)
+		cancel()
+		s.mu.Lock()
+		r.contendDone = true
+		s.mu.Unlock()
+		if err != nil && r.ctx.Err() == nil {
+			s.log.Warn("simba: leaving after a lost tenure failed", "err", err)
+		}
+		return
+	}
 }
 
 // releaseAfterTenure gives the mutex back once a oneTenure service's tenure has ended, so

@@ -510,3 +510,54 @@ func TestCallbacksMayReadTheService(t *testing.T) {
 		require.NoError(t, s.Stop(t.Context()))
 	})
 }
+
+// reportingSession is a session backend that makes every contender the owner at once and
+// counts StopContend calls.
+type reportingSession struct {
+	mu    sync.Mutex
+	p     Participant
+	stops int
+}
+
+func (b *reportingSession) StartContend(_ context.Context, p Participant) (Contention, error) {
+	b.mu.Lock()
+	b.p = p
+	b.mu.Unlock()
+	p.Report(Owner{ID: p.ContenderID, Token: 9})
+	return b, nil
+}
+
+func (b *reportingSession) StopContend(context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stops++
+	return nil
+}
+
+func (b *reportingSession) stopCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stops
+}
+
+// A Locker whose lease on a session store is lost gives the session contention up at once
+// (its node would otherwise stay first in line), and only once.
+func TestLockerLeavesSessionAfterLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &reportingSession{}
+		l, err := NewLocker(b, "m")
+		require.NoError(t, err)
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, uint64(9), lease.Token())
+		b.mu.Lock()
+		p := b.p
+		b.mu.Unlock()
+		p.Report(Owner{}) // disconnected
+		synctest.Wait()
+		assert.ErrorIs(t, context.Cause(lease.Context()), ErrOwnershipLost)
+		assert.Equal(t, 1, b.stopCount(), "left at once, not at Release")
+		assert.ErrorIs(t, lease.Release(t.Context()), ErrOwnershipLost)
+		assert.Equal(t, 1, b.stopCount(), "not twice")
+	})
+}

@@ -744,7 +744,7 @@ func checkScheduler(e *env) error {
 // checkSchedulerStopWaits: Stop cancels the running work's context and returns only after
 // the work has returned.
 func checkSchedulerStopWaits(e *env) error {
-	started := make(chan struct{})
+	started := make(chan struct{}, 1)
 	var returned atomic.Bool
 	work := func(ctx context.Context) {
 		select {
