@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/testserver"
 )
 
 // BenchmarkRoundTrip measures one PING through a client: the unit the other figures are
@@ -28,7 +29,21 @@ func BenchmarkRoundTrip(b *testing.B) {
 // script calls. It reports the median and 99th percentile cycle as p50-ns and p99-ns.
 func BenchmarkLockerCycle(b *testing.B) {
 	srv := server(b)
-	be := newBackend(b, newClient(b, srv.Addr()))
+	cycles(b, newBackend(b, newClient(b, srv.Addr())))
+}
+
+// BenchmarkQuorumCycle is BenchmarkLockerCycle on a Quorum of five instances: each call
+// goes to all five in parallel.
+func BenchmarkQuorumCycle(b *testing.B) {
+	servers := make([]*testserver.Server, 5)
+	for i := range servers {
+		servers[i] = ownServer(b)
+	}
+	cycles(b, newQuorum(b, servers))
+}
+
+// cycles measures uncontended Acquire + Release cycles of a Locker on be.
+func cycles(b *testing.B, be simba.Backend) {
 	l, err := simba.NewLocker(be, uniqueName(b, "m"))
 	if err != nil {
 		b.Fatal(err)
@@ -116,10 +131,9 @@ func BenchmarkHandOver(b *testing.B) {
 // under contention, one at a time. It reports critical sections per second; each op is
 // one critical section.
 func BenchmarkEightContenders(b *testing.B) {
-	const contenders = 8
 	srv := server(b)
 	mutex := uniqueName(b, "m")
-	lockers := make([]*simba.Locker, contenders)
+	lockers := make([]*simba.Locker, eight)
 	for i := range lockers {
 		be := newBackend(b, newClient(b, srv.Addr()))
 		l, err := simba.NewLocker(be, mutex, simba.WithContenderID(fmt.Sprintf("c%d", i)))
@@ -128,21 +142,44 @@ func BenchmarkEightContenders(b *testing.B) {
 		}
 		lockers[i] = l
 	}
+	contended(b, func(ctx context.Context, i int) (*simba.Lease, error) { return lockers[i].Acquire(ctx) })
+}
+
+// BenchmarkMutexesEightGoroutines is BenchmarkEightContenders for eight goroutines of one
+// process sharing one contender through simba.Mutexes: they hand the mutex over in the
+// local queue, and it goes back to the store only when nobody waits locally or another
+// process waits.
+func BenchmarkMutexesEightGoroutines(b *testing.B) {
+	srv := server(b)
+	m, err := simba.NewMutexes(newBackend(b, newClient(b, srv.Addr())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	mutex := uniqueName(b, "m")
+	contended(b, func(ctx context.Context, _ int) (*simba.Lease, error) { return m.Acquire(ctx, mutex) })
+}
+
+const eight = 8
+
+// contended runs eight goroutines that take turns on one mutex through acquire, checks
+// that no two hold it at once, and reports critical sections per second.
+func contended(b *testing.B, acquire func(ctx context.Context, worker int) (*simba.Lease, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var (
 		left    atomic.Int64
 		holders atomic.Int32
 		wg      sync.WaitGroup
-		errs    = make(chan error, contenders)
+		errs    = make(chan error, eight)
 	)
 	left.Store(int64(b.N))
 	b.ResetTimer()
 	began := time.Now()
-	for _, l := range lockers {
+	for i := range eight {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
-				lease, err := l.Acquire(ctx)
+				lease, err := acquire(ctx, i)
 				if err != nil {
 					errs <- err
 					return

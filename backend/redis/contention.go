@@ -106,10 +106,16 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 // Release runs the release script: the owner deletes its key and wakes the oldest waiter;
 // anyone else only leaves the waiting set.
 func (c *contention) Release(ctx context.Context) error {
+	return c.release(ctx)
+}
+
+// release runs the release script; a Quorum passes the tenure's token, to raise the fence
+// to it first.
+func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, c.id).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id}, raiseTo...)...).Err(); err != nil {
 		return c.storeError(ctx, "release", err)
 	}
 	c.owner.Store(false)

@@ -25,6 +25,32 @@ type config struct {
 	logger    *slog.Logger
 	loggerSet bool
 	ping      time.Duration
+
+	// Quorum only
+	minAvailable    int
+	minAvailableSet bool
+	recheck         time.Duration
+	recheckSet      bool
+}
+
+// DefaultRecheckAfter is how long a Quorum leaves out an instance that failed before
+// trying it again.
+const DefaultRecheckAfter = 30 * time.Second
+
+// WithMinAvailable sets how many of a Quorum's instances must be available (not left out
+// after a failure) for an acquisition to be tried at all; with fewer, Acquire fails at
+// once with an error wrapping ErrTooFewInstances. Default: the quorum, a majority of all
+// instances; must be between the quorum and the number of instances. Only NewQuorum
+// accepts it.
+func WithMinAvailable(n int) Option {
+	return func(c *config) { c.minAvailable, c.minAvailableSet = n, true }
+}
+
+// WithRecheckAfter sets how long a Quorum leaves out an instance whose call failed (timed
+// out, refused, reset) before trying it again. Default 30s (Bedrock's combination lock
+// waits 15 minutes); must be > 0. Only NewQuorum accepts it.
+func WithRecheckAfter(d time.Duration) Option {
+	return func(c *config) { c.recheck, c.recheckSet = d, true }
 }
 
 // WithLogger sets the logger for the backend's own events: problems of the subscription
@@ -46,7 +72,7 @@ func WithPingInterval(d time.Duration) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{ping: DefaultPingInterval}
+	c := config{ping: DefaultPingInterval, recheck: DefaultRecheckAfter}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -57,6 +83,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, simba.InvalidArgument("logger", nil, "must not be nil")
 	case c.ping < MinPingInterval:
 		return c, simba.InvalidArgument("ping interval", c.ping, "must be at least "+MinPingInterval.String())
+	case c.recheck <= 0:
+		return c, simba.InvalidArgument("recheck after", c.recheck, "must be > 0")
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)

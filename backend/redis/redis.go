@@ -60,11 +60,21 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case cfg.minAvailableSet:
+		return nil, simba.InvalidArgument("min available", cfg.minAvailable, "not accepted by New: only a Quorum has several instances")
+	case cfg.recheckSet:
+		return nil, simba.InvalidArgument("recheck after", cfg.recheck, "not accepted by New: only a Quorum leaves instances out")
+	}
+	return newBackend(client, cfg), nil
+}
+
+func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 	return &Backend{
 		client: client,
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
-	}, nil
+	}
 }
 
 // isNil reports whether v is nil or a nil pointer in an interface.

@@ -19,9 +19,12 @@ var (
 	releaseLua string
 	//go:embed lookup.lua
 	lookupLua string
+	//go:embed raise.lua
+	raiseLua string
 
 	acquireScript = goredis.NewScript(preludeLua + acquireLua)
 	guardScript   = goredis.NewScript(preludeLua + guardLua)
 	releaseScript = goredis.NewScript(preludeLua + releaseLua)
 	lookupScript  = goredis.NewScript(preludeLua + lookupLua)
+	raiseScript   = goredis.NewScript(preludeLua + raiseLua)
 )

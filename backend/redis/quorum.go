@@ -1,0 +1,471 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba"
+)
+
+// ErrTooFewInstances is returned, wrapped, when fewer of a Quorum's instances are
+// available than WithMinAvailable requires, or when too few answered to tell who owns the
+// mutex.
+var ErrTooFewInstances = errors.New("simba/redis: too few Redis instances available")
+
+// quorumDrift is taken off every TTL a Quorum reports, on top of simba's 1% drift margin:
+// Redis expires keys with a precision of about a millisecond, and the instances' clocks
+// run at slightly different rates (the Redlock algorithm's allowance).
+const quorumDrift = 2 * time.Millisecond
+
+// Quorum is a simba.Backend over several independent Redis instances (not replicas of one
+// another), in the spirit of Redlock and of Bedrock's combination lock: a contender owns
+// the mutex when it holds it on a majority of them, so the lock stays exclusive and
+// available while a minority of instances fail.
+//
+// Each instance keeps the single-instance format and scripts of Backend (JVM Simba's keys
+// and messages); a contender runs them on every available instance in parallel:
+//
+//   - Acquire succeeds when a majority of all instances (the quorum) answer that the
+//     contender owns the mutex; otherwise what it took is released again at once. A
+//     renewal must also reach the quorum, or the tenure ends.
+//   - The TTL reported is the smallest of the quorum's, less a 2ms allowance for expiry
+//     precision and clock rates. simba counts it from the moment the attempt was sent, so
+//     the time the slowest instance took is accounted for.
+//   - An instance whose call fails (times out, refuses, resets) is left out for
+//     WithRecheckAfter and then tried again; while fewer than WithMinAvailable instances
+//     are available, Acquire fails at once with ErrTooFewInstances.
+//   - Release runs on every instance, available or not.
+//   - The fencing token of a tenure is the largest of the quorum's instance tokens, and
+//     is written back to each of them (at the first renewal, or within the release), so
+//     that the next tenure, whose quorum shares at least one instance with this one, gets
+//     a greater token whatever the instances' clocks say. This assumes that the fence of
+//     that shared instance outlives the gap between the tenures or that the instances'
+//     clocks differ by less than it.
+//   - Waiters hear releases on every instance's subscription connection.
+//
+// A Quorum is safe for concurrent use. Close it when done: it owns one subscription
+// connection per instance, never the clients.
+type Quorum struct {
+	instances    []*instance
+	quorum       int
+	minAvailable int
+	recheck      time.Duration
+	closed       atomic.Bool
+}
+
+// instance is one Redis instance of a Quorum.
+type instance struct {
+	index   int
+	client  goredis.UniversalClient
+	backend *Backend
+
+	mu        sync.Mutex
+	downUntil time.Time
+}
+
+var (
+	_ simba.Backend   = (*Quorum)(nil)
+	_ simba.Validator = (*Quorum)(nil)
+)
+
+// NewQuorum returns a backend over clients, one per independent Redis instance; an odd
+// number, at least three, is usual. It accepts the options of New plus WithMinAvailable
+// and WithRecheckAfter, does no I/O, and neither dials nor closes the clients.
+func NewQuorum(clients []goredis.UniversalClient, opts ...Option) (*Quorum, error) {
+	if len(clients) == 0 {
+		return nil, simba.InvalidArgument("clients", 0, "must not be empty")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	quorum := len(clients)/2 + 1
+	if !cfg.minAvailableSet {
+		cfg.minAvailable = quorum
+	}
+	if cfg.minAvailable < quorum || cfg.minAvailable > len(clients) {
+		return nil, simba.InvalidArgument("min available", cfg.minAvailable,
+			fmt.Sprintf("must be between the quorum (%d) and the number of instances (%d)", quorum, len(clients)))
+	}
+	q := &Quorum{quorum: quorum, minAvailable: cfg.minAvailable, recheck: cfg.recheck}
+	for i, c := range clients {
+		if isNil(c) {
+			return nil, simba.InvalidArgument("client "+strconv.Itoa(i), nil, "must not be nil")
+		}
+		q.instances = append(q.instances, &instance{index: i, client: c,
+			backend: newBackend(c, cfg)})
+	}
+	return q, nil
+}
+
+// Size returns the number of instances and the quorum, a majority of them.
+func (q *Quorum) Size() (instances, quorum int) { return len(q.instances), q.quorum }
+
+// Available returns how many instances are not left out after a failure.
+func (q *Quorum) Available() int { return len(q.available(time.Now())) }
+
+// Close closes the instances' subscription connections; see Backend.Close.
+func (q *Quorum) Close() error {
+	q.closed.Store(true)
+	for _, in := range q.instances {
+		_ = in.backend.Close()
+	}
+	return nil
+}
+
+// TokenRegressions sums the instances' counts; see Backend.TokenRegressions.
+func (q *Quorum) TokenRegressions() uint64 {
+	var n uint64
+	for _, in := range q.instances {
+		n += in.backend.TokenRegressions()
+	}
+	return n
+}
+
+// ValidateMutex applies Backend's rules.
+func (q *Quorum) ValidateMutex(name string) error { return q.instances[0].backend.ValidateMutex(name) }
+
+// ValidateContenderID applies Backend's rules.
+func (q *Quorum) ValidateContenderID(id string) error {
+	return q.instances[0].backend.ValidateContenderID(id)
+}
+
+// StartContend opens the participant's contention on every instance; see simba.Backend.
+func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	if q.closed.Load() {
+		return nil, fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	qc := &quorumContention{q: q, id: p.ContenderID, mutex: p.Mutex, subs: make([]*contention, len(q.instances)),
+		giveBack: max(p.TTL/10, 10*time.Millisecond)}
+	for i, in := range q.instances {
+		c, err := in.backend.StartContend(ctx, p)
+		if err != nil {
+			for _, sub := range qc.subs[:i] {
+				_ = sub.StopContend(ctx)
+			}
+			return nil, err
+		}
+		qc.subs[i] = c.(*contention)
+	}
+	return qc, nil
+}
+
+// available returns the instances not left out at now.
+func (q *Quorum) available(now time.Time) []*instance {
+	var out []*instance
+	for _, in := range q.instances {
+		in.mu.Lock()
+		if !now.Before(in.downUntil) {
+			out = append(out, in)
+		}
+		in.mu.Unlock()
+	}
+	return out
+}
+
+// leaveOut marks an instance unavailable for the recheck interval.
+func (q *Quorum) leaveOut(in *instance, err error) {
+	in.mu.Lock()
+	in.downUntil = time.Now().Add(q.recheck)
+	in.mu.Unlock()
+	in.backend.log.Warn("simba/redis: quorum instance left out", "instance", in.index, "recheck_in", q.recheck, "err", err)
+}
+
+// quorumContention is one participant's contention across the instances. simba calls its
+// methods one at a time.
+type quorumContention struct {
+	q         *Quorum
+	id, mutex string
+	subs      []*contention // by instance index
+
+	owning   bool          // the last answer gave this contender the quorum
+	token    uint64        // the tenure's token while owning
+	raised   bool          // the tenure's token was written back to its quorum
+	giveBack time.Duration // the budget for releasing what a quorum-less attempt took
+}
+
+var (
+	_ simba.LeaseContention = (*quorumContention)(nil)
+	_ simba.WaitList        = (*quorumContention)(nil)
+)
+
+// reply is one instance's answer.
+type reply struct {
+	in  *instance
+	rec simba.Record
+	err error
+}
+
+// each calls f on the contention of every instance in list, in parallel, and returns the
+// answers that came before enough (nil: all of them) was satisfied; the calls still under
+// way then are cancelled and waited for, and their instances are not blamed. An instance
+// whose call failed while ctx was live is left out.
+func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool) []reply {
+	blame := ctx.Err() == nil // a call made with no time left says nothing of its instance
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan reply, len(list))
+	var wg sync.WaitGroup
+	for _, in := range list {
+		wg.Go(func() {
+			rec, err := f(qc.subs[in.index], cctx)
+			answers <- reply{in: in, rec: rec, err: err}
+		})
+	}
+	var got []reply
+	for range list {
+		got = append(got, <-answers)
+		if enough != nil && enough(got) {
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+	for _, r := range got {
+		if blame && r.err != nil && !errors.Is(r.err, ErrUnexpectedReply) && !errors.Is(r.err, simba.ErrClosed) && !canceled(ctx) {
+			qc.q.leaveOut(r.in, r.err)
+		}
+	}
+	return got
+}
+
+// canceled reports whether ctx was cancelled (the service stopping) rather than having
+// reached its deadline (an instance too slow).
+func canceled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
+
+// owned counts the answers that name this contender.
+func (qc *quorumContention) owned(replies []reply) []reply {
+	var mine []reply
+	for _, r := range replies {
+		if r.err == nil && r.rec.Owner == qc.id {
+			mine = append(mine, r)
+		}
+	}
+	return mine
+}
+
+// Acquire acquires or renews on every available instance and owns the mutex if a quorum
+// says so.
+func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
+	if err := qc.usable(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	// Stop waiting as soon as a quorum is ours: a dead instance must not eat the budget.
+	replies := qc.each(ctx, qc.q.available(time.Now()), (*contention).Acquire,
+		func(got []reply) bool { return len(qc.owned(got)) >= qc.q.quorum })
+	qc.listenEverywhere()
+	mine := qc.owned(replies)
+	if len(mine) >= qc.q.quorum {
+		return qc.own(ctx, mine), nil
+	}
+	qc.owning, qc.token = false, 0
+	if len(mine) > 0 {
+		// Not a quorum: give back what was taken, so that another contender can make one.
+		// Waiting for a slow instance may have used up ctx; the give-back gets a budget of
+		// its own.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), qc.giveBack)
+		qc.each(gctx, instancesOf(mine), release, nil)
+		cancel()
+	}
+	return qc.others(replies)
+}
+
+// listenEverywhere subscribes every instance once one has: a waiter must hear a release
+// on whichever instance it happens, including those its attempt did not reach.
+func (qc *quorumContention) listenEverywhere() {
+	for _, c := range qc.subs {
+		if c.joined {
+			for _, other := range qc.subs {
+				if !other.joined {
+					other.join()
+				}
+			}
+			return
+		}
+	}
+}
+
+// own records a tenure held on the quorum mine and returns its record.
+func (qc *quorumContention) own(ctx context.Context, mine []reply) simba.Record {
+	rec := simba.Record{Owner: qc.id, TTL: mine[0].rec.TTL, Transition: mine[0].rec.Transition}
+	var high uint64
+	for _, r := range mine {
+		rec.TTL = min(rec.TTL, r.rec.TTL)
+		rec.Transition = min(rec.Transition, r.rec.Transition)
+		high = max(high, r.rec.Token)
+	}
+	rec.TTL -= quorumDrift
+	switch {
+	case !qc.owning: // a new tenure
+		qc.owning, qc.token, qc.raised = true, high, false
+	case !qc.raised: // its first renewal: off the acquiring caller's path
+		qc.raise(ctx, mine)
+		qc.raised = true
+	}
+	rec.Token = qc.token
+	return rec
+}
+
+// raise writes the tenure's token back to the fences of its quorum. A tenure does it at its
+// first renewal, or within its release if that comes first; one that ends by a crash
+// before either leaves it undone, and the next tenure's token then comes from the shared
+// instance's clock, which has moved on by at least ttl + transition while the lease
+// lapsed.
+func (qc *quorumContention) raise(ctx context.Context, mine []reply) {
+	token := strconv.FormatUint(qc.token, 10)
+	for _, r := range qc.each(ctx, instancesOf(mine), func(c *contention, ctx context.Context) (simba.Record, error) {
+		return simba.Record{}, raiseScript.Run(ctx, c.b.client, c.keys, c.id, token).Err()
+	}, nil) {
+		if r.err != nil {
+			r.in.backend.log.Warn("simba/redis: could not raise a quorum instance's fence; the next tenure's token may not exceed this one's if its quorum shares only this instance",
+				"instance", r.in.index, "mutex", qc.mutex, "token", qc.token, "err", r.err)
+		}
+	}
+}
+
+// others returns the owner a quorum-less attempt saw: the owner most instances name,
+// reported only while someone else could hold a quorum. When too few instances answered
+// to tell, it returns an error.
+func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
+	votes := map[string]int{}
+	best := map[string]simba.Record{}
+	var errs []error
+	answered := 0
+	for _, r := range replies {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("instance %d: %w", r.in.index, r.err))
+			continue
+		}
+		answered++
+		if o := r.rec.Owner; o != "" && o != qc.id {
+			votes[o]++
+			if b, ok := best[o]; !ok || r.rec.Transition > b.Transition {
+				best[o] = r.rec
+			}
+		}
+	}
+	if answered < qc.q.quorum {
+		return simba.Record{}, fmt.Errorf("simba/redis: quorum %q: %d of %d instances answered, need %d: %w",
+			qc.mutex, answered, len(qc.q.instances), qc.q.quorum, errors.Join(append(errs, ErrTooFewInstances)...))
+	}
+	owner, n := "", 0
+	for o, v := range votes {
+		if v > n {
+			owner, n = o, v
+		}
+	}
+	if owner == "" {
+		return simba.Record{}, nil
+	}
+	rec := best[owner]
+	rec.Token = 0 // a quorum-wide token exists only for the owner itself
+	return rec, nil
+}
+
+// Release releases on every instance, available or not.
+func (qc *quorumContention) Release(ctx context.Context) error {
+	if qc.q.closed.Load() {
+		return fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	var raiseTo []any
+	if qc.owning && !qc.raised {
+		raiseTo = []any{strconv.FormatUint(qc.token, 10)}
+	}
+	qc.owning, qc.token = false, 0
+	var errs []error
+	released := 0
+	for _, r := range qc.each(ctx, qc.q.instances, func(c *contention, ctx context.Context) (simba.Record, error) {
+		return simba.Record{}, c.release(ctx, raiseTo...)
+	}, nil) {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("instance %d: %w", r.in.index, r.err))
+			continue
+		}
+		released++
+	}
+	if released < qc.q.quorum {
+		return fmt.Errorf("simba/redis: quorum %q released on %d of %d instances: %w", qc.mutex, released, len(qc.q.instances), errors.Join(errs...))
+	}
+	return nil
+}
+
+// Lookup reads the owner on every available instance: an owner only if a quorum names it.
+func (qc *quorumContention) Lookup(ctx context.Context) (simba.Record, error) {
+	if err := qc.usable(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	replies := qc.each(ctx, qc.q.available(time.Now()), (*contention).Lookup, nil)
+	rec, err := qc.others(replies)
+	if err != nil || rec.Owner == "" {
+		return rec, err
+	}
+	n := 0
+	for _, r := range replies {
+		if r.err == nil && r.rec.Owner == rec.Owner {
+			n++
+		}
+	}
+	if n < qc.q.quorum {
+		return simba.Record{}, nil
+	}
+	return rec, nil
+}
+
+// OthersWaiting reports whether any available instance has another contender waiting.
+func (qc *quorumContention) OthersWaiting(ctx context.Context) (bool, error) {
+	var errs []error
+	for _, in := range qc.q.available(time.Now()) {
+		waiting, err := qc.subs[in.index].OthersWaiting(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if waiting {
+			return true, nil
+		}
+	}
+	return false, errors.Join(errs...)
+}
+
+// StopContend stops the contention on every instance.
+func (qc *quorumContention) StopContend(ctx context.Context) error {
+	for _, c := range qc.subs {
+		_ = c.StopContend(ctx)
+	}
+	return nil
+}
+
+// usable checks the backend and the minimum of available instances before any I/O.
+func (qc *quorumContention) usable(ctx context.Context) error {
+	if qc.q.closed.Load() {
+		return fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simba/redis: %w", err)
+	}
+	if n := qc.q.Available(); n < qc.q.minAvailable {
+		return fmt.Errorf("simba/redis: quorum %q: %d of %d instances available, need %d: %w",
+			qc.mutex, n, len(qc.q.instances), qc.q.minAvailable, ErrTooFewInstances)
+	}
+	return nil
+}
+
+// release is Release in the shape each calls.
+func release(c *contention, ctx context.Context) (simba.Record, error) {
+	return simba.Record{}, c.Release(ctx)
+}
+
+func instancesOf(replies []reply) []*instance {
+	out := make([]*instance, len(replies))
+	for i, r := range replies {
+		out[i] = r.in
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/internal/chaos"
+	"github.com/simba-go/simba/internal/testserver"
+	"github.com/simba-go/simba/tck"
+)
+
+// instances starts n redis-servers of the test's own.
+func instances(t *testing.T, n int) []*testserver.Server {
+	t.Helper()
+	out := make([]*testserver.Server, n)
+	for i := range out {
+		out[i] = ownServer(t)
+	}
+	return out
+}
+
+// newQuorum returns a Quorum over new clients of servers (another process), closed when t
+// ends.
+func newQuorum(t testing.TB, servers []*testserver.Server, opts ...redis.Option) *redis.Quorum {
+	t.Helper()
+	clients := make([]goredis.UniversalClient, len(servers))
+	for i, s := range servers {
+		clients[i] = newClient(t, s.Addr())
+	}
+	q, err := redis.NewQuorum(clients, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+func TestQuorumConformance(t *testing.T) {
+	servers := instances(t, 5)
+	tck.Run(t, func(t *testing.T) simba.Backend { return newQuorum(t, servers) })
+}
+
+// history logs the callbacks of in-process contenders to a fault-suite event log, so that
+// the fault suite's checker can judge them.
+type history struct {
+	log  *chaos.Log
+	path string
+}
+
+func newHistory(t *testing.T) *history {
+	path := filepath.Join(t.TempDir(), "events.log")
+	log, err := chaos.CreateLog(path, "test")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	return &history{log: log, path: path}
+}
+
+func (h *history) contender(mutex, id string) simba.ContenderFuncs {
+	return simba.ContenderFuncs{MutexName: mutex, ID: id,
+		Acquired: func(_ context.Context, s simba.State) {
+			h.log.Put(chaos.Event{At: chaos.Now(), Proc: id, Kind: chaos.KindAcquired, Token: s.After.Token})
+		},
+		Released: func(s simba.State) {
+			h.log.Put(chaos.Event{At: chaos.Now(), Proc: id, Kind: chaos.KindReleased, Token: s.Before.Token})
+		},
+	}
+}
+
+func (h *history) events(t *testing.T) []chaos.Event {
+	events, err := chaos.ReadLogs(h.path)
+	require.NoError(t, err)
+	return events
+}
+
+// holder returns who believes at the end of the history so far.
+func (h *history) holder(t *testing.T) string { return chaos.Holder(h.events(t)) }
+
+// check runs the fault suite's checker over the history.
+func (h *history) check(t *testing.T) chaos.Findings {
+	o := chaos.Options{Epsilon: 20 * time.Millisecond}
+	f := chaos.Check(h.events(t), o)
+	for _, v := range f.Violations(o) {
+		t.Error(v)
+	}
+	return f
+}
+
+// awaitHistory polls the history until cond holds or the deadline passes.
+func awaitHistory(t *testing.T, h *history, timeout time.Duration, what string, cond func([]chaos.Event) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond(h.events(t)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Two of five instances crash while three contenders compete: the lock stays exclusive,
+// the owner keeps it, and when it stops another takes over on the three left. With a
+// third instance gone, acquisition fails with a clear error.
+func TestQuorumMinorityAndMajorityFailure(t *testing.T) {
+	servers := instances(t, 5)
+	h := newHistory(t)
+	mutex := uniqueName(t, "m")
+	opts := []simba.Option{simba.WithTTL(time.Second), simba.WithTransition(500 * time.Millisecond)}
+	services := map[string]*simba.Service{}
+	for i := range 3 {
+		id := fmt.Sprintf("c%d", i)
+		s, err := simba.NewService(newQuorum(t, servers, redis.WithRecheckAfter(time.Hour)), h.contender(mutex, id), opts...)
+		require.NoError(t, err)
+		require.NoError(t, s.Start(t.Context()))
+		t.Cleanup(func() { _ = s.Close() })
+		services[id] = s
+	}
+	awaitHistory(t, h, 10*time.Second, "an owner", func(e []chaos.Event) bool { return chaos.Holder(e) != "" })
+	owner := h.holder(t)
+	// A new owner holds only the instances it won; its renewals take the others once the
+	// losers have given them back. Fail two instances once it holds all five.
+	for _, s := range servers {
+		c := newClient(t, s.Addr())
+		poll(t, "the owner on every instance", func() bool {
+			v, err := c.Get(t.Context(), "simba:{"+mutex+"}").Result()
+			return err == nil && v == owner
+		})
+	}
+	require.NoError(t, servers[0].Kill())
+	require.NoError(t, servers[1].Kill())
+	time.Sleep(3 * time.Second) // three TTLs of renewals on three instances
+	assert.Equal(t, owner, h.holder(t), "the owner kept the mutex through a minority failure")
+
+	began := time.Now()
+	require.NoError(t, services[owner].Stop(t.Context()))
+	awaitHistory(t, h, 10*time.Second, "a successor on three instances", func(e []chaos.Event) bool {
+		return chaos.Holder(e) != "" && chaos.Holder(e) != owner
+	})
+	t.Logf("hand-over on three of five instances took %v", time.Since(began))
+	successor := h.holder(t)
+	f := h.check(t)
+	assert.GreaterOrEqual(t, f.Tenures, 2)
+
+	require.NoError(t, servers[2].Kill())
+	awaitHistory(t, h, 10*time.Second, "the owner to lose the quorum", func(e []chaos.Event) bool { return chaos.Holder(e) == "" })
+	l, err := simba.NewLocker(newQuorum(t, servers), mutex, opts...)
+	require.NoError(t, err)
+	_, err = l.TryAcquire(t.Context())
+	assert.ErrorIs(t, err, simba.ErrNotAcquired)
+	assert.ErrorIs(t, err, redis.ErrTooFewInstances)
+	for _, s := range services {
+		_ = s.Stop(t.Context())
+	}
+	h.check(t)
+	t.Logf("successor was %s", successor)
+}
+
+// An instance that failed is left out for the recheck interval and then used again.
+func TestQuorumRechecksAnInstance(t *testing.T) {
+	servers := instances(t, 3)
+	q := newQuorum(t, servers, redis.WithRecheckAfter(500*time.Millisecond), redis.WithMinAvailable(3))
+	mutex := uniqueName(t, "m")
+	l, err := simba.NewLocker(q, mutex, simba.WithTTL(time.Second), simba.WithTransition(500*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, servers[2].Kill())
+	lease, err := l.TryAcquire(t.Context())
+	require.NoError(t, err, "two of three are a quorum")
+	require.NoError(t, lease.Release(t.Context()))
+	assert.Equal(t, 2, q.Available(), "the failed instance is left out")
+	_, err = l.TryAcquire(t.Context())
+	assert.ErrorIs(t, err, simba.ErrNotAcquired)
+	assert.ErrorIs(t, err, redis.ErrTooFewInstances, "three are required and two are available")
+
+	require.NoError(t, servers[2].Start(t.Context()))
+	deadline := time.Now().Add(5 * time.Second)
+	for q.Available() < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, 3, q.Available(), "back after the recheck interval")
+	lease, err = l.TryAcquire(t.Context())
+	require.NoError(t, err)
+	// Acquire returns once a quorum is won; the last instance is taken by then or at the
+	// next renewal.
+	back := newClient(t, servers[2].Addr())
+	poll(t, "the instance to take part again", func() bool {
+		owner, err := back.Get(t.Context(), "simba:{"+mutex+"}").Result()
+		return err == nil && owner == l.ContenderID()
+	})
+	require.NoError(t, lease.Release(t.Context()))
+}
+
+// The tenure's token is written back to its quorum, so the next tenure's token is greater
+// even when the instance that gave the first its token (here: a clock far ahead, set by
+// hand) is not in the next quorum.
+func TestQuorumTokenSurvivesSkewedClocks(t *testing.T) {
+	servers := instances(t, 3)
+	mutex := uniqueName(t, "m")
+	fence := "simba:{" + mutex + "}:fence"
+	ahead := newClient(t, servers[0].Addr())
+	require.NoError(t, ahead.HSet(t.Context(), fence, "owner", "nobody", "token", "90000000000000000").Err())
+	opts := []simba.Option{simba.WithTTL(time.Second), simba.WithTransition(500 * time.Millisecond)}
+
+	require.NoError(t, servers[2].Kill()) // the first quorum: instances 0 and 1
+	first, err := simba.NewLocker(newQuorum(t, servers), mutex, opts...)
+	require.NoError(t, err)
+	l1, err := first.Acquire(t.Context())
+	require.NoError(t, err)
+	assert.Greater(t, l1.Token(), uint64(90000000000000000), "the largest instance token of the quorum")
+	require.NoError(t, l1.Release(t.Context())) // writes the token back to instance 1
+
+	require.NoError(t, servers[2].Start(t.Context()))
+	require.NoError(t, servers[0].Kill()) // the next quorum: instances 1 and 2
+	second, err := simba.NewLocker(newQuorum(t, servers), mutex, opts...)
+	require.NoError(t, err)
+	l2, err := second.Acquire(t.Context())
+	require.NoError(t, err)
+	assert.Greater(t, l2.Token(), l1.Token(), "instance 1 carried the first tenure's token")
+	require.NoError(t, l2.Release(t.Context()))
+}
+
+func TestQuorumValidation(t *testing.T) {
+	c := newClient(t, "127.0.0.1:1")
+	_, err := redis.NewQuorum(nil)
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+	_, err = redis.NewQuorum([]goredis.UniversalClient{c, nil, c})
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+	three := []goredis.UniversalClient{c, c, c}
+	_, err = redis.NewQuorum(three, redis.WithMinAvailable(1))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "below the quorum")
+	_, err = redis.NewQuorum(three, redis.WithMinAvailable(4))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "above the number of instances")
+	_, err = redis.NewQuorum(three, redis.WithRecheckAfter(0))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+	_, err = redis.New(c, redis.WithMinAvailable(2))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "only a Quorum takes it")
+	q, err := redis.NewQuorum(three)
+	require.NoError(t, err)
+	n, quorum := q.Size()
+	assert.Equal(t, [2]int{3, 2}, [2]int{n, quorum})
+	_, err = simba.NewLocker(q, "a{b}")
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "Backend's name rules apply")
+	require.NoError(t, q.Close())
+	_, err = q.StartContend(t.Context(), simba.Participant{Mutex: "m", ContenderID: "c", TTL: time.Second})
+	assert.True(t, errors.Is(err, simba.ErrClosed))
+}
+
+// Release goes to every instance, whatever a contender held.
+func TestQuorumReleaseEverywhere(t *testing.T) {
+	servers := instances(t, 3)
+	mutex := uniqueName(t, "m")
+	l, err := simba.NewLocker(newQuorum(t, servers), mutex)
+	require.NoError(t, err)
+	lease, err := l.Acquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, lease.Release(t.Context()))
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() {
+			n, err := newClient(t, s.Addr()).Exists(context.Background(), "simba:{"+mutex+"}").Result()
+			assert.NoError(t, err)
+			assert.Zero(t, n, "owner key left on %s", s.Addr())
+		})
+	}
+	wg.Wait()
+}
