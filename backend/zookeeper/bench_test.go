@@ -1,0 +1,177 @@
+package zookeeper_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// BenchmarkLockerCycle measures an uncontended Acquire + Release on one backend: create
+// the node, list the children and read the node's stat (together), delete the node. It
+// reports the median and 99th percentile of a cycle as p50-ns and p99-ns.
+func BenchmarkLockerCycle(b *testing.B) {
+	l, err := simba.NewLocker(newBackend(b), mutexName(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var latencies []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(began))
+	}
+	reportPercentiles(b, latencies)
+}
+
+// BenchmarkHandOver measures the time from the holder's Release call to the return of
+// Acquire in a waiter on another backend instance (another session) that was already
+// waiting, its watch on the holder's node armed. It reports the median and 99th
+// percentile as p50-ns and p99-ns.
+func BenchmarkHandOver(b *testing.B) {
+	mutex := mutexName(b)
+	parent := "/simba/" + mutex
+	admin := adminConn(b)
+	ctx := context.Background()
+	backends := []*testBackend{newBackend(b), newBackend(b)}
+	lockers := make([]*simba.Locker, 2)
+	for i, be := range backends {
+		var err error
+		if lockers[i], err = simba.NewLocker(be, mutex, simba.WithContenderID([]string{"a", "b"}[i])); err != nil {
+			b.Fatal(err)
+		}
+	}
+	held, err := lockers[0].Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type acquired struct {
+		lease *simba.Lease
+		at    time.Time
+		err   error
+	}
+	var latencies []time.Duration
+	i := 0
+	for b.Loop() {
+		holder, waiter := i%2, (i+1)%2
+		i++
+		got := make(chan acquired, 1)
+		go func() {
+			l, err := lockers[waiter].Acquire(ctx)
+			got <- acquired{l, time.Now(), err}
+		}()
+		b.StopTimer()
+		node := ""
+		for node == "" {
+			node = nodeOfB(b, admin, parent, lockers[holder].ContenderID())
+		}
+		session := zookeeper.SessionID(backends[waiter].Backend)
+		for !slices.Contains(watchedBy(b, session), node) {
+		}
+		b.StartTimer()
+		began := time.Now()
+		if err := held.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		a := <-got
+		if a.err != nil {
+			b.Fatal(a.err)
+		}
+		latencies = append(latencies, a.at.Sub(began))
+		held = a.lease
+	}
+	b.StopTimer()
+	_ = held.Release(ctx)
+	reportPercentiles(b, latencies)
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkReferenceZKLockCycle measures go-zookeeper's own Lock recipe (create a
+// protected ephemeral sequential node, list the children; delete) on the same server,
+// for comparison with BenchmarkLockerCycle.
+func BenchmarkReferenceZKLockCycle(b *testing.B) {
+	conn := adminConn(b)
+	lock := zk.NewLock(conn, "/reference/"+mutexName(b), zk.WorldACL(zk.PermAll))
+	var latencies []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		if err := lock.Lock(); err != nil {
+			b.Fatal(err)
+		}
+		if err := lock.Unlock(); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(began))
+	}
+	reportPercentiles(b, latencies)
+}
+
+// BenchmarkReferenceZKLockHandOver measures go-zookeeper's Lock recipe handing over
+// between two connections, for comparison with BenchmarkHandOver.
+func BenchmarkReferenceZKLockHandOver(b *testing.B) {
+	path := "/reference/" + mutexName(b)
+	conns := []*zk.Conn{adminConn(b), adminConn(b)}
+	locks := []*zk.Lock{zk.NewLock(conns[0], path, zk.WorldACL(zk.PermAll)), zk.NewLock(conns[1], path, zk.WorldACL(zk.PermAll))}
+	if err := locks[0].Lock(); err != nil {
+		b.Fatal(err)
+	}
+	var latencies []time.Duration
+	i := 0
+	for b.Loop() {
+		holder, waiter := i%2, (i+1)%2
+		i++
+		got := make(chan time.Time, 1)
+		errs := make(chan error, 1)
+		go func() {
+			if err := locks[waiter].Lock(); err != nil {
+				errs <- err
+				return
+			}
+			got <- time.Now()
+		}()
+		b.StopTimer()
+		for {
+			kids, _, err := conns[holder].Children(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(kids) == 2 && len(watchedBy(b, conns[waiter].SessionID())) > 0 {
+				break
+			}
+		}
+		b.StartTimer()
+		began := time.Now()
+		if err := locks[holder].Unlock(); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case at := <-got:
+			latencies = append(latencies, at.Sub(began))
+		case err := <-errs:
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	_ = locks[i%2].Unlock()
+	reportPercentiles(b, latencies)
+}

@@ -1,0 +1,608 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba"
+)
+
+// contention is one participant's contention: for a contender, its node and the watches
+// that tell it when to look again; for a retriever, the watches only. One goroutine (run)
+// does all its I/O, so its node is created, found again and deleted in order.
+type contention struct {
+	b      *Backend
+	p      simba.Participant
+	log    *slog.Logger
+	parent string // /simba/<mutex>
+	data   []byte // the contender ID, the node's data
+
+	kick     chan struct{} // capacity 1: look again
+	stop     chan struct{} // closed by halt
+	stopOnce sync.Once
+	done     chan struct{} // closed when run has returned
+	started  chan struct{} // closed at the first report, or with startErr
+	startErr error
+	leaveErr error // set by run before done is closed
+
+	// Owned by run.
+	node        string // this contender's node; empty when it has none
+	nodeSession int64  // the session that owns node (its ephemeralOwner)
+	czxid       int64  // node's czxid: the fencing token while it owns
+	pending     string // protection prefix of a create whose outcome is unknown
+	isStarted   bool
+
+	// Guarded by b.mu.
+	gen       uint64              // bumped by every event that may make view stale
+	view      view                // the last view installed
+	last      simba.Owner         // the last Owner reported
+	since     time.Time           // when view.ownerPath was first seen as the owner
+	sincePath string              // the owner node since refers to
+	interest  map[string]struct{} // nodes whose events concern this contention
+	lastErr   error               // the last failure, for StartContend's error
+	mine      string              // the name of node, for OthersWaiting
+}
+
+// view is what one evaluation found: who owns the mutex, as of when.
+type view struct {
+	valid     bool
+	self      bool   // the owner node is this contender's
+	ownerPath string // the owner's node; empty: no owner
+	owner     string // the owner's contender ID (its node's data)
+	token     uint64 // the owner node's czxid
+	watched   []string
+	epoch     uint64    // the session epoch it was read in
+	gen       uint64    // the contention's gen when the evaluation began
+	confirmed time.Time // send time of the latest request that confirmed it
+	timeout   time.Duration
+}
+
+func newContention(b *Backend, p simba.Participant) *contention {
+	log := p.Logger
+	if log == nil {
+		log = b.log
+	}
+	return &contention{
+		b:        b,
+		p:        p,
+		log:      log,
+		parent:   mutexPath(p.Mutex),
+		data:     []byte(p.ContenderID),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		started:  make(chan struct{}),
+		interest: make(map[string]struct{}),
+	}
+}
+
+var _ simba.Contention = (*contention)(nil)
+
+// StopContend deletes the contender's node and stops watching. It returns when that is
+// done, or with ctx's error when ctx ends first; the node is then deleted in the
+// background, or by ZooKeeper when the session ends. Without a session the node is left
+// to the backend, which deletes it when the session is back; the error then wraps
+// ErrNoSession.
+func (c *contention) StopContend(ctx context.Context) error {
+	c.halt()
+	select {
+	case <-c.done:
+		return c.leaveErr
+	case <-ctx.Done():
+		return fmt.Errorf("simba/zookeeper: stop %q: %w", c.p.Mutex, ctx.Err())
+	}
+}
+
+var _ simba.WaitList = (*contention)(nil)
+
+// OthersWaiting reports whether other contenders have nodes under the mutex, that is
+// whether anyone waits behind this contender: the ZooKeeper queue is the wait list. A
+// retriever's answer counts every contender.
+func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
+	type answer struct {
+		kids []string
+		err  error
+	}
+	got := make(chan answer, 1)
+	b := c.b
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return false, fmt.Errorf("simba/zookeeper: %w", simba.ErrClosed)
+	}
+	mine := c.mine
+	b.wg.Go(func() { // the request cannot be cancelled; Close waits for it
+		kids, _, err := b.conn.Children(c.parent)
+		got <- answer{kids, err}
+	})
+	b.mu.Unlock()
+	select {
+	case a := <-got:
+		if errors.Is(a.err, zk.ErrNoNode) {
+			return false, nil
+		}
+		if a.err != nil {
+			return false, storeError("list", c.parent, a.err)
+		}
+		for _, l := range latches(a.kids) {
+			if l.name != mine {
+				return true, nil
+			}
+		}
+		return false, nil
+	case <-ctx.Done():
+		return false, fmt.Errorf("simba/zookeeper: list %s: %w", c.parent, ctx.Err())
+	}
+}
+
+func (c *contention) halt() { c.stopOnce.Do(func() { close(c.stop) }) }
+
+func (c *contention) halted() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *contention) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run looks at the mutex whenever something may have changed (a watch fired, the session
+// came back) until halted, then leaves.
+func (c *contention) run() {
+	defer close(c.done)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	failures := 0
+	for {
+		select {
+		case <-c.stop:
+			c.leave()
+			return
+		case <-c.kick:
+		case <-retry.C:
+		}
+		if c.halted() {
+			c.leave()
+			return
+		}
+		again, err := c.step()
+		if err == nil {
+			failures = 0
+			if again {
+				c.poke()
+			}
+			continue
+		}
+		if c.halted() {
+			continue
+		}
+		failures++
+		c.b.mu.Lock()
+		c.lastErr = err
+		c.b.mu.Unlock()
+		if !transient(err) && !c.isStarted {
+			c.startErr = err
+			c.isStarted = true
+			close(c.started)
+			continue
+		}
+		d := min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, time.Second)
+		c.log.Warn("simba/zookeeper: reading the mutex failed; retrying", "err", err, "retry_in", d)
+		retry.Reset(d)
+	}
+}
+
+// step evaluates the mutex once, if there is a session. again asks for another step at
+// once: something changed while it looked.
+func (c *contention) step() (again bool, err error) {
+	b := c.b
+	b.mu.Lock()
+	s, gen := b.sess, c.gen
+	b.mu.Unlock()
+	if !s.up {
+		return false, nil // sync pokes every contention when the session is back
+	}
+	var v view
+	if c.p.ContenderID == "" {
+		v, again, err = c.observe()
+	} else {
+		v, again, err = c.contend(s)
+	}
+	if err != nil || again || c.halted() {
+		return again, err
+	}
+	return c.install(s, gen, v), nil
+}
+
+// contend makes sure the contender has a node in session s and finds out who owns the
+// mutex: the lowest node. A non-owner watches the node just before its own, which is
+// deleted when that contender leaves, and the owner's node, which is deleted when the
+// mutex changes hands.
+func (c *contention) contend(s session) (view, bool, error) {
+	if c.node != "" && c.nodeSession != 0 && c.nodeSession != s.id {
+		c.forgetNode() // an ephemeral node ends with its session
+	}
+	if c.node == "" {
+		if err := c.join(); err != nil {
+			return view{}, false, err
+		}
+		if c.halted() {
+			return view{}, false, nil
+		}
+	}
+	sent := time.Now()
+	var (
+		kids            []string
+		kidsErr, ownErr error
+		own             = true
+		ownStat         *zk.Stat
+	)
+	list := func() { kids, _, kidsErr = c.b.conn.Children(c.parent) }
+	if c.czxid == 0 || !c.b.isArmed(watch{c.node, dataWatch}) {
+		together(list, func() { own, ownStat, ownErr = c.exists(c.node) })
+	} else {
+		list()
+	}
+	if ownErr != nil {
+		return view{}, false, storeError("watch", c.node, ownErr)
+	}
+	if !own {
+		c.forgetNode()
+		return view{}, true, nil
+	}
+	if ownStat != nil {
+		if ownStat.EphemeralOwner != c.b.sessionID() {
+			// A node of an ended session (found by its protection prefix after the
+			// session expired): the server is deleting it with its session.
+			c.forgetNode()
+			return view{}, true, nil
+		}
+		// Usually s.id; a create queued while the session expired is sent in the next
+		// one. If the session changed, install discards this view and step looks again.
+		c.czxid, c.nodeSession = ownStat.Czxid, ownStat.EphemeralOwner
+	}
+	switch {
+	case errors.Is(kidsErr, zk.ErrNoNode):
+		c.forgetNode() // the mutex node is gone, and so the contender's node
+		return view{}, true, nil
+	case kidsErr != nil:
+		return view{}, false, storeError("list", c.parent, kidsErr)
+	}
+	nodes := latches(kids)
+	i := index(nodes, base(c.node))
+	if i < 0 {
+		c.forgetNode() // listed after its creation, so deleted since
+		return view{}, true, nil
+	}
+	if i == 0 {
+		return view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: uint64(c.czxid),
+			watched: []string{c.node}, confirmed: sent}, false, nil
+	}
+	pred := c.parent + "/" + nodes[i-1].name
+	head := c.parent + "/" + nodes[0].name
+	var (
+		data            []byte
+		headStat        *zk.Stat
+		headErr, preErr error
+		pre             = true
+	)
+	readHead := func() { data, headStat, headErr = c.get(head) }
+	if pred == head {
+		readHead()
+	} else {
+		together(readHead, func() { pre, _, preErr = c.exists(pred) })
+	}
+	switch {
+	case errors.Is(headErr, zk.ErrNoNode) || !pre:
+		return view{}, true, nil // the owner or the predecessor left: look again
+	case headErr != nil:
+		return view{}, false, storeError("read", head, headErr)
+	case preErr != nil:
+		return view{}, false, storeError("watch", pred, preErr)
+	}
+	v := view{ownerPath: head, owner: string(data), token: uint64(headStat.Czxid),
+		watched: []string{c.node, pred, head}, confirmed: sent}
+	if v.owner == c.p.ContenderID {
+		// Another node carries this contender's ID. Only its own node makes a contender
+		// the owner, so the owner is reported as unknown rather than as this contender.
+		c.b.mu.Lock()
+		ours := c.b.past[headStat.EphemeralOwner]
+		c.b.mu.Unlock()
+		if !ours {
+			c.log.Warn("simba/zookeeper: the owner's node carries this contender's ID: two contenders share an ID", "node", head)
+		}
+		v.owner, v.token = "", 0
+	}
+	return v, false, nil
+}
+
+// join gives the contender a node: the one a create whose reply was lost made, if it
+// exists, or a new one.
+func (c *contention) join() error {
+	if prefix := c.pending; prefix != "" {
+		kids, _, err := c.b.conn.Children(c.parent)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return storeError("list", c.parent, err)
+		}
+		c.pending = ""
+		c.forgetNode()
+		for _, k := range kids {
+			if strings.HasPrefix(k, prefix) {
+				c.setNode(c.parent + "/" + k)
+			}
+		}
+		if c.node != "" {
+			c.b.mu.Lock()
+			c.b.adopted++
+			c.b.mu.Unlock()
+			c.log.Info("simba/zookeeper: found the node of a create whose reply was lost", "node", c.node)
+			return nil
+		}
+	}
+	prefix := newProtection()
+	c.pending = prefix
+	path, err := c.create(prefix)
+	if err != nil {
+		if answered(err) {
+			c.pending = ""
+		}
+		return err
+	}
+	c.pending = ""
+	c.setNode(path)
+	return nil
+}
+
+// create creates the contender's node, and the container nodes above it when missing.
+func (c *contention) create(prefix string) (string, error) {
+	p := c.parent + "/" + prefix + latchName
+	for range 4 {
+		path, err := c.b.conn.Create(p, c.data, zk.FlagEphemeralSequential, c.b.acl)
+		if !errors.Is(err, zk.ErrNoNode) {
+			if err != nil {
+				return "", storeError("create", p, err)
+			}
+			return path, nil
+		}
+		if err := c.b.makeParents(c.parent); err != nil {
+			return "", err
+		}
+	}
+	return "", storeError("create", p, fmt.Errorf("%s keeps disappearing: %w", c.parent, zk.ErrNoNode))
+}
+
+// observe finds out who owns the mutex without contending, for a retriever: it watches
+// the owner's node, or, when there is none, the mutex node for the first contender.
+func (c *contention) observe() (view, bool, error) {
+	sent := time.Now()
+	kids, _, err := c.b.conn.Children(c.parent)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		ok, _, err := c.exists(c.parent)
+		if err != nil {
+			return view{}, false, storeError("watch", c.parent, err)
+		}
+		if ok {
+			return view{}, true, nil
+		}
+		return view{watched: []string{c.parent}, confirmed: sent}, false, nil
+	case err != nil:
+		return view{}, false, storeError("list", c.parent, err)
+	}
+	nodes := latches(kids)
+	if len(nodes) == 0 {
+		kids, err := c.children(c.parent)
+		switch {
+		case errors.Is(err, zk.ErrNoNode) || len(latches(kids)) > 0:
+			return view{}, true, nil
+		case err != nil:
+			return view{}, false, storeError("watch", c.parent, err)
+		}
+		return view{watched: []string{c.parent}, confirmed: sent}, false, nil
+	}
+	head := c.parent + "/" + nodes[0].name
+	data, st, err := c.get(head)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return view{}, true, nil
+	case err != nil:
+		return view{}, false, storeError("read", head, err)
+	}
+	return view{ownerPath: head, owner: string(data), token: uint64(st.Czxid),
+		watched: []string{head}, confirmed: sent}, false, nil
+}
+
+// exists reads path's stat, with a data watch armed for this session.
+func (c *contention) exists(path string) (bool, *zk.Stat, error) {
+	armed, seq := c.b.watchFor(c, path, dataWatch)
+	if armed {
+		return c.b.conn.Exists(path)
+	}
+	ok, st, _, err := c.b.conn.ExistsW(path)
+	if err == nil {
+		c.b.setArmed(path, dataWatch, seq)
+	}
+	return ok, st, err
+}
+
+// get reads path's data and stat, with a data watch armed for this session.
+func (c *contention) get(path string) ([]byte, *zk.Stat, error) {
+	armed, seq := c.b.watchFor(c, path, dataWatch)
+	if armed {
+		return c.b.conn.Get(path)
+	}
+	data, st, _, err := c.b.conn.GetW(path)
+	if err == nil {
+		c.b.setArmed(path, dataWatch, seq)
+	}
+	return data, st, err
+}
+
+// children lists path's children, with a child watch armed for this session.
+func (c *contention) children(path string) ([]string, error) {
+	armed, seq := c.b.watchFor(c, path, childWatch)
+	if armed {
+		kids, _, err := c.b.conn.Children(path)
+		return kids, err
+	}
+	kids, _, _, err := c.b.conn.ChildrenW(path)
+	if err == nil {
+		c.b.setArmed(path, childWatch, seq)
+	}
+	return kids, err
+}
+
+// setNode makes path the contender's node (empty: none).
+func (c *contention) setNode(path string) {
+	c.node, c.czxid, c.nodeSession = path, 0, 0
+	c.b.mu.Lock()
+	c.mine = base(path)
+	c.b.mu.Unlock()
+}
+
+func (c *contention) forgetNode() { c.setNode("") }
+
+// install makes v the contention's view and reports it, unless the session or anything
+// watched changed since the evaluation began (gen): then it asks to look again.
+func (c *contention) install(s session, gen uint64, v view) (again bool) {
+	b := c.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sess.epoch != s.epoch {
+		return false // sync pokes when the session is back
+	}
+	if c.gen != gen {
+		return true
+	}
+	b.setInterest(c, v.watched)
+	v.valid, v.epoch, v.gen, v.timeout = true, s.epoch, gen, s.timeout
+	if v.ownerPath != c.sincePath {
+		c.since, c.sincePath = time.Now(), v.ownerPath
+	}
+	c.view = v
+	c.lastErr = nil
+	c.publish()
+	if !c.isStarted {
+		c.isStarted = true
+		close(c.started)
+	}
+	return false
+}
+
+// confirm renews the local bound of c's view with a heartbeat sent at sent, if nothing
+// has made the view stale. Called with b.mu held.
+func (c *contention) confirm(epoch uint64, sent time.Time) {
+	v := &c.view
+	if !v.valid || v.epoch != epoch || v.gen != c.gen || !sent.After(v.confirmed) {
+		return
+	}
+	v.confirmed = sent
+	c.publish()
+}
+
+// suspend ends c's view at once: the session is lost, or this contender's node is gone.
+// Called with b.mu held.
+func (c *contention) suspend() {
+	c.gen++
+	c.view.valid = false
+	if !c.last.IsZero() {
+		c.last = simba.Owner{}
+		c.p.Report(simba.Owner{})
+	}
+}
+
+// publish reports c's view. An owner record is believed until its TTLAt: the send time
+// of the latest request that proved the session alive, plus the session timeout, less 1%
+// for clock-rate drift. The session cannot expire on the server before then, so the
+// owner's node cannot be gone and succeeded before then either. Called with b.mu held.
+func (c *contention) publish() {
+	v := c.view
+	o := simba.Owner{}
+	if v.valid && v.owner != "" {
+		end := v.confirmed.Add(v.timeout - v.timeout/100)
+		o = simba.Owner{ID: v.owner, AcquiredAt: c.since, TTLAt: end, TransitionAt: end, Token: v.token}
+	}
+	if o.IsZero() && c.last.IsZero() {
+		return
+	}
+	c.last = o
+	c.p.Report(o)
+}
+
+// leave deletes the contender's node when the contention stops. Without a session, or
+// when the connection breaks during the delete, the node is left to the backend.
+func (c *contention) leave() {
+	b := c.b
+	b.mu.Lock()
+	c.suspend() // the service has ended belief already, unless the backend is closing
+	b.forget(c)
+	s := b.sess
+	closed := b.closed
+	b.mu.Unlock()
+	if !c.isStarted {
+		c.isStarted = true
+		c.startErr = errors.New("simba/zookeeper: stopped before it started")
+		close(c.started)
+	}
+	if closed {
+		return // Close ends the session, and the session's nodes with it
+	}
+	var left []orphan
+	if c.pending != "" {
+		left = append(left, orphan{parent: c.parent, name: c.pending, prefix: true})
+	}
+	if c.node != "" && (c.nodeSession == 0 || c.nodeSession == s.id) {
+		o := orphan{parent: c.parent, name: base(c.node)}
+		switch err := c.deleteNode(s); {
+		case err == nil:
+		case transient(err) || !s.up:
+			left = append(left, o)
+			c.leaveErr = err
+		default:
+			c.leaveErr = err
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	b.mu.Lock()
+	for _, o := range left {
+		b.leaveBehind(o)
+	}
+	b.mu.Unlock()
+}
+
+func (c *contention) deleteNode(s session) error {
+	if !s.up {
+		return fmt.Errorf("simba/zookeeper: delete %s: %w", c.node, ErrNoSession)
+	}
+	err := c.b.conn.Delete(c.node, -1)
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return storeError("delete", c.node, err)
+}
+
+// together runs f and g at once and returns when both have: two independent requests on
+// one connection cost one round trip instead of two.
+func together(f, g func()) {
+	var wg sync.WaitGroup
+	wg.Go(g)
+	f()
+	wg.Wait()
+}

@@ -1,0 +1,97 @@
+// Package zookeeper is simba's ZooKeeper backend, built on github.com/go-zookeeper/zk. It
+// elects owners the way Curator's LeaderLatch does, in the same node format, so Go and
+// JVM Simba services that name the same mutex on the same ensemble contend with each
+// other.
+//
+// # Storage format (SPEC §6)
+//
+// A mutex is the node /simba/<mutex>. Each contender creates an EPHEMERAL_SEQUENTIAL child
+// named _c_<uuid>-latch-<10-digit sequence> (Curator's protection: the UUID is random per
+// create, in its canonical dashed form) whose data is the contender ID in UTF-8.
+// /simba and /simba/<mutex> are created on first use as container nodes, which ZooKeeper
+// deletes once their last child is gone. The contender whose node has the lowest
+// sequence number owns the mutex; children are ordered by the digits after "latch-", not
+// by name, and children that are not latch nodes are no contenders. A non-owner watches
+// the node just before its own, so a leaving contender wakes only its successor, and it
+// watches the owner's node, so it knows at once who owns the mutex after a change (JVM
+// Simba's non-owners do not). A retriever watches the owner's node, or the mutex node
+// while nobody contends. The queue of nodes is the mutex's wait list: contentions
+// implement simba.WaitList.
+//
+// # Clock: sessions, not clocks
+//
+// ZooKeeper keeps no TTL per owner: ownership lasts as long as the owner's session and
+// its node. No clock of the server or of this host decides who owns; Participant.TTL and
+// Transition (simba.WithTTL, simba.WithTransition) play no part here, except that the
+// service derives its call timeout from the TTL. The timing that matters is the session
+// timeout, negotiated when the session is established: ZooKeeper grants the requested
+// timeout clamped to [2, 20] × its tickTime by default. The backend logs the granted value
+// and reports it by SessionTimeout.
+//
+// # Fencing token
+//
+// The token of a tenure is the czxid of the owner's node: the zxid of the transaction that
+// created it. Zxids are global and only grow, and an owner's node is older than every
+// node behind it in the queue, so every later tenure of the mutex has a greater token. The
+// sequence number would not do: it restarts at zero when an empty mutex node has been
+// reaped and is created again.
+//
+// # Session policy
+//
+// When the connection is lost (go-zookeeper reports StateDisconnected) every contention of
+// the backend reports "no owner" at once, as Curator does by default on SUSPENDED: the
+// owner stops believing, its tenure context is cancelled and OnReleased follows. When the
+// connection comes back within the session timeout the session, its node and its watches
+// survive; each contention reads the mutex again, and the same node owns again with the
+// same token (a new OnAcquired) while nobody else took over. When the session has expired
+// its node is gone: the contender joins again with a new node, behind whoever joined
+// meanwhile. A contention whose own node disappears (deleted by hand) stops believing at
+// once and joins again.
+//
+// # TTL fields of reported owners
+//
+// Every owner a contention reports has TTLAt = TransitionAt = the send time of the latest
+// request that proved the backend's session alive (a heartbeat goes out every third of
+// the session timeout), plus the session timeout, minus 1% for clock-rate drift, on the
+// local monotonic clock. The session cannot expire on the server before then, so an
+// owner's node cannot be deleted, and nobody can succeed it, before then either. For the
+// owner this is a local bound on belief that holds even when no event arrives (a paused
+// process, a connection that stalls without breaking); for everyone else it says how
+// fresh the view is. Owner.InTTL and HasOwner are therefore true while the session is
+// alive and false soon after it is lost. AcquiredAt is when this contention first saw the
+// owner's node own the mutex; no server timestamp is used.
+//
+// # Who closes what
+//
+// New takes a Connect function rather than a *zk.Conn. go-zookeeper delivers connection
+// events on a channel of six that drops events when full, and reliably only to the
+// callback given to zk.Connect; a lost StateDisconnected would let an owner believe
+// through a session expiry. So the backend has the connection made with its callback,
+// through the caller's function: the caller chooses servers, dialer, authentication and
+// logging, the library dials nothing itself. The connection, and its session, belong to
+// the Backend: Close closes them, and the caller must not. An application that already
+// has a connection for other work keeps it and gives simba a second one, as it would give
+// Curator its own client; ownership then depends on nothing else that the application
+// does with its connection.
+//
+// The backend runs one goroutine that sends heartbeats and deletes nodes left behind,
+// one that drains the connection's event channel, and one per contention that does all of
+// that contention's requests (two independent reads go out together on a short-lived
+// helper, so they cost one round trip). StopContend waits for its contention's goroutine
+// (within its context); Close waits for all of them and for the connection's own.
+//
+// Choose a session timeout of a few seconds at least: go-zookeeper waits a second before
+// it dials a lone server again, so with shorter sessions every lost connection is an
+// expired session, and the owner's successor takes over instead of the owner resuming.
+//
+// # What Stop leaves behind
+//
+// StopContend deletes the contender's node. Without a session it cannot; the backend then
+// deletes the node as soon as the session is back, or the server deletes it when the
+// session expires. A create whose reply was lost is recognised by its protection prefix,
+// so neither a retry nor a stop leaves a second node. Watches cannot be removed with
+// go-zookeeper v1.0.4 (it lacks ZooKeeper's removeWatches): a watch of a stopped
+// contention stays until its node changes or the session ends. The backend sets each
+// watch at most once per session and node, whatever the number of contentions, so they
+// do not pile up.
+package zookeeper

@@ -1,0 +1,40 @@
+package zookeeper
+
+// Test hooks.
+
+// Adopted returns how many nodes the backend found again by their protection prefix after
+// a create whose reply was lost.
+func Adopted(b *Backend) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.adopted
+}
+
+// SessionID returns the ID of the backend's current session, zero without one.
+func SessionID(b *Backend) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sess.id
+}
+
+// Orphans returns how many nodes wait to be deleted when the session is back.
+func Orphans(b *Backend) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.orphans)
+}
+
+// Sequence and Latches expose the node-name parser to the external tests.
+var (
+	Sequence      = sequence
+	NewProtection = newProtection
+)
+
+// Latches returns the names of the latch nodes among children, owner first.
+func Latches(children []string) []string {
+	var out []string
+	for _, l := range latches(children) {
+		out = append(out, l.name)
+	}
+	return out
+}

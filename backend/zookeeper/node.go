@@ -1,0 +1,92 @@
+package zookeeper
+
+import (
+	"crypto/rand"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Node layout, shared with JVM Simba (Curator's LeaderLatch with protection, SPEC §6).
+const (
+	// rootPath is the parent of every mutex node.
+	rootPath = "/simba"
+	// latchName is the name Curator's LeaderLatch gives its nodes; ZooKeeper appends
+	// the sequence number to it.
+	latchName = "latch-"
+	// protectionMark starts the name of a node created with Curator's protection: the
+	// mark, a UUID and a dash come before latchName.
+	protectionMark = "_c_"
+	// seqDigits is the length of the sequence number ZooKeeper appends: 10 digits,
+	// zero-padded.
+	seqDigits = 10
+)
+
+// mutexPath returns the node under which the contenders of mutex create their nodes.
+func mutexPath(mutex string) string { return rootPath + "/" + mutex }
+
+// sequence returns the sequence number of a latch node's name: the 10 digits after the
+// last "latch-", which must end the name. ok is false for any other name; such nodes are
+// not contenders.
+func sequence(name string) (seq int64, ok bool) {
+	n := len(name)
+	if n < len(latchName)+seqDigits || name[n-seqDigits-len(latchName):n-seqDigits] != latchName {
+		return 0, false
+	}
+	for _, d := range []byte(name[n-seqDigits:]) {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		seq = seq*10 + int64(d-'0')
+	}
+	return seq, true
+}
+
+// latch is one contender's node, as listed under the mutex node.
+type latch struct {
+	name string
+	seq  int64
+}
+
+// latches returns the contender nodes among children, lowest sequence first: the owner
+// first, then the queue in order. The order is by sequence number, not by name (the
+// protection prefix before "latch-" differs from node to node); names that are not
+// latch nodes are left out.
+func latches(children []string) []latch {
+	out := make([]latch, 0, len(children))
+	for _, name := range children {
+		if seq, ok := sequence(name); ok {
+			out = append(out, latch{name: name, seq: seq})
+		}
+	}
+	slices.SortFunc(out, func(a, b latch) int {
+		if a.seq != b.seq {
+			if a.seq < b.seq {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out
+}
+
+// index returns the position of the node called name in l, or -1.
+func index(l []latch, name string) int {
+	return slices.IndexFunc(l, func(n latch) bool { return n.name == name })
+}
+
+// newProtection returns a fresh protection prefix, "_c_<uuid>-", with a random (version 4)
+// UUID in its canonical form, as Curator writes it. A node created under it can be found
+// again after a create whose reply was lost.
+func newProtection() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // never fails (crypto/rand)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%s%x-%x-%x-%x-%x-", protectionMark, u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}
+
+// base returns the last element of a node path.
+func base(p string) string { return path.Base(p) }

@@ -1,0 +1,57 @@
+package zookeeper
+
+import (
+	"log/slog"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba"
+)
+
+// Option configures a Backend.
+type Option func(*config)
+
+type config struct {
+	acl       []zk.ACL
+	logger    *slog.Logger
+	loggerSet bool
+}
+
+// WithACL sets the ACL of the nodes the backend creates: the contenders' nodes and, when
+// missing, the container nodes /simba and /simba/<mutex>. Default zk.WorldACL(zk.PermAll),
+// as Curator's; must not be empty. Every contender needs read access to the others'
+// nodes (the owner's data is its contender ID). The slice is copied.
+func WithACL(acl []zk.ACL) Option {
+	return func(c *config) { c.acl = append([]zk.ACL(nil), acl...) }
+}
+
+// WithLogger sets the logger for the backend's own events: sessions established, lost and
+// expired, with the negotiated session timeout (Info), nodes left to delete after a lost
+// connection (Warn) and heartbeats (Debug). Contentions log through the service's logger.
+// Default: a logger that discards everything; must not be nil.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger, c.loggerSet = l, true }
+}
+
+func newConfig(opts []Option) config {
+	c := config{acl: zk.WorldACL(zk.PermAll)}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if !c.loggerSet {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c *config) validate() error {
+	switch {
+	case len(c.acl) == 0:
+		return simba.InvalidArgument("acl", "[]", "must not be empty")
+	case c.logger == nil:
+		return simba.InvalidArgument("logger", nil, "must not be nil")
+	}
+	return nil
+}

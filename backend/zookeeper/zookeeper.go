@@ -1,0 +1,536 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba"
+)
+
+// Connect opens the ZooKeeper connection a Backend runs on. New calls it once with the
+// callback through which the backend sees every event of the connection; Connect must
+// pass that callback to zk.Connect with zk.WithEventCallback and return what zk.Connect
+// returns. Everything else about the connection (servers, session timeout, dialer,
+// authentication, zk's own logger) is the caller's choice:
+//
+//	func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+//		return zk.Connect(servers, 10*time.Second, zk.WithEventCallback(events))
+//	}
+//
+// The connection must be a new one: the Backend owns it from then on, reads the event
+// channel until it closes, and closes the connection in Close.
+type Connect func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error)
+
+// ErrNoSession is wrapped by errors of calls that need a ZooKeeper session while the
+// backend has none: it is connecting, or its connection was lost and has not come back.
+var ErrNoSession = errors.New("simba/zookeeper: no zookeeper session")
+
+// Backend is the ZooKeeper backend: each contender holds an ephemeral sequential node
+// under /simba/<mutex> for as long as it contends, and the contender with the lowest node
+// owns the mutex (see the package documentation). A Backend runs on one connection, and
+// so one session at a time, shared by all the contentions it serves.
+//
+// A Backend is safe for concurrent use and must not be copied.
+type Backend struct {
+	conn *zk.Conn
+	acl  []zk.ACL
+	log  *slog.Logger
+
+	quit      chan struct{} // closed by Close: the keeper returns
+	keepWake  chan struct{} // capacity 1: the keeper has work now
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the keeper, the event drain and every contention's goroutine
+
+	mu          sync.Mutex // never held while calling the connection
+	closed      bool
+	sawEvent    bool    // the callback has been called at least once
+	sess        session // the session as the last event told
+	past        map[int64]bool
+	contentions map[*contention]struct{}
+	interest    map[string]map[*contention]struct{} // node path -> contentions its events concern
+	armed       map[watch]struct{}                  // watches this session holds that have not fired
+	events      uint64                              // node events seen so far
+	orphans     map[orphan]struct{}                 // nodes to delete once the session is back
+	adopted     int                                 // nodes found again after a lost create reply (tests)
+}
+
+// session is what the backend knows of its ZooKeeper session.
+type session struct {
+	id      int64         // zero while there is none
+	timeout time.Duration // negotiated with the server
+	up      bool          // connected, with a session
+	epoch   uint64        // bumped whenever up or id changes
+}
+
+// watchKind is one of ZooKeeper's two watch tables: data watches (set by exists and
+// getData, fired by the node's creation, change or deletion) and child watches (set by
+// getChildren, fired by a change of the children or the node's deletion).
+type watchKind uint8
+
+const (
+	dataWatch watchKind = iota
+	childWatch
+)
+
+type watch struct {
+	path string
+	kind watchKind
+}
+
+// orphan is a node a contention could not delete when it stopped: by path, or, after a
+// create whose reply was lost, by protection prefix under parent.
+type orphan struct {
+	parent string
+	name   string // node name, or protection prefix when prefix is set
+	prefix bool
+}
+
+var _ simba.Backend = (*Backend)(nil)
+
+// New returns a backend on the connection that connect opens. connect is called once,
+// before New returns; the connection then establishes its session in the background, and
+// StartContend waits (within its context) until it has one. Options are validated before
+// connect is called. Close closes the connection.
+func New(connect Connect, opts ...Option) (*Backend, error) {
+	if connect == nil {
+		return nil, simba.InvalidArgument("connect", nil, "must not be nil")
+	}
+	cfg := newConfig(opts)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if !timeoutReadable {
+		return nil, errors.New("simba/zookeeper: this version of go-zookeeper does not keep the negotiated session timeout where the backend reads it")
+	}
+	b := &Backend{
+		acl:         cfg.acl,
+		log:         cfg.logger,
+		quit:        make(chan struct{}),
+		keepWake:    make(chan struct{}, 1),
+		past:        make(map[int64]bool),
+		contentions: make(map[*contention]struct{}),
+		interest:    make(map[string]map[*contention]struct{}),
+		armed:       make(map[watch]struct{}),
+		orphans:     make(map[orphan]struct{}),
+	}
+	conn, events, err := connect(b.event)
+	if err != nil {
+		return nil, fmt.Errorf("simba/zookeeper: connect: %w", err)
+	}
+	if conn == nil {
+		return nil, simba.InvalidArgument("connect", "<nil *zk.Conn>", "must return a new connection")
+	}
+	b.mu.Lock()
+	b.conn = conn
+	b.sync() // events that came before conn was known
+	b.mu.Unlock()
+	if events != nil {
+		b.wg.Go(func() {
+			for range events { // closed once the connection has shut down
+			}
+		})
+	}
+	b.wg.Go(b.keep)
+	return b, nil
+}
+
+// Close ends every contention of the backend and closes its connection, which ends the
+// session: ZooKeeper deletes the session's nodes at once, so owners are succeeded without
+// waiting for the session timeout. Owners stop believing as the connection closes.
+// Close returns once the backend's goroutines, and the connection's, have finished.
+// Later StartContend calls fail with simba.ErrClosed. Close is idempotent.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		for c := range b.contentions {
+			c.suspend() // owners stop believing before the session, and its nodes, end
+			c.halt()
+		}
+		b.mu.Unlock()
+		b.conn.Close()
+		close(b.quit)
+		b.wg.Wait()
+	})
+	return nil
+}
+
+// sessionID returns the ID of the current session; zero without one.
+func (b *Backend) sessionID() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sess.id
+}
+
+// SessionTimeout returns the session timeout that the ZooKeeper server granted the
+// current (or last) session: the requested timeout clamped by the server to
+// [2, 20] × tickTime by default. Zero before the first session.
+func (b *Backend) SessionTimeout() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sess.timeout
+}
+
+// StartContend starts a participant's contention: it creates the contender's node (a
+// retriever creates none), reads who owns the mutex, reports it and returns. Without a
+// session it waits for one until ctx ends. See simba.Backend.
+func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("simba/zookeeper: start %q: %w", p.Mutex, err)
+	}
+	c := newContention(b, p)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("simba/zookeeper: %w", simba.ErrClosed)
+	}
+	b.contentions[c] = struct{}{}
+	b.wg.Go(c.run) // under b.mu, so never after Close has begun to wait
+	b.mu.Unlock()
+	c.poke()
+	select {
+	case <-c.started:
+		if c.startErr == nil {
+			return c, nil
+		}
+		c.halt()
+		return nil, c.startErr
+	case <-ctx.Done():
+		c.halt()
+		return nil, errors.Join(fmt.Errorf("simba/zookeeper: start %q: %w", p.Mutex, b.pending(c)), ctx.Err())
+	}
+}
+
+// pending explains why c has not reported yet.
+func (b *Backend) pending(c *contention) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case !b.sawEvent:
+		return fmt.Errorf("%w: the connection has reported no event; does Connect pass zk.WithEventCallback(events) to zk.Connect?", ErrNoSession)
+	case !b.sess.up:
+		return fmt.Errorf("%w: connecting", ErrNoSession)
+	case c.lastErr != nil:
+		return c.lastErr
+	}
+	return errors.New("no answer from zookeeper yet")
+}
+
+// event receives every event of the connection, on the connection's goroutines, in
+// order. It must not block: it only updates state, reports loss of ownership at once,
+// and wakes the goroutines that have work to do.
+func (b *Backend) event(ev zk.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sawEvent = true
+	if ev.Type == zk.EventSession {
+		b.sync()
+		return
+	}
+	b.nodeEvent(ev)
+}
+
+// sync brings b.sess in line with the connection's state. Called with b.mu held, from the
+// event callback or, once, from New.
+//
+// The negotiated session timeout is read here, under b.mu: the connection writes it just
+// before it reports StateHasSession, and writes it again only after it has reported
+// StateConnecting through the callback, which takes b.mu. So the read never races.
+func (b *Backend) sync() {
+	if b.conn == nil {
+		return // New calls sync once it has the connection
+	}
+	id := b.conn.SessionID()
+	up := b.conn.State() == zk.StateHasSession
+	if up == b.sess.up && id == b.sess.id {
+		return
+	}
+	was := b.sess
+	b.sess.epoch++
+	b.sess.up = up
+	if id != was.id {
+		if was.id != 0 {
+			b.past[was.id] = true
+			b.log.Info("simba/zookeeper: session ended", "session", fmt.Sprintf("0x%x", was.id))
+		}
+		b.sess.id = id
+		clear(b.armed) // the old session's watches are gone
+	}
+	if !up {
+		if was.up {
+			b.log.Info("simba/zookeeper: disconnected; owners stop believing", "session", fmt.Sprintf("0x%x", was.id))
+		}
+		for c := range b.contentions {
+			c.suspend()
+		}
+		return
+	}
+	b.sess.timeout = negotiatedTimeout(b.conn)
+	b.log.Info("simba/zookeeper: connected", "session", fmt.Sprintf("0x%x", id),
+		"resumed", id == was.id, "session_timeout", b.sess.timeout)
+	// A reconnect may fail to restore watches (go-zookeeper only logs that), so every
+	// contention reads again and re-arms what it needs.
+	clear(b.armed)
+	for c := range b.contentions {
+		c.gen++
+		c.poke()
+	}
+	b.wakeKeeper()
+}
+
+// nodeEvent handles a watch firing (or being dropped) for ev.Path. Called with b.mu held.
+func (b *Backend) nodeEvent(ev zk.Event) {
+	b.events++
+	switch ev.Type {
+	case zk.EventNodeCreated, zk.EventNodeDataChanged:
+		delete(b.armed, watch{ev.Path, dataWatch})
+	case zk.EventNodeChildrenChanged:
+		delete(b.armed, watch{ev.Path, childWatch})
+	default: // deleted, or no longer watched
+		delete(b.armed, watch{ev.Path, dataWatch})
+		delete(b.armed, watch{ev.Path, childWatch})
+	}
+	gone := ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching
+	for c := range b.interest[ev.Path] {
+		c.gen++
+		if gone && c.view.valid && c.view.self && c.view.ownerPath == ev.Path {
+			c.suspend() // this contender's node is gone: it owns nothing now
+		}
+		c.poke()
+	}
+}
+
+// isArmed reports whether this session holds a watch w that has not fired.
+func (b *Backend) isArmed(w watch) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.armed[w]
+	return ok
+}
+
+// watchFor registers c's interest in path and says whether a watch of kind on it is
+// already armed. If not, the caller sets one and then calls armed with seq.
+func (b *Backend) watchFor(c *contention, path string, kind watchKind) (armed bool, seq uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.interest[path]
+	if m == nil {
+		m = make(map[*contention]struct{})
+		b.interest[path] = m
+	}
+	m[c] = struct{}{}
+	c.interest[path] = struct{}{}
+	_, armed = b.armed[watch{path, kind}]
+	return armed, b.events
+}
+
+// setArmed records a watch set by a request that succeeded, unless any node event came
+// since seq: then the watch may already have fired, and the next reader arms another.
+// The server keeps one watch per session and node however often it is set; remembering
+// it keeps go-zookeeper from piling up one channel per request on a node that does not
+// change.
+func (b *Backend) setArmed(path string, kind watchKind, seq uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.events == seq {
+		b.armed[watch{path, kind}] = struct{}{}
+	}
+}
+
+// setInterest makes paths the only nodes whose events concern c. Called with b.mu held.
+func (b *Backend) setInterest(c *contention, paths []string) {
+	keep := make(map[string]struct{}, len(paths))
+	for _, p := range paths {
+		keep[p] = struct{}{}
+	}
+	for p := range c.interest {
+		if _, ok := keep[p]; !ok {
+			b.drop(c, p)
+		}
+	}
+	for p := range keep {
+		m := b.interest[p]
+		if m == nil {
+			m = make(map[*contention]struct{})
+			b.interest[p] = m
+		}
+		m[c] = struct{}{}
+		c.interest[p] = struct{}{}
+	}
+}
+
+// forget removes c from the backend. Called with b.mu held.
+func (b *Backend) forget(c *contention) {
+	for p := range c.interest {
+		b.drop(c, p)
+	}
+	delete(b.contentions, c)
+}
+
+func (b *Backend) drop(c *contention, path string) {
+	delete(c.interest, path)
+	if m := b.interest[path]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(b.interest, path)
+		}
+	}
+}
+
+// leaveBehind records a node to delete once the session is back. Called with b.mu held.
+func (b *Backend) leaveBehind(o orphan) {
+	b.orphans[o] = struct{}{}
+	b.log.Warn("simba/zookeeper: node left to delete when the session resumes", "node", o.parent+"/"+o.name, "by_prefix", o.prefix)
+	b.wakeKeeper()
+}
+
+func (b *Backend) wakeKeeper() {
+	select {
+	case b.keepWake <- struct{}{}:
+	default:
+	}
+}
+
+// keep runs while the backend is open. While there is a session it sends a heartbeat
+// every third of the session timeout, which renews the local bound on every contention's
+// view (see the package documentation), and it deletes the nodes that contentions left
+// behind when they stopped without a connection.
+func (b *Backend) keep() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-b.keepWake:
+		case <-timer.C:
+		}
+		b.mu.Lock()
+		s := b.sess
+		busy := len(b.contentions) > 0
+		orphans := make([]orphan, 0, len(b.orphans))
+		for o := range b.orphans {
+			orphans = append(orphans, o)
+		}
+		b.mu.Unlock()
+		if !s.up {
+			continue // sync wakes the keeper when the session is back
+		}
+		for _, o := range orphans {
+			b.collect(o)
+		}
+		if busy {
+			b.heartbeat(s)
+		}
+		timer.Reset(max(s.timeout/3, 10*time.Millisecond))
+	}
+}
+
+// heartbeat asks the server something cheap. An answer within session s proves that the
+// session was alive when the request was sent, so it cannot expire before sent plus the
+// session timeout: every contention's view is confirmed as of then.
+func (b *Backend) heartbeat(s session) {
+	sent := time.Now()
+	if _, _, err := b.conn.Exists("/"); err != nil {
+		b.log.Debug("simba/zookeeper: heartbeat failed", "err", err)
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sess.epoch != s.epoch {
+		return
+	}
+	for c := range b.contentions {
+		c.confirm(s.epoch, sent)
+	}
+}
+
+// collect deletes an orphan node; it is forgotten once it is surely gone.
+func (b *Backend) collect(o orphan) {
+	name := o.name
+	if o.prefix {
+		kids, _, err := b.conn.Children(o.parent)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		name = ""
+		for _, k := range kids {
+			if strings.HasPrefix(k, o.name) {
+				name = k
+			}
+		}
+	}
+	if name != "" {
+		if err := b.conn.Delete(o.parent+"/"+name, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+	}
+	b.mu.Lock()
+	delete(b.orphans, o)
+	b.mu.Unlock()
+}
+
+// makeParents creates /simba and /simba/<mutex> as container nodes where missing, as
+// Curator does; ZooKeeper deletes a container once its last child is gone.
+func (b *Backend) makeParents(parent string) error {
+	for _, p := range []string{rootPath, parent} {
+		if _, err := b.conn.CreateContainer(p, nil, zk.FlagContainer, b.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return storeError("create container", p, err)
+		}
+	}
+	return nil
+}
+
+// timeoutReadable says whether go-zookeeper keeps the negotiated session timeout in the
+// field negotiatedTimeout reads. go-zookeeper v1.0.4 has no accessor for it.
+var timeoutReadable = func() bool {
+	f, ok := reflect.TypeFor[zk.Conn]().FieldByName("sessionTimeoutMs")
+	return ok && f.Type.Kind() == reflect.Int32
+}()
+
+// negotiatedTimeout returns the session timeout the server granted conn. See sync for
+// when it may be called.
+func negotiatedTimeout(conn *zk.Conn) time.Duration {
+	return time.Duration(reflect.ValueOf(conn).Elem().FieldByName("sessionTimeoutMs").Int()) * time.Millisecond
+}
+
+// storeError wraps an error of the connection with the operation and node.
+func storeError(op, path string, err error) error {
+	if errors.Is(err, zk.ErrClosing) {
+		err = errors.Join(simba.ErrClosed, err)
+	}
+	return fmt.Errorf("simba/zookeeper: %s %s: %w", op, path, err)
+}
+
+// transient reports whether err comes from the connection or session rather than from an
+// answer about the nodes: the call is worth repeating once the session is back.
+func transient(err error) bool {
+	for _, e := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, zk.ErrClosing, ErrNoSession} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// answered reports whether a failed create surely did not create its node: the server
+// refused it, or it never left this process. Any other failure (the connection broke
+// while the request was out) leaves the outcome unknown.
+func answered(err error) bool {
+	for _, e := range []error{zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrInvalidACL, zk.ErrBadArguments,
+		zk.ErrNoChildrenForEphemerals, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrInvalidPath, zk.ErrInvalidFlags, zk.ErrClosing} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
