@@ -1,0 +1,143 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/simba-go/simba"
+)
+
+// Backend is simba's backend on a database/sql pool. It is safe for concurrent use: one
+// Backend serves any number of services, lockers and schedulers.
+type Backend struct {
+	db       *sql.DB
+	dialect  Dialect
+	table    tableName
+	sql      statements
+	handOver bool
+	closed   atomic.Bool
+
+	mu          sync.Mutex
+	schema      *schema // what Start checked; nil until a check succeeded
+	contentions map[*contention]struct{}
+}
+
+var (
+	_ simba.Backend   = (*Backend)(nil)
+	_ simba.Validator = (*Backend)(nil)
+)
+
+// New returns a backend on db, a pool the caller opened (with go-sql-driver/mysql, put
+// interpolateParams=true in its DSN: see the package documentation) and keeps: the
+// backend never closes it. New does no I/O; Start checks the table.
+func New(db *sql.DB, opts ...Option) (*Backend, error) {
+	if db == nil {
+		return nil, simba.InvalidArgument("db", nil, "must not be nil")
+	}
+	cfg, t, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{
+		db:          db,
+		dialect:     cfg.dialect,
+		table:       t,
+		sql:         cfg.dialect.statements(t),
+		handOver:    cfg.handOver,
+		contentions: make(map[*contention]struct{}),
+	}, nil
+}
+
+// Close frees what the backend holds itself: the connections its contentions pinned for
+// the hand-over (which lets their named locks go) and the goroutines waiting on them. It
+// releases no mutex on the table and does not close the pool. Later calls of the
+// backend's contentions fail with an error matching simba.ErrClosed, as does StartContend;
+// services stopped after Close therefore leave their leases to lapse after ttl +
+// transition, so stop them first. Close is idempotent and returns nil.
+func (b *Backend) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	b.mu.Lock()
+	live := b.contentions
+	b.contentions = nil
+	b.mu.Unlock()
+	for c := range live {
+		c.abandon()
+	}
+	return nil
+}
+
+// StartContend checks, once per backend, that the table matches the format (a
+// *SchemaError otherwise), checks the mutex name and contender ID against the real column
+// lengths, and returns the participant's contention. It does no further I/O: a mutex's row
+// is created by its first acquisition. See simba.Backend.
+func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
+	s, err := b.checkedSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := fits(s.mutex, "mutex", p.Mutex, b.table); err != nil {
+		return nil, err
+	}
+	if p.ContenderID != "" {
+		if err := fits(s.owner, "contender ID", p.ContenderID, b.table); err != nil {
+			return nil, err
+		}
+	}
+	c := newContention(b, s, p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.contentions == nil {
+		return nil, fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)
+	}
+	b.contentions[c] = struct{}{}
+	return c, nil
+}
+
+// forget removes a stopped contention.
+func (b *Backend) forget(c *contention) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.contentions, c)
+}
+
+// usable fails when ctx has ended or the backend is closed.
+func (b *Backend) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.closed.Load() {
+		return fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)
+	}
+	return nil
+}
+
+// checkedSchema returns the table's schema, checking it on the first call that succeeds.
+func (b *Backend) checkedSchema(ctx context.Context) (schema, error) {
+	b.mu.Lock()
+	s := b.schema
+	b.mu.Unlock()
+	if s != nil {
+		return *s, nil
+	}
+	checked, err := b.dialect.inspect(ctx, b.db, b.table)
+	var se *SchemaError
+	switch {
+	case errors.As(err, &se):
+		return schema{}, err
+	case err != nil:
+		return schema{}, fmt.Errorf("simba/jdbc: check table %s: %w", b.table, err)
+	}
+	b.mu.Lock()
+	b.schema = &checked
+	b.mu.Unlock()
+	return checked, nil
+}

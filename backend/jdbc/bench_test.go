@@ -1,0 +1,159 @@
+package jdbc_test
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// BenchmarkLockerCycle measures an uncontended Acquire + Release of a Locker (p50-ns and
+// p99-ns per cycle).
+func BenchmarkLockerCycle(b *testing.B) {
+	be := newBackend(b)
+	l, err := simba.NewLocker(be, mutexName(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var cycles []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cycles = append(cycles, time.Since(began))
+	}
+	reportPercentiles(b, cycles)
+}
+
+// BenchmarkHandOver measures the time from the holder's Release call to the return of
+// Acquire in a waiter on another backend with a pool of its own (another process, as far
+// as the store can tell) that was already waiting. It reports p50-ns and p99-ns.
+func BenchmarkHandOver(b *testing.B) {
+	benchmarkHandOver(b)
+}
+
+func benchmarkHandOver(b *testing.B, opts ...jdbc.Option) {
+	mutex := mutexName(b)
+	ctx := context.Background()
+	backends := []*jdbc.Backend{newBackend(b, opts...), newBackend(b, opts...)}
+	lockers := make([]*simba.Locker, 2)
+	for i, be := range backends {
+		var err error
+		if lockers[i], err = simba.NewLocker(be, mutex); err != nil {
+			b.Fatal(err)
+		}
+	}
+	held, err := lockers[0].Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type acquired struct {
+		lease *simba.Lease
+		at    time.Time
+		err   error
+	}
+	var latencies []time.Duration
+	i := 0
+	for b.Loop() {
+		w := (i + 1) % 2
+		i++
+		got := make(chan acquired, 1)
+		go func() {
+			l, err := lockers[w].Acquire(ctx)
+			got <- acquired{l, time.Now(), err}
+		}()
+		for backends[w].Waiting(mutex) == 0 {
+			runtime.Gosched()
+		}
+		began := time.Now()
+		if err := held.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		a := <-got
+		if a.err != nil {
+			b.Fatal(a.err)
+		}
+		latencies = append(latencies, a.at.Sub(began))
+		held = a.lease
+	}
+	b.StopTimer()
+	_ = held.Release(ctx)
+	reportPercentiles(b, latencies)
+}
+
+// BenchmarkContenders8 runs eight contenders, each a Locker on a backend with a pool of
+// its own, taking turns on one mutex; it reports critical sections per second (sections/s)
+// and the time from one section's end to the next one's start (gap p50-ns and p99-ns).
+func BenchmarkContenders8(b *testing.B) {
+	const n = 8
+	mutex := mutexName(b)
+	ctx := context.Background()
+	lockers := make([]*simba.Locker, n)
+	for i := range lockers {
+		var err error
+		if lockers[i], err = simba.NewLocker(newBackend(b), mutex); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var (
+		left    atomic.Int64
+		mu      sync.Mutex
+		lastEnd time.Time
+		gaps    []time.Duration
+		failed  atomic.Value
+	)
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	began := time.Now()
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				lease, err := l.Acquire(ctx)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				mu.Lock()
+				if !lastEnd.IsZero() {
+					gaps = append(gaps, time.Since(lastEnd))
+				}
+				lastEnd = time.Now()
+				mu.Unlock()
+				if err := lease.Release(ctx); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sections/s")
+	reportPercentiles(b, gaps)
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+}

@@ -1,0 +1,44 @@
+package jdbc_test
+
+import (
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/tck"
+)
+
+// TestConformance runs the conformance suite on the real MariaDB. Every backend the suite
+// asks for has a pool of its own, as if each contender ran in a process of its own.
+func TestConformance(t *testing.T) {
+	needServer(t)
+	tck.Run(t, func(t *testing.T) simba.Backend {
+		return newBackend(t)
+	})
+
+	// Nothing is left owning a row once the suite's leases have lapsed (owners that
+	// vanished on purpose could not release theirs).
+	db := openDB(t)
+	require.Eventually(t, func() bool {
+		for _, r := range readRows(t, db, "simba_mutex", "tck-") {
+			if r.Owner != "" && r.Live {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 50*time.Millisecond, "a tck row still has a live owner")
+	require.Eventually(t, func() bool { return openConns(t, db) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"connections of the suite's pools still open on the server")
+}
+
+// openConns returns how many connections the server has for the simba user besides db's.
+func openConns(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRowContext(t.Context(),
+		"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'simba' AND ID <> CONNECTION_ID()").Scan(&n))
+	return n
+}

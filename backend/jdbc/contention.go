@@ -1,0 +1,387 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// clockStep is the resolution of the database's clock: it is read to the millisecond, so
+// its "now" may lag the instant it stands for by up to one. Durations reported to the
+// service are shortened by it, so that local instants never come out later than the
+// store's.
+const clockStep = time.Millisecond
+
+// maxVersion is the largest version of an int unsigned column; the acquire statement
+// does not go past it.
+const maxVersion = 1<<32 - 1
+
+// maxSpan bounds the durations made from a row's timestamps, so that rows written by
+// someone else with absurd values cannot overflow time arithmetic.
+const maxSpan = 100 * 365 * 24 * time.Hour
+
+// contention is one participant's contention for one mutex. Its methods are called one at
+// a time (simba's guarantee); the fields below the mutex name are used by those calls
+// only. The hand-over state has its own lock (handover.go).
+type contention struct {
+	b         *Backend
+	schema    schema
+	mutex, id string
+	ttl       time.Duration
+	lease     time.Duration // ttl + transition
+	wake      func()
+	log       *slog.Logger
+	lock      string // the named lock of the mutex's row; "" without hand-over
+
+	// What the last answers said. version is the row's version as of the last answer;
+	// token is the tenure's fencing token when that answer named this contender, else 0;
+	// doubt is set once an UPDATE's outcome became unknown (it failed, perhaps after the
+	// server executed it, or it may still be executed later).
+	version uint64
+	token   uint64
+	doubt   bool
+
+	hand handOver
+}
+
+var _ simba.LeaseContention = (*contention)(nil)
+
+func newContention(b *Backend, s schema, p simba.Participant) *contention {
+	c := &contention{
+		b:      b,
+		schema: s,
+		mutex:  p.Mutex,
+		id:     p.ContenderID,
+		ttl:    p.TTL,
+		lease:  p.TTL + p.Transition,
+		wake:   p.Wake,
+		log:    p.Logger,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if b.handOver && c.id != "" {
+		c.lock = b.dialect.lockName(s, b.table, c.mutex)
+	}
+	return c
+}
+
+// Acquire runs SPEC §6's conditional UPDATE; see simba.LeaseContention. When it matches,
+// the UPDATE itself tells the new version and whether it renewed this contender's tenure,
+// so no read follows; otherwise the row is read to tell who owns it.
+func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	c.prepareLock(ctx)
+	c.acquiring(true)
+	rec, err := c.acquireRow(ctx)
+	if err == nil {
+		c.follow(ctx, rec)
+	}
+	c.acquiring(false)
+	if err != nil {
+		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire %q: %w", c.mutex, err)
+	}
+	return rec, nil
+}
+
+func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
+	if c.lockedOut() {
+		// Another session holds the named lock: the owner, a contender just woken to
+		// take over, or the head of the queue. Read first: a row owned by someone else
+		// needs no UPDATE, and a free one is left to the lock's holder for a moment.
+		began := time.Now()
+		r, err := c.read(ctx)
+		roundTrip := time.Since(began)
+		if errors.Is(err, errNoRow) { // the mutex's first use
+			if err := c.ensureRow(ctx); err != nil {
+				return simba.Record{}, err
+			}
+			r, err = c.read(ctx)
+		}
+		if err != nil {
+			return simba.Record{}, fmt.Errorf("read the row: %w", noRow(err))
+		}
+		switch rec := r.record(); {
+		case rec.Owner == "":
+			// Queue for the lock first, so as not to lose a place in the queue; stop
+			// deferring if the lock comes this way meanwhile.
+			d := max(deferral, deferralTrips*roundTrip)
+			c.log.Debug("simba/jdbc: row free while another session holds the named lock; deferring to it", "for", d)
+			if err := pause(ctx, d, c.queue()); err != nil {
+				return simba.Record{}, err
+			}
+			// Then contend like anyone: the UPDATE takes the row if the holder did not.
+		case rec.Owner != c.id:
+			return c.seen(r), nil
+		}
+		// The row is this contender's (renew it), or free.
+	}
+	args := acquireArgs{mutex: c.mutex, contender: c.id, ttl: c.ttl.Milliseconds(), lease: c.lease.Milliseconds()}
+	for again := true; ; again = false {
+		var res acquireResult
+		err := c.run(ctx, func(q querier) (err error) {
+			res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.b.sql.acquire), args)
+			return err
+		})
+		if err != nil {
+			c.doubt = true
+			return simba.Record{}, err
+		}
+		if res.matched {
+			return c.won(res), nil
+		}
+		r, err := c.read(ctx)
+		switch {
+		case errors.Is(err, errNoRow) && again:
+			if err := c.ensureRow(ctx); err != nil {
+				return simba.Record{}, err
+			}
+			continue // the first use of the mutex: try again on the new row
+		case err != nil:
+			return simba.Record{}, noRow(err)
+		case r.version >= maxVersion:
+			return simba.Record{}, fmt.Errorf("the row's version is %d, the largest the column holds: no larger fencing token can be handed out", r.version)
+		case again && r.record().Owner == "":
+			continue // free now: created or released since the UPDATE; try again
+		}
+		return c.seen(r), nil
+	}
+}
+
+// won records a matched acquire and returns the contender's record. The token is the
+// version the tenure's first UPDATE produced: a new tenure takes the new version; a renewal
+// keeps the token it had, provided the row changed at most once since the last answer (the
+// version before this UPDATE is the known one, or one more: a statement of this contender
+// whose answer was lost, since only this contender's statements leave its ID in the row).
+// Otherwise other tenures may have come between, and the new version, larger than all of
+// their tokens, is the safe choice.
+func (c *contention) won(res acquireResult) simba.Record {
+	token := res.version
+	if res.renewed && c.continues(res.version-1) {
+		token = c.token
+	}
+	c.version, c.token = res.version, token
+	return simba.Record{
+		Owner:      c.id,
+		TTL:        c.ttl - clockStep,
+		Transition: c.lease - clockStep,
+		Token:      token,
+	}
+}
+
+// continues reports whether a row of this contender at version v can belong to the tenure
+// whose token the contention knows.
+func (c *contention) continues(v uint64) bool {
+	return c.token != 0 && (v == c.version || v == c.version+1)
+}
+
+// seen records a row that was read and returns it as a record. Rows naming other owners
+// carry no token (simba.Record: "zero when the store cannot tell it to this caller").
+func (c *contention) seen(r row) simba.Record {
+	rec := r.record()
+	if c.id == "" || rec.Owner != c.id {
+		c.version, c.token = r.version, 0
+		return rec
+	}
+	// The row names this contender although the UPDATE did not match: a statement of
+	// this contender landed in between, or the row is at the last millisecond of its
+	// transition window.
+	token := r.version
+	if c.continues(r.version) {
+		token = c.token
+	}
+	c.version, c.token = r.version, token
+	rec.Token = token
+	return rec
+}
+
+// Release gives the mutex up with SPEC §6's release, conditioned on the exact version (see
+// releaseRow), and then lets the named lock go, which wakes the next waiting contender.
+func (c *contention) Release(ctx context.Context) error {
+	if err := c.b.usable(ctx); err != nil {
+		return err
+	}
+	err := c.releaseRow(ctx)
+	c.letGo(ctx)
+	if err != nil {
+		return fmt.Errorf("simba/jdbc: release %q: %w", c.mutex, err)
+	}
+	return nil
+}
+
+// releaseRow releases the row if this contender owns it. Without doubt, the last answer
+// tells: a row it does not own needs no statement, one it owns is released at the version
+// that answer gave. In doubt, it reads the row first and releases exactly the version
+// read. Either way a release that reaches the server late (its caller gave up on it) finds
+// a different version if anyone, this contender included, acquired since, and changes
+// nothing.
+func (c *contention) releaseRow(ctx context.Context) error {
+	if c.id == "" || !c.doubt && c.token == 0 {
+		return nil
+	}
+	version := c.version
+	if c.doubt {
+		r, err := c.read(ctx)
+		switch {
+		case errors.Is(err, errNoRow):
+			return nil
+		case err != nil:
+			return err
+		case r.owner != c.id:
+			c.version, c.token = r.version, 0
+			return nil
+		}
+		version = r.version
+	}
+	var res sql.Result
+	err := c.run(ctx, func(q querier) (err error) {
+		res, err = q.ExecContext(ctx, c.bounded(ctx, c.b.sql.release), c.mutex, c.id, version)
+		return err
+	})
+	if err != nil {
+		c.doubt = true
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		c.version, c.token = version+1, 0
+	}
+	return nil
+}
+
+// Lookup reads the row; see simba.LeaseContention. A mutex without a row has no owner.
+func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return simba.Record{}, err
+	}
+	r, err := c.read(ctx)
+	switch {
+	case errors.Is(err, errNoRow):
+		return simba.Record{}, nil
+	case err != nil:
+		return simba.Record{}, fmt.Errorf("simba/jdbc: look up %q: %w", c.mutex, err)
+	}
+	return r.record(), nil
+}
+
+// StopContend frees the contention's hand-over resources (its waiting goroutine, named
+// lock and pinned connection); it does not touch the row. It never fails: with ctx ended,
+// the pinned connection is closed instead of returned to the pool.
+func (c *contention) StopContend(ctx context.Context) error {
+	c.free(ctx)
+	c.b.forget(c)
+	return nil
+}
+
+// errNoRow says that the mutex has no row yet. It never leaves the package: noRow turns
+// it into an error for the user.
+var errNoRow = errors.New("no row")
+
+// noRow explains errNoRow where a row should exist.
+func noRow(err error) error {
+	if errors.Is(err, errNoRow) {
+		return errors.New("the mutex's row is missing right after it was created")
+	}
+	return err
+}
+
+// row is a mutex's row as read, with the database's now.
+type row struct {
+	owner                           string
+	acquiredAt, ttlAt, transitionAt uint64
+	version, now                    uint64
+}
+
+// record converts a row to a record: durations from the database's now, shortened by the
+// clock's resolution; a row whose transition window has ended has no owner.
+func (r row) record() simba.Record {
+	if r.owner == "" || r.transitionAt < r.now {
+		return simba.Record{}
+	}
+	return simba.Record{
+		Owner:      r.owner,
+		TTL:        span(r.ttlAt, r.now) - clockStep,
+		Transition: span(r.transitionAt, r.now) - clockStep,
+		Held:       max(span(r.now, r.acquiredAt), 0),
+	}
+}
+
+// span returns a - b milliseconds as a duration, bounded to ±maxSpan.
+func span(a, b uint64) time.Duration {
+	const limit = uint64(maxSpan / time.Millisecond)
+	if a >= b {
+		return time.Duration(min(a-b, limit)) * time.Millisecond
+	}
+	return -time.Duration(min(b-a, limit)) * time.Millisecond
+}
+
+// read reads the row and the database's now; errNoRow if there is no row.
+func (c *contention) read(ctx context.Context) (row, error) {
+	var r row
+	err := c.run(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read), c.mutex).
+			Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, errNoRow
+	}
+	return r, err
+}
+
+// ensureRow creates the row with no owner unless it exists.
+func (c *contention) ensureRow(ctx context.Context) error {
+	return c.run(ctx, func(q querier) error {
+		_, err := q.ExecContext(ctx, c.bounded(ctx, c.b.sql.ensureRow), c.mutex)
+		return err
+	})
+}
+
+// run runs a statement on the pinned connection when the contention has one that is idle
+// and alive, and otherwise on the pool. A pinned connection that fails broken is dropped,
+// and the statement is tried on the pool when the driver says nothing was sent.
+func (c *contention) run(ctx context.Context, f func(q querier) error) error {
+	if conn := c.idleConn(ctx); conn != nil {
+		err := f(conn)
+		if err == nil {
+			return nil
+		}
+		if !valid(conn) {
+			c.drop(conn)
+		}
+		if !errors.Is(err, driver.ErrBadConn) {
+			return err
+		}
+	}
+	return f(c.b.db)
+}
+
+// pause waits for d, or until done is closed, or until ctx ends (then it returns ctx's
+// error).
+func pause(ctx context.Context, d time.Duration, done <-chan struct{}) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// bounded prefixes a statement with the server-side limit for ctx's deadline.
+func (c *contention) bounded(ctx context.Context, query string) string {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return query
+	}
+	return c.b.dialect.bound(c.schema, time.Until(dl)) + query
+}

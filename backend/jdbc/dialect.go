@@ -1,0 +1,79 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Dialect is the SQL of one database family. MySQL, for MySQL and MariaDB, is the only one
+// so far and the default. A dialect renders the statements of one table, runs the one
+// statement whose result has a database-specific shape (the acquire), reads what Start
+// checks, and bounds statements on the server; everything else (the protocol, tokens,
+// hand-over, validation) is shared. Another family, such as PostgreSQL, is one more value
+// that implements these methods.
+type Dialect interface {
+	// String names the dialect in messages.
+	String() string
+
+	// ddl returns the CREATE TABLE IF NOT EXISTS statement for t.
+	ddl(t tableName) string
+	// statements renders the statements for t.
+	statements(t tableName) statements
+	// acquire runs the acquire statement with q and decodes its result.
+	acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error)
+	// inspect reads the server's properties and the table's columns and checks them
+	// against the format; it returns a *SchemaError when the table does not match.
+	inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error)
+	// bound returns a prefix that makes the server give a statement up after d, or "" if
+	// the server cannot.
+	bound(s schema, d time.Duration) string
+	// lockName returns the name of the server-side named lock of a mutex's row.
+	lockName(s schema, t tableName, mutex string) string
+}
+
+// statements is the SQL of a dialect for one table; see statements.go.
+type statements struct {
+	ensureRow, acquire, read, release        string
+	tryLock, waitLock, unlock, interruptText string
+}
+
+// querier runs statements: the pool (*sql.DB) or one pinned connection (*sql.Conn).
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var (
+	_ querier = (*sql.DB)(nil)
+	_ querier = (*sql.Conn)(nil)
+)
+
+// acquireArgs are the values the acquire statement needs.
+type acquireArgs struct {
+	mutex, contender string
+	ttl, lease       int64 // milliseconds: ttl, and ttl + transition
+}
+
+// acquireResult is what an acquire statement did.
+type acquireResult struct {
+	matched bool   // the contender owns the row now
+	version uint64 // the row's version after the statement (when matched)
+	renewed bool   // the row was the contender's renewable tenure before (when matched)
+}
+
+// schema is what Start learned about the server and the table, once per backend.
+type schema struct {
+	database string // the schema (MySQL: database) holding the table
+	mariaDB  bool   // the server is MariaDB, which can bound statements itself
+	mutex    column // the mutex column's limit
+	owner    column // the owner_id column's limit
+}
+
+// column is a string column's capacity.
+type column struct {
+	name  string
+	max   int  // characters, or bytes when bytes is set
+	bytes bool // a binary column: lengths count bytes
+	typ   string
+}

@@ -1,0 +1,147 @@
+// Package jdbc is simba's database/sql backend: mutexes kept in a table of the
+// relational database a team already runs, shared with JVM Simba services (whose module
+// gives the package its name) that use the same table. It ships the MySQL/MariaDB dialect
+// (MySQL), and takes the caller's *sql.DB:
+//
+//	db, err := sql.Open("mysql", "app:secret@tcp(db:3306)/app?interpolateParams=true")
+//	...
+//	err = jdbc.CreateTable(ctx, db) // or run jdbc.DDL() in a migration
+//	backend, err := jdbc.New(db)
+//
+// With go-sql-driver/mysql, set interpolateParams=true in the DSN: otherwise every
+// statement with arguments costs a server-side prepare, execute and close, three round
+// trips instead of one.
+//
+// # Storage
+//
+// One row per mutex in table simba_mutex (WithTable names another): mutex varchar(66),
+// the primary key; acquired_at, ttl_at and transition_at, bigint unsigned epoch
+// milliseconds; owner_id varchar(128), empty when there is no owner; version int
+// unsigned, bumped by every change. This is JVM Simba's format; a row is created on first
+// use with zeros, an empty owner and version 0. Acquisition and renewal are JVM Simba's one
+// conditional UPDATE (take the row if its transition window has ended, or renew it if it
+// is this contender's and the window has not); release sets the times to 0 and the owner
+// to the empty string where the owner is this contender. The release is further
+// conditioned on the exact version this contender last saw (below); JVM services are not
+// affected by that.
+//
+// The DDL uses utf8mb4 with a binary collation. Start checks the real table through
+// information_schema and fails with a *SchemaError (matching ErrSchema) when it is
+// missing, lacks a column, has the wrong types, a character set that cannot hold every
+// name, or a collation under which different names are equal (case- or accent-insensitive
+// ones: two names would silently share a row); the error says how to ALTER the column. A
+// table created by JVM Simba's DDL on a server whose default collation is insensitive
+// therefore needs that ALTER once; JVM services keep working after it. Start also checks
+// names against the real column lengths, which may be narrower than the format.
+//
+// # Names the store cannot be trusted with
+//
+// Mutex names longer than 66 characters and contender IDs longer than 128 (characters as
+// MySQL counts them for utf8mb4), blank names, control characters, invalid UTF-8 and white
+// space at either end are rejected when a service is created, before any I/O (see
+// Backend.ValidateMutex). The server would not reject them reliably: in non-strict
+// sql_mode it truncates an over-long name on INSERT, so that different names share a row,
+// while the UPDATE that acquires compares the full name and never matches (a contender
+// that never wins and never errs); it truncates an over-long owner ID on UPDATE, after
+// which the owner can neither recognise, renew nor release its own lease. In strict mode
+// the INSERT fails, but INSERT IGNORE truncates all the same, and an over-long value in a
+// WHERE clause is no error at all: it matches nothing. Trailing spaces are equal under the
+// PAD SPACE collations, binary ones included, and a case-insensitive collation folds case
+// and accents; the first is rejected in names, the second refused at Start.
+//
+// # Clock
+//
+// Every time comes from the database: its now is UTC_TIMESTAMP(3) in epoch milliseconds
+// (the instant JVM Simba reads as CURRENT_TIMESTAMP(3), without the session time zone in
+// between). The backend reports the owner's TTL and transition window as durations from
+// the database's now, shortened by a millisecond for the clock's resolution, and simba adds
+// them to the local time at which it sent the request. Database timestamps are never
+// compared with the client's clock.
+//
+// # Fencing token
+//
+// The token is the row's version as set by the tenure's first UPDATE. Renewals bump the
+// version too, so the latest version is not the token. The UPDATE returns, through
+// LAST_INSERT_ID in its own reply, the new version and whether the row was this
+// contender's renewable tenure, so no read follows a successful acquisition. A renewal
+// keeps the token the contention knows, provided the row changed at most once since the
+// last answer it got (a change it cannot account for can only be its own statement whose
+// answer was lost: only this contender's statements put its ID in the row); otherwise, and
+// when a new lifecycle finds its contender's earlier tenure still on the row, the token is
+// the new version, larger than any token handed out before, which is always safe. Tokens
+// of one mutex strictly increase across tenures; version is an int unsigned, so after
+// 4,294,967,294 changes of one row acquisitions fail instead of repeating a token.
+//
+// # Bounded statements, and statements that arrive late
+//
+// Every statement runs under the context simba passes, whose deadline (the call timeout,
+// a quarter of the TTL by default) is far shorter than InnoDB's 50 s row-lock wait. On
+// MariaDB each table statement also carries SET STATEMENT max_statement_time, so the server
+// itself gives the statement up, row-lock waits included, shortly before the caller does.
+// A statement the caller abandoned may still reach the server later (it sat in a socket
+// buffer, or MySQL, which has no such prefix for UPDATE, kept it waiting for a row lock).
+// That is harmless: an acquisition is one UPDATE that only takes a free row or renews this
+// contender's own (a late one is a renewal, or takes a row nobody protects); a release
+// names the exact version its contention last saw, or read just before, so a release that
+// arrives after the row was acquired again, by this contender ID included, finds another
+// version and changes nothing.
+//
+// # Hand-over
+//
+// JVM Simba's contenders learn that a mutex was released only when they next poll, up to
+// ttl + transition + 1 s later. Here a waiting contender learns of a graceful release
+// within a round trip or two, without polling the table more often (WithHandOver turns
+// this off). It uses the server's named locks (GET_LOCK), keyed by a hash of the database,
+// table and mutex, as a queue beside the table:
+//
+//   - A contender that may win the row takes the named lock first, without waiting, on a
+//     connection it pins from the pool; an owner holds it for its whole tenure.
+//   - A contender that loses waits for the lock in a goroutine of its contention, on its
+//     pinned connection (GET_LOCK with a 30 s timeout, repeated). The server queues the
+//     waiters; each release of the lock goes to one of them.
+//   - Release runs the table's release and then lets the lock go. The contender that gets
+//     it asks simba to contend at once, takes the row, and holds the lock as the new owner.
+//   - A contender that finds the row free while another session holds the lock joins the
+//     queue and, within the same acquisition, leaves the row to that session for 25 ms,
+//     or four of its round trips if longer (the holder was most likely just woken to take
+//     it), so that newcomers do not take the row from the head of the queue.
+//   - A contender that holds the lock but finds another owner heads the queue: it polls on
+//     its contend period, and the others wait behind it instead of polling. That owner
+//     provably holds no lock (a JVM contender, or one that won the row while the head was
+//     slow), so the head passes its place on, once per such owner (and again after ttl +
+//     transition if it is still there), until the lock reaches the owner and the chain of
+//     hand-overs is whole again. Nobody spins: every pass costs one attempt per waiter and
+//     change of owner.
+//
+// The lock is only a hint. Ownership, tokens and safety come from the table alone: a
+// contender that holds the lock still needs the UPDATE to match, and one that waits for the
+// lock still polls on its contend period, so a lost wake-up, a lock held by a paused
+// process, a JVM owner or a server restart cost time, never exclusion. A crashed owner's
+// session closes and lets the lock go; its waiters then contend, and take the row when its
+// lease has lapsed. After a server restart the waiters' connections are gone; each waits
+// again from its next attempt, and an owner takes the lock again at its next renewal.
+//
+// # Connections
+//
+// With the hand-over, each contention pins one connection of the pool while its contender
+// owns the mutex, waits for it or heads its queue: a service, scheduler or acquiring Locker
+// holds one connection for its lifetime, and its statements run on it while it is not
+// waiting. A waiting contender, whose connection is blocked on the server, borrows another
+// from the pool for its attempts, and for a moment when it stops (to interrupt the wait
+// with KILL QUERY, which keeps its connection usable). Retrievers pin nothing. Size the pool
+// (SetMaxOpenConns, SetMaxIdleConns) and the server's max_connections for one connection
+// per running contender plus a few, or turn the hand-over off with WithHandOver(false):
+// then every statement borrows a connection from the pool and returns it. Turn it off,
+// too, behind a proxy that multiplexes client sessions over server sessions (ProxySQL,
+// MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
+//
+// # Who closes what
+//
+// The pool is the caller's: New never closes it, nor does anything else here. Stopping a
+// service releases its mutex and returns its pinned connection. Backend.Close frees only
+// what the backend holds itself (pinned connections, whose sessions let their named locks
+// go, and waiting goroutines), without touching the table: stop services first, or their
+// leases lapse after ttl + transition. The pool recovers from a server restart by itself
+// (database/sql replaces dead connections); pinned connections are checked before each use
+// and replaced.
+package jdbc

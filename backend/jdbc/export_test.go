@@ -1,0 +1,17 @@
+package jdbc
+
+// Waiting returns how many of the backend's contentions for mutex wait for its named lock,
+// so that benchmarks can start timing a hand-over only once the waiter waits.
+func (b *Backend) Waiting(mutex string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for c := range b.contentions {
+		c.hand.mu.Lock()
+		if c.mutex == mutex && c.hand.waiting {
+			n++
+		}
+		c.hand.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,420 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// The fast hand-over (see the package documentation for the design): a contention pins one
+// connection and, on it, holds the mutex row's named lock while it owns the mutex or heads
+// the queue of contenders waiting for it; other contenders wait for that lock in a
+// goroutine, and whoever gets it contends at once. The lock is a hint only: ownership is
+// decided by the table, and a wrong or missing hint costs time, never safety.
+
+const (
+	// waitSeconds bounds one server-side wait for the named lock; the waiter then waits
+	// again.
+	waitSeconds = 30
+	// interruptFor bounds the attempts to interrupt a waiter before its connection is
+	// closed instead.
+	interruptFor = time.Second
+	// deferral is how long, at least, an acquisition that finds the row free while
+	// another session holds the named lock leaves the row to that session before it
+	// runs its UPDATE: deferralTrips times the round trip of its read, if that is
+	// longer. A contender woken by the lock takes the row within a round trip or two; a
+	// holder that does not (a head of the queue polling on its contend period, or an
+	// owner that lost its lease but not its connection) costs the others this much.
+	deferral      = 25 * time.Millisecond
+	deferralTrips = 4
+)
+
+// handOver is a contention's hand-over state. The contention's calls start and stop the
+// waiter; the waiter goroutine owns conn while waiting is set.
+type handOver struct {
+	mu        sync.Mutex
+	conn      *sql.Conn          // the pinned connection; nil when none
+	session   int64              // its server session ID; 0 when unknown
+	holds     bool               // the named lock is held on conn
+	other     bool               // another session held the named lock at the last try
+	passed    time.Time          // when the contention last passed its place on (follow)
+	passedFor string             // the owner it passed its place on for
+	inAcquire bool               // an Acquire call is under way: it sees a grant itself
+	unwoken   bool               // the lock was taken during that call, which did not wake the service
+	waiting   bool               // the waiter goroutine is using conn
+	stop      chan struct{}      // closed to ask the waiter to stop
+	done      chan struct{}      // closed when the waiter has returned
+	granted   chan struct{}      // closed when the waiter has taken the lock
+	cancel    context.CancelFunc // ends the waiter's statement by closing conn
+	gone      bool               // freed for good: StopContend or the backend's Close
+	wg        sync.WaitGroup
+}
+
+// prepareLock, before an acquisition, makes sure that a contender which may win holds the
+// named lock before its UPDATE commits, so that anyone who reads the row naming it finds
+// the lock taken and waits for it. It pins a connection if the contention has none and
+// tries the lock without waiting. Failures only cost the hint; they are not errors.
+func (c *contention) prepareLock(ctx context.Context) {
+	if c.lock == "" {
+		return
+	}
+	h := &c.hand
+	h.mu.Lock()
+	if h.gone || h.waiting {
+		h.mu.Unlock()
+		return
+	}
+	conn, holds := h.conn, h.holds
+	h.mu.Unlock()
+	if conn != nil && !alive(ctx, conn) {
+		c.drop(conn) // the server restarted, say: its lock went with the session
+		conn, holds = nil, false
+	}
+	if holds {
+		return
+	}
+	// Leave the acquisition itself at least half of the time.
+	pctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/2))
+		defer cancel()
+	}
+	if conn == nil {
+		var err error
+		if conn, err = c.b.db.Conn(pctx); err != nil {
+			c.log.Debug("simba/jdbc: no connection for the hand-over; polling only", "err", err)
+			return
+		}
+		h.mu.Lock()
+		if h.gone {
+			h.mu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		h.conn, h.session = conn, 0
+		h.mu.Unlock()
+	}
+	var got sql.NullInt64
+	var session int64
+	if err := conn.QueryRowContext(pctx, c.b.sql.tryLock, c.lock).Scan(&got, &session); err != nil {
+		if !valid(conn) {
+			c.drop(conn)
+		}
+		c.log.Debug("simba/jdbc: named lock not tried", "err", err)
+		return
+	}
+	h.mu.Lock()
+	if h.conn == conn {
+		h.session, h.holds = session, got.Valid && got.Int64 == 1
+		h.other = got.Valid && got.Int64 == 0
+	}
+	h.mu.Unlock()
+	c.log.Debug("simba/jdbc: named lock tried", "taken", got.Valid && got.Int64 == 1)
+}
+
+// acquiring marks an Acquire call under way (on) or over (off). A lock taken meanwhile
+// does not wake the service, which is contending already; if the call then ends without
+// this contender owning the row, the service is woken to contend again as the lock's
+// holder.
+func (c *contention) acquiring(on bool) {
+	h := &c.hand
+	h.mu.Lock()
+	h.inAcquire = on
+	wake := !on && h.unwoken && !h.gone
+	h.unwoken = false
+	h.mu.Unlock()
+	if wake {
+		c.wake()
+	}
+}
+
+// lockedOut reports whether another session holds the named lock, as far as the
+// contention knows: its last try failed, or it is waiting for the lock.
+func (c *contention) lockedOut() bool {
+	h := &c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.holds && (h.waiting || h.other)
+}
+
+// follow, after an answered acquisition, keeps the contention's place in the queue for
+// the named lock. A contention that holds the lock and finds another owner in the row
+// heads the queue, and knows that the owner holds no lock (the lock is exclusive): a JVM
+// contender, or one that won the row while this one was slow to take it. Its release
+// would wake nobody. So the head passes its place on and queues again behind the others:
+// the lock travels along the queue to the owner, if it waits there, and the chain of
+// hand-overs is whole again. An owner that never queues (JVM) would make the lock go round
+// for ever; each contention therefore passes its place on once per owner (and again after
+// ttl + transition, about a contend period, if that owner is still there) and otherwise
+// stays at the head, polling on its contend period: one extra attempt per contender and
+// change of owner, not a spin.
+func (c *contention) follow(ctx context.Context, rec simba.Record) {
+	if c.lock == "" {
+		return
+	}
+	h := &c.hand
+	h.mu.Lock()
+	if rec.Owner == c.id {
+		h.unwoken = false // it owns: nothing to contend for
+	}
+	pass := h.holds && rec.Owner != "" && rec.Owner != c.id &&
+		(rec.Owner != h.passedFor || time.Since(h.passed) >= c.lease)
+	if pass {
+		h.passed, h.passedFor = time.Now(), rec.Owner
+		h.unwoken = false // it passes the lock on: nothing to contend for
+	}
+	h.mu.Unlock()
+	if pass {
+		c.log.Debug("simba/jdbc: heading the queue behind an owner without the named lock; passing it on")
+		c.letGo(ctx)
+	}
+	_ = c.queue()
+}
+
+// queue starts waiting for the named lock unless the contention holds it already (as
+// owner, or at the head of the queue) or waits for it. It returns a channel closed when
+// the lock is taken, or nil when there is no wait.
+func (c *contention) queue() <-chan struct{} {
+	if c.lock == "" {
+		return nil
+	}
+	h := &c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiting {
+		return h.granted
+	}
+	if h.gone || h.holds || h.conn == nil || h.session == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.waiting, h.cancel = true, cancel
+	h.stop, h.done, h.granted = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	conn, stop, done, granted := h.conn, h.stop, h.done, h.granted
+	h.wg.Go(func() {
+		defer close(done)
+		defer cancel()
+		c.await(ctx, conn, stop, granted)
+	})
+	return granted
+}
+
+// await waits for the named lock on conn. Once it holds the lock it wakes the service to
+// contend at once, and keeps the lock: a contender that then loses the row to someone
+// holding no lock (a JVM contender, say) heads the queue and polls on the contend period,
+// while the others keep waiting behind it, so nobody spins.
+func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan struct{}, granted chan<- struct{}) {
+	h := &c.hand
+	for {
+		var got sql.NullInt64
+		err := conn.QueryRowContext(ctx, c.b.sql.waitLock, c.lock, waitSeconds).Scan(&got)
+		stopping := closed(stop)
+		h.mu.Lock()
+		switch {
+		case err == nil && got.Valid && got.Int64 == 1:
+			h.holds, h.waiting, h.other = true, false, false
+			close(granted)
+			wake := !stopping && !h.inAcquire
+			h.unwoken = h.inAcquire
+			h.mu.Unlock()
+			if wake {
+				c.log.Debug("simba/jdbc: named lock taken; contending now")
+				c.wake()
+			}
+			return
+		case err != nil:
+			h.waiting = false
+			h.mu.Unlock()
+			if !valid(conn) {
+				c.drop(conn) // polling until the next acquisition pins another
+			}
+			if !stopping {
+				c.log.Debug("simba/jdbc: waiting for the named lock failed; polling only", "err", err)
+			}
+			return
+		case stopping || !got.Valid: // interrupted
+			h.waiting = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock() // timed out on the server: wait again
+	}
+}
+
+// stopWaiting stops the waiter, if any, and waits for it. It interrupts the server-side
+// wait from another connection, so that the pinned connection survives; if that fails or
+// ctx ends first, it closes the connection under the wait instead. It returns false if the
+// pinned connection must not go back to the pool.
+func (c *contention) stopWaiting(ctx context.Context) bool {
+	h := &c.hand
+	h.mu.Lock()
+	if !h.waiting {
+		h.mu.Unlock()
+		h.wg.Wait()
+		return true
+	}
+	close(h.stop)
+	session, done, cancel := h.session, h.done, h.cancel
+	h.mu.Unlock()
+	if c.interrupt(ctx, session, done) {
+		h.wg.Wait()
+		return true
+	}
+	cancel()
+	h.wg.Wait()
+	return false
+}
+
+// interrupt interrupts the waiter's statement on the server until the waiter has returned
+// (true), or gives up (false) when ctx ends, after interruptFor, or when an interruption
+// failed: one that perhaps was not executed must not meet the connection in the pool.
+func (c *contention) interrupt(ctx context.Context, session int64, done <-chan struct{}) bool {
+	ctx, cancel := context.WithTimeout(ctx, interruptFor)
+	defer cancel()
+	stmt := fmt.Sprintf(c.b.sql.interruptText, session)
+	// An interruption that arrives before the wait has begun on the server is lost; try
+	// again, a little later each time.
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		if _, err := c.b.db.ExecContext(ctx, stmt); err != nil {
+			return false
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-done:
+			t.Stop()
+			return true
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// letGo stops waiting and lets the named lock go, waking the next waiter; the pinned
+// connection stays with the contention.
+func (c *contention) letGo(ctx context.Context) {
+	if c.lock == "" {
+		return
+	}
+	clean := c.stopWaiting(ctx)
+	h := &c.hand
+	h.mu.Lock()
+	conn, holds := h.conn, h.holds
+	h.holds = false
+	h.mu.Unlock()
+	switch {
+	case conn == nil:
+	case !clean:
+		c.drop(conn)
+	case holds:
+		if _, err := conn.ExecContext(ctx, c.b.sql.unlock, c.lock); err != nil {
+			c.drop(conn) // closing the session lets the lock go
+		}
+	}
+}
+
+// free lets everything go for good and returns the pinned connection to the pool.
+func (c *contention) free(ctx context.Context) {
+	c.letGo(ctx)
+	h := &c.hand
+	h.mu.Lock()
+	conn := h.conn
+	h.conn, h.gone = nil, true
+	h.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close()
+	}
+}
+
+// abandon frees everything without I/O, for the backend's Close: the waiter's statement
+// is ended by closing its connection, and the pinned connection is closed rather than
+// returned, which lets the named lock go on the server.
+func (c *contention) abandon() {
+	h := &c.hand
+	h.mu.Lock()
+	h.gone, h.holds = true, false
+	conn, cancel, waiting := h.conn, h.cancel, h.waiting
+	h.conn = nil
+	h.mu.Unlock()
+	if waiting {
+		cancel()
+	}
+	h.wg.Wait()
+	if conn != nil {
+		discard(conn)
+	}
+}
+
+// idleConn returns the pinned connection if no waiter uses it and it is alive.
+func (c *contention) idleConn(ctx context.Context) *sql.Conn {
+	h := &c.hand
+	h.mu.Lock()
+	conn := h.conn
+	if h.waiting || h.gone {
+		conn = nil
+	}
+	h.mu.Unlock()
+	if conn != nil && !alive(ctx, conn) {
+		c.drop(conn)
+		return nil
+	}
+	return conn
+}
+
+// drop forgets a broken pinned connection and closes it; its session's lock goes with it.
+func (c *contention) drop(conn *sql.Conn) {
+	h := &c.hand
+	h.mu.Lock()
+	if h.conn == conn {
+		h.conn, h.session, h.holds, h.other = nil, 0, false, false
+	}
+	h.mu.Unlock()
+	discard(conn)
+}
+
+// discard closes a connection instead of returning it to the pool.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+// alive checks a pinned connection the way the pool checks one it hands out, without a
+// round trip, so that a connection the server closed is replaced before a statement fails
+// on it. go-sql-driver's ResetSession only looks for a closed socket; it does not reset
+// the session (which would let named locks go).
+func alive(ctx context.Context, conn *sql.Conn) bool {
+	err := conn.Raw(func(dc any) error {
+		if r, ok := dc.(driver.SessionResetter); ok {
+			return r.ResetSession(ctx)
+		}
+		return nil
+	})
+	return err == nil
+}
+
+// valid reports whether the driver still considers the connection usable (a failed or
+// cancelled statement may have closed it).
+func valid(conn *sql.Conn) bool {
+	err := conn.Raw(func(dc any) error {
+		if v, ok := dc.(driver.Validator); ok && !v.IsValid() {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
+	return err == nil
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

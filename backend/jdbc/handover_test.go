@@ -1,0 +1,227 @@
+package jdbc_test
+
+import (
+	"context"
+	"database/sql"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// counting wraps a backend and counts the acquire calls of its contentions.
+type counting struct {
+	simba.Backend
+	acquires atomic.Int64
+}
+
+func (c *counting) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	con, err := c.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &countingContention{LeaseContention: con.(simba.LeaseContention), n: &c.acquires}, nil
+}
+
+type countingContention struct {
+	simba.LeaseContention
+	n *atomic.Int64
+}
+
+func (c *countingContention) Acquire(ctx context.Context) (simba.Record, error) {
+	c.n.Add(1)
+	return c.LeaseContention.Acquire(ctx)
+}
+
+// contender is a service with channels for its callbacks.
+type contender struct {
+	svc      *simba.Service
+	acquired chan simba.State
+	released chan simba.State
+}
+
+func newContender(t *testing.T, b simba.Backend, mutex, id string, opts ...simba.Option) *contender {
+	t.Helper()
+	c := &contender{acquired: make(chan simba.State, 16), released: make(chan simba.State, 16)}
+	var err error
+	c.svc, err = simba.NewService(b, simba.ContenderFuncs{
+		MutexName: mutex,
+		ID:        id,
+		Acquired:  func(_ context.Context, s simba.State) { c.acquired <- s },
+		Released:  func(s simba.State) { c.released <- s },
+	}, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.svc.Close() })
+	return c
+}
+
+// wait returns the next state from ch, failing the test after d.
+func wait(t *testing.T, ch <-chan simba.State, d time.Duration, what string) simba.State {
+	t.Helper()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(d):
+		t.Fatalf("no %s within %v", what, d)
+		return simba.State{}
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, d, time.Millisecond, what)
+}
+
+// TestHandOverWakesTheWaiter: with the default TTL a waiter polls only every 16 s or so;
+// the named lock hands the mutex over when its owner stops.
+func TestHandOverWakesTheWaiter(t *testing.T) {
+	mutex := mutexName(t)
+	ba, bb := newBackend(t), newBackend(t)
+	a := newContender(t, ba, mutex, "a")
+	b := newContender(t, bb, mutex, "b")
+	require.NoError(t, a.svc.Start(t.Context()))
+	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
+	require.NoError(t, b.svc.Start(t.Context()))
+	waitUntil(t, 10*time.Second, "b to wait for the named lock", func() bool { return bb.Waiting(mutex) == 1 })
+
+	began := time.Now()
+	require.NoError(t, a.svc.Stop(t.Context()))
+	next := wait(t, b.acquired, 5*time.Second, "hand-over to b (polling would take about 16 s)")
+	t.Logf("hand-over took %v", time.Since(began))
+	assert.Greater(t, next.After.Token, first.After.Token)
+	require.NoError(t, b.svc.Stop(t.Context()))
+}
+
+// TestNoSpinBehindAnOwnerWithoutTheLock: an owner that holds no named lock (a JVM Simba
+// service) does not make waiting contenders spin: one of them heads the queue and polls
+// on its contend period, the others wait behind it. When the owner leaves, they learn it at
+// their next poll, and from then on hand over to each other.
+func TestNoSpinBehindAnOwnerWithoutTheLock(t *testing.T) {
+	const n = 3
+	mutex := mutexName(t)
+	db := openDB(t)
+	// A JVM owner: the row says so, with its TTL of 2 s and transition of 1 s.
+	_, err := db.ExecContext(t.Context(), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 0)", mutex)
+	require.NoError(t, err)
+	now := "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
+	_, err = db.ExecContext(t.Context(), "UPDATE simba_mutex SET acquired_at = "+now+", ttl_at = "+now+" + 2000, "+
+		"transition_at = "+now+" + 3000, owner_id = 'jvm', version = version + 1 WHERE mutex = ?", mutex)
+	require.NoError(t, err)
+
+	opts := []simba.Option{simba.WithTTL(time.Second), simba.WithTransition(500 * time.Millisecond)}
+	backends := make([]*counting, n)
+	cs := make([]*contender, n)
+	for i := range n {
+		backends[i] = &counting{Backend: newBackend(t)}
+		cs[i] = newContender(t, backends[i], mutex, "go-"+string(rune('a'+i)), opts...)
+		require.NoError(t, cs[i].svc.Start(t.Context()))
+	}
+	time.Sleep(1500 * time.Millisecond) // a phase of the JVM tenure, not a wait for an event
+	for i, b := range backends {
+		got := b.acquires.Load()
+		t.Logf("contender %d: %d attempts in 1.5 s", i, got)
+		assert.LessOrEqual(t, got, int64(4), "contender %d attempts while a lock-less owner holds the mutex", i)
+	}
+
+	// The JVM owner's lease lapses; one Go contender acquires at its next poll, then the
+	// others get it from each other when they stop.
+	var owner *contender
+	select {
+	case <-cs[0].acquired:
+		owner = cs[0]
+	case <-cs[1].acquired:
+		owner = cs[1]
+	case <-cs[2].acquired:
+		owner = cs[2]
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Go contender acquired after the JVM owner's lease lapsed")
+	}
+	for range n - 1 {
+		require.NoError(t, owner.svc.Stop(t.Context()))
+		began := time.Now()
+		var next *contender
+		select {
+		case <-cs[0].acquired:
+			next = cs[0]
+		case <-cs[1].acquired:
+			next = cs[1]
+		case <-cs[2].acquired:
+			next = cs[2]
+		case <-time.After(5 * time.Second):
+			t.Fatal("no hand-over after the owner stopped")
+		}
+		t.Logf("hand-over took %v", time.Since(began))
+		owner = next
+	}
+	require.NoError(t, owner.svc.Stop(t.Context()))
+}
+
+// inUse returns the connections of db that are checked out of the pool.
+func inUse(db *sql.DB) int { return db.Stats().InUse }
+
+// TestConnections: an owner pins one connection of its pool (two with a waiter blocked on
+// the named lock in another process), and nothing stays checked out after Stop. Without
+// the hand-over, nothing is pinned.
+func TestConnections(t *testing.T) {
+	mutex := mutexName(t)
+	dba, dbb := openDB(t), openDB(t)
+	ba, err := jdbc.New(dba)
+	require.NoError(t, err)
+	bb, err := jdbc.New(dbb)
+	require.NoError(t, err)
+	a := newContender(t, ba, mutex, "a")
+	b := newContender(t, bb, mutex, "b")
+	require.NoError(t, a.svc.Start(t.Context()))
+	wait(t, a.acquired, 10*time.Second, "acquisition by a")
+	require.NoError(t, b.svc.Start(t.Context()))
+	waitUntil(t, 10*time.Second, "b to wait", func() bool { return bb.Waiting(mutex) == 1 })
+	assert.Equal(t, 1, inUse(dba), "the owner's pinned connection")
+	assert.Equal(t, 1, inUse(dbb), "the waiter's connection, blocked on the named lock")
+	require.NoError(t, b.svc.Stop(t.Context()), "stops a waiting contender")
+	require.NoError(t, a.svc.Stop(t.Context()))
+	assert.Zero(t, inUse(dba))
+	assert.Zero(t, inUse(dbb))
+	assert.Equal(t, 2, dbb.Stats().OpenConnections,
+		"the waiter's wait was interrupted (from a second connection) without closing its own")
+
+	plain, err := jdbc.New(dba, jdbc.WithHandOver(false))
+	require.NoError(t, err)
+	c := newContender(t, plain, mutexName(t), "c")
+	require.NoError(t, c.svc.Start(t.Context()))
+	wait(t, c.acquired, 10*time.Second, "acquisition without hand-over")
+	assert.Zero(t, inUse(dba), "nothing pinned without the hand-over")
+	require.NoError(t, c.svc.Stop(t.Context()))
+}
+
+// TestCloseFreesWhatTheBackendHolds: Close returns pinned connections and ends waiting
+// goroutines, without touching the table or the pool.
+func TestCloseFreesWhatTheBackendHolds(t *testing.T) {
+	mutex := mutexName(t)
+	dba, dbb := openDB(t), openDB(t)
+	ba, err := jdbc.New(dba)
+	require.NoError(t, err)
+	bb, err := jdbc.New(dbb)
+	require.NoError(t, err)
+	a := newContender(t, ba, mutex, "a")
+	b := newContender(t, bb, mutex, "b")
+	require.NoError(t, a.svc.Start(t.Context()))
+	wait(t, a.acquired, 10*time.Second, "acquisition by a")
+	require.NoError(t, b.svc.Start(t.Context()))
+	waitUntil(t, 10*time.Second, "b to wait", func() bool { return bb.Waiting(mutex) == 1 })
+
+	require.NoError(t, bb.Close())
+	require.NoError(t, ba.Close())
+	assert.Zero(t, inUse(dba))
+	assert.Zero(t, inUse(dbb))
+	assert.Equal(t, "a", readRow(t, dba, mutex).Owner, "Close releases nothing on the table")
+	assert.NoError(t, dba.PingContext(t.Context()), "the pool is the caller's and stays open")
+	assert.ErrorIs(t, a.svc.Stop(t.Context()), simba.ErrClosed, "the release after Close")
+	assert.ErrorIs(t, b.svc.Stop(t.Context()), simba.ErrClosed)
+	assert.Equal(t, simba.StatusInitial, b.svc.Status(), "stopped all the same")
+}

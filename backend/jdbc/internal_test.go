@@ -1,0 +1,216 @@
+package jdbc
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+)
+
+func TestDecodeAcquire(t *testing.T) {
+	got, err := decodeAcquire(0, 0)
+	require.NoError(t, err)
+	assert.False(t, got.matched)
+
+	got, err = decodeAcquire(1, 2*7)
+	require.NoError(t, err)
+	assert.Equal(t, acquireResult{matched: true, version: 7}, got, "a new tenure at version 7")
+
+	got, err = decodeAcquire(1, 2*7+1)
+	require.NoError(t, err)
+	assert.Equal(t, acquireResult{matched: true, version: 7, renewed: true}, got, "a renewal at version 7")
+
+	_, err = decodeAcquire(2, 14)
+	assert.Error(t, err, "two rows changed")
+	_, err = decodeAcquire(1, 1)
+	assert.Error(t, err, "no version")
+}
+
+// The token is the version of the tenure's first UPDATE; renewals keep it. The latest
+// version (FAULTS 27b's mutation) would change with every renewal.
+func TestTokenIsTheFirstVersionOfTheTenure(t *testing.T) {
+	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
+	rec := c.won(acquireResult{matched: true, version: 5})
+	assert.Equal(t, uint64(5), rec.Token, "new tenure")
+	for v := uint64(6); v < 9; v++ {
+		rec = c.won(acquireResult{matched: true, version: v, renewed: true})
+		assert.Equal(t, uint64(5), rec.Token, "renewal to version %d", v)
+	}
+	// A renewal whose answer was lost landed: the row moved by one more than known.
+	rec = c.won(acquireResult{matched: true, version: 10, renewed: true})
+	assert.Equal(t, uint64(5), rec.Token, "one unknown change of this contender's own")
+	// Two or more unknown changes: another tenure may have come between; a new token,
+	// larger than any of theirs.
+	rec = c.won(acquireResult{matched: true, version: 13, renewed: true})
+	assert.Equal(t, uint64(13), rec.Token)
+	rec = c.won(acquireResult{matched: true, version: 14, renewed: true})
+	assert.Equal(t, uint64(13), rec.Token)
+
+	// Someone else owned the row in between: the next acquisition is a new tenure.
+	other := c.seen(row{owner: "other", ttlAt: 100, transitionAt: 200, version: 20, now: 50})
+	assert.Equal(t, "other", other.Owner)
+	assert.Zero(t, other.Token, "no token for another owner's tenure")
+	rec = c.won(acquireResult{matched: true, version: 22})
+	assert.Equal(t, uint64(22), rec.Token)
+}
+
+// A new contention (a later lifecycle) that finds its own contender's tenure still on the
+// store cannot know that tenure's first version: it takes the new one.
+func TestTokenOfAnInheritedTenure(t *testing.T) {
+	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
+	rec := c.won(acquireResult{matched: true, version: 9, renewed: true})
+	assert.Equal(t, uint64(9), rec.Token)
+	rec = c.won(acquireResult{matched: true, version: 10, renewed: true})
+	assert.Equal(t, uint64(9), rec.Token)
+}
+
+func TestRecordOfRow(t *testing.T) {
+	assert.Equal(t, simba.Record{}, row{}.record(), "a new row has no owner")
+	assert.Equal(t, simba.Record{}, row{owner: "a", transitionAt: 99, now: 100}.record(), "transition ended")
+	r := row{owner: "a", acquiredAt: 1000, ttlAt: 3000, transitionAt: 4000, now: 2000}.record()
+	assert.Equal(t, simba.Record{Owner: "a", TTL: 999 * time.Millisecond, Transition: 1999 * time.Millisecond, Held: time.Second}, r)
+	r = row{owner: "a", acquiredAt: 1000, ttlAt: 1500, transitionAt: 2000, now: 2000}.record()
+	assert.Equal(t, "a", r.Owner, "at the last millisecond of its transition window")
+	assert.Equal(t, -501*time.Millisecond, r.TTL)
+}
+
+func TestParseTable(t *testing.T) {
+	for _, ok := range []string{"simba_mutex", "db.simba_mutex", "T1", "_x$", strings.Repeat("a", 64)} {
+		_, err := parseTable(ok)
+		assert.NoError(t, err, ok)
+	}
+	for _, bad := range []string{"", ".", "a.", ".a", "a.b.c", "1abc", "$a", "a-b", "a b", "a`b", "tàble", strings.Repeat("a", 65), "a;DROP"} {
+		_, err := parseTable(bad)
+		assert.ErrorIs(t, err, simba.ErrInvalidArgument, bad)
+	}
+}
+
+func TestBound(t *testing.T) {
+	maria := schema{mariaDB: true}
+	assert.Empty(t, MySQL.bound(schema{}, time.Second), "MySQL has no statement prefix")
+	assert.Empty(t, MySQL.bound(maria, 0))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 0.225 FOR ", MySQL.bound(maria, 250*time.Millisecond))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 0.001 FOR ", MySQL.bound(maria, 10*time.Microsecond))
+}
+
+func TestLockName(t *testing.T) {
+	s := schema{database: "simba"}
+	a := MySQL.lockName(s, tableName{name: "simba_mutex"}, "m")
+	assert.LessOrEqual(t, len(a), 64, "MySQL limits lock names to 64 characters")
+	assert.NotEqual(t, a, MySQL.lockName(s, tableName{name: "simba_mutex"}, "M"))
+	assert.NotEqual(t, a, MySQL.lockName(s, tableName{name: "other"}, "m"))
+	assert.NotEqual(t, a, MySQL.lockName(schema{database: "other"}, tableName{name: "simba_mutex"}, "m"))
+}
+
+func TestDDLRendersTheTableName(t *testing.T) {
+	def, err := DDL()
+	require.NoError(t, err)
+	assert.Equal(t, mysqlDDL, def, "the default table is the embedded DDL as is")
+	custom, err := DDL(WithTable("db.locks"))
+	require.NoError(t, err)
+	assert.Contains(t, custom, "CREATE TABLE IF NOT EXISTS `db`.`locks` (")
+	assert.NotContains(t, custom, "`simba_mutex`")
+}
+
+func TestNoRowNeverLeaves(t *testing.T) {
+	err := noRow(errNoRow)
+	assert.False(t, errors.Is(err, errNoRow))
+	other := errors.New("x")
+	assert.Same(t, other, noRow(other))
+}
+
+func FuzzDecodeAcquire(f *testing.F) {
+	f.Add(int64(0), int64(0))
+	f.Add(int64(1), int64(15))
+	f.Add(int64(1), int64(-1))
+	f.Add(int64(3), int64(1<<40))
+	f.Fuzz(func(t *testing.T, affected, lastID int64) {
+		got, err := decodeAcquire(affected, lastID)
+		if err != nil {
+			return
+		}
+		if !got.matched {
+			if affected != 0 {
+				t.Fatalf("affected %d but not matched", affected)
+			}
+			return
+		}
+		if got.version == 0 || got.version*2+boolBit(got.renewed) != uint64(lastID) {
+			t.Fatalf("decode(%d) = %+v", lastID, got)
+		}
+	})
+}
+
+func boolBit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func FuzzRowRecord(f *testing.F) {
+	f.Add("a", uint64(1000), uint64(3000), uint64(4000), uint64(2000))
+	f.Add("", uint64(0), uint64(0), uint64(0), uint64(1))
+	f.Add("b", uint64(0), ^uint64(0), ^uint64(0), uint64(0))
+	f.Add("c", ^uint64(0), uint64(0), uint64(5), uint64(5))
+	f.Fuzz(func(t *testing.T, owner string, acquired, ttlAt, transitionAt, now uint64) {
+		r := row{owner: owner, acquiredAt: acquired, ttlAt: ttlAt, transitionAt: transitionAt, now: now}.record()
+		if r.Owner != "" && (owner == "" || transitionAt < now) {
+			t.Fatalf("owner %q reported for a free row", r.Owner)
+		}
+		if r.Owner == "" && r != (simba.Record{}) {
+			t.Fatalf("a free row reported as %+v", r)
+		}
+		for _, d := range []time.Duration{r.TTL, r.Transition, r.Held} {
+			if d > maxSpan || d < -maxSpan-clockStep {
+				t.Fatalf("duration %v out of bounds", d)
+			}
+		}
+		if r.Held < 0 {
+			t.Fatalf("negative Held %v", r.Held)
+		}
+		if r.Owner != "" && r.Transition < -clockStep {
+			t.Fatalf("owner with transition %v", r.Transition)
+		}
+	})
+}
+
+func FuzzParseTable(f *testing.F) {
+	for _, s := range []string{"simba_mutex", "db.t", "a.b.c", "", "`x`", "x; DROP TABLE y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tn, err := parseTable(s)
+		if err != nil {
+			return
+		}
+		q := mysqlDialect{}.quote(tn)
+		if strings.Count(q, "`") != 2*len(strings.Split(s, ".")) {
+			t.Fatalf("%q quoted as %q", s, q)
+		}
+		if tn.String() != s {
+			t.Fatalf("%q parsed as %q", s, tn.String())
+		}
+	})
+}
+
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{"m", strings.Repeat("é", 66), strings.Repeat("é", 67), "\xff"} {
+		f.Add(s)
+	}
+	b := &Backend{}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := b.ValidateMutex(s)
+		if err != nil && !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Fatalf("error %v does not wrap ErrInvalidArgument", err)
+		}
+		if err == nil && len([]rune(s)) > MaxMutexLength {
+			t.Fatalf("%d characters accepted", len([]rune(s)))
+		}
+	})
+}

@@ -1,0 +1,239 @@
+package jdbc
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// mysqlDDL creates the table; see mysql.sql.
+//
+//go:embed mysql.sql
+var mysqlDDL string
+
+// MySQL is the dialect of MySQL (5.7 and later) and MariaDB (10.3 and later), the default;
+// simba's tests run it against MariaDB 10.11. On MariaDB every table statement also
+// carries its own server-side time limit (SET STATEMENT max_statement_time); MySQL has no
+// such prefix for UPDATE, so there only the exact-version release keeps a late statement
+// harmless (see the package documentation).
+var MySQL Dialect = mysqlDialect{}
+
+type mysqlDialect struct{}
+
+func (mysqlDialect) String() string { return "mysql" }
+
+func (mysqlDialect) quote(t tableName) string {
+	if t.schema == "" {
+		return "`" + t.name + "`"
+	}
+	return "`" + t.schema + "`.`" + t.name + "`"
+}
+
+func (d mysqlDialect) ddl(t tableName) string {
+	return strings.Replace(mysqlDDL, "`simba_mutex`", d.quote(t), 1)
+}
+
+func (d mysqlDialect) statements(t tableName) statements {
+	q := d.quote(t)
+	return statements{
+		ensureRow:     fmt.Sprintf(mysqlEnsureRow, q),
+		acquire:       fmt.Sprintf(mysqlAcquire, q),
+		read:          fmt.Sprintf(mysqlRead, q),
+		release:       fmt.Sprintf(mysqlRelease, q),
+		tryLock:       mysqlTryLock,
+		waitLock:      mysqlWaitLock,
+		unlock:        mysqlUnlock,
+		interruptText: mysqlInterrupt,
+	}
+}
+
+func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error) {
+	res, err := q.ExecContext(ctx, query, a.contender, a.ttl, a.lease, a.contender, a.mutex, a.contender)
+	if err != nil {
+		return acquireResult{}, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return acquireResult{}, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return acquireResult{}, err
+	}
+	return decodeAcquire(n, id)
+}
+
+// decodeAcquire decodes the rows affected by the acquire UPDATE and the LAST_INSERT_ID it
+// set: the new version times two, plus one for a renewal.
+func decodeAcquire(affected, lastID int64) (acquireResult, error) {
+	switch {
+	case affected == 0:
+		return acquireResult{}, nil
+	case affected != 1:
+		return acquireResult{}, fmt.Errorf("acquire changed %d rows; is mutex the primary key?", affected)
+	case lastID < 2:
+		return acquireResult{}, fmt.Errorf("acquire returned no version (last insert ID %d)", lastID)
+	}
+	enc := uint64(lastID)
+	return acquireResult{matched: true, version: enc / 2, renewed: enc%2 == 1}, nil
+}
+
+func (mysqlDialect) bound(s schema, d time.Duration) string {
+	if !s.mariaDB || d <= 0 {
+		return ""
+	}
+	// The server starts counting when it starts the statement, after the client sent it:
+	// give it a little less than the caller's deadline so that, as a rule, the server
+	// gives up first and the connection survives with a clean error.
+	limit := max(d*9/10, time.Millisecond).Truncate(time.Millisecond)
+	return fmt.Sprintf(mysqlBoundPrefix, strconv.FormatFloat(limit.Seconds(), 'f', 3, 64))
+}
+
+func (mysqlDialect) lockName(s schema, t tableName, mutex string) string {
+	// Named locks are server-wide and their names at most 64 characters: hash the
+	// database, table and mutex into one.
+	sum := sha256.Sum256([]byte(s.database + "\x00" + t.name + "\x00" + mutex))
+	return "simba:" + hex.EncodeToString(sum[:20])
+}
+
+func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error) {
+	var s schema
+	var version, csClient, csConn string
+	var readOnly bool
+	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly)
+	if err != nil {
+		return schema{}, fmt.Errorf("read server properties: %w", err)
+	}
+	s.mariaDB = strings.Contains(strings.ToLower(version), "mariadb")
+	if t.schema != "" {
+		s.database = t.schema
+	}
+	if s.database == "" {
+		return schema{}, &SchemaError{Table: t.String(), Problems: []string{
+			"no database: name one in the DSN or qualify the table name (WithTable(\"db.simba_mutex\"))"}}
+	}
+	cols, err := d.columns(ctx, db, s.database, t.name)
+	if err != nil {
+		return schema{}, err
+	}
+	var problems []string
+	if readOnly {
+		problems = append(problems, "the server is read-only (read_only=ON: a replica?); mutexes need a writable primary")
+	}
+	for _, cs := range []struct{ name, value string }{{"character_set_client", csClient}, {"character_set_connection", csConn}} {
+		if cs.value != "utf8mb4" {
+			problems = append(problems, fmt.Sprintf("the connection's %s is %s: names would be converted on the way; use utf8mb4 (go-sql-driver: charset=utf8mb4, the default)", cs.name, cs.value))
+		}
+	}
+	s.mutex, s.owner, problems = checkColumns(d.quote(t), cols, problems)
+	if len(problems) > 0 {
+		return schema{}, &SchemaError{Table: s.database + "." + t.name, Problems: problems}
+	}
+	return s, nil
+}
+
+// mysqlColumn is one row of information_schema.COLUMNS.
+type mysqlColumn struct {
+	name, dataType, columnType string
+	maxLen                     int64
+	charset, collation         string
+	key, nullable              string
+}
+
+func (mysqlDialect) columns(ctx context.Context, db *sql.DB, database, table string) (map[string]mysqlColumn, error) {
+	rows, err := db.QueryContext(ctx, mysqlColumns, database, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the columns of %s.%s: %w", database, table, err)
+	}
+	defer rows.Close()
+	cols := make(map[string]mysqlColumn)
+	for rows.Next() {
+		var c mysqlColumn
+		if err := rows.Scan(&c.name, &c.dataType, &c.columnType, &c.maxLen, &c.charset, &c.collation, &c.key, &c.nullable); err != nil {
+			return nil, fmt.Errorf("read the columns of %s.%s: %w", database, table, err)
+		}
+		c.name, c.dataType, c.columnType = strings.ToLower(c.name), strings.ToLower(c.dataType), strings.ToLower(c.columnType)
+		cols[c.name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the columns of %s.%s: %w", database, table, err)
+	}
+	return cols, nil
+}
+
+// checkColumns checks a table's columns against the format and returns the capacities of
+// its two string columns and every problem found, appended to problems.
+func checkColumns(table string, cols map[string]mysqlColumn, problems []string) (mutex, owner column, _ []string) {
+	if len(cols) == 0 {
+		return column{}, column{}, append(problems, "the table does not exist: create it with CreateTable, or run the statement DDL returns")
+	}
+	primary := 0
+	for _, c := range cols {
+		if c.key == "PRI" {
+			primary++
+		}
+	}
+	for _, name := range []string{"mutex", "acquired_at", "ttl_at", "transition_at", "owner_id", "version"} {
+		c, ok := cols[name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("column %s is missing", name))
+			continue
+		}
+		if c.nullable != "NO" {
+			problems = append(problems, fmt.Sprintf("column %s must be NOT NULL", name))
+		}
+		switch name {
+		case "mutex":
+			var p []string
+			mutex, p = checkText(table, c, "varchar(66)")
+			problems = append(problems, p...)
+			if c.key != "PRI" || primary != 1 {
+				problems = append(problems, "column mutex must be the primary key, alone")
+			}
+		case "owner_id":
+			var p []string
+			owner, p = checkText(table, c, "varchar(128)")
+			problems = append(problems, p...)
+		case "version":
+			if !(c.dataType == "bigint" || c.dataType == "int" && strings.Contains(c.columnType, "unsigned")) {
+				problems = append(problems, fmt.Sprintf("column version is %s; want int unsigned", c.columnType))
+			}
+		default:
+			if c.dataType != "bigint" {
+				problems = append(problems, fmt.Sprintf("column %s is %s; want bigint unsigned (epoch milliseconds)", name, c.columnType))
+			}
+		}
+	}
+	return mutex, owner, problems
+}
+
+// checkText checks a string column: it must keep every name apart (a binary collation of
+// utf8mb4, or a binary type) and hold at least one character.
+func checkText(table string, c mysqlColumn, want string) (column, []string) {
+	col := column{name: c.name, max: int(min(c.maxLen, 1<<20)), typ: c.columnType}
+	var problems []string
+	fix := fmt.Sprintf("ALTER TABLE %s MODIFY `%s` %s CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", table, c.name, want)
+	switch c.dataType {
+	case "varbinary", "binary":
+		col.bytes = true
+	case "varchar", "char":
+		if c.charset != "utf8mb4" {
+			problems = append(problems, fmt.Sprintf("column %s uses character set %s, which cannot hold every name (unrepresentable characters become '?' and names share a row); fix: %s", c.name, c.charset, fix))
+		}
+		if !strings.HasSuffix(c.collation, "_bin") {
+			problems = append(problems, fmt.Sprintf("column %s uses collation %s, under which names that differ in case or accents are equal and would share a row; fix: %s", c.name, c.collation, fix))
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("column %s is %s; want %s", c.name, c.columnType, want))
+	}
+	if col.max < 1 {
+		problems = append(problems, fmt.Sprintf("column %s holds no characters", c.name))
+	}
+	return col, problems
+}

@@ -1,0 +1,99 @@
+package jdbc
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/simba-go/simba"
+)
+
+// DefaultTable is the name of the table JVM Simba uses.
+const DefaultTable = "simba_mutex"
+
+// Option configures New, CreateTable and DDL.
+type Option func(*config)
+
+type config struct {
+	table    string
+	dialect  Dialect
+	handOver bool
+}
+
+// WithTable sets the table, optionally qualified by its schema ("db.simba_mutex"). Each
+// part must be an identifier of at most 64 ASCII letters, digits, '_' and '$', starting
+// with a letter or '_'; it is quoted in every statement. Default "simba_mutex"; without a
+// schema, the table is looked up in the DSN's database.
+func WithTable(name string) Option { return func(c *config) { c.table = name } }
+
+// WithDialect sets the SQL dialect. Default MySQL (MySQL and MariaDB); must not be nil.
+func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
+
+// WithHandOver turns the fast hand-over on or off. With it, each contention of a contender
+// pins one connection of the pool while it owns, waits for or heads the queue of a mutex,
+// and a waiting contender learns of a graceful release within milliseconds; without it,
+// contenders use the pool only and learn of a release at their next contend period, as
+// JVM Simba's do (ttl + transition + jitter, up to 17 s by default). Default true. See the
+// package documentation for the connections it costs.
+func WithHandOver(enabled bool) Option { return func(c *config) { c.handOver = enabled } }
+
+func newConfig(opts []Option) (config, tableName, error) {
+	c := config{table: DefaultTable, dialect: MySQL, handOver: true}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.dialect == nil {
+		return c, tableName{}, simba.InvalidArgument("dialect", nil, "must not be nil")
+	}
+	t, err := parseTable(c.table)
+	return c, t, err
+}
+
+// tableName is a validated table name, optionally qualified by its schema.
+type tableName struct {
+	schema, name string
+}
+
+// String returns the name as given: "schema.table" or "table".
+func (t tableName) String() string {
+	if t.schema == "" {
+		return t.name
+	}
+	return t.schema + "." + t.name
+}
+
+// maxIdentifier is the longest identifier MySQL and MariaDB accept.
+const maxIdentifier = 64
+
+// parseTable validates a table name of the form "table" or "schema.table".
+func parseTable(s string) (tableName, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 2 {
+		return tableName{}, simba.InvalidArgument("table", s, "must be \"table\" or \"schema.table\"")
+	}
+	for _, p := range parts {
+		if err := checkIdentifier(p); err != nil {
+			return tableName{}, simba.InvalidArgument("table", s, err.Error())
+		}
+	}
+	if len(parts) == 2 {
+		return tableName{schema: parts[0], name: parts[1]}, nil
+	}
+	return tableName{name: parts[0]}, nil
+}
+
+func checkIdentifier(p string) error {
+	if p == "" || len(p) > maxIdentifier {
+		return fmt.Errorf("each part must have 1 to %d characters", maxIdentifier)
+	}
+	for i, r := range p {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+		case (r >= '0' && r <= '9' || r == '$') && i > 0:
+		default:
+			return fmt.Errorf("character %q not allowed: use ASCII letters, digits, '_' and '$', not starting with a digit or '$'", r)
+		}
+	}
+	return nil
+}

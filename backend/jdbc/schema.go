@@ -1,0 +1,46 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/simba-go/simba"
+)
+
+// DDL returns the statement that creates the table if it is missing (CREATE TABLE IF NOT
+// EXISTS), for migrations run by other tools. Options as for New: WithTable and
+// WithDialect matter.
+func DDL(opts ...Option) (string, error) {
+	cfg, t, err := newConfig(opts)
+	if err != nil {
+		return "", err
+	}
+	return cfg.dialect.ddl(t), nil
+}
+
+// CreateTable creates the table on db if it is missing, and then checks it as Start does:
+// an existing table that does not match the format is reported as a *SchemaError rather
+// than left for Start to find. It does not close db.
+func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
+	if ctx == nil {
+		return simba.InvalidArgument("ctx", nil, "must not be nil")
+	}
+	if db == nil {
+		return simba.InvalidArgument("db", nil, "must not be nil")
+	}
+	cfg, t, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, cfg.dialect.ddl(t)); err != nil {
+		return fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
+	}
+	_, err = cfg.dialect.inspect(ctx, db, t)
+	var se *SchemaError
+	if err != nil && !errors.As(err, &se) {
+		return fmt.Errorf("simba/jdbc: check table %s: %w", t, err)
+	}
+	return err
+}

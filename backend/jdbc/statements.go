@@ -1,0 +1,91 @@
+package jdbc
+
+// Every SQL statement of the backend, for the MySQL/MariaDB dialect. %[1]s stands for the
+// table name, already validated and quoted; ? are the statement's arguments. The storage
+// format and the meaning of each statement are SPEC §6, shared with JVM Simba.
+
+// mysqlNow is the database's clock in epoch milliseconds. UTC_TIMESTAMP(3), like
+// CURRENT_TIMESTAMP(3), is read once per statement (its start), so every use in one
+// statement sees the same instant; unlike UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) it does not
+// pass through the session time zone, so it is not ambiguous in a daylight-saving fold.
+const mysqlNow = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
+
+const (
+	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. A row created
+	// meanwhile by someone else is left alone; unlike INSERT IGNORE, a value the column
+	// cannot hold is an error in strict mode rather than a silent truncation.
+	// Arguments: mutex.
+	mysqlEnsureRow = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
+		"VALUES (?, 0, 0, 0, '', 0) ON DUPLICATE KEY UPDATE version = version"
+
+	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
+	// transition window has ended) or renews the contender's own. version is assigned
+	// first, so that it reads the row as it was whether the server assigns left to right
+	// (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT); through
+	// LAST_INSERT_ID it also hands back, in the statement's OK packet, the new version
+	// times two plus 1 if the row was this contender's renewable tenure (a renewal) or 0
+	// (a new tenure). The version guard keeps int unsigned from overflowing or, in
+	// non-strict mode, from sticking at its maximum and repeating a token.
+	// Arguments: contender, ttl ms, ttl+transition ms, contender, mutex, contender.
+	mysqlAcquire = "UPDATE %[1]s SET " +
+		"version = LAST_INSERT_ID((version + 1) * 2 + (owner_id = ? AND transition_at > " + mysqlNow + ")) DIV 2, " +
+		"acquired_at = " + mysqlNow + ", " +
+		"ttl_at = " + mysqlNow + " + ?, " +
+		"transition_at = " + mysqlNow + " + ?, " +
+		"owner_id = ? " +
+		"WHERE mutex = ? AND version < 4294967295 " +
+		"AND (transition_at < " + mysqlNow + " OR (owner_id = ? AND transition_at > " + mysqlNow + "))"
+
+	// mysqlRead reads a row and the database's now in one statement.
+	// Arguments: mutex.
+	mysqlRead = "SELECT owner_id, acquired_at, ttl_at, transition_at, version, " + mysqlNow +
+		" FROM %[1]s WHERE mutex = ?"
+
+	// mysqlRelease is SPEC §6's release, further conditioned on the exact version the
+	// releasing contention knows: a release that reaches the server late (abandoned by
+	// its caller, delayed in a socket buffer or behind a row lock) cannot erase a later
+	// tenure, whose acquisition changed the version.
+	// Arguments: mutex, contender, version.
+	mysqlRelease = "UPDATE %[1]s SET acquired_at = 0, ttl_at = 0, transition_at = 0, owner_id = '', " +
+		"version = version + 1 WHERE mutex = ? AND owner_id = ? AND version = ?"
+)
+
+// Named locks: hints for a fast hand-over, never a condition of ownership (see doc.go).
+const (
+	// mysqlTryLock takes the named lock if it is free and returns the session's ID, with
+	// which a waiting GET_LOCK of the same session can later be interrupted.
+	// Arguments: lock name.
+	mysqlTryLock = "SELECT GET_LOCK(?, 0), CONNECTION_ID()"
+
+	// mysqlWaitLock waits until the named lock is free and takes it: 1 when taken, 0
+	// after the timeout, NULL when interrupted. Arguments: lock name, timeout s.
+	mysqlWaitLock = "SELECT GET_LOCK(?, ?)"
+
+	// mysqlUnlock lets a named lock go. Arguments: lock name.
+	mysqlUnlock = "DO RELEASE_LOCK(?)"
+
+	// mysqlInterrupt interrupts the statement a session is running, if any; %[1]d is the
+	// session ID (an integer from CONNECTION_ID, so the text is safe). A session that
+	// runs nothing is not affected, and its next statement runs normally.
+	mysqlInterrupt = "KILL QUERY %[1]d"
+)
+
+// Bounding every statement on the server.
+const (
+	// mysqlBoundPrefix makes a MariaDB server give a statement up, row-lock waits
+	// included, after %[1]s seconds.
+	mysqlBoundPrefix = "SET STATEMENT max_statement_time = %[1]s FOR "
+)
+
+// Start-up checks and the schema.
+const (
+	// mysqlServer tells the database the connection uses, the server's version (to tell
+	// MariaDB from MySQL), the character sets strings travel in, and whether the server
+	// refuses writes (a replica).
+	mysqlServer = "SELECT COALESCE(DATABASE(), ''), VERSION(), @@character_set_client, @@character_set_connection, @@read_only"
+
+	// mysqlColumns describes a table's columns. Arguments: schema, table.
+	mysqlColumns = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +
+		"COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY, IS_NULLABLE " +
+		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"
+)
