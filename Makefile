@@ -7,7 +7,7 @@ export GOTRACEBACK := all
 
 FUZZTIME ?= 20s
 
-.PHONY: test vet unit setup fuzz bench quickstart lint
+.PHONY: test vet unit setup fuzz bench gobench quickstart lint chaos
 
 ## test: set up, vet, and run every test with the race detector.
 test: setup vet unit
@@ -26,8 +26,14 @@ unit:
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-## bench: run the Go benchmarks.
-bench:
+## bench: the side-by-side benchmark program (bench/, a module of its own): simba's
+## backends and their peers on the same real servers; writes bench/results/ and the
+## README's performance section.
+bench: setup
+	cd bench && $(GO) run . -results results -readme ../README.md
+
+## gobench: the Go benchmarks of the library's packages.
+gobench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 ## quickstart: the README's first command.
