@@ -34,7 +34,12 @@ import (
 //   - No two running services in one process use the same mutex and contender ID.
 //   - The methods of one Contention are called from one goroutine at a time, never
 //     concurrently with each other, and every call, StartContend included, carries a
-//     context with a deadline no later than the service's call timeout from now.
+//     context with a deadline no later than the service's call timeout from now. Stop
+//     cancels the context of a call in flight: its outcome on the store is then unknown,
+//     and Release follows on a fresh context.
+//   - StartContend runs at every Start, and so at every Locker acquisition: start-up
+//     checks that cost I/O (a schema check, a ping) should be done once per backend and
+//     remembered.
 //   - StopContend is called exactly once per successful StartContend, last. (A Locker
 //     whose lease on a session store was lost calls it as soon as the loss is reported;
 //     nothing else is called on that contention afterwards.)
