@@ -192,4 +192,6 @@ func (u unanswering) StartContend(ctx context.Context, p simba.Participant) (sim
 
 type failingAcquire struct{ simba.LeaseContention }
 
-func (failingAcquire) Acquire(context.Context) (simba.Record, error) { return simba.Record{}, errNoAnswer }
+func (failingAcquire) Acquire(context.Context) (simba.Record, error) {
+	return simba.Record{}, errNoAnswer
+}
