@@ -7,10 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRefereeFencesAndLogs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "referee.log")

@@ -1,0 +1,195 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if code, ok := ContenderMain(); ok {
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// full reports whether the full plan runs (make chaos): longer phases and more rounds.
+// Otherwise the short version runs, as part of make test.
+func full() bool { return os.Getenv("SIMBA_CHAOS") == "full" }
+
+// phase returns the short or the full length of a phase.
+func phase(short, long time.Duration) time.Duration {
+	if full() {
+		return long
+	}
+	return short
+}
+
+// rounds returns the short or the full number of repetitions.
+func rounds(short, long int) int {
+	if full() {
+		return long
+	}
+	return short
+}
+
+// scenario is one of FAULTS.md §4.
+type scenario struct {
+	num    int
+	name   string
+	stores string // the letters of the stores it applies to: R, M, Z
+	out    bool   // out of model: overlaps are measured, fencing carries the weight
+	run    func(s *S)
+	timing func(Timing) Timing // adjusts DefaultTiming, if set
+}
+
+// S is one scenario run on one store.
+type S struct {
+	*Run
+	sc     scenario
+	result *Result
+}
+
+// Result is what one scenario run on one store reports.
+type Result struct {
+	Scenario  int
+	Name      string
+	Store     string
+	Out       bool
+	Findings  Findings
+	Faults    map[string]int
+	Failovers []time.Duration // owner gone to next OnAcquired
+	Bound     time.Duration   // the bound failovers are held to
+	Losses    []time.Duration // fault to OnReleased of the owner cut off
+	Notes     []string
+	Failed    bool
+	Took      time.Duration
+}
+
+var (
+	resultsMu sync.Mutex
+	results   []*Result
+)
+
+// TestChaos runs every scenario of FAULTS.md §4 on every store it names, the stores in
+// parallel, and writes the report when all are done.
+func TestChaos(t *testing.T) {
+	t.Cleanup(func() { writeReport(t) })
+	for _, k := range Kits() {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, sc := range scenarios {
+				if !strings.Contains(sc.stores, k.Letter) {
+					continue
+				}
+				t.Run(fmt.Sprintf("%02d_%s", sc.num, sc.name), func(t *testing.T) {
+					began := time.Now()
+					res := &Result{Scenario: sc.num, Name: sc.name, Store: k.Name, Out: sc.out}
+					timing := DefaultTiming
+					if sc.timing != nil {
+						timing = sc.timing(timing)
+					}
+					s := &S{Run: NewRun(t, k, timing, true), sc: sc, result: res}
+					sc.run(s)
+					res.Faults = s.Counts()
+					res.Failed = t.Failed()
+					res.Took = time.Since(began)
+					resultsMu.Lock()
+					results = append(results, res)
+					resultsMu.Unlock()
+				})
+			}
+		})
+	}
+}
+
+// finish checks the run's history and records the findings.
+func (s *S) finish() Findings {
+	f := s.Finish(Options{OutOfModel: s.sc.out})
+	s.result.Findings = f
+	return f
+}
+
+// spawn starts n contender processes and the in-process contender, all contending.
+func (s *S) spawn(n int) []*Proc {
+	var procs []*Proc
+	for i := range n {
+		procs = append(procs, s.Spawn(fmt.Sprintf("p%d", i)))
+	}
+	procs = append(procs, s.InProcess("inproc"))
+	for _, p := range procs {
+		p.Send("start")
+	}
+	return procs
+}
+
+// owner waits for a contender to believe it owns the mutex and returns it.
+func (s *S) owner(procs []*Proc, timeout time.Duration) *Proc {
+	s.T.Helper()
+	events, ok := s.Await(timeout, func(e []Event) bool { return Holder(e) != "" })
+	if !ok {
+		s.T.Fatalf("no owner within %v", timeout)
+	}
+	h := Holder(events)
+	for _, p := range procs {
+		if p.ID == h {
+			return p
+		}
+	}
+	s.T.Fatalf("owner %q is not one of the contenders", h)
+	return nil
+}
+
+// failoverBound is FAULTS C6's crash bound: T + G + J + D + RTT, or S + RTT on a session
+// store; RTT is taken as the call timeout.
+func (s *S) failoverBound() time.Duration {
+	tm := s.Timing
+	if s.Kit.Session {
+		return tm.Session + tm.CallTimeout
+	}
+	return tm.TTL + tm.Transition + time.Second + 2*tm.CallTimeout
+}
+
+// awaitSuccessor waits for a contender other than old to acquire after t0 and returns the
+// failover time, which the report shows next to bound. As FAULTS C6 asks, the assertion
+// is generous (bound plus half of it, at least a second more): scheduling on a loaded
+// two-core machine must not fail the run, while a failover that waits for something it
+// should not (a lapse that should have been a release, a missed wake-up) still does.
+func (s *S) awaitSuccessor(old string, t0 int64, bound time.Duration) time.Duration {
+	s.T.Helper()
+	limit := bound + max(bound/2, time.Second)
+	events, ok := s.Await(limit, func(e []Event) bool {
+		_, found := FirstAcquiredAfter(e, t0, old)
+		return found
+	})
+	if !ok {
+		s.T.Errorf("C6 no successor of %s within %v (bound %v)", old, limit, bound)
+		return 0
+	}
+	e, _ := FirstAcquiredAfter(events, t0, old)
+	d := time.Duration(e.At - t0)
+	s.result.Failovers = append(s.result.Failovers, d)
+	s.result.Bound = bound
+	return d
+}
+
+func (s *S) note(format string, args ...any) {
+	s.result.Notes = append(s.result.Notes, fmt.Sprintf(format, args...))
+	s.T.Logf(format, args...)
+}
+
+// byStore orders results for the report.
+func byStore(list []*Result) {
+	sort.SliceStable(list, func(i, j int) bool {
+		if list[i].Store != list[j].Store {
+			return list[i].Store < list[j].Store
+		}
+		return list[i].Scenario < list[j].Scenario
+	})
+}

@@ -1,0 +1,188 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// ContenderConfig describes one contender of a scenario. The harness passes it to a
+// contender process as JSON in the environment.
+type ContenderConfig struct {
+	Store       string        // kit name: "redis", "mariadb", "zookeeper"
+	Addr        string        // the store address the contender uses (its proxy)
+	Mutex       string        // the mutex contended for
+	ID          string        // the contender ID
+	TTL         time.Duration // the service options
+	Transition  time.Duration
+	CallTimeout time.Duration
+	Referee     string        // the referee's address
+	Log         string        // the event log path
+	WriteEvery  time.Duration // how often an owner writes to the referee
+	IncPause    time.Duration // the pause inside a shadow-counter increment
+	SessionTTL  time.Duration // ZooKeeper session timeout
+}
+
+// roleEnv and configEnv carry a contender process's role and configuration.
+const (
+	roleEnv   = "SIMBA_CHAOS_ROLE"
+	configEnv = "SIMBA_CHAOS_CONTENDER"
+)
+
+// ContenderMain runs a contender process if this process was started as one, and reports
+// whether it was. A TestMain calls it first and exits with the code it returns.
+func ContenderMain() (code int, isContender bool) {
+	if os.Getenv(roleEnv) != "contender" {
+		return 0, false
+	}
+	var cfg ContenderConfig
+	if err := json.Unmarshal([]byte(os.Getenv(configEnv)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos contender: bad configuration:", err)
+		return 2, true
+	}
+	commands := make(chan string)
+	go func() { // ends with the process
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			commands <- strings.TrimSpace(sc.Text())
+		}
+		close(commands)
+	}()
+	if err := RunContender(context.Background(), cfg, commands); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos contender:", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// RunContender runs one contender until commands closes or says "exit": "start" starts
+// its service, "stop" stops it. While it believes it owns the mutex, it writes to the
+// referee with its token and increments the shadow counter. Every step is logged.
+func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan string) error {
+	k, ok := kits[cfg.Store]
+	if !ok {
+		return fmt.Errorf("no store kit %q", cfg.Store)
+	}
+	log, err := CreateLog(cfg.Log, cfg.ID)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	backend, closeBackend, err := k.Backend(ctx, cfg)
+	if err != nil {
+		log.Add(KindError, 0, 0, "backend: "+err.Error())
+		return err
+	}
+	defer closeBackend()
+	ref, err := DialReferee(cfg.Referee)
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+
+	c := &contender{cfg: cfg, log: log, ref: ref}
+	opts := []simba.Option{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
+		simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if cfg.CallTimeout > 0 {
+		opts = append(opts, simba.WithCallTimeout(cfg.CallTimeout))
+	}
+	svc, err := simba.NewService(backend, simba.ContenderFuncs{
+		MutexName: cfg.Mutex, ID: cfg.ID, Acquired: c.acquired, Released: c.released,
+	}, opts...)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	for cmd := range commands {
+		switch cmd {
+		case "start":
+			log.Add(KindStart, 0, 0, "")
+			err := svc.Start(ctx)
+			log.Add(KindStarted, 0, 0, errText(err))
+		case "stop":
+			log.Add(KindStop, 0, 0, "")
+			err := svc.Stop(ctx)
+			log.Add(KindStopped, 0, 0, errText(err))
+		case "exit":
+			if svc.Status() == simba.StatusRunning {
+				log.Add(KindStop, 0, 0, "")
+				err := svc.Stop(ctx)
+				log.Add(KindStopped, 0, 0, errText(err))
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// contender is the callbacks' side of a contender: a writer runs while it believes.
+type contender struct {
+	cfg ContenderConfig
+	log *Log
+	ref *RefereeClient
+
+	mu     sync.Mutex
+	writer sync.WaitGroup
+	seq    uint64
+}
+
+func (c *contender) acquired(ctx context.Context, s simba.State) {
+	tok := s.After.Token
+	c.log.Add(KindAcquired, tok, 0, "")
+	c.writer.Go(func() { c.write(ctx, tok) })
+}
+
+func (c *contender) released(s simba.State) {
+	c.writer.Wait() // its context ended before OnReleased was delivered
+	c.log.Add(KindReleased, s.Before.Token, 0, "")
+}
+
+// write acts on the protected resource while ctx lives: a fenced write, then an unfenced
+// read–pause–write increment of the shadow counter.
+func (c *contender) write(ctx context.Context, token uint64) {
+	every := c.cfg.WriteEvery
+	if every <= 0 {
+		every = 20 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		c.seq++
+		seq := c.seq
+		c.mu.Unlock()
+		if _, err := c.ref.Write(c.cfg.Mutex, token, c.cfg.ID, seq); err != nil {
+			c.log.Add(KindError, token, seq, "referee: "+err.Error())
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err := c.ref.Increment(c.cfg.Mutex, c.cfg.IncPause); err != nil {
+			c.log.Add(KindError, token, seq, "shadow: "+err.Error())
+			return
+		}
+		c.log.Add(KindIncrement, token, seq, "")
+	}
+}

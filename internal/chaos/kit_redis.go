@@ -1,0 +1,66 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/internal/testserver"
+)
+
+func init() {
+	register(Kit{
+		Name:   "redis",
+		Letter: "R",
+		Server: func(dir string) (ServerProcess, error) { return testserver.Redis(dir) },
+		Backend: func(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
+			client := goredis.NewClient(redisOptions(cfg.Addr))
+			b, err := redis.New(client, redis.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				_ = client.Close()
+				return nil, nil, err
+			}
+			return b, func() { _ = b.Close(); _ = client.Close() }, nil
+		},
+		Residue: redisResidue,
+	})
+}
+
+// redisOptions are the client options of the fault suite: context deadlines bound socket
+// calls (the service's call timeout), and no handshake commands Redis 7.0 does not know.
+func redisOptions(addr string) *goredis.Options {
+	return &goredis.Options{
+		Addr:                     addr,
+		DisableIdentity:          true,
+		ContextTimeoutEnabled:    true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+}
+
+// redisResidue reports an owner key, waiting-set entries or subscribed channels left for
+// mutex.
+func redisResidue(ctx context.Context, addr, mutex string) error {
+	c := goredis.NewClient(redisOptions(addr))
+	defer c.Close()
+	key := "simba:{" + mutex + "}"
+	n, err := c.Exists(ctx, key, key+":contender").Result()
+	if err != nil {
+		return err
+	}
+	if n != 0 {
+		return fmt.Errorf("redis: %d of the owner key and waiting set of %q left", n, mutex)
+	}
+	chans, err := c.PubSubChannels(ctx, key+"*").Result()
+	if err != nil {
+		return err
+	}
+	if len(chans) != 0 {
+		return fmt.Errorf("redis: channels still subscribed: %v", chans)
+	}
+	return nil
+}

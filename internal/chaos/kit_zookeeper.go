@@ -1,0 +1,72 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/zookeeper"
+	"github.com/simba-go/simba/internal/testserver"
+)
+
+func init() {
+	register(Kit{
+		Name:    "zookeeper",
+		Letter:  "Z",
+		Session: true,
+		Server: func(dir string) (ServerProcess, error) {
+			return testserver.ZooKeeper(dir, testserver.ZooKeeperOptions{TickTime: 100 * time.Millisecond})
+		},
+		Backend: func(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
+			session := cfg.SessionTTL
+			if session <= 0 {
+				session = time.Second
+			}
+			b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+				return zk.Connect([]string{cfg.Addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}))
+			}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				return nil, nil, err
+			}
+			return b, func() { _ = b.Close() }, nil
+		},
+		Residue: zookeeperResidue,
+	})
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+// zookeeperResidue reports latch nodes left under the mutex's node.
+func zookeeperResidue(ctx context.Context, addr, mutex string) error {
+	conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	done := make(chan error, 1)
+	go func() { // ends with the connection's request
+		kids, _, err := conn.Children("/simba/" + mutex)
+		switch {
+		case err == zk.ErrNoNode:
+			done <- nil
+		case err != nil:
+			done <- err
+		case len(kids) > 0:
+			done <- fmt.Errorf("zookeeper: nodes left under /simba/%s: %v", mutex, kids)
+		default:
+			done <- nil
+		}
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

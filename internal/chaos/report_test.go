@@ -1,0 +1,138 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeReport renders the results as the table of FAULTS.md §6, writes it to
+// $SIMBA_CHAOS_REPORT (or the test's temporary directory) and logs it.
+func writeReport(t *testing.T) {
+	resultsMu.Lock()
+	list := append([]*Result(nil), results...)
+	resultsMu.Unlock()
+	if len(list) == 0 {
+		return
+	}
+	byStore(list)
+	var b strings.Builder
+	mode := "short (make test)"
+	if full() {
+		mode = "full (make chaos)"
+	}
+	fmt.Fprintf(&b, "# simba fault suite: %s\n\n", mode)
+	fmt.Fprintf(&b, "Go %s, %d cores, race detector %v; T %v, G %v, D %v, ZooKeeper session %v.\n\n",
+		runtime.Version(), runtime.NumCPU(), raceEnabled, DefaultTiming.TTL, DefaultTiming.Transition,
+		DefaultTiming.CallTimeout, DefaultTiming.Session)
+	b.WriteString("## Summary\n\n")
+	for _, store := range stores(list) {
+		b.WriteString(summary(store, list) + "\n\n")
+	}
+	b.WriteString("## Scenarios\n\n")
+	b.WriteString("| # | scenario | store | faults | tenures | max overlap | stale accepted | stale rejected | shadow lost | failover p50 / max (bound) | result |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range list {
+		f := r.Findings
+		kind := ""
+		if r.Out {
+			kind = " [out]"
+		}
+		verdict := "pass"
+		if r.Failed {
+			verdict = "**FAIL**"
+		}
+		fmt.Fprintf(&b, "| %d | %s%s | %s | %s | %d | %v | %d | %d | %d | %s | %s |\n",
+			r.Scenario, r.Name, kind, r.Store, faults(r.Faults), f.Tenures, f.MaxOverlap.Round(time.Millisecond),
+			len(f.Referee), f.WritesRejected, f.ShadowLost, failovers(r), verdict)
+	}
+	for _, r := range list {
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "\n- %d %s (%s): %s", r.Scenario, r.Name, r.Store, n)
+		}
+	}
+	b.WriteString("\n")
+	path := os.Getenv("SIMBA_CHAOS_REPORT")
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "chaos-report.md")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Errorf("writing the report: %v", err)
+	}
+	t.Logf("fault suite report (%s):\n%s", path, b.String())
+}
+
+func stores(list []*Result) []string {
+	var out []string
+	for _, r := range list {
+		if !slices.Contains(out, r.Store) {
+			out = append(out, r.Store)
+		}
+	}
+	return out
+}
+
+// summary is FAULTS.md §6's one line per store.
+func summary(store string, list []*Result) string {
+	var (
+		injections, tenures, rejected, accepted, failed int
+		inModelOverlaps                                 int
+		took                                            time.Duration
+		maxFailover, bound                              time.Duration
+	)
+	for _, r := range list {
+		if r.Store != store {
+			continue
+		}
+		for _, n := range r.Faults {
+			injections += n
+		}
+		tenures += r.Findings.Tenures
+		rejected += r.Findings.WritesRejected
+		accepted += len(r.Findings.Referee)
+		if !r.Out {
+			inModelOverlaps += len(r.Findings.Overlaps)
+		}
+		for _, d := range r.Failovers {
+			maxFailover = max(maxFailover, d)
+		}
+		bound = max(bound, r.Bound)
+		took += r.Took
+		if r.Failed {
+			failed++
+		}
+	}
+	return fmt.Sprintf("**%s**: %d fault injections over %v of contention, %d tenures, %d in-model overlaps, %d stale writes accepted (%d rejected), max failover %v vs bound %v, %d failed scenarios.",
+		store, injections, took.Round(time.Second), tenures, inModelOverlaps, accepted, rejected,
+		maxFailover.Round(time.Millisecond), bound, failed)
+}
+
+func faults(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func failovers(r *Result) string {
+	if len(r.Failovers) == 0 {
+		return "-"
+	}
+	d := slices.Clone(r.Failovers)
+	slices.Sort(d)
+	return fmt.Sprintf("%v / %v (%v)", d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond), r.Bound)
+}
