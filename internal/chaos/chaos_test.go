@@ -52,8 +52,9 @@ type scenario struct {
 // S is one scenario run on one store.
 type S struct {
 	*Run
-	sc     scenario
-	result *Result
+	sc        scenario
+	result    *Result
+	onContext bool // measure exclusion on tenure contexts (blocking callbacks)
 }
 
 // Result is what one scenario run on one store reports.
@@ -111,7 +112,7 @@ func TestChaos(t *testing.T) {
 
 // finish checks the run's history and records the findings.
 func (s *S) finish() Findings {
-	f := s.Finish(Options{OutOfModel: s.sc.out})
+	f := s.Finish(Options{OutOfModel: s.sc.out, OnContext: s.onContext})
 	s.result.Findings = f
 	return f
 }

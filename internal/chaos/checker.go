@@ -35,6 +35,9 @@ type Options struct {
 	OutOfModel bool
 	// Shadow is the final value of the shadow counter, if the scenario used it.
 	Shadow *int64
+	// OnContext ends a belief interval when the tenure context ended rather than when
+	// OnReleased returned: exclusion measured on ownership, for callbacks that block.
+	OnContext bool
 }
 
 // Findings are what the checker found over one history.
@@ -65,7 +68,7 @@ func Check(events []Event, o Options) Findings {
 	if len(events) > 0 {
 		end = events[len(events)-1].At
 	}
-	f.Intervals = intervals(events, end, &f)
+	f.Intervals = intervals(events, end, o.OnContext, &f)
 	f.checkOverlaps(o)
 	f.checkTokens()
 	f.checkReferee(events, o)
@@ -112,10 +115,11 @@ func (f Findings) Violations(o Options) []string {
 }
 
 // intervals pairs acquired and released events per process and checks alternation (C1).
-func intervals(events []Event, end int64, f *Findings) []Interval {
+func intervals(events []Event, end int64, onContext bool, f *Findings) []Interval {
 	type state struct {
 		open    *Interval
-		stopped bool // between Stop returning and the next Start
+		lostAt  int64 // when the open interval's tenure context ended
+		stopped bool  // between Stop returning and the next Start
 	}
 	procs := map[string]*state{}
 	var out []Interval
@@ -149,7 +153,11 @@ func intervals(events []Event, end int64, f *Findings) []Interval {
 			if e.Token == 0 {
 				f.Alternation = append(f.Alternation, fmt.Sprintf("%s: OnAcquired without a fencing token", e.Proc))
 			}
-			s.open = &Interval{Proc: e.Proc, Token: e.Token, From: e.At}
+			s.open, s.lostAt = &Interval{Proc: e.Proc, Token: e.Token, From: e.At}, 0
+		case KindLost:
+			if s := get(e.Proc); s.open != nil && s.lostAt == 0 {
+				s.lostAt = e.At
+			}
 		case KindReleased:
 			s := get(e.Proc)
 			if s.stopped {
@@ -160,6 +168,9 @@ func intervals(events []Event, end int64, f *Findings) []Interval {
 				continue
 			}
 			s.open.To = e.At
+			if onContext && s.lostAt != 0 {
+				s.open.To = s.lostAt
+			}
 			out = append(out, *s.open)
 			s.open = nil
 		case KindKilled:

@@ -25,11 +25,15 @@ type ContenderConfig struct {
 	TTL         time.Duration // the service options
 	Transition  time.Duration
 	CallTimeout time.Duration
+	RenewalLead time.Duration // zero: simba's default
 	Referee     string        // the referee's address
 	Log         string        // the event log path
 	WriteEvery  time.Duration // how often an owner writes to the referee
 	IncPause    time.Duration // the pause inside a shadow-counter increment
 	SessionTTL  time.Duration // ZooKeeper session timeout
+
+	SlowAcquired time.Duration // OnAcquired blocks this long after it begins (scenario 6)
+	Panics       bool          // the callbacks panic after logging (scenario 6)
 }
 
 // roleEnv and configEnv carry a contender process's role and configuration.
@@ -95,6 +99,9 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 	if cfg.CallTimeout > 0 {
 		opts = append(opts, simba.WithCallTimeout(cfg.CallTimeout))
 	}
+	if cfg.RenewalLead > 0 {
+		opts = append(opts, simba.WithRenewalLead(cfg.RenewalLead))
+	}
 	svc, err := simba.NewService(backend, simba.ContenderFuncs{
 		MutexName: cfg.Mutex, ID: cfg.ID, Acquired: c.acquired, Released: c.released,
 	}, opts...)
@@ -145,12 +152,22 @@ type contender struct {
 func (c *contender) acquired(ctx context.Context, s simba.State) {
 	tok := s.After.Token
 	c.log.Add(KindAcquired, tok, 0, "")
+	context.AfterFunc(ctx, func() { c.log.Add(KindLost, tok, 0, "") })
 	c.writer.Go(func() { c.write(ctx, tok) })
+	if c.cfg.SlowAcquired > 0 {
+		time.Sleep(c.cfg.SlowAcquired)
+	}
+	if c.cfg.Panics {
+		panic("chaos: OnAcquired panics on purpose")
+	}
 }
 
 func (c *contender) released(s simba.State) {
 	c.writer.Wait() // its context ended before OnReleased was delivered
 	c.log.Add(KindReleased, s.Before.Token, 0, "")
+	if c.cfg.Panics {
+		panic("chaos: OnReleased panics on purpose")
+	}
 }
 
 // write acts on the protected resource while ctx lives: a fenced write, then an unfenced

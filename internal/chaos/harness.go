@@ -41,6 +41,9 @@ type Kit struct {
 	// Residue reports what the store still holds for mutex once every contender has
 	// stopped (keys, rows still naming an owner, nodes, subscriptions), as an error.
 	Residue func(ctx context.Context, addr, mutex string) error
+	// Owner returns the contender ID the store names as the owner of mutex now ("" for
+	// none), read with a connection of the harness's own.
+	Owner func(ctx context.Context, addr, mutex string) (string, error)
 	// Session reports whether the store ties ownership to a session (ZooKeeper) rather
 	// than to a TTL.
 	Session bool
@@ -73,6 +76,8 @@ func Kits() []Kit {
 // Timing is the timing of a scenario (FAULTS §2.5: T, G, D, and the ZooKeeper session).
 type Timing struct {
 	TTL, Transition, CallTimeout, Session time.Duration
+	// RenewalLead is the owners' renewal lead; zero: simba's default (a third of the TTL).
+	RenewalLead time.Duration
 	// Epsilon is the scheduling slack the checker tolerates.
 	Epsilon time.Duration
 }
@@ -165,27 +170,32 @@ func (r *Run) newLog(name string) (*Log, error) {
 	return CreateLog(path, name)
 }
 
-func (r *Run) config(id string, proxy *faultproxy.Proxy) ContenderConfig {
+// config returns the configuration of contender id on addr; its log is read with the
+// run's once the contender is spawned.
+func (r *Run) config(id, addr string) ContenderConfig {
 	path := filepath.Join(r.Dir, id+".log")
-	r.mu.Lock()
-	r.logPaths = append(r.logPaths, path)
-	r.mu.Unlock()
 	return ContenderConfig{
-		Store: r.Kit.Name, Addr: proxy.Addr(), Mutex: r.Mutex, ID: id,
-		TTL: r.Timing.TTL, Transition: r.Timing.Transition, CallTimeout: r.Timing.CallTimeout,
+		Store: r.Kit.Name, Addr: addr, Mutex: r.Mutex, ID: id,
+		TTL: r.Timing.TTL, Transition: r.Timing.Transition, CallTimeout: r.Timing.CallTimeout, RenewalLead: r.Timing.RenewalLead,
 		SessionTTL: r.Timing.Session, Referee: r.Ref.Addr(), Log: path,
 		WriteEvery: r.Timing.TTL / 20, IncPause: r.Timing.TTL / 100,
 	}
 }
 
 // Spawn starts a contender process behind its own proxy; it contends once told "start".
-func (r *Run) Spawn(id string) *Proc {
+func (r *Run) Spawn(id string) *Proc { return r.SpawnWith(id, nil) }
+
+// SpawnWith is Spawn with the contender's configuration adjusted by adjust (if not nil).
+func (r *Run) SpawnWith(id string, adjust func(*ContenderConfig)) *Proc {
 	r.T.Helper()
 	proxy, err := faultproxy.New(r.Server.Addr())
 	if err != nil {
 		r.T.Fatal(err)
 	}
-	cfg := r.config(id, proxy)
+	cfg := r.config(id, proxy.Addr())
+	if adjust != nil {
+		adjust(&cfg)
+	}
 	js, _ := json.Marshal(cfg)
 	exe, err := os.Executable()
 	if err != nil {
@@ -215,7 +225,7 @@ func (r *Run) Spawn(id string) *Proc {
 		p.mu.Unlock()
 		p.done <- err
 	}()
-	r.add(p)
+	r.add(p, cfg)
 	return p
 }
 
@@ -226,7 +236,7 @@ func (r *Run) InProcess(id string) *Proc {
 	if err != nil {
 		r.T.Fatal(err)
 	}
-	cfg := r.config(id, proxy)
+	cfg := r.config(id, proxy.Addr())
 	p := &Proc{ID: id, Proxy: proxy, run: r, commands: make(chan string, 8), done: make(chan error, 1)}
 	go func() {
 		err := RunContender(context.Background(), cfg, p.commands)
@@ -235,13 +245,14 @@ func (r *Run) InProcess(id string) *Proc {
 		p.mu.Unlock()
 		p.done <- err
 	}()
-	r.add(p)
+	r.add(p, cfg)
 	return p
 }
 
-func (r *Run) add(p *Proc) {
+func (r *Run) add(p *Proc, cfg ContenderConfig) {
 	r.mu.Lock()
 	r.procs[p.ID] = p
+	r.logPaths = append(r.logPaths, cfg.Log)
 	r.mu.Unlock()
 	r.T.Cleanup(func() {
 		p.Exit()

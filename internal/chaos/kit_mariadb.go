@@ -35,6 +35,7 @@ func init() {
 			return b, func() { _ = b.Close(); _ = db.Close() }, nil
 		},
 		Residue: mariadbResidue,
+		Owner:   mariadbOwner,
 	})
 }
 
@@ -46,9 +47,18 @@ func mariadbDSN(addr string) string {
 
 // mariadbResidue reports a row that still names an owner whose lease has not lapsed.
 func mariadbResidue(ctx context.Context, addr, mutex string) error {
+	owner, err := mariadbOwner(ctx, addr, mutex)
+	if err != nil || owner == "" {
+		return err
+	}
+	return fmt.Errorf("mariadb: the row of %q still names %q", mutex, owner)
+}
+
+// mariadbOwner returns the owner the row of mutex names while its lease lasts.
+func mariadbOwner(ctx context.Context, addr, mutex string) (string, error) {
 	db, err := sql.Open("mysql", mariadbDSN(addr))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer db.Close()
 	var owner string
@@ -56,11 +66,9 @@ func mariadbResidue(ctx context.Context, addr, mutex string) error {
 		"(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)", mutex).Scan(&owner)
 	switch {
 	case err == sql.ErrNoRows:
-		return nil
+		return "", nil
 	case err != nil && strings.Contains(err.Error(), "doesn't exist"):
-		return nil
-	case err != nil:
-		return err
+		return "", nil
 	}
-	return fmt.Errorf("mariadb: the row of %q still names %q", mutex, owner)
+	return owner, err
 }

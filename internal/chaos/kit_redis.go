@@ -28,6 +28,15 @@ func init() {
 			return b, func() { _ = b.Close(); _ = client.Close() }, nil
 		},
 		Residue: redisResidue,
+		Owner: func(ctx context.Context, addr, mutex string) (string, error) {
+			c := goredis.NewClient(redisOptions(addr))
+			defer c.Close()
+			owner, err := c.Get(ctx, "simba:{"+mutex+"}").Result()
+			if err == goredis.Nil {
+				return "", nil
+			}
+			return owner, err
+		},
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,6 +36,7 @@ func init() {
 			return b, func() { _ = b.Close() }, nil
 		},
 		Residue: zookeeperResidue,
+		Owner:   zookeeperOwner,
 	})
 }
 
@@ -68,5 +70,53 @@ func zookeeperResidue(ctx context.Context, addr, mutex string) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// zookeeperOwner returns the data of the lowest latch node under the mutex's node.
+func zookeeperOwner(ctx context.Context, addr, mutex string) (string, error) {
+	conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	type answer struct {
+		owner string
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() { // ends with the connection's requests
+		parent := "/simba/" + mutex
+		kids, _, err := conn.Children(parent)
+		if err == zk.ErrNoNode {
+			done <- answer{}
+			return
+		}
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		best, bestSeq := "", ""
+		for _, k := range kids {
+			i := strings.LastIndex(k, "-latch-")
+			if i < 0 {
+				continue
+			}
+			if seq := k[i+len("-latch-"):]; best == "" || seq < bestSeq {
+				best, bestSeq = k, seq
+			}
+		}
+		if best == "" {
+			done <- answer{}
+			return
+		}
+		data, _, err := conn.Get(parent + "/" + best)
+		done <- answer{string(data), err}
+	}()
+	select {
+	case a := <-done:
+		return a.owner, a.err
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
 }
