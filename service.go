@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/internal/dispatch"
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Service runs one Contender (or Retriever) for one mutex through a Backend. It owns the
@@ -557,7 +558,13 @@ func (s *Service) attempt(r *run, failures *int) time.Duration {
 	var end time.Time
 	if s.id != "" && rec.Owner == s.id {
 		rec.TTL = min(rec.TTL, s.cfg.ttl) // never believe longer than this contender asked for
-		end = sent.Add(rec.TTL - s.cfg.driftMargin())
+		from := sent
+		if mutation.On("reply-time-lease") {
+			from = s.cfg.now()
+		}
+		if !mutation.On("no-local-deadline") {
+			end = from.Add(rec.TTL - s.cfg.driftMargin())
+		}
 	}
 	o := rec.At(sent)
 	s.apply(r, o, end)

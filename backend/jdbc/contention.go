@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // clockStep is the resolution of the database's clock: it is read to the millisecond, so
@@ -165,7 +166,7 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 // their tokens, is the safe choice.
 func (c *contention) won(res acquireResult) simba.Record {
 	token := res.version
-	if res.renewed && c.continues(res.version-1) {
+	if res.renewed && c.continues(res.version-1) && !mutation.On("latest-version-token") {
 		token = c.token
 	}
 	c.version, c.token = res.version, token

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // contention is one participant's contention: for a contender, its node and the watches
@@ -290,7 +291,11 @@ func (c *contention) contend(s session) (view, bool, error) {
 		return view{}, true, nil
 	}
 	if i == 0 {
-		return view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: uint64(c.czxid),
+		token := uint64(c.czxid)
+		if mutation.On("sequence-token") {
+			token = uint64(nodes[0].seq) + 1 // restarts when the reaped parent is created again
+		}
+		return view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: token,
 			watched: []string{c.node}, confirmed: sent}, false, nil
 	}
 	pred := c.parent + "/" + nodes[i-1].name

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 func TestMain(m *testing.M) {
@@ -82,6 +84,9 @@ var (
 // parallel, and writes the report when all are done.
 func TestChaos(t *testing.T) {
 	t.Cleanup(func() { writeReport(t) })
+	if os.Getenv("SIMBA_MUTATION") == "" { // not inside a mutation run
+		t.Run("27_mutations", testMutations)
+	}
 	for _, k := range Kits() {
 		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
@@ -96,7 +101,8 @@ func TestChaos(t *testing.T) {
 					if sc.timing != nil {
 						timing = sc.timing(timing)
 					}
-					s := &S{Run: NewRun(t, k, timing, true), sc: sc, result: res}
+					fenced := !mutation.On("unfenced-referee")
+					s := &S{Run: NewRun(t, k, timing, fenced), sc: sc, result: res}
 					sc.run(s)
 					res.Faults = s.Counts()
 					res.Failed = t.Failed()

@@ -263,7 +263,11 @@ func (f *Findings) checkReferee(events []Event, o Options) {
 				break
 			}
 		}
-		if !o.OutOfModel && !f.within(e, o.Epsilon) {
+		in, ok := f.covering(e, o.Epsilon)
+		switch {
+		case ok && in.Token != e.Token:
+			f.Tokens = append(f.Tokens, fmt.Sprintf("%s wrote with token %d within its tenure of token %d: the token changed within a tenure", e.Proc, e.Token, in.Token))
+		case !ok && !o.OutOfModel:
 			f.Referee = append(f.Referee, fmt.Sprintf("%s wrote with token %d outside its belief", e.Proc, e.Token))
 		}
 	}
@@ -272,13 +276,14 @@ func (f *Findings) checkReferee(events []Event, o Options) {
 	}
 }
 
-func (f *Findings) within(e Event, eps time.Duration) bool {
+// covering returns the belief interval of the writer of e that covers its time, if any.
+func (f *Findings) covering(e Event, eps time.Duration) (Interval, bool) {
 	for _, in := range f.Intervals {
-		if in.Proc == e.Proc && in.Token == e.Token && e.At >= in.From-int64(eps) && e.At <= in.To+int64(eps) {
-			return true
+		if in.Proc == e.Proc && e.At >= in.From-int64(eps) && e.At <= in.To+int64(eps) {
+			return in, true
 		}
 	}
-	return false
+	return Interval{}, false
 }
 
 // checkStops checks that Stop delivered OnReleased before it returned (checked with

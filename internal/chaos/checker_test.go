@@ -135,3 +135,12 @@ func TestFailoverHelpers(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 21*ms, r.At)
 }
+
+// A write with another token than its tenure's is a C3 violation: the token changed
+// within the tenure.
+func TestCheckCatchesTokenChangeWithinTenure(t *testing.T) {
+	o := Options{Epsilon: time.Millisecond}
+	v := Check(history(ev{0, "a", KindAcquired, 5}, ev{5, "a", KindWriteOK, 5}, ev{10, "a", KindWriteOK, 6},
+		ev{20, "a", KindReleased, 5}), o).Violations(o)
+	assert.Contains(t, join(v), "C3 tokens")
+}

@@ -32,6 +32,7 @@ type ContenderConfig struct {
 	IncPause    time.Duration // the pause inside a shadow-counter increment
 	SessionTTL  time.Duration // ZooKeeper session timeout
 
+	WorkPause    time.Duration // the time between checking the tenure context and writing
 	SlowAcquired time.Duration // OnAcquired blocks this long after it begins (scenario 6)
 	Panics       bool          // the callbacks panic after logging (scenario 6)
 }
@@ -108,6 +109,7 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 	if err != nil {
 		return err
 	}
+	c.svc = svc
 	defer svc.Close()
 	for cmd := range commands {
 		switch cmd {
@@ -143,6 +145,7 @@ type contender struct {
 	cfg ContenderConfig
 	log *Log
 	ref *RefereeClient
+	svc *simba.Service
 
 	mu     sync.Mutex
 	writer sync.WaitGroup
@@ -171,7 +174,9 @@ func (c *contender) released(s simba.State) {
 }
 
 // write acts on the protected resource while ctx lives: a fenced write, then an unfenced
-// read–pause–write increment of the shadow counter.
+// read–pause–write increment of the shadow counter. It writes with the token the service
+// reports for the tenure now (the one OnAcquired gave, unless a backend lets it drift),
+// and WorkPause after it last checked ctx, as real work between a check and an act.
 func (c *contender) write(ctx context.Context, token uint64) {
 	every := c.cfg.WriteEvery
 	if every <= 0 {
@@ -185,15 +190,21 @@ func (c *contender) write(ctx context.Context, token uint64) {
 			return
 		case <-t.C:
 		}
+		if o := c.svc.Owner(); o.ID == c.cfg.ID && o.Token != 0 {
+			token = o.Token
+		}
+		if c.cfg.WorkPause > 0 {
+			c.log.Add(KindWork, token, 0, "")
+			time.Sleep(c.cfg.WorkPause)
+		}
 		c.mu.Lock()
 		c.seq++
 		seq := c.seq
 		c.mu.Unlock()
+		// The write and the increment are one act, begun after the check above: what a
+		// pause can delay past the end of belief.
 		if _, err := c.ref.Write(c.cfg.Mutex, token, c.cfg.ID, seq); err != nil {
 			c.log.Add(KindError, token, seq, "referee: "+err.Error())
-			return
-		}
-		if ctx.Err() != nil {
 			return
 		}
 		if err := c.ref.Increment(c.cfg.Mutex, c.cfg.IncPause); err != nil {

@@ -34,6 +34,7 @@ const (
 	KindKilled     Kind = "killed"      // the harness killed the process (Proc: whom)
 	KindError      Kind = "error"       // something the checker must report (Note)
 	KindLost       Kind = "lost"        // the tenure context ended (Token)
+	KindWork       Kind = "work"        // a writer checked its context and works before writing
 )
 
 // Event is one line of a log.

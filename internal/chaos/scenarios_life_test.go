@@ -329,10 +329,17 @@ func shortPause(s *S) {
 // its context ends and OnReleased comes before it does more work; its stale writes are
 // rejected by the referee, and the unfenced shadow counter loses increments.
 func longPause(s *S) {
+	// Belief ends with the tenure context; OnReleased waits for the stale act to finish.
+	s.onContext = true
 	var procs []*Proc
 	for i := range 4 {
-		// Long increments: the pause most likely falls inside one, as a GC pause would.
-		procs = append(procs, s.SpawnWith(fmt.Sprintf("p%d", i), func(c *ContenderConfig) { c.IncPause = s.Timing.TTL / 5 }))
+		// Long work between checking the context and writing, and long increments: the
+		// pause most likely falls inside one of them, as a GC pause would.
+		// Increments of half a TTL: the resumed owner's stale one surely overlaps one of
+		// its successor's, which repeat every WorkPause + IncPause.
+		procs = append(procs, s.SpawnWith(fmt.Sprintf("p%d", i), func(c *ContenderConfig) {
+			c.WorkPause, c.IncPause = 2*s.Timing.TTL/5, s.Timing.TTL/2
+		}))
 	}
 	for _, p := range procs {
 		p.Send("start")
@@ -342,7 +349,12 @@ func longPause(s *S) {
 		length = 2 * s.Timing.Session
 	}
 	owner := s.owner(procs, s.failoverBound()+2*time.Second)
-	time.Sleep(rand.N(s.Timing.TTL / 2))
+	// Pause the owner while it works between checking its context and writing, where a
+	// GC pause does the most harm: on resume it writes with its stale token.
+	ready := Now()
+	if _, ok := s.eventAfter(owner.ID, KindWork, ready, 5*time.Second); !ok {
+		s.T.Fatal("the owner did not work")
+	}
 	t0 := Now()
 	s.Pause(owner)
 	s.awaitSuccessor(owner.ID, t0, s.failoverBound())

@@ -1,0 +1,67 @@
+package chaos
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// mutationRun is one deliberate bug of FAULTS.md scenario 27b and the scenario that must
+// catch it.
+type mutationRun struct {
+	name     string // SIMBA_MUTATION, see internal/mutation
+	store    string // the store and scenario that must catch it
+	scenario string
+	expected string // the assertion that must fail, as the checker names it
+	caught   bool
+}
+
+var mutations = []*mutationRun{
+	{name: "no-local-deadline", store: "redis", scenario: "11_owner_cut_off", expected: "C2"},
+	{name: "reply-time-lease", store: "redis", scenario: "13_late_replies_then_cut", expected: "C2"},
+	{name: "unfenced-referee", store: "redis", scenario: "09_long_pause", expected: "C4"},
+	{name: "latest-version-token", store: "mariadb", scenario: "01_steady", expected: "C3"},
+	{name: "sequence-token", store: "zookeeper", scenario: "21_container_reaped", expected: "C3"},
+}
+
+// testMutations builds the suite with the simba_mutation tag and runs each mutation's
+// scenario with it switched on: each run must fail, on the expected assertion. A checker
+// that never fails proves nothing.
+func testMutations(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "chaos.mutated")
+	build := exec.Command("go", "test", "-c", "-tags", "simba_mutation", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the mutated suite: %v\n%s", err, out)
+	}
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			run := "^TestChaos$/^" + m.store + "$/^" + m.scenario + "$"
+			cmd := exec.Command(bin, "-test.run", run, "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), "SIMBA_MUTATION="+m.name, "SIMBA_CHAOS_REPORT="+filepath.Join(t.TempDir(), "report.md"))
+			out, err := cmd.CombinedOutput()
+			output := string(out)
+			ran := strings.Contains(output, "=== RUN   TestChaos/"+m.store+"/"+m.scenario)
+			failedOn := regexp.MustCompile(`(?m)^\s+\S+_test\.go:\d+: ` + m.expected + `\b`).MatchString(output)
+			m.caught = err != nil && failedOn
+			switch {
+			case !ran:
+				t.Errorf("mutation %s: the scenario %s/%s did not run:\n%s", m.name, m.store, m.scenario, tail(output, 30))
+			case !m.caught:
+				t.Errorf("mutation %s was not caught by %s/%s (%s expected):\n%s", m.name, m.store, m.scenario, m.expected, tail(output, 40))
+			default:
+				t.Logf("mutation %s caught: %s/%s failed on %s", m.name, m.store, m.scenario, m.expected)
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
