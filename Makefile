@@ -22,6 +22,13 @@ vet:
 unit:
 	SIMBA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 15m ./...
 
+## chaos: the fault suite's full plan (FAULTS.md), every mutation included; prints the
+## table of figures and writes it to chaos-report.md.
+chaos: setup
+	SIMBA_REQUIRE_SERVERS=1 SIMBA_CHAOS=full SIMBA_CHAOS_REPORT=$(CURDIR)/chaos-report.md \
+		$(GO) test -race -count=1 -timeout 90m -run '^TestChaos$$' ./internal/chaos
+	@cat chaos-report.md
+
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,10 +19,33 @@ import (
 func TestReadmeSnippetsMatchExamples(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	src, err := os.ReadFile("example_test.go")
+	re := regexp.MustCompile("(?s)<!-- snippet: (?:(\\S+) )?(\\w+) -->\n```go\n(.*?)\n```")
+	matches := re.FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, matches, "the README has no snippets")
+	bodies := map[string]map[string]string{}
+	for _, m := range matches {
+		dir, name, snippet := m[1], m[2], m[3]
+		if dir == "" {
+			dir = "."
+		}
+		if bodies[dir] == nil {
+			bodies[dir] = exampleBodies(t, dir)
+		}
+		body, ok := bodies[dir][name]
+		if assert.True(t, ok, "README snippet %s %s names no example", dir, name) {
+			assert.Equal(t, body, snippet, "README snippet %s %s differs from the example", dir, name)
+		}
+	}
+}
+
+// exampleBodies returns the bodies of the Example functions in dir/example_test.go, without
+// their output comments and with one level of indentation removed.
+func exampleBodies(t *testing.T, dir string) map[string]string {
+	path := filepath.Join(dir, "example_test.go")
+	src, err := os.ReadFile(path)
 	require.NoError(t, err)
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "example_test.go", src, parser.ParseComments)
+	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
 	require.NoError(t, err)
 	bodies := map[string]string{}
 	for _, d := range f.Decls {
@@ -39,13 +63,5 @@ func TestReadmeSnippetsMatchExamples(t *testing.T) {
 		}
 		bodies[fn.Name.Name] = strings.TrimRight(strings.Join(lines, "\n"), "\n")
 	}
-	re := regexp.MustCompile("(?s)<!-- snippet: (\\w+) -->\n```go\n(.*?)\n```")
-	matches := re.FindAllStringSubmatch(string(readme), -1)
-	require.NotEmpty(t, matches, "the README has no snippets")
-	for _, m := range matches {
-		body, ok := bodies[m[1]]
-		if assert.True(t, ok, "README snippet %s names no example", m[1]) {
-			assert.Equal(t, body, m[2], "README snippet %s differs from the example", m[1])
-		}
-	}
+	return bodies
 }

@@ -76,3 +76,30 @@ func Example_cluster() {
 		log.Fatal(err)
 	}
 }
+
+// A lock over five independent Redis instances: a contender owns the mutex on a majority
+// of them, so it stays exclusive and available while two fail.
+func ExampleNewQuorum() {
+	var clients []goredis.UniversalClient
+	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379", "redis-d:6379", "redis-e:6379"} {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	backend, err := redis.NewQuorum(clients, redis.WithRecheckAfter(time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer backend.Close()
+
+	locker, err := simba.NewLocker(backend, "ledger-close")
+	if err != nil {
+		log.Fatal(err)
+	}
+	lease, err := locker.Acquire(context.Background())
+	if err != nil {
+		log.Fatal(err) // wraps redis.ErrTooFewInstances when fewer than three are available
+	}
+	defer lease.Release(context.Background())
+	fmt.Println("closing the ledger with fencing token", lease.Token())
+}
