@@ -18,7 +18,16 @@ func TestMain(m *testing.M) {
 	if code, ok := ContenderMain(); ok {
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
+	if err := writeReport(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos report:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // full reports whether the full plan runs (make chaos): longer phases and more rounds.
@@ -83,7 +92,6 @@ var (
 // TestChaos runs every scenario of FAULTS.md §4 on every store it names, the stores in
 // parallel, and writes the report when all are done.
 func TestChaos(t *testing.T) {
-	t.Cleanup(func() { writeReport(t) })
 	if os.Getenv("SIMBA_MUTATION") == "" { // not inside a mutation run
 		t.Run("27_mutations", testMutations)
 	}

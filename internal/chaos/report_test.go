@@ -2,23 +2,26 @@ package chaos
 
 import (
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 )
 
 // writeReport renders the results as the table of FAULTS.md §6, writes it to
-// $SIMBA_CHAOS_REPORT (or the test's temporary directory) and logs it.
-func writeReport(t *testing.T) {
+// $SIMBA_CHAOS_REPORT (if set) and to out when it holds a scenario of TestChaos.
+func writeReport(out io.Writer) error {
 	resultsMu.Lock()
 	list := append([]*Result(nil), results...)
 	resultsMu.Unlock()
-	if len(list) == 0 {
-		return
+	ran := false
+	for _, r := range list {
+		ran = ran || r.Store != "all"
+	}
+	if !ran {
+		return nil
 	}
 	byStore(list)
 	var b strings.Builder
@@ -57,14 +60,13 @@ func writeReport(t *testing.T) {
 		}
 	}
 	b.WriteString("\n")
-	path := os.Getenv("SIMBA_CHAOS_REPORT")
-	if path == "" {
-		path = filepath.Join(t.TempDir(), "chaos-report.md")
+	if path := os.Getenv("SIMBA_CHAOS_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Errorf("writing the report: %v", err)
-	}
-	t.Logf("fault suite report (%s):\n%s", path, b.String())
+	_, err := io.WriteString(out, b.String())
+	return err
 }
 
 func stores(list []*Result) []string {
