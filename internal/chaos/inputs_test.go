@@ -212,7 +212,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 	resultsMu.Lock()
 	results = append(results, &Result{Scenario: 24, Name: "bad_input_catalogue", Store: "all",
-		Notes: []string{strconv.Itoa(rows) + " rows of FAULTS §5 over memory, Redis, MariaDB and ZooKeeper: typed errors, no connection, no goroutine"},
+		Notes:  []string{strconv.Itoa(rows) + " rows of FAULTS §5 over memory, Redis, MariaDB and ZooKeeper: typed errors, no connection, no goroutine"},
 		Failed: t.Failed()})
 	resultsMu.Unlock()
 }
