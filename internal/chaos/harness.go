@@ -40,7 +40,9 @@ type Kit struct {
 	Backend func(ctx context.Context, cfg ContenderConfig) (b simba.Backend, close func(), err error)
 	// Residue reports what the store still holds for mutex once every contender has
 	// stopped (keys, rows still naming an owner, nodes, subscriptions), as an error.
-	Residue func(ctx context.Context, addr, mutex string) error
+	// Killed names the contenders killed during the run: what a crash leaves behind by
+	// design (a Redis waiting-set entry) is not residue of theirs.
+	Residue func(ctx context.Context, addr, mutex string, killed []string) error
 	// Owner returns the contender ID the store names as the owner of mutex now ("" for
 	// none), read with a connection of the harness's own.
 	Owner func(ctx context.Context, addr, mutex string) (string, error)
@@ -425,7 +427,13 @@ func (r *Run) Finish(o Options) Findings {
 	if r.Kit.Residue != nil && len(f.Violations(o)) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := r.Kit.Residue(ctx, r.Server.Addr(), r.Mutex); err != nil {
+		var killed []string
+		for _, e := range r.Events() {
+			if e.Kind == KindKilled {
+				killed = append(killed, e.Proc)
+			}
+		}
+		if err := r.Kit.Residue(ctx, r.Server.Addr(), r.Mutex, killed); err != nil {
 			r.T.Errorf("C8 residue: %v", err)
 		}
 	}

@@ -46,7 +46,7 @@ func mariadbDSN(addr string) string {
 }
 
 // mariadbResidue reports a row that still names an owner whose lease has not lapsed.
-func mariadbResidue(ctx context.Context, addr, mutex string) error {
+func mariadbResidue(ctx context.Context, addr, mutex string, _ []string) error {
 	owner, err := mariadbOwner(ctx, addr, mutex)
 	if err != nil || owner == "" {
 		return err

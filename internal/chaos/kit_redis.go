@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -52,17 +53,27 @@ func redisOptions(addr string) *goredis.Options {
 }
 
 // redisResidue reports an owner key, waiting-set entries or subscribed channels left for
-// mutex.
-func redisResidue(ctx context.Context, addr, mutex string) error {
+// mutex. A killed waiter stays in the waiting set until a release takes it off, as in JVM
+// Simba (backend/redis/doc.go): its entry is no residue.
+func redisResidue(ctx context.Context, addr, mutex string, killed []string) error {
 	c := goredis.NewClient(redisOptions(addr))
 	defer c.Close()
 	key := "simba:{" + mutex + "}"
-	n, err := c.Exists(ctx, key, key+":contender").Result()
+	owner, err := c.Get(ctx, key).Result()
+	switch {
+	case err == nil:
+		return fmt.Errorf("redis: the owner key of %q still names %q", mutex, owner)
+	case err != goredis.Nil:
+		return err
+	}
+	waiting, err := c.ZRange(ctx, key+":contender", 0, -1).Result()
 	if err != nil {
 		return err
 	}
-	if n != 0 {
-		return fmt.Errorf("redis: %d of the owner key and waiting set of %q left", n, mutex)
+	for _, w := range waiting {
+		if !slices.Contains(killed, w) {
+			return fmt.Errorf("redis: %q, which was not killed, is still in the waiting set of %q", w, mutex)
+		}
 	}
 	chans, err := c.PubSubChannels(ctx, key+"*").Result()
 	if err != nil {

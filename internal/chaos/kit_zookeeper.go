@@ -45,7 +45,7 @@ type quietZK struct{}
 func (quietZK) Printf(string, ...any) {}
 
 // zookeeperResidue reports latch nodes left under the mutex's node.
-func zookeeperResidue(ctx context.Context, addr, mutex string) error {
+func zookeeperResidue(ctx context.Context, addr, mutex string, _ []string) error {
 	conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		return err

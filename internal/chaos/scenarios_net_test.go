@@ -12,7 +12,7 @@ import (
 func init() {
 	addScenarios(
 		scenario{num: 11, name: "owner_cut_off", stores: "RMZ", run: ownerCutOff},
-		scenario{num: 12, name: "short_blips", stores: "RMZ", run: shortBlips},
+		scenario{num: 12, name: "short_blips", stores: "RMZ", run: shortBlips, timing: sessionOfTwoSeconds},
 		scenario{num: 13, name: "latency", stores: "RMZ", run: latency},
 		scenario{num: 13, name: "late_replies_then_cut", stores: "RMZ", run: lateRepliesThenCut, timing: lateReplyTiming},
 		scenario{num: 14, name: "connection_resets", stores: "RMZ", run: connectionResets},
@@ -77,7 +77,9 @@ func oneWayPartitions(s *S) {
 // lease store a failed renewal is retried and succeeds once the blip ends, before the
 // local TTL end: any change of owner is a spurious hand-over (target 0, reported). On
 // ZooKeeper a disconnect ends belief, and within the session the same node owns again
-// with the same token; nobody else may acquire.
+// with the same token; nobody else may acquire. ZooKeeper gets a 2s session here:
+// go-zookeeper waits a second before it dials a lone server again, so with 1s sessions
+// any disconnect would expire the session.
 func shortBlips(s *S) {
 	procs := s.spawn(3)
 	owner := s.owner(procs, s.failoverBound()+2*time.Second)

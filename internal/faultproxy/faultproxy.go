@@ -169,7 +169,15 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
+		// Accepting may have been paused while Accept waited: hold the connection until
+		// it resumes, as the kernel's backlog would.
 		p.mu.Lock()
+		for p.paused && !p.closed {
+			resume := p.resume
+			p.mu.Unlock()
+			<-resume
+			p.mu.Lock()
+		}
 		if p.closed {
 			p.mu.Unlock()
 			_ = c.Close()

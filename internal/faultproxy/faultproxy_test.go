@@ -120,6 +120,12 @@ func TestPauseAndDelayAccept(t *testing.T) {
 	p, err := New(echoServer(t))
 	require.NoError(t, err)
 	defer p.Close()
+	// The accept loop is already waiting in Accept when accepting is paused.
+	c0, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	_, err = roundTrip(c0, bufio.NewReader(c0), "before", time.Second)
+	require.NoError(t, err)
+	_ = c0.Close()
 	p.PauseAccept(true)
 	c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
 	require.NoError(t, err, "the kernel completes the handshake")
