@@ -114,6 +114,14 @@
 // break the parsing of replies and messages, here or in JVM Simba) and are at most
 // MaxContenderIDLength bytes. The checks run before any I/O.
 //
+// # An unreachable server
+//
+// StartContend does no I/O, so Service.Start succeeds even when Redis cannot be reached
+// (a closed port, a wrong password): the service then retries with backoff and logs each
+// failure at Warn, and acquires once the server answers. Locker.TryAcquire, and
+// Locker.Acquire when its context ends, return the store's error with simba.ErrNotAcquired.
+// An application that must not start without Redis pings the client first.
+//
 // # Requirements
 //
 // Redis 3.2 or later (tested with 7.0), or a Redis Cluster of such nodes. Create the

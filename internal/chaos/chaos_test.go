@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 	if code, ok := ContenderMain(); ok {
 		os.Exit(code)
 	}
+	quietDrivers()
 	code := m.Run()
 	if err := goleak.Find(); err != nil && code == 0 {
 		fmt.Fprintln(os.Stderr, "goleak:", err)

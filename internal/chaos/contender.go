@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
 )
@@ -54,6 +58,7 @@ func ContenderMain() (code int, isContender bool) {
 		fmt.Fprintln(os.Stderr, "chaos contender: bad configuration:", err)
 		return 2, true
 	}
+	quietDrivers()
 	commands := make(chan string)
 	go func() { // ends with the process
 		sc := bufio.NewScanner(os.Stdin)
@@ -214,3 +219,14 @@ func (c *contender) write(ctx context.Context, token uint64) {
 		c.log.Add(KindIncrement, token, seq, "")
 	}
 }
+
+// quietDrivers silences what the store clients print on their own (go-redis's failed
+// dials, go-sql-driver's broken connections): in the fault suite those are the faults.
+func quietDrivers() {
+	goredis.SetLogger(discardRedisLog{})
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+}
+
+type discardRedisLog struct{}
+
+func (discardRedisLog) Printf(context.Context, string, ...any) {}
