@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	_ "github.com/go-sql-driver/mysql" // the database/sql driver of the MariaDB kit
@@ -46,9 +47,9 @@ func mariadbDSN(addr string) string {
 }
 
 // mariadbResidue reports a row that still names an owner whose lease has not lapsed.
-func mariadbResidue(ctx context.Context, addr, mutex string, _ []string) error {
+func mariadbResidue(ctx context.Context, addr, mutex string, killed []string) error {
 	owner, err := mariadbOwner(ctx, addr, mutex)
-	if err != nil || owner == "" {
+	if err != nil || owner == "" || slices.Contains(killed, owner) { // a killed owner's lease lapses by itself
 		return err
 	}
 	return fmt.Errorf("mariadb: the row of %q still names %q", mutex, owner)

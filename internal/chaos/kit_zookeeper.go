@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,9 @@ type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
 
-// zookeeperResidue reports latch nodes left under the mutex's node.
-func zookeeperResidue(ctx context.Context, addr, mutex string, _ []string) error {
+// zookeeperResidue reports latch nodes left under the mutex's node, except those of
+// killed contenders, which their sessions' expiry removes.
+func zookeeperResidue(ctx context.Context, addr, mutex string, killed []string) error {
 	conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		return err
@@ -57,13 +59,23 @@ func zookeeperResidue(ctx context.Context, addr, mutex string, _ []string) error
 		switch {
 		case err == zk.ErrNoNode:
 			done <- nil
+			return
 		case err != nil:
 			done <- err
-		case len(kids) > 0:
-			done <- fmt.Errorf("zookeeper: nodes left under /simba/%s: %v", mutex, kids)
-		default:
-			done <- nil
+			return
 		}
+		var left []string
+		for _, k := range kids {
+			data, _, err := conn.Get("/simba/" + mutex + "/" + k)
+			if err == nil && !slices.Contains(killed, string(data)) {
+				left = append(left, k+" ("+string(data)+")")
+			}
+		}
+		if len(left) > 0 {
+			done <- fmt.Errorf("zookeeper: nodes left under /simba/%s: %v", mutex, left)
+			return
+		}
+		done <- nil
 	}()
 	select {
 	case err := <-done:

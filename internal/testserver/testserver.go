@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -47,6 +49,7 @@ type Server struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the current process has exited
 	stopped bool          // Stop or Kill was called: an exit is expected
+	started bool          // it has started once: its port is fixed
 	setUp   bool
 	logPath string
 }
@@ -64,8 +67,30 @@ func (s *Server) PID() int {
 	return s.cmd.Process.Pid
 }
 
-// Start starts the process (again) and waits until it is ready or ctx ends.
+// Start starts the process (again) and waits until it is ready or ctx ends. If the very
+// first start finds its port taken, it moves to another free port and tries again; later
+// starts keep the port, as a restarted server must.
 func (s *Server) Start(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := s.start(ctx)
+		s.mu.Lock()
+		first := !s.started
+		if err == nil {
+			s.started = true
+		}
+		s.mu.Unlock()
+		if err == nil || !first || attempt == 5 || !strings.Contains(err.Error(), "ddress already in use") {
+			return err
+		}
+		port, perr := FreePort()
+		if perr != nil {
+			return err
+		}
+		s.Port = port
+	}
+}
+
+func (s *Server) start(ctx context.Context) error {
 	s.mu.Lock()
 	if s.cmd != nil {
 		s.mu.Unlock()
@@ -205,14 +230,44 @@ func (s *Server) LogTail(n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago. It picks from below the
+// kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), where the ports of
+// outgoing connections and of listeners on port 0 come from: a port from that range could
+// be taken by any of those between now and the moment a server binds it.
 func FreePort() (int, error) {
+	low := ephemeralLow()
+	for range 100 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 11000 {
+		return 32768
+	}
+	return low
 }
 
 // lookPath finds a program, also in the sbin directories that a non-root PATH may lack.

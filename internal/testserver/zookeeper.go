@@ -46,7 +46,8 @@ func ZooKeeper(dir string, o ZooKeeperOptions) (*Server, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "zoo.cfg")
-	conf := fmt.Sprintf(`tickTime=%d
+	s.before = func(context.Context) error { // at every start: the port may have moved
+		conf := fmt.Sprintf(`tickTime=%d
 dataDir=%s
 clientPort=%d
 clientPortAddress=%s
@@ -55,8 +56,7 @@ admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,wchc,dump
 forceSync=no
 `, o.TickTime.Milliseconds(), data, s.Port, s.Host)
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		return nil, err
+		return os.WriteFile(cfg, []byte(conf), 0o644)
 	}
 	s.args = func() []string {
 		return []string{java, "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
