@@ -1,0 +1,451 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// eventHold is how long, at most, a holder of an event-driven library holds the mutex
+// after its waiter was seen waiting; the exact time is random in [0, eventHold).
+const eventHold = 2 * time.Millisecond
+
+// cycleResult is the uncontended figure of one library (or a store's floor).
+type cycleResult struct {
+	Store     string        `json:"store"`
+	Library   string        `json:"library"`
+	ID        string        `json:"id"`
+	Samples   int           `json:"samples"`
+	P50       time.Duration `json:"p50_ns"`
+	P99       time.Duration `json:"p99_ns"`
+	PerSecond float64       `json:"per_second"`
+}
+
+// cycler times uncontended acquire + release cycles of one client.
+type cycler struct{ c client }
+
+func newCycler(ctx context.Context, e *env, lib library) (*cycler, error) {
+	c, err := lib.open(ctx, e, e.mutex("u", lib.id), openOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &cycler{c}, nil
+}
+
+func (y *cycler) step(ctx context.Context) (time.Duration, error) {
+	t := time.Now()
+	release, err := y.c.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := release(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(t), nil
+}
+
+func (y *cycler) close() { _ = y.c.close() }
+
+// opStepper times an operation.
+type opStepper struct {
+	op      func() error
+	closeFn func()
+}
+
+func (o *opStepper) step(context.Context) (time.Duration, error) {
+	t := time.Now()
+	err := o.op()
+	return time.Since(t), err
+}
+
+func (o *opStepper) close() { o.closeFn() }
+
+// cycleResultOf summarises timed cycles.
+func cycleResultOf(store, name, id string, times sample) cycleResult {
+	var total time.Duration
+	for _, t := range times {
+		total += t
+	}
+	r := cycleResult{Store: store, Library: name, ID: id, Samples: len(times), P50: times.quantile(0.5), P99: times.quantile(0.99)}
+	if total > 0 {
+		r.PerSecond = float64(len(times)) / total.Seconds()
+	}
+	return r
+}
+
+// newFloor returns a stepper for one raw round trip to a store on a connection of its
+// own: PING, SELECT 1 on a pinned connection, exists("/").
+func newFloor(ctx context.Context, e *env, store string) (name string, _ stepper, _ error) {
+	switch store {
+	case storeRedis:
+		rc := newRedisClient(e.Redis)
+		rc.AddHook(&commands{})
+		return "PING", &opStepper{op: func() error { return rc.Ping(ctx).Err() }, closeFn: func() { _ = rc.Close() }}, nil
+	case storeSQL:
+		db, err := sql.Open("mysql", e.DSN)
+		if err != nil {
+			return "", nil, err
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			_ = db.Close()
+			return "", nil, err
+		}
+		op := func() error {
+			var one int
+			return conn.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+		}
+		return "SELECT 1", &opStepper{op: op, closeFn: func() { _ = conn.Close(); _ = db.Close() }}, nil
+	case storeZooKeeper:
+		conn, _, err := zkConnect(e.ZooKeeper, nil)
+		if err != nil {
+			return "", nil, err
+		}
+		op := func() error {
+			_, _, err := conn.Exists("/")
+			return err
+		}
+		return "exists", &opStepper{op: op, closeFn: conn.Close}, nil
+	}
+	return "", nil, fmt.Errorf("no floor for store %q", store)
+}
+
+// newWriteFloor returns a stepper for one autocommitted UPDATE of a one-row InnoDB table
+// on a pinned connection: a round trip plus a transaction commit, the least a lease kept
+// in a table costs per change.
+func newWriteFloor(ctx context.Context, e *env) (stepper, error) {
+	db, err := sql.Open("mysql", e.DSN)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	closeFn := func() { _ = conn.Close(); _ = db.Close() }
+	for _, stmt := range []string{
+		"CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, v bigint NOT NULL) ENGINE = InnoDB",
+		"INSERT IGNORE INTO bench_floor VALUES (1, 0)",
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			closeFn()
+			return nil, fmt.Errorf("write floor: %w", err)
+		}
+	}
+	op := func() error {
+		_, err := conn.ExecContext(ctx, "UPDATE bench_floor SET v = v + 1 WHERE id = 1")
+		return err
+	}
+	return &opStepper{op: op, closeFn: closeFn}, nil
+}
+
+// handOverResult is the hand-over figure of one library.
+type handOverResult struct {
+	Store   string        `json:"store"`
+	Library string        `json:"library"`
+	ID      string        `json:"id"`
+	Samples int           `json:"samples"`
+	P50     time.Duration `json:"p50_ns"`
+	P99     time.Duration `json:"p99_ns"`
+	Max     time.Duration `json:"max_ns"`
+	Hold    time.Duration `json:"hold_window_ns"` // the holder held for a random time below it
+	GiveUps int64         `json:"give_ups"`
+	Times   sample        `json:"times_ns"`
+}
+
+type acquired struct {
+	release func(context.Context) error
+	at      time.Time
+	err     error
+}
+
+// handOver times hand-overs between two clients with connections of their own. They
+// take turns: the waiter starts acquiring, the figure waits until the store (or, for a
+// polling library, the client's first attempt) shows it waiting, the holder holds on for
+// a random time below the hold window, and the time runs from the holder's release call
+// to the waiter's acquire returning.
+type handOver struct {
+	lib     library
+	clients [2]client
+	holder  int
+	release func(context.Context) error // the holder's
+	hold    time.Duration
+}
+
+func newHandOver(ctx context.Context, e *env, lib library) (*handOver, error) {
+	h := &handOver{lib: lib, hold: lib.poll}
+	if h.hold == 0 {
+		h.hold = eventHold
+	}
+	mutex := e.mutex("h", lib.id)
+	for i := range h.clients {
+		c, err := lib.open(ctx, e, mutex, openOptions{})
+		if err != nil {
+			h.close()
+			return nil, err
+		}
+		h.clients[i] = c
+	}
+	release, err := h.clients[0].acquire(ctx)
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	h.release = release
+	return h, nil
+}
+
+func (h *handOver) close() {
+	if h.release != nil {
+		_ = h.release(context.Background())
+		h.release = nil
+	}
+	for _, c := range h.clients {
+		if c != nil {
+			_ = c.close()
+		}
+	}
+}
+
+func (h *handOver) giveUps() int64 { return h.clients[0].giveUps() + h.clients[1].giveUps() }
+
+// step makes one hand-over and returns its latency. After an error the hand-over is
+// broken: close it.
+func (h *handOver) step(ctx context.Context) (time.Duration, error) {
+	w := h.clients[1-h.holder]
+	if err := w.armWait(ctx); err != nil {
+		return 0, fmt.Errorf("arm the waiter: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	got := make(chan acquired, 1)
+	go func() {
+		r, err := w.acquire(wctx)
+		got <- acquired{r, time.Now(), err}
+	}()
+	// abandon gives up: the holder releases, so that a waiter that takes no context
+	// (zk.Lock) returns too, and whatever the waiter got is released.
+	abandon := func(err error) (time.Duration, error) {
+		cancel()
+		if h.release != nil {
+			_ = h.release(context.WithoutCancel(ctx))
+			h.release = nil
+		}
+		select {
+		case a := <-got:
+			if a.err == nil {
+				_ = a.release(context.WithoutCancel(ctx))
+			}
+		case <-time.After(time.Minute):
+		}
+		return 0, err
+	}
+	if err := waitFor(ctx, 10*time.Second, 100*time.Microsecond, "waiter waiting", w.waiting); err != nil {
+		return abandon(err)
+	}
+	if err := sleep(ctx, rand.N(h.hold)); err != nil {
+		return abandon(err)
+	}
+	select {
+	case a := <-got:
+		got <- a
+		return abandon(errors.New("the waiter acquired while the holder held"))
+	default:
+	}
+	began := time.Now()
+	err := h.release(ctx)
+	h.release = nil
+	if err != nil {
+		return abandon(fmt.Errorf("release: %w", err))
+	}
+	a := <-got
+	if a.err != nil {
+		return 0, fmt.Errorf("waiter: %w", a.err)
+	}
+	h.release, h.holder = a.release, 1-h.holder
+	return a.at.Sub(began), nil
+}
+
+// contendedResult is the contended figure of one library.
+type contendedResult struct {
+	Store     string        `json:"store"`
+	Library   string        `json:"library"`
+	ID        string        `json:"id"`
+	Clients   int           `json:"clients"`
+	Window    time.Duration `json:"window_ns"`
+	Sections  int64         `json:"sections"`
+	PerSecond float64       `json:"per_second"`
+	PerClient []int64       `json:"per_client"`
+	Fairness  float64       `json:"fairness"` // min / max sections per client
+	Overlaps  int64         `json:"overlaps"`
+	GiveUps   int64         `json:"give_ups"`
+	Errors    int64         `json:"errors"`
+	FirstErr  string        `json:"first_error,omitempty"`
+	// Store work per critical section: Redis commands processed (scripts' inner calls
+	// included) or MariaDB statements, from the server's counters; and, for simba on a
+	// lease store, acquire calls that found the mutex owned by another client.
+	ServerOpsPerSection float64 `json:"server_ops_per_section,omitempty"`
+	LostPerSection      float64 `json:"lost_attempts_per_section,omitempty"`
+}
+
+// measureContended runs clients that each loop acquire, an empty critical section,
+// release, on one mutex, each with a connection of its own. After warm, it counts the
+// critical sections of each client for window. A client is in its section from its
+// acquire's return to its release call; a second client entering meanwhile is an
+// overlap.
+func measureContended(ctx context.Context, e *env, lib library, n int, warm, window time.Duration) (contendedResult, error) {
+	mutex := e.mutex("c", lib.id)
+	clients := make([]client, n)
+	for i := range clients {
+		c, err := lib.open(ctx, e, mutex, openOptions{})
+		if err != nil {
+			return contendedResult{}, err
+		}
+		defer c.close()
+		clients[i] = c
+	}
+	var (
+		inSection atomic.Int32
+		overlaps  atomic.Int64
+		failures  atomic.Int64
+		firstErr  atomic.Value
+		counting  atomic.Bool
+		counts    = make([]atomic.Int64, n)
+		wg        sync.WaitGroup
+	)
+	fail := func(err error) {
+		failures.Add(1)
+		firstErr.CompareAndSwap(nil, err.Error())
+	}
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	for i, c := range clients {
+		wg.Go(func() {
+			for run.Err() == nil {
+				release, err := c.acquire(run)
+				if err != nil {
+					if run.Err() == nil {
+						fail(err)
+						_ = sleep(run, 10*time.Millisecond)
+					}
+					continue
+				}
+				if inSection.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				if counting.Load() {
+					counts[i].Add(1)
+				}
+				inSection.Add(-1)
+				if err := release(context.WithoutCancel(run)); err != nil {
+					fail(fmt.Errorf("release: %w", err))
+				}
+			}
+		})
+	}
+	if err := sleep(ctx, warm); err != nil {
+		return contendedResult{}, err
+	}
+	ops0, opsErr := serverOps(ctx, e, lib.store)
+	lost0 := lostAttempts(clients)
+	counting.Store(true)
+	began := time.Now()
+	_ = sleep(ctx, window)
+	counting.Store(false)
+	elapsed := time.Since(began)
+	ops1, opsErr1 := serverOps(ctx, e, lib.store)
+	lost1 := lostAttempts(clients)
+	stop()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		return contendedResult{}, errors.New("clients did not stop within a minute")
+	}
+	if err := ctx.Err(); err != nil {
+		return contendedResult{}, err
+	}
+	res := contendedResult{
+		Store: lib.store, Library: lib.name, ID: lib.id, Clients: n, Window: elapsed,
+		Overlaps: overlaps.Load(), Errors: failures.Load(),
+	}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstErr = s
+	}
+	lo, hi := int64(-1), int64(0)
+	for i := range counts {
+		v := counts[i].Load()
+		res.PerClient = append(res.PerClient, v)
+		res.Sections += v
+		hi = max(hi, v)
+		if lo < 0 || v < lo {
+			lo = v
+		}
+		res.GiveUps += clients[i].giveUps()
+	}
+	res.PerSecond = float64(res.Sections) / elapsed.Seconds()
+	if res.Sections > 0 {
+		if opsErr == nil && opsErr1 == nil && ops1 > ops0 {
+			res.ServerOpsPerSection = float64(ops1-ops0) / float64(res.Sections)
+		}
+		res.LostPerSection = float64(lost1-lost0) / float64(res.Sections)
+	}
+	if hi > 0 {
+		res.Fairness = float64(lo) / float64(hi)
+	}
+	return res, nil
+}
+
+// serverOps returns the server's count of work done so far: Redis commands processed,
+// MariaDB statements (Questions), ZooKeeper packets received (requests and pings); 0 for
+// memory.
+func serverOps(ctx context.Context, e *env, store string) (int64, error) {
+	switch store {
+	case storeRedis:
+		info, err := e.redis.Info(ctx, "stats").Result()
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		_, err = fmt.Sscan(infoField(info, "total_commands_processed"), &n)
+		return n, err
+	case storeSQL:
+		var name string
+		var n int64
+		err := e.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &n)
+		return n, err
+	case storeZooKeeper:
+		answer, err := fourLetter(ctx, e.ZooKeeper, "mntr")
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(answer, "\n") {
+			if k, v, ok := strings.Cut(line, "\t"); ok && k == "zk_packets_received" {
+				var n int64
+				_, err := fmt.Sscan(v, &n)
+				return n, err
+			}
+		}
+		return 0, errors.New("zookeeper mntr: no zk_packets_received")
+	}
+	return 0, nil
+}
+
+// lostAttempts sums the acquire calls of simba clients that found the mutex owned.
+func lostAttempts(clients []client) int64 {
+	var n int64
+	for _, c := range clients {
+		if sc, ok := c.(*simbaClient); ok && sc.backend != nil {
+			n += sc.backend.lost.Load()
+		}
+	}
+	return n
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
+	simbaredis "github.com/simba-go/simba/backend/redis"
+)
+
+// scaleResult is one run of the scale figure: n Lockers of one process, each holding a
+// mutex of its own, on one backend.
+type scaleResult struct {
+	Store      string        `json:"store"`
+	Contenders int           `json:"contenders"`
+	TTL        time.Duration `json:"ttl_ns"`
+	Lead       time.Duration `json:"renewal_lead_ns"`
+	LeadLabel  string        `json:"renewal_lead"`
+	Ramp       time.Duration `json:"ramp_ns"` // acquiring all of them
+	// Per contender, at steady state (every owner has renewed at least once).
+	HeapBytes      float64 `json:"heap_bytes"`       // live heap (HeapAlloc after GC)
+	HeapInuseBytes float64 `json:"heap_inuse_bytes"` // heap spans in use
+	StackBytes     float64 `json:"stack_bytes"`
+	Goroutines     float64 `json:"goroutines"`
+	// Store load over a whole number of renewal periods.
+	Window       time.Duration `json:"window_ns"`
+	Calls        int64         `json:"calls"`          // acquire/renew calls, counted by the wrapper
+	OpsPerSecond float64       `json:"ops_per_second"` // Calls / Window
+	ServerOps    float64       `json:"server_ops"`     // Redis: EVALSHA + EVAL per second from INFO commandstats
+	Ideal        float64       `json:"ideal"`          // N / ttl
+	// Renewals: the interval between two renewals of one owner, against ttl - lead.
+	Period       time.Duration `json:"period_ns"`
+	Renewals     int64         `json:"renewals"`
+	IntervalMean time.Duration `json:"interval_mean_ns"`
+	IntervalP99  time.Duration `json:"interval_p99_ns"`
+	IntervalMax  time.Duration `json:"interval_max_ns"`
+	Late         int           `json:"late"` // owners whose lease context ended: belief lost
+}
+
+// scalePlan is what one scale run does.
+type scalePlan struct {
+	store   string
+	n       int
+	ttl     time.Duration
+	lead    time.Duration // zero: simba's default (ttl/3)
+	periods int           // renewal periods to measure the load over; 0: none (a warm-up)
+	profile string        // file for a heap profile at steady state, or ""
+}
+
+// measureScale makes n Lockers on one backend acquire a mutex each, waits for whole
+// renewal periods, and reports memory per contender, store calls per second against
+// N/ttl, and whether any owner lost its lease.
+func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error) {
+	lead, label := p.lead, "ttl/20"
+	if lead == 0 {
+		lead, label = p.ttl/3, "ttl/3 (default)"
+	} else if lead != p.ttl/20 {
+		label = lead.String()
+	}
+	period := p.ttl - lead
+	res := scaleResult{
+		Store: p.store, Contenders: p.n, TTL: p.ttl, Lead: lead, LeadLabel: label,
+		Ideal: float64(p.n) / p.ttl.Seconds(), Period: period,
+	}
+	// What the figure itself keeps is allocated before the baseline.
+	renewals := newIntervals(2 * p.ttl)
+	lockers := make([]*simba.Locker, p.n)
+	leases := make([]*simba.Lease, p.n)
+	var (
+		be      simba.Backend
+		closeBe func()
+		warm    func(context.Context) error
+	)
+	switch p.store {
+	case storeMemory:
+		mb, err := memory.New(memory.NewStore())
+		if err != nil {
+			return res, err
+		}
+		be, closeBe = mb, func() { _ = mb.Close() }
+	case storeRedis:
+		rc := newRedisClient(e.Redis)
+		rb, err := simbaredis.New(rc)
+		if err != nil {
+			_ = rc.Close()
+			return res, err
+		}
+		be, closeBe = rb, func() { _ = rb.Close(); _ = rc.Close() }
+		warm = func(ctx context.Context) error { return rc.Ping(ctx).Err() }
+	default:
+		return res, fmt.Errorf("no scale figure on %s", p.store)
+	}
+	defer closeBe()
+	cb := &counting{Backend: be, renewals: renewals}
+	opts := []simba.Option{simba.WithTTL(p.ttl)}
+	if p.lead != 0 {
+		opts = append(opts, simba.WithRenewalLead(p.lead))
+	}
+
+	if warm != nil {
+		// Dial the client's pool, as wide as the parallel acquisitions will make it,
+		// before the baseline: its buffers are a fixed cost, not one per contender.
+		if err := parallel(ctx, 64*4, 64, func(int) error { return warm(ctx) }); err != nil {
+			return res, err
+		}
+	}
+	m0, g0 := heapNow()
+	began := time.Now()
+	err := parallel(ctx, p.n, 64, func(i int) error {
+		l, err := simba.NewLocker(cb, fmt.Sprintf("b%s-s-%s-%d-%d", e.run, p.store, e.names.Add(1), i), opts...)
+		if err != nil {
+			return err
+		}
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		lockers[i], leases[i] = l, lease
+		return nil
+	})
+	defer releaseAll(leases)
+	if err != nil {
+		return res, fmt.Errorf("acquire: %w", err)
+	}
+	res.Ramp = time.Since(began)
+
+	// Renewals come in waves, one per period, each as wide as the ramp. Count over whole
+	// periods from the quiet middle between the first wave (after which every owner
+	// has renewed once and, on Redis, subscribed) and the second: every owner then
+	// renews exactly as many times within the window, and calls / window is the steady
+	// rate.
+	if p.periods == 0 { // a warm-up: no load window, memory right after acquiring
+		m1, g1 := heapNow()
+		res.HeapBytes = (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(p.n)
+		res.Goroutines = float64(g1-g0) / float64(p.n)
+		return res, nil
+	}
+	settle := period + res.Ramp
+	if res.Ramp < period {
+		settle += (period - res.Ramp) / 2
+	}
+	if err := sleep(ctx, time.Until(began.Add(settle))); err != nil {
+		return res, err
+	}
+	renewals.reset()
+	cb.calls.Store(0)
+	server0, err := redisScripts(ctx, e, p.store)
+	if err != nil {
+		return res, err
+	}
+	window := time.Duration(p.periods) * period
+	start := time.Now()
+	if err := sleep(ctx, window); err != nil {
+		return res, err
+	}
+	res.Window = time.Since(start)
+	res.Calls = cb.calls.Load()
+	server1, err := redisScripts(ctx, e, p.store)
+	if err != nil {
+		return res, err
+	}
+	res.OpsPerSecond = float64(res.Calls) / res.Window.Seconds()
+	if p.store == storeRedis {
+		res.ServerOps = float64(server1-server0) / res.Window.Seconds()
+	}
+	res.Renewals, res.IntervalMean, res.IntervalMax = renewals.stats()
+	res.IntervalP99 = renewals.quantile(0.99)
+	for _, l := range leases {
+		if l.Context().Err() != nil {
+			res.Late++
+		}
+	}
+
+	m1, g1 := heapNow()
+	n := float64(p.n)
+	res.HeapBytes = (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / n
+	res.HeapInuseBytes = (float64(m1.HeapInuse) - float64(m0.HeapInuse)) / n
+	res.StackBytes = (float64(m1.StackInuse) - float64(m0.StackInuse)) / n
+	res.Goroutines = float64(g1-g0) / n
+	if p.profile != "" {
+		if err := writeHeapProfile(p.profile); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// heapNow collects garbage and returns the memory statistics and goroutine count.
+func heapNow() (runtime.MemStats, int) {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m, runtime.NumGoroutine()
+}
+
+func writeHeapProfile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.WriteHeapProfile(f)
+}
+
+// releaseAll releases every lease that was acquired.
+func releaseAll(leases []*simba.Lease) {
+	_ = parallel(context.Background(), len(leases), 64, func(i int) error {
+		if l := leases[i]; l != nil {
+			_ = l.Release(context.Background())
+		}
+		return nil
+	})
+}
+
+// parallel runs f(0) .. f(n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
+	var (
+		next  atomic.Int64
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					mu.Lock()
+					first = errors.Join(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// redisScripts returns how many scripts (EVALSHA and EVAL) the Redis server has run, or
+// zero for other stores.
+func redisScripts(ctx context.Context, e *env, store string) (int64, error) {
+	if store != storeRedis {
+		return 0, nil
+	}
+	info, err := e.redis.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis commandstats: %w", err)
+	}
+	var total int64
+	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
+		v := infoField(info, cmd)
+		if calls, ok := strings.CutPrefix(v, "calls="); ok {
+			calls, _, _ = strings.Cut(calls, ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("redis commandstats %q: %w", v, err)
+			}
+			total += n
+		}
+	}
+	return total, nil
+}
