@@ -84,6 +84,17 @@ type Participant struct {
 	// blocks, may be called from any goroutine, and is ignored after StopContend. Lease
 	// backends need not call it.
 	Report func(Owner)
+	// Grant tells the service of a lease store that the store made this contender the
+	// owner without a call of its own being answered: the releasing owner handed the
+	// mutex over to it as it waited. rec is the grant as an Acquire answer would give it
+	// (durations counted from sent), and sent is the local instant (time.Now) taken
+	// before the Acquire call whose waiting the grant answers was sent to the store. The
+	// service applies it as the answer to that call, so the local TTL end is sent +
+	// rec.TTL; answers to calls sent no later than sent that arrive afterwards are not
+	// allowed to undo it, and a grant older than an answer already applied is ignored.
+	// It never blocks, may be called from any goroutine, and is ignored after
+	// StopContend. Session backends never call it.
+	Grant func(rec Record, sent time.Time)
 }
 
 // Contention is a backend's side of one participant's contention, returned by StartContend.

@@ -51,11 +51,11 @@ type run struct {
 	gen        uint64
 	ctx        context.Context // ends when Stop begins
 	cancel     context.CancelFunc
-	wake       chan struct{} // capacity 1: a pending request to contend now
+	rounds     rounds // the store calls of a lease contention; leaving a session contention
 	events     *dispatch.Queue
 	contention Contention
 	lease      LeaseContention // nil for a session contention
-	loop       sync.WaitGroup  // the contend loop of a lease contention
+	failures   int             // consecutive failed attempts; used by one round at a time
 	attempted  chan struct{}   // closed once the first attempt has been applied
 	acquired   chan struct{}   // closed when the first tenure begins
 
@@ -67,7 +67,9 @@ type run struct {
 	finished      bool    // oneTenure: the first tenure has ended
 	contendDone   bool    // StopContend was called already (a finished session contention)
 	attemptedDone bool
-	lastErr       error // the error of the last attempt, nil after a successful one
+	lastErr       error     // the error of the last attempt, nil after a successful one
+	answeredSent  time.Time // the send time of the latest answer or grant applied
+	grantedSent   time.Time // the send time of the latest grant applied
 }
 
 // tenure is one continuous period of believed ownership.
@@ -324,7 +326,6 @@ func (s *Service) start(ctx context.Context, initialDelay time.Duration) error {
 	s.gen++
 	r := &run{
 		gen:       s.gen,
-		wake:      make(chan struct{}, 1),
 		events:    dispatch.New(s.recovered),
 		attempted: make(chan struct{}),
 		acquired:  make(chan struct{}),
@@ -339,8 +340,9 @@ func (s *Service) start(ctx context.Context, initialDelay time.Duration) error {
 		TTL:         s.cfg.ttl,
 		Transition:  s.cfg.transition,
 		Logger:      s.log,
-		Wake:        r.poke,
+		Wake:        r.rounds.poke,
 		Report:      func(o Owner) { s.report(r, o) },
+		Grant:       func(rec Record, sent time.Time) { s.grant(r, rec, sent) },
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
 	c, err := s.backend.StartContend(sctx, p)
@@ -356,13 +358,19 @@ func (s *Service) start(ctx context.Context, initialDelay time.Duration) error {
 	r.contention = c
 	if lc, ok := c.(LeaseContention); ok {
 		r.lease = lc
-		r.loop.Go(func() { s.contend(r, initialDelay) })
+		delay := initialDelay
+		if s.oneTenure {
+			// A Locker waits for the first attempt anyway: it is made here, on the
+			// caller's goroutine and under its ctx, which saves two goroutine hand-offs.
+			delay = s.attempt(r, ctx)
+		}
+		r.rounds.begin(func() (time.Duration, bool) { return s.round(r) }, true, delay)
 	} else {
 		s.mu.Lock()
 		s.markAttempted(r)
 		s.mu.Unlock()
 		if s.oneTenure {
-			r.loop.Go(func() { s.leaveWhenFinished(r) })
+			r.rounds.begin(func() (time.Duration, bool) { return 0, !s.leaveIfFinished(r) }, false, 0)
 		}
 	}
 	s.setStatus(StatusRunning)
@@ -380,7 +388,7 @@ func modeName(r *run) string {
 // abandon undoes a start whose StartContend failed. A session backend may have reported an
 // owner before it failed; the tenure ends and its notification is delivered.
 func (s *Service) abandon(r *run) {
-	r.cancel()
+	r.rounds.halt(r.cancel)
 	s.mu.Lock()
 	r.stopped = true
 	if r.tenure != nil {
@@ -424,8 +432,7 @@ func (s *Service) stop(ctx context.Context) error {
 	r := s.run
 	s.mu.Unlock()
 
-	r.cancel()
-	r.loop.Wait()
+	r.rounds.halt(r.cancel) // the round under way, if any, has returned
 	s.mu.Lock()
 	r.stopped = true
 	if r.tenure != nil {
@@ -492,41 +499,25 @@ func (s *Service) Run(ctx context.Context) error {
 
 func (s *Service) setStatus(st Status) { s.status.Store(int32(st)) }
 
-// poke asks the contend loop to contend now.
-func (r *run) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+// round is one round of a lease contention: an attempt, or, once a oneTenure service's
+// tenure has ended, the release after which there are no more rounds.
+func (s *Service) round(r *run) (time.Duration, bool) {
+	if s.isFinished(r) {
+		s.releaseAfterTenure(r)
+		return 0, false
 	}
-}
-
-// contend is the contend loop of a lease contention: one timer, reset with the delay the
-// contend period computes, and a select on stop, the timer and wake-ups.
-func (s *Service) contend(r *run, initialDelay time.Duration) {
-	timer := time.NewTimer(initialDelay)
-	defer timer.Stop()
-	failures := 0
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-timer.C:
-		case <-r.wake:
-		}
-		if s.isFinished(r) {
-			s.releaseAfterTenure(r)
-			<-r.ctx.Done()
-			return
-		}
-		timer.Reset(s.attempt(r, &failures))
-	}
+	return s.attempt(r, nil), true
 }
 
 // attempt makes one acquire (or, for a retriever, lookup) call and applies its answer. It
-// returns the delay until the next attempt.
-func (s *Service) attempt(r *run, failures *int) time.Duration {
+// returns the delay until the next attempt. A non-nil caller also bounds the call; when it
+// ends first, nothing is applied (the caller stops the service, which releases).
+func (s *Service) attempt(r *run, caller context.Context) time.Duration {
 	sent := s.cfg.now()
 	ctx, cancel := context.WithDeadline(r.ctx, s.callDeadline(r, sent))
+	if caller != nil {
+		defer context.AfterFunc(caller, cancel)()
+	}
 	var (
 		rec Record
 		err error
@@ -537,7 +528,7 @@ func (s *Service) attempt(r *run, failures *int) time.Duration {
 		rec, err = r.lease.Acquire(ctx)
 	}
 	cancel()
-	if r.ctx.Err() != nil {
+	if r.ctx.Err() != nil || (caller != nil && caller.Err() != nil) {
 		return 0 // stopping: the result belongs to an ended lifecycle; Stop releases
 	}
 	s.mu.Lock()
@@ -548,13 +539,27 @@ func (s *Service) attempt(r *run, failures *int) time.Duration {
 	defer s.markAttempted(r)
 	r.lastErr = err
 	if err != nil {
-		*failures++
+		r.failures++
 		owner := r.tenure != nil
-		d := s.period.retry(*failures, owner)
+		d := s.period.retry(r.failures, owner)
 		s.log.Warn("simba: store call failed; retrying", "err", err, "owner", owner, "retry_in", d)
 		return d
 	}
-	*failures = 0
+	r.failures = 0
+	return s.answer(r, rec, sent)
+}
+
+// answer applies the record a store call sent at sent returned, or a grant of the same
+// shape, and returns the delay until the next attempt. Called with s.mu held.
+func (s *Service) answer(r *run, rec Record, sent time.Time) time.Duration {
+	if r.tenure != nil && rec.Owner != s.id && !sent.After(r.grantedSent) {
+		// The call was sent before the waiting that a grant answered ended: its answer
+		// predates the hand-over and must not end the tenure the grant began.
+		return s.period.next(s.id, r.owner, s.cfg.now())
+	}
+	if sent.After(r.answeredSent) {
+		r.answeredSent = sent
+	}
 	var end time.Time
 	if s.id != "" && rec.Owner == s.id {
 		rec.TTL = min(rec.TTL, s.cfg.ttl) // never believe longer than this contender asked for
@@ -571,6 +576,25 @@ func (s *Service) attempt(r *run, failures *int) time.Duration {
 	d := s.period.next(s.id, o, s.cfg.now())
 	s.log.Debug("simba: contended", "owner", o.ID, "token", o.Token, "next_in", d)
 	return d
+}
+
+// grant applies a hand-over the store made to this contender while it waited
+// (Participant.Grant): as the answer to the call sent at sent, unless an answer to a later
+// call has been applied already. The next attempt is then due as after that answer.
+func (s *Service) grant(r *run, rec Record, sent time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run != r || r.stopped || s.id == "" || rec.Owner != s.id || sent.Before(r.answeredSent) {
+		return
+	}
+	if sent.After(r.grantedSent) {
+		r.grantedSent = sent
+	}
+	r.lastErr = nil
+	d := s.answer(r, rec, sent)
+	s.markAttempted(r)
+	r.rounds.reschedule(d)
+	s.log.Debug("simba: granted", "token", rec.Token)
 }
 
 // callDeadline bounds a store call by the call timeout and, while this contender believes
@@ -682,7 +706,7 @@ func (s *Service) endTenure(r *run, cause error, after Owner) {
 	s.lastState = st
 	if s.oneTenure {
 		r.finished = true
-		r.poke()
+		r.rounds.poke()
 	}
 	s.log.Info("simba: released", "token", t.owner.Token, "cause", cause, "owner", after.ID)
 	if s.contender != nil {
@@ -699,7 +723,7 @@ func (s *Service) expire(r *run, t *tenure) {
 		return
 	}
 	s.endTenure(r, ErrOwnershipLost, Owner{})
-	r.poke() // the renewal may still succeed: contend now
+	r.rounds.poke() // the renewal may still succeed: contend now
 }
 
 func (s *Service) isFinished(r *run) bool {
@@ -708,30 +732,23 @@ func (s *Service) isFinished(r *run) bool {
 	return r.finished
 }
 
-// leaveWhenFinished gives up a session contention once a oneTenure service's tenure has
+// leaveIfFinished gives up a session contention once a oneTenure service's tenure has
 // ended (lost, while its session survived): its node would otherwise stay first in line
-// until the lease is released.
-func (s *Service) leaveWhenFinished(r *run) {
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-r.wake:
-		}
-		if !s.isFinished(r) {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(r.ctx, s.cfg.callTimeout)
-		err := r.contention.StopContend(ctx)
-		cancel()
-		s.mu.Lock()
-		r.contendDone = true
-		s.mu.Unlock()
-		if err != nil && r.ctx.Err() == nil {
-			s.log.Warn("simba: leaving after a lost tenure failed", "err", err)
-		}
-		return
+// until the lease is released. It reports whether it did.
+func (s *Service) leaveIfFinished(r *run) bool {
+	if !s.isFinished(r) {
+		return false
 	}
+	ctx, cancel := context.WithTimeout(r.ctx, s.cfg.callTimeout)
+	err := r.contention.StopContend(ctx)
+	cancel()
+	s.mu.Lock()
+	r.contendDone = true
+	s.mu.Unlock()
+	if err != nil && r.ctx.Err() == nil {
+		s.log.Warn("simba: leaving after a lost tenure failed", "err", err)
+	}
+	return true
 }
 
 // releaseAfterTenure gives the mutex back once a oneTenure service's tenure has ended, so

@@ -36,6 +36,7 @@ type testStore struct {
 	// replyDelay delays the answer after the store has applied the call.
 	replyDelay time.Duration
 	wakes      []func()
+	grants     []func(Record, time.Time)
 }
 
 type storeCall struct {
@@ -46,6 +47,7 @@ type storeCall struct {
 func (s *testStore) StartContend(_ context.Context, p Participant) (Contention, error) {
 	s.mu.Lock()
 	s.wakes = append(s.wakes, p.Wake)
+	s.grants = append(s.grants, p.Grant)
 	s.mu.Unlock()
 	return &testContention{s: s, p: p}, nil
 }
@@ -386,6 +388,93 @@ func TestWakeContendsAtOnce(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, time.Second}, st.callLog("acquire"))
 		assert.Equal(t, []string{"acquired"}, rec.list())
 		require.NoError(t, s.Stop(t.Context()))
+	})
+}
+
+// handOver makes "me" the owner in the store, as a releasing owner that hands the mutex
+// over would, and tells the service so with a grant answering the call sent at sent.
+func handOver(st *testStore, sent time.Time, ttl, transition time.Duration) {
+	st.mu.Lock()
+	st.tokens++
+	st.owner, st.token = "me", st.tokens
+	st.ttlAt, st.transitionAt = sent.Add(ttl), sent.Add(ttl+transition)
+	grant := st.grants[0]
+	rec := Record{Owner: "me", TTL: ttl, Transition: ttl + transition, Token: st.token}
+	st.mu.Unlock()
+	grant(rec, sent)
+}
+
+// A grant begins a tenure whose local end counts from the send time of the call it
+// answers, and the renewal is due as after an answer to that call.
+func TestGrantBeginsTenure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec := &testStore{}, &recorder{}
+		st.setOwner("other", 10*time.Second, 6*time.Second)
+		s := startService(t, st, rec, WithTTL(3*time.Second), WithTransition(time.Second))
+		synctest.Wait()
+		sent := time.Now()
+		time.Sleep(500 * time.Millisecond)
+		handOver(st, sent, 3*time.Second, time.Second)
+		synctest.Wait()
+		require.Equal(t, []string{"acquired"}, rec.list())
+		assert.Equal(t, sent.Add(500*time.Millisecond), rec.when(0))
+		require.True(t, s.IsOwner())
+		s.mu.Lock()
+		end := s.run.tenure.end
+		s.mu.Unlock()
+		assert.Equal(t, sent.Add(3*time.Second-30*time.Millisecond), end,
+			"the local end counts from the send time (ttl - ttl/100 drift)")
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		calls := st.callLog("acquire")
+		require.GreaterOrEqual(t, len(calls), 2)
+		assert.Equal(t, 2*time.Second, calls[1], "renewed at ttl - ttl/3 after the send time")
+		assert.Equal(t, []string{"acquired"}, rec.list(), "kept across renewals")
+		require.NoError(t, s.Stop(t.Context()))
+	})
+}
+
+// A grant older than an answer already applied is ignored.
+func TestGrantOlderThanAnswerIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec := &testStore{}, &recorder{}
+		st.setOwner("other", 10*time.Second, 6*time.Second)
+		s := startService(t, st, rec)
+		synctest.Wait()
+		before := time.Now().Add(-time.Millisecond)
+		handOver(st, before, 10*time.Second, 6*time.Second)
+		synctest.Wait()
+		assert.Empty(t, rec.list())
+		assert.False(t, s.IsOwner())
+		require.NoError(t, s.Stop(t.Context()))
+	})
+}
+
+// The answer to a call sent before the hand-over, arriving after the grant, does not end
+// the tenure the grant began.
+func TestStaleAnswerDoesNotUndoGrant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec := &testStore{}, &recorder{}
+		st.setOwner("other", 10*time.Second, 6*time.Second)
+		s := startService(t, st, rec)
+		synctest.Wait()
+		st.mu.Lock()
+		st.replyDelay = time.Second
+		wake := st.wakes[0]
+		st.mu.Unlock()
+		time.Sleep(time.Second)
+		sent := time.Now()
+		wake() // an attempt that the store answers with "other", delivered a second later
+		time.Sleep(500 * time.Millisecond)
+		handOver(st, sent, 10*time.Second, 6*time.Second)
+		synctest.Wait()
+		require.Equal(t, []string{"acquired"}, rec.list())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"acquired"}, rec.list(), "the late answer naming the former owner was dropped")
+		assert.True(t, s.IsOwner())
+		require.NoError(t, s.Stop(t.Context()))
+		assert.Equal(t, []string{"acquired", "released"}, rec.list())
 	})
 }
 
