@@ -1,14 +1,25 @@
--- acquire: ARGV[1] the contender ID, ARGV[2] the lease in ms (ttl + transition).
+-- acquire: ARGV[1] the contender ID, ARGV[2] the lease in ms (ttl + transition), ARGV[3]
+-- '1' if the contender may be in the waiting set, ARGV[4] the nonce of this call or '' for
+-- a contender that takes no grants, ARGV[5] the contender's ttl in ms.
 -- Takes a free mutex (SET NX PX) and announces it on simba:{mutex}; otherwise records the
 -- contender as waiting (ZADD NX keeps its place in the queue) and answers the owner.
 -- Beyond JVM Simba: a contender that finds itself the owner (its earlier acquire went
--- through but the answer was lost) renews instead of waiting, and a new owner leaves the
--- waiting set, so that its own release cannot pick it as the next waiter.
-local id, lease = ARGV[1], ARGV[2]
+-- through but the answer was lost, or a release granted it the mutex) renews instead of
+-- waiting; a new owner leaves the waiting set, so that its own release cannot pick it as
+-- the next waiter; waiting scores carry microseconds, so that the queue is first come,
+-- first served; and a waiter that takes grants registers for one (see release.lua).
+local id, lease, listed, nonce, ttl = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5]
+
+local function leaveQueue()
+  if listed then
+    redis.call('zrem', waitKey, id)
+    redis.call('hdel', grantKey, id)
+  end
+end
 
 if redis.call('set', ownerKey, id, 'nx', 'px', lease) then
   local token = newToken(id, lease)
-  redis.call('zrem', waitKey, id)
+  leaveQueue()
   redis.call('publish', ownerKey, 'acquired@@' .. id)
   return { id .. '@@' .. lease, token }
 end
@@ -17,9 +28,16 @@ local owner = redis.call('get', ownerKey)
 if owner == id then
   redis.call('set', ownerKey, id, 'xx', 'px', lease)
   keepFence(id, lease)
-  redis.call('zrem', waitKey, id)
+  leaveQueue()
   return { id .. '@@' .. lease, tokenOf(id) }
 end
 
-redis.call('zadd', waitKey, 'nx', redis.call('time')[1], id)
+local now = redis.call('time')
+redis.call('zadd', waitKey, 'nx', now[1] .. '.' .. string.format('%06d', tonumber(now[2])), id)
+if nonce ~= '' then
+  redis.call('hset', grantKey, id, table.concat({ nonce, string.format('%.0f', millis(now)), lease, ttl }, '@@'))
+  if redis.call('pttl', grantKey) < tonumber(lease) then
+    redis.call('pexpire', grantKey, lease)
+  end
+end
 return { owner .. '@@' .. redis.call('pttl', ownerKey), tokenOf(owner) }

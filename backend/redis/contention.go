@@ -2,10 +2,13 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,10 +24,14 @@ type contention struct {
 	keys       []string // {"{mutex}"}: the key argument of every script
 	lease      string   // ttl + transition in ms: the PX of the owner key
 	leaseDur   time.Duration
+	ttl        string // in ms
+	ttlDur     time.Duration
 	transition time.Duration
 	key        string // simba:{mutex}: the owner key, and the channel of acquisitions
 	inbox      string // simba:{mutex}:<id>: releases addressed to this contender; "" for a retriever
 	wake       func()
+	grant      func(simba.Record, time.Time) // nil: the contender takes no grants
+	nonces     string                        // a random prefix of this contention's nonces
 	log        *slog.Logger
 
 	// owner: the last answer named this contender, so the next attempt renews with the
@@ -32,9 +39,20 @@ type contention struct {
 	owner atomic.Bool
 
 	// Used only by the method calls, which simba makes one at a time.
-	joined    bool   // subscribed to its channels
-	token     uint64 // the token of this contender's tenure while answers name it
-	lastToken uint64 // the last non-zero token an answer showed, to notice regressions
+	joined bool // subscribed to its channels
+	listed bool // may be in the waiting set (and registered for a grant)
+
+	mu        sync.Mutex // guards the fields below, which grants change too
+	token     uint64     // the token of this contender's tenure while answers name it
+	lastToken uint64     // the last non-zero token an answer showed, to notice regressions
+	seq       uint64     // the number of the latest nonce
+	attempts  [2]attempt // the latest two acquire calls that carried a nonce, oldest first
+}
+
+// attempt is an acquire call that registered for a grant if it found the mutex taken.
+type attempt struct {
+	seq  uint64
+	sent time.Time // taken before the call was sent
 }
 
 var (
@@ -52,10 +70,18 @@ func newContention(b *Backend, p simba.Participant) *contention {
 		keys:       []string{"{" + p.Mutex + "}"},
 		lease:      strconv.FormatInt(lease.Milliseconds(), 10),
 		leaseDur:   lease,
+		ttl:        strconv.FormatInt(p.TTL.Milliseconds(), 10),
+		ttlDur:     p.TTL,
 		transition: p.Transition,
 		key:        key,
 		wake:       p.Wake,
+		grant:      p.Grant,
 		log:        p.Logger,
+	}
+	if c.grant != nil && c.id != "" {
+		c.nonces = rand.Text()[:8] + "-"
+	} else {
+		c.grant = nil
 	}
 	if c.id != "" {
 		c.inbox = key + ":" + c.id
@@ -77,11 +103,18 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return simba.Record{}, err
 	}
-	script, op := acquireScript, "acquire"
+	var (
+		v   any
+		err error
+	)
+	op := "acquire"
 	if c.owner.Load() {
-		script, op = guardScript, "renew"
+		op = "renew"
+		v, err = guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
+	} else {
+		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed), c.nextNonce(), c.ttl).Result()
+		c.listed = true // until an answer names this contender: the script removed it
 	}
-	v, err := script.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
 	if err != nil {
 		return simba.Record{}, c.storeError(ctx, op, err)
 	}
@@ -90,6 +123,9 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		return simba.Record{}, fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
 	}
 	rec := c.record(a)
+	if rec.Owner == c.id && op == "acquire" {
+		c.listed = false
+	}
 	if !c.joined && (rec.Owner != c.id || op == "renew") {
 		// The first attempt that has to wait subscribes, and so does an owner at its
 		// first renewal: from then on it hears at once when another contender takes the
@@ -115,12 +151,61 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id}, raiseTo...)...).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, flag(c.listed)}, raiseTo...)...).Err(); err != nil {
 		return c.storeError(ctx, "release", err)
 	}
+	c.listed = false
 	c.owner.Store(false)
+	c.mu.Lock()
 	c.token = 0
+	c.mu.Unlock()
 	return nil
+}
+
+// flag is a boolean script argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// nextNonce returns the nonce of an acquire call about to be sent, remembering when it
+// was sent, or "" when the contender takes no grants.
+func (c *contention) nextNonce() string {
+	if c.grant == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	c.attempts[0], c.attempts[1] = c.attempts[1], attempt{seq: c.seq, sent: time.Now()}
+	return c.nonces + strconv.FormatUint(c.seq, 10)
+}
+
+// granted takes a grant a releasing owner addressed to this contender: when its nonce
+// names one of the latest two acquire calls, the service hears that the contender owns
+// the mutex from that call's send time; otherwise (a grant for an older registration, or
+// a garbled one) the contender contends at once and learns the answer from the store.
+func (c *contention) granted(nonce string, token uint64) {
+	seq, err := strconv.ParseUint(strings.TrimPrefix(nonce, c.nonces), 10, 64)
+	c.mu.Lock()
+	var sent time.Time
+	for _, a := range c.attempts {
+		if err == nil && strings.HasPrefix(nonce, c.nonces) && a.seq == seq && seq != 0 {
+			sent = a.sent
+		}
+	}
+	if sent.IsZero() {
+		c.mu.Unlock()
+		c.wake()
+		return
+	}
+	c.owner.Store(true)
+	c.token = token
+	c.checkToken(token)
+	c.mu.Unlock()
+	c.grant(simba.Record{Owner: c.id, TTL: c.ttlDur, Transition: c.leaseDur, Token: token}, sent)
 }
 
 // Lookup runs the lookup script, which reads the owner without contending.
@@ -179,6 +264,8 @@ func (c *contention) record(a answer) simba.Record {
 		c.token = 0
 		return simba.Record{}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	tok := a.token
 	if mine {
 		if tok == 0 {
@@ -197,7 +284,8 @@ func (c *contention) record(a answer) simba.Record {
 }
 
 // checkToken notices a token smaller than the last one this contention saw: tokens of
-// one mutex never go backwards unless the store lost what keeps them increasing.
+// one mutex never go backwards unless the store lost what keeps them increasing. Called
+// with c.mu held.
 func (c *contention) checkToken(tok uint64) {
 	if tok == 0 {
 		return
@@ -227,11 +315,14 @@ func (c *contention) join() {
 // hint reacts to a message on one of the contention's channels by asking the service to
 // contend (or, for a retriever, look up) now, when the message says that could change
 // something.
-func (c *contention) hint(ev event, id string) {
+func (c *contention) hint(m message) {
+	ev, id := m.event, m.id
 	switch {
 	case c.id == "":
 		c.wake() // a retriever: any news of the owner
-	case ev == released:
+	case ev == granted && c.grant != nil:
+		c.granted(m.nonce, m.token)
+	case ev == released || ev == granted:
 		c.wake() // addressed to this waiter, or broadcast by another client
 	case ev == acquired && id != c.id && c.owner.Load():
 		c.wake() // someone else acquired while this contender believes it owns: check now

@@ -280,13 +280,13 @@ func (h *hub) route(msg any) {
 			h.mu.Unlock()
 		}
 	case *goredis.Message:
-		ev, id, ok := parseMessage(m.Payload)
+		msg, ok := parseMessage(m.Payload)
 		if !ok {
 			h.log.Debug("simba/redis: ignored a message", "channel", m.Channel, "payload", m.Payload)
 			return
 		}
 		for _, c := range h.members(m.Channel, false) {
-			c.hint(ev, id)
+			c.hint(msg)
 		}
 	}
 }

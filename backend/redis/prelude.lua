@@ -5,13 +5,17 @@
 -- KEYS[1] is '{mutex}'. The braces form the cluster hash tag, so every key below and the
 -- key argument itself hash to one slot.
 --
--- Keys (the first two are JVM Simba's format; the third is this backend's addition):
+-- Keys (the first two are JVM Simba's format; the others are this backend's additions):
 --   simba:{mutex}            string: the owner's contender ID, PX ttl + transition
 --   simba:{mutex}:contender  sorted set: waiting contender IDs, score server time in s
+--                            (JVM Simba: whole seconds; here with microseconds)
 --   simba:{mutex}:fence      hash: 'owner' and 'token' of the latest tenure a Go
 --                            contender began, PX ttl + transition from its last renewal
+--   simba:{mutex}:grant      hash: waiter ID -> '<nonce>@@<server ms>@@<lease ms>@@<ttl ms>',
+--                            its registration for a grant at its latest attempt
 -- Channels: simba:{mutex} carries 'acquired@@<id>'; simba:{mutex}:<id> carries
--- 'released@@<releaser id>' to the waiter <id>.
+-- 'released@@<releaser id>' or 'granted@@<nonce>@@<token>@@<releaser id>' to the waiter
+-- <id>.
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -22,6 +26,12 @@ end
 local ownerKey = 'simba:' .. KEYS[1]
 local waitKey = ownerKey .. ':contender'
 local fenceKey = ownerKey .. ':fence'
+local grantKey = ownerKey .. ':grant'
+
+-- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
+local function millis(t)
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 
 -- isGreater compares two decimal strings without leading zeros as numbers. Lua numbers
 -- are doubles, so tokens are never handled as numbers here.

@@ -144,8 +144,10 @@ func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.C
 	}
 	qc := &quorumContention{q: q, id: p.ContenderID, mutex: p.Mutex, subs: make([]*contention, len(q.instances)),
 		giveBack: max(p.TTL/10, 10*time.Millisecond)}
+	sub := p
+	sub.Grant = nil // a grant on one instance is no quorum
 	for i, in := range q.instances {
-		c, err := in.backend.StartContend(ctx, p)
+		c, err := in.backend.StartContend(ctx, sub)
 		if err != nil {
 			for _, sub := range qc.subs[:i] {
 				_ = sub.StopContend(ctx)

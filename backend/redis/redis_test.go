@@ -240,7 +240,8 @@ func TestStorageFormat(t *testing.T) {
 	// TryAcquire stopped again, and a non-owner's release leaves the waiting set.
 	assert.Zero(t, admin.ZCard(ctx, key+":contender").Val())
 
-	// A service that keeps waiting stays in the set, scored in server seconds.
+	// A service that keeps waiting stays in the set, scored in server seconds (with
+	// microseconds), and registers for a grant.
 	s, err := simba.NewService(newBackend(t, newClient(t, srv.Addr())), simba.ContenderFuncs{MutexName: mutex, ID: "service"}, opts...)
 	require.NoError(t, err)
 	require.NoError(t, s.Start(ctx))
@@ -252,7 +253,9 @@ func TestStorageFormat(t *testing.T) {
 	})
 	now, err := admin.Time(ctx).Result()
 	require.NoError(t, err)
-	assert.InDelta(t, float64(now.Unix()), score, 5)
+	assert.InDelta(t, float64(now.UnixMicro())/1e6, score, 5)
+	_, registered := registration(t, admin, mutex, "service")
+	assert.True(t, registered)
 	o := s.Owner()
 	assert.Equal(t, "holder@10.0.0.1", o.ID)
 	assert.Equal(t, 2*time.Second, o.TransitionAt.Sub(o.TTLAt), "ttlAt is transitionAt minus the transition")
@@ -260,7 +263,7 @@ func TestStorageFormat(t *testing.T) {
 
 	require.NoError(t, lease.Release(ctx))
 	require.NoError(t, s.Stop(ctx))
-	assert.Zero(t, admin.Exists(ctx, key, key+":contender").Val())
+	assert.Zero(t, admin.Exists(ctx, key, key+":contender", key+":grant").Val())
 }
 
 // lossy is a go-redis hook that lets the next armed script calls reach the server and

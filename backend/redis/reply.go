@@ -86,20 +86,41 @@ type event int
 const (
 	acquired event = iota + 1 // "acquired@@<new owner>" on simba:{mutex}
 	released                  // "released@@<former owner>" on simba:{mutex}:<waiter>
+	granted                   // "granted@@<nonce>@@<token>@@<former owner>" on simba:{mutex}:<waiter>
 )
 
-// parseMessage parses a pub/sub message "acquired@@<id>" or "released@@<id>". The ID is
-// everything after the first "@@". ok is false for anything else.
-func parseMessage(payload string) (ev event, id string, ok bool) {
-	kind, id, found := strings.Cut(payload, separator)
+// message is a parsed pub/sub message.
+type message struct {
+	event
+	id    string // the new owner (acquired) or the former owner (released, granted)
+	nonce string // granted: the nonce of the waiter's registration
+	token uint64 // granted: the fencing token of the waiter's tenure
+}
+
+// parseMessage parses a pub/sub message "acquired@@<id>", "released@@<id>" or
+// "granted@@<nonce>@@<token>@@<id>". The ID is everything after the "@@" that ends the
+// fields before it. ok is false for anything else.
+func parseMessage(payload string) (m message, ok bool) {
+	kind, rest, found := strings.Cut(payload, separator)
 	if !found {
-		return 0, "", false
+		return message{}, false
 	}
 	switch kind {
 	case "acquired":
-		return acquired, id, true
+		return message{event: acquired, id: rest}, true
 	case "released":
-		return released, id, true
+		return message{event: released, id: rest}, true
+	case "granted":
+		nonce, rest, ok1 := strings.Cut(rest, separator)
+		token, id, ok2 := strings.Cut(rest, separator)
+		if !ok1 || !ok2 || nonce == "" {
+			return message{}, false
+		}
+		tok, err := strconv.ParseUint(token, 10, 64)
+		if err != nil || tok == 0 {
+			return message{}, false
+		}
+		return message{event: granted, id: id, nonce: nonce, token: tok}, true
 	}
-	return 0, "", false
+	return message{}, false
 }

@@ -68,26 +68,30 @@ func TestParseAnswer(t *testing.T) {
 
 func TestParseMessage(t *testing.T) {
 	cases := []struct {
-		in string
-		ev event
-		id string
-		ok bool
+		in   string
+		want message
+		ok   bool
 	}{
-		{"acquired@@c", acquired, "c", true},
-		{"released@@0:42@10.0.0.1", released, "0:42@10.0.0.1", true},
-		{"released@@@x", released, "@x", true},
-		{"acquired@@x@", acquired, "x@", true},
-		{"released@@", released, "", true},
-		{"acquired", 0, "", false},
-		{"grabbed@@c", 0, "", false},
-		{"@@c", 0, "", false},
-		{"", 0, "", false},
+		{"acquired@@c", message{event: acquired, id: "c"}, true},
+		{"released@@0:42@10.0.0.1", message{event: released, id: "0:42@10.0.0.1"}, true},
+		{"released@@@x", message{event: released, id: "@x"}, true},
+		{"acquired@@x@", message{event: acquired, id: "x@"}, true},
+		{"released@@", message{event: released}, true},
+		{"granted@@ab12-7@@1795253251350913@@0:42@h", message{event: granted, id: "0:42@h", nonce: "ab12-7", token: 1795253251350913}, true},
+		{"granted@@n@@5@@x@@y", message{event: granted, id: "x@@y", nonce: "n", token: 5}, true},
+		{"granted@@n@@0@@x", message{}, false},
+		{"granted@@n@@-1@@x", message{}, false},
+		{"granted@@@@5@@x", message{}, false},
+		{"granted@@n@@5", message{}, false},
+		{"acquired", message{}, false},
+		{"grabbed@@c", message{}, false},
+		{"@@c", message{}, false},
+		{"", message{}, false},
 	}
 	for _, c := range cases {
-		ev, id, ok := parseMessage(c.in)
+		m, ok := parseMessage(c.in)
 		assert.Equal(t, c.ok, ok, "%q", c.in)
-		assert.Equal(t, c.ev, ev, "%q", c.in)
-		assert.Equal(t, c.id, id, "%q", c.in)
+		assert.Equal(t, c.want, m, "%q", c.in)
 	}
 }
 
@@ -137,9 +141,9 @@ func FuzzReplyRoundTrip(f *testing.F) {
 			t.Fatalf("reply of %q: remaining %v, want %v", id, left, want)
 		}
 		for _, kind := range []string{"acquired", "released"} {
-			_, got, ok := parseMessage(kind + separator + id)
-			if !ok || got != id {
-				t.Fatalf("%s message of %q: %q, %v", kind, id, got, ok)
+			m, ok := parseMessage(kind + separator + id)
+			if !ok || m.id != id {
+				t.Fatalf("%s message of %q: %q, %v", kind, id, m.id, ok)
 			}
 		}
 	})
@@ -167,20 +171,37 @@ func FuzzParseAnswer(f *testing.F) {
 	})
 }
 
-// FuzzParseMessage: any payload parses without panicking, and a parsed one is rebuilt by
-// its event and ID.
+// FuzzParseMessage: any payload parses without panicking, and a parsed one is rebuilt
+// from its fields.
 func FuzzParseMessage(f *testing.F) {
-	for _, s := range []string{"acquired@@c", "released@@c", "released@@@x", "x@@y", "acquired", ""} {
+	for _, s := range []string{"acquired@@c", "released@@c", "released@@@x", "x@@y", "acquired", "",
+		"granted@@ab-1@@17@@c", "granted@@n@@007@@c", "granted@@n@@x@@c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ev, id, ok := parseMessage(s)
+		m, ok := parseMessage(s)
 		if !ok {
 			return
 		}
-		kind := map[event]string{acquired: "acquired", released: "released"}[ev]
-		if kind == "" || kind+separator+id != s {
-			t.Fatalf("%q parsed as %v %q", s, ev, id)
+		var rebuilt string
+		switch m.event {
+		case acquired:
+			rebuilt = "acquired" + separator + m.id
+		case released:
+			rebuilt = "released" + separator + m.id
+		case granted:
+			if m.nonce == "" || m.token == 0 || strings.Contains(m.nonce, separator) {
+				t.Fatalf("%q parsed as %+v", s, m)
+			}
+			// The token may have been written with leading zeros or a plus sign.
+			_, rest, _ := strings.Cut(strings.TrimPrefix(s, "granted"+separator+m.nonce+separator), separator)
+			rebuilt = s
+			if rest != m.id {
+				t.Fatalf("%q parsed as %+v", s, m)
+			}
+		}
+		if rebuilt != s {
+			t.Fatalf("%q parsed as %+v", s, m)
 		}
 	})
 }
