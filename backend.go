@@ -84,6 +84,11 @@ type Participant struct {
 	// blocks, may be called from any goroutine, and is ignored after StopContend. Lease
 	// backends need not call it.
 	Report func(Owner)
+	// WaitsOnly is set for a participant that needs to learn only when it becomes the
+	// owner, not who owns the mutex while it waits (a Locker's). A session backend may
+	// then watch only what decides its turn: with ZooKeeper, the node before its own and
+	// not the owner's, so that a change of owner does not wake every waiter.
+	WaitsOnly bool
 	// Grant tells the service of a lease store that the store made this contender the
 	// owner without a call of its own being answered: the releasing owner handed the
 	// mutex over to it as it waited. rec is the grant as an Acquire answer would give it

@@ -341,6 +341,7 @@ func (s *Service) start(ctx context.Context, initialDelay time.Duration) error {
 		Transition:  s.cfg.transition,
 		Logger:      s.log,
 		Wake:        r.rounds.poke,
+		WaitsOnly:   s.oneTenure,
 		Report:      func(o Owner) { s.report(r, o) },
 		Grant:       func(rec Record, sent time.Time) { s.grant(r, rec, sent) },
 	}

@@ -232,8 +232,8 @@ func (c *contention) step() (again bool, err error) {
 
 // contend makes sure the contender has a node in session s and finds out who owns the
 // mutex: the lowest node. A non-owner watches the node just before its own, which is
-// deleted when that contender leaves, and the owner's node, which is deleted when the
-// mutex changes hands.
+// deleted when that contender leaves, and, unless it only waits for its turn
+// (Participant.WaitsOnly), the owner's node, which is deleted when the mutex changes hands.
 func (c *contention) contend(s session) (view, bool, error) {
 	if c.node != "" && c.nodeSession != 0 && c.nodeSession != s.id {
 		c.forgetNode() // an ephemeral node ends with its session
@@ -307,6 +307,13 @@ func (c *contention) contend(s session) (view, bool, error) {
 		pre             = true
 	)
 	readHead := func() { data, headStat, headErr = c.get(head) }
+	watched := []string{c.node, pred, head}
+	if c.p.WaitsOnly && pred != head {
+		// Only the predecessor decides this waiter's turn: the owner is read without a
+		// watch, so that a change of owner does not wake every waiter.
+		readHead = func() { data, headStat, headErr = c.b.conn.Get(head) }
+		watched = watched[:2]
+	}
 	if pred == head {
 		readHead()
 	} else {
@@ -321,7 +328,7 @@ func (c *contention) contend(s session) (view, bool, error) {
 		return view{}, false, storeError("watch", pred, preErr)
 	}
 	v := view{ownerPath: head, owner: string(data), token: uint64(headStat.Czxid),
-		watched: []string{c.node, pred, head}, confirmed: sent}
+		watched: watched, confirmed: sent}
 	if v.owner == c.p.ContenderID {
 		// Another node carries this contender's ID. Only its own node makes a contender
 		// the owner, so the owner is reported as unknown rather than as this contender.

@@ -12,9 +12,12 @@
 // deletes once their last child is gone. The contender whose node has the lowest
 // sequence number owns the mutex; children are ordered by the digits after "latch-", not
 // by name, and children that are not latch nodes are no contenders. A non-owner watches
-// the node just before its own, so a leaving contender wakes only its successor, and it
-// watches the owner's node, so it knows at once who owns the mutex after a change (JVM
-// Simba's non-owners do not). A retriever watches the owner's node, or the mutex node
+// the node just before its own, so a leaving contender wakes only its successor. A
+// service's non-owner also watches the owner's node, so it knows at once who owns the
+// mutex after a change (JVM Simba's non-owners do not), at the price of every such
+// waiter looking again at every change of owner. A Locker's waiter, which only waits for
+// its turn, reads the owner's node without watching it: with many Lockers waiting, a
+// hand-over wakes one of them. A retriever watches the owner's node, or the mutex node
 // while nobody contends. The queue of nodes is the mutex's wait list: contentions
 // implement simba.WaitList.
 //

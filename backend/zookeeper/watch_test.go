@@ -1,0 +1,84 @@
+package zookeeper_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// A Locker's waiter watches only the node before its own, so a change of owner wakes
+// one waiter, not all of them; a service's waiter also watches the owner's node, to know
+// the owner at once.
+func TestLockerWaiterWatchesOnlyItsPredecessor(t *testing.T) {
+	mutex := mutexName(t)
+	parent := "/simba/" + mutex
+	admin := adminConn(t)
+	ctx := t.Context()
+	locker := func(id string) (*simba.Locker, func() int64) {
+		b := newBackend(t)
+		l, err := simba.NewLocker(b, mutex, simba.WithContenderID(id))
+		require.NoError(t, err)
+		return l, func() int64 { return zookeeper.SessionID(b.Backend) }
+	}
+	holder, _ := locker("holder")
+	held, err := holder.Acquire(ctx)
+	require.NoError(t, err)
+	done := make(chan *simba.Lease, 2)
+	wait := func(l *simba.Locker) {
+		go func() {
+			lease, err := l.Acquire(ctx)
+			assert.NoError(t, err)
+			done <- lease
+		}()
+	}
+	second, _ := locker("second")
+	wait(second)
+	var secondNode string
+	eventually(t, 10*time.Second, "the second locker's node", func() bool {
+		secondNode = nodeOf(t, admin, parent, "second")
+		return secondNode != ""
+	})
+	third, thirdSession := locker("third")
+	wait(third)
+	holderNode := nodeOf(t, admin, parent, "holder")
+	eventually(t, 10*time.Second, "the third locker to watch the second's node", func() bool {
+		return slices.Contains(watchedBy(t, thirdSession()), secondNode)
+	})
+	assert.NotContains(t, watchedBy(t, thirdSession()), holderNode, "a Locker's waiter does not watch the owner")
+
+	sb := newBackend(t)
+	svc, err := simba.NewService(sb, simba.ContenderFuncs{MutexName: mutex, ID: "service"})
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(ctx))
+	defer svc.Close()
+	var thirdNode string
+	eventually(t, 10*time.Second, "the service to watch the third's node and the owner's", func() bool {
+		thirdNode = nodeOf(t, admin, parent, "third")
+		w := watchedBy(t, zookeeper.SessionID(sb.Backend))
+		return thirdNode != "" && slices.Contains(w, thirdNode) && slices.Contains(w, holderNode)
+	})
+	assert.Equal(t, "holder", svc.Owner().ID)
+
+	require.NoError(t, held.Release(ctx))
+	var lease *simba.Lease
+	select {
+	case lease = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiter acquired")
+	}
+	eventually(t, 10*time.Second, "the service to see the new owner", func() bool { return svc.Owner().ID == "second" })
+	require.NoError(t, lease.Release(ctx))
+	select {
+	case lease = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third locker did not acquire")
+	}
+	require.NoError(t, lease.Release(ctx))
+	require.NoError(t, svc.Stop(ctx))
+}
