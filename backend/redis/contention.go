@@ -312,6 +312,18 @@ func (c *contention) join() {
 	c.b.hub.join(c)
 }
 
+// resync reacts to a subscription confirmed after messages may have been missed: a waiter
+// contends and a retriever looks up at once. An owner does not: it subscribes as it
+// renews, and a missed message could only have told it of a takeover that its next
+// renewal finds all the same (at 10,000 owners, the first renewal would otherwise come
+// twice, in one burst).
+func (c *contention) resync() {
+	if c.id != "" && c.owner.Load() {
+		return
+	}
+	c.wake()
+}
+
 // hint reacts to a message on one of the contention's channels by asking the service to
 // contend (or, for a retriever, look up) now, when the message says that could change
 // something.

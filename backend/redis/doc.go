@@ -89,8 +89,9 @@
 // to it: they learn of the new owner at their next attempt, which spares every waiter a
 // store call at every hand-over. Every confirmed subscription, the first and each one
 // after go-redis reconnected (or the backend replaced a connection that stopped answering
-// its pings, see WithPingInterval), makes the contention try once more, so that nothing
-// published before it is missed for long.
+// its pings, see WithPingInterval), makes a waiting contention try once more and a
+// retriever look up, so that nothing published before it is missed for long; an owner
+// learns of anything it missed at its next renewal.
 //
 // Correctness never depends on messages: every contender still contends on its contend
 // period, so a lost message (the connection was down, the waiter was not subscribed yet)

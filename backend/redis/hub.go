@@ -30,7 +30,7 @@ const (
 // PING goes unanswered.
 //
 // Every confirmed subscription (the first one of a channel and each one after a reconnect)
-// wakes the channel's contentions: messages published before it were not heard.
+// makes the channel's contentions resync: messages published before it were not heard.
 type hub struct {
 	client goredis.UniversalClient
 	log    *slog.Logger
@@ -59,7 +59,7 @@ func newHub(client goredis.UniversalClient, log *slog.Logger, ping time.Duration
 }
 
 // join adds c to the routes of its channels. A contention whose channels are all
-// subscribed already is woken at once; otherwise it is woken when the server confirms.
+// subscribed already resyncs at once; otherwise it does when the server confirms.
 func (h *hub) join(c *contention) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -77,7 +77,7 @@ func (h *hub) join(c *contention) {
 		live = live && h.confirmed[ch]
 	}
 	if live {
-		c.wake()
+		c.resync()
 	}
 	if h.ps == nil {
 		h.start()
@@ -272,7 +272,7 @@ func (h *hub) route(msg any) {
 		switch m.Kind {
 		case "subscribe":
 			for _, c := range h.members(m.Channel, true) {
-				c.wake()
+				c.resync()
 			}
 		case "unsubscribe":
 			h.mu.Lock()
