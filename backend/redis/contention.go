@@ -42,11 +42,12 @@ type contention struct {
 	joined bool // subscribed to its channels
 	listed bool // may be in the waiting set (and registered for a grant)
 
-	mu        sync.Mutex // guards the fields below, which grants change too
-	token     uint64     // the token of this contender's tenure while answers name it
-	lastToken uint64     // the last non-zero token an answer showed, to notice regressions
-	seq       uint64     // the number of the latest nonce
-	attempts  [2]attempt // the latest two acquire calls that carried a nonce, oldest first
+	mu         sync.Mutex // guards the fields below, which grants change too
+	token      uint64     // the token of this contender's tenure while answers name it
+	lastToken  uint64     // the last non-zero token an answer showed, to notice regressions
+	seq        uint64     // the number of the latest nonce
+	attempts   [2]attempt // the latest two acquire calls that carried a nonce, oldest first
+	grantedSeq uint64     // the nonce number the latest grant taken answered
 }
 
 // attempt is an acquire call that registered for a grant if it found the mutex taken.
@@ -107,12 +108,14 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		v   any
 		err error
 	)
-	op := "acquire"
+	op, seq := "acquire", uint64(0)
 	if c.owner.Load() {
 		op = "renew"
 		v, err = guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
 	} else {
-		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed), c.nextNonce(), c.ttl).Result()
+		var nonce string
+		nonce, seq = c.nextNonce()
+		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed), nonce, c.ttl).Result()
 		c.listed = true // until an answer names this contender: the script removed it
 	}
 	if err != nil {
@@ -122,7 +125,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	if err != nil {
 		return simba.Record{}, fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
 	}
-	rec := c.record(a)
+	rec := c.record(a, seq)
 	if rec.Owner == c.id && op == "acquire" {
 		c.listed = false
 	}
@@ -170,17 +173,17 @@ func flag(b bool) string {
 	return "0"
 }
 
-// nextNonce returns the nonce of an acquire call about to be sent, remembering when it
-// was sent, or "" when the contender takes no grants.
-func (c *contention) nextNonce() string {
+// nextNonce returns the nonce of an acquire call about to be sent and its number,
+// remembering when it was sent, or "" and 0 when the contender takes no grants.
+func (c *contention) nextNonce() (string, uint64) {
 	if c.grant == nil {
-		return ""
+		return "", 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
 	c.attempts[0], c.attempts[1] = c.attempts[1], attempt{seq: c.seq, sent: time.Now()}
-	return c.nonces + strconv.FormatUint(c.seq, 10)
+	return c.nonces + strconv.FormatUint(c.seq, 10), c.seq
 }
 
 // granted takes a grant a releasing owner addressed to this contender: when its nonce
@@ -203,6 +206,7 @@ func (c *contention) granted(nonce string, token uint64) {
 	}
 	c.owner.Store(true)
 	c.token = token
+	c.grantedSeq = max(c.grantedSeq, seq)
 	c.checkToken(token)
 	c.mu.Unlock()
 	c.grant(simba.Record{Owner: c.id, TTL: c.ttlDur, Transition: c.leaseDur, Token: token}, sent)
@@ -221,7 +225,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	if err != nil {
 		return simba.Record{}, fmt.Errorf("simba/redis: lookup %q: %w", c.mutex, err)
 	}
-	return c.record(a), nil
+	return c.record(a, 0), nil
 }
 
 // OthersWaiting reports whether the waiting set holds a contender other than this one. A
@@ -257,15 +261,22 @@ func (c *contention) StopContend(context.Context) error {
 // record turns an answer into a simba.Record of durations. Redis keeps one expiry, at
 // transitionAt; ttlAt is derived with this contender's own transition, which is exact for
 // its own tenures and for owners configured alike.
-func (c *contention) record(a answer) simba.Record {
+//
+// seq is the nonce number of the acquire call answered (0: none). An answer that names
+// another owner to a call sent no later than the registration a grant answered is older
+// than the grant: it is passed on (simba drops it) but changes nothing here.
+func (c *contention) record(a answer, seq uint64) simba.Record {
 	mine := c.id != "" && a.owner == c.id
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !mine && seq != 0 && seq <= c.grantedSeq {
+		return c.durations(a, a.token)
+	}
 	c.owner.Store(mine)
 	if a.owner == "" {
 		c.token = 0
 		return simba.Record{}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	tok := a.token
 	if mine {
 		if tok == 0 {
@@ -276,6 +287,14 @@ func (c *contention) record(a answer) simba.Record {
 		c.token = 0
 	}
 	c.checkToken(tok)
+	return c.durations(a, tok)
+}
+
+// durations returns the record of an answer with token tok.
+func (c *contention) durations(a answer, tok uint64) simba.Record {
+	if a.owner == "" {
+		return simba.Record{}
+	}
 	left := a.left
 	if left < 0 {
 		left = c.leaseDur // a key without expiry, set by hand: as long as one lease of ours
