@@ -130,14 +130,19 @@ func (q *rounds) poke() {
 }
 
 // reschedule moves the next round of timed rounds to delay from now, if the timer is set
-// for it; a round under way sets the timer itself when it ends.
+// for it; a round under way sets the timer itself when it ends. Before begin, whose delay
+// was computed before the news that asks for the reschedule, the first round runs at once
+// instead.
 func (q *rounds) reschedule(delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.halted || !q.timed || !q.armed || !q.timer.Stop() {
-		return
+	switch {
+	case q.halted:
+	case !q.begun:
+		q.early = true
+	case q.timed && q.armed && q.timer.Stop():
+		q.timer.Reset(delay)
 	}
-	q.timer.Reset(delay)
 }
 
 // halt stops the rounds: no round begins after it, and it returns once the round under

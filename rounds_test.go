@@ -186,3 +186,14 @@ func TestRoundsReschedule(t *testing.T) {
 	q.reschedule(0) // halted: ignored
 	l.none(t, 50*time.Millisecond)
 }
+
+// A reschedule before begin makes the first round run at once: the delay begin is given
+// was computed before it.
+func TestRoundsRescheduleBeforeBegin(t *testing.T) {
+	l := newRoundLog(time.Hour)
+	var q rounds
+	q.reschedule(time.Millisecond)
+	q.begin(l.do, true, time.Hour)
+	l.await(t, 1)
+	q.halt(func() {})
+}
