@@ -26,8 +26,11 @@ func grantedContention(t *testing.T) (*contention, *grantLog) {
 	log := &grantLog{}
 	c := newContention(newBackend(nil, cfg), simba.Participant{
 		Mutex: "m", ContenderID: "me", TTL: 10 * time.Second, Transition: 6 * time.Second,
-		Wake:  func() { log.wakes++ },
-		Grant: func(r simba.Record, sent time.Time) { log.grants = append(log.grants, r); log.sent = append(log.sent, sent) },
+		Wake: func() { log.wakes++ },
+		Grant: func(r simba.Record, sent time.Time) {
+			log.grants = append(log.grants, r)
+			log.sent = append(log.sent, sent)
+		},
 	})
 	return c, log
 }
