@@ -22,6 +22,8 @@ import (
 //     transition window with jitter), Lookup for retrievers, Release when it stops, and
 //     contends at once when the backend calls Participant.Wake. The store keeps a TTL per
 //     owner; the backend reports durations and the service turns them into local instants.
+//     A store whose release hands the mutex to a waiter tells that waiter's service with
+//     Participant.Grant.
 //   - A session store returns any other Contention and drives ownership itself: it decides
 //     who owns the mutex (for example, from ephemeral nodes) and reports every owner it
 //     learns of through Participant.Report. StopContend gives ownership up on the store.
