@@ -16,6 +16,7 @@ type mutationRun struct {
 	store    string // the store and scenario that must catch it
 	scenario string
 	expected string // the assertion that must fail, as the checker names it
+	ran      bool   // the mutated scenario ran
 	caught   bool
 }
 
@@ -45,6 +46,7 @@ func testMutations(t *testing.T) {
 			output := string(out)
 			ran := strings.Contains(output, "=== RUN   TestChaos/"+m.store+"/"+m.scenario)
 			failedOn := regexp.MustCompile(`(?m)^\s+\S+_test\.go:\d+: ` + m.expected + `\b`).MatchString(output)
+			m.ran = ran
 			m.caught = err != nil && failedOn
 			switch {
 			case !ran:

@@ -60,6 +60,7 @@ func writeReport(out io.Writer) error {
 		}
 	}
 	b.WriteString("\n")
+	b.WriteString(mutationTable())
 	if path := os.Getenv("SIMBA_CHAOS_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			return err
@@ -67,6 +68,30 @@ func writeReport(out io.Writer) error {
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// mutationTable reports the mutation runs of scenario 27b, when they ran.
+func mutationTable() string {
+	var b strings.Builder
+	caught := 0
+	for _, m := range mutations {
+		if !m.ran {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n## Mutations (scenario 27b)\n\n| mutation | store | scenario | must fail | result |\n|---|---|---|---|---|\n")
+		}
+		verdict := "**not caught**"
+		if m.caught {
+			verdict = "caught"
+			caught++
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", m.name, m.store, m.scenario, m.expected, verdict)
+	}
+	if b.Len() > 0 {
+		fmt.Fprintf(&b, "\n%d of %d mutations caught.\n", caught, len(mutations))
+	}
+	return b.String()
 }
 
 func stores(list []*Result) []string {
