@@ -20,9 +20,13 @@ func TestMain(m *testing.M) {
 	}
 	quietDrivers()
 	code := m.Run()
-	if err := goleak.Find(); err != nil && code == 0 {
-		fmt.Fprintln(os.Stderr, "goleak:", err)
-		code = 1
+	goroutineLeaks = "none (goleak)"
+	if err := goleak.Find(); err != nil {
+		goroutineLeaks = "goleak found some, see stderr"
+		if code == 0 {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	if err := writeReport(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos report:", err)
@@ -30,6 +34,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// goroutineLeaks is goleak's verdict after every test ran, for the report.
+var goroutineLeaks = "not checked"
 
 // full reports whether the full plan runs (make chaos): longer phases and more rounds.
 // Otherwise the short version runs, as part of make test.

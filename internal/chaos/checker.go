@@ -58,6 +58,7 @@ type Findings struct {
 	StopDurations       []time.Duration // C7
 	LockLinearizable    bool            // C10, over the belief intervals
 	RefereeLinearizable bool            // C10, over the referee's writes
+	Residue             []string        // C8: what the store still held after every contender stopped
 	Errors              []string
 }
 

@@ -434,6 +434,7 @@ func (r *Run) Finish(o Options) Findings {
 			}
 		}
 		if err := r.Kit.Residue(ctx, r.Server.Addr(), r.Mutex, killed); err != nil {
+			f.Residue = append(f.Residue, err.Error())
 			r.T.Errorf("C8 residue: %v", err)
 		}
 	}

@@ -52,9 +52,10 @@ func redisOptions(addr string) *goredis.Options {
 	}
 }
 
-// redisResidue reports an owner key, waiting-set entries or subscribed channels left for
-// mutex. A killed waiter stays in the waiting set until a release takes it off, as in JVM
-// Simba (backend/redis/doc.go): its entry is no residue.
+// redisResidue reports an owner key, waiting-set entries, grant registrations or
+// subscribed channels left for mutex. A killed waiter stays in the waiting set (and
+// registered) until a release takes it off, as in JVM Simba (backend/redis/doc.go): its
+// entry is no residue.
 func redisResidue(ctx context.Context, addr, mutex string, killed []string) error {
 	c := goredis.NewClient(redisOptions(addr))
 	defer c.Close()
@@ -73,6 +74,15 @@ func redisResidue(ctx context.Context, addr, mutex string, killed []string) erro
 	for _, w := range waiting {
 		if !slices.Contains(killed, w) {
 			return fmt.Errorf("redis: %q, which was not killed, is still in the waiting set of %q", w, mutex)
+		}
+	}
+	registered, err := c.HKeys(ctx, key+":grant").Result()
+	if err != nil {
+		return err
+	}
+	for _, w := range registered {
+		if !slices.Contains(killed, w) {
+			return fmt.Errorf("redis: %q, which was not killed, is still registered for a grant of %q", w, mutex)
 		}
 	}
 	chans, err := c.PubSubChannels(ctx, key+"*").Result()

@@ -108,7 +108,7 @@ func stores(list []*Result) []string {
 func summary(store string, list []*Result) string {
 	var (
 		injections, tenures, rejected, accepted, failed int
-		inModelOverlaps                                 int
+		inModelOverlaps, leaks                          int
 		took                                            time.Duration
 		maxFailover, bound                              time.Duration
 	)
@@ -120,6 +120,7 @@ func summary(store string, list []*Result) string {
 			injections += n
 		}
 		tenures += r.Findings.Tenures
+		leaks += len(r.Findings.Residue)
 		rejected += r.Findings.WritesRejected
 		accepted += len(r.Findings.Referee)
 		if !r.Out {
@@ -134,9 +135,9 @@ func summary(store string, list []*Result) string {
 			failed++
 		}
 	}
-	return fmt.Sprintf("**%s**: %d fault injections over %v of contention, %d tenures, %d in-model overlaps, %d stale writes accepted (%d rejected), max failover %v vs bound %v, %d failed scenarios.",
+	return fmt.Sprintf("**%s**: %d fault injections over %v of contention, %d tenures, %d in-model overlaps, %d stale writes accepted (%d rejected), max failover %v vs bound %v, %d leaks (store residue after Stop; goroutines: %s), %d failed scenarios.",
 		store, injections, took.Round(time.Second), tenures, inModelOverlaps, accepted, rejected,
-		maxFailover.Round(time.Millisecond), bound, failed)
+		maxFailover.Round(time.Millisecond), bound, leaks, goroutineLeaks, failed)
 }
 
 func faults(m map[string]int) string {

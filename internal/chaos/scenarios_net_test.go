@@ -13,6 +13,7 @@ func init() {
 	addScenarios(
 		scenario{num: 11, name: "owner_cut_off", stores: "RMZ", run: ownerCutOff},
 		scenario{num: 12, name: "short_blips", stores: "RMZ", run: shortBlips, timing: sessionOfTwoSeconds},
+		scenario{num: 12, name: "short_stalls", stores: "Z", run: shortStalls, timing: sessionOfTwoSeconds},
 		scenario{num: 13, name: "latency", stores: "RMZ", run: latency},
 		scenario{num: 13, name: "late_replies_then_cut", stores: "RMZ", run: lateRepliesThenCut, timing: lateReplyTiming},
 		scenario{num: 14, name: "connection_resets", stores: "RMZ", run: connectionResets},
@@ -80,14 +81,35 @@ func oneWayPartitions(s *S) {
 // with the same token; nobody else may acquire. ZooKeeper gets a 2s session here:
 // go-zookeeper waits a second before it dials a lone server again, so with 1s sessions
 // any disconnect would expire the session.
+//
+// The blackhole swallows bytes, as FAULTS.md defines it. A network cannot do that inside
+// a TCP connection (TCP retransmits what a short outage dropped); it models a peer that
+// stops answering. go-zookeeper pings every third of the session and gives the connection
+// up after two thirds without a reply: two swallowed pings in a row cost the connection,
+// and the redial a second later, into further blips, can cost the session. So on
+// ZooKeeper this variant asserts safety only and reports spurious hand-overs, like the
+// lease stores; short_stalls asserts that nobody else acquires, with blips as TCP sees
+// them: bytes held for 0.3 T, none lost.
 func shortBlips(s *S) {
+	blips(s, "blackhole", "a short blip of", func(p *Proc) { p.Proxy.Blackhole(faultproxy.Both) }, false)
+}
+
+// 12, ZooKeeper: short stalls (bytes held, none lost) shorter than the session must not
+// cost the owner its session: nobody else acquires.
+func shortStalls(s *S) {
+	blips(s, "stall", "a short stall of", func(p *Proc) { p.Proxy.Stall(faultproxy.Both) }, true)
+}
+
+// blips cuts the owner off with cut, 0.3 T at a time at random phases; noTakeover asserts
+// that no other contender acquires meanwhile.
+func blips(s *S, kind, what string, cut func(*Proc), noTakeover bool) {
 	procs := s.spawn(3)
 	owner := s.owner(procs, s.failoverBound()+2*time.Second)
 	blip := 3 * s.Timing.TTL / 10
 	t0 := Now()
 	for range rounds(6, 30) {
 		time.Sleep(rand.N(s.Timing.TTL))
-		heal := s.Fault("blackhole", "a short blip of "+owner.ID, func() { owner.Proxy.Blackhole(faultproxy.Both) }, owner.Proxy.Heal)
+		heal := s.Fault(kind, what+" "+owner.ID, func() { cut(owner) }, owner.Proxy.Heal)
 		time.Sleep(blip)
 		heal()
 	}
@@ -105,9 +127,9 @@ func shortBlips(s *S) {
 			flaps++
 		}
 	}
-	s.note("%d blips of %v: %d spurious hand-overs (target 0), %d flaps of the owner", rounds(6, 30), blip, spurious, flaps)
-	if s.Kit.Session && spurious > 0 {
-		s.T.Errorf("another contender acquired during blips shorter than the session")
+	s.note("%d %ss of %v: %d spurious hand-overs (target 0), %d flaps of the owner", rounds(6, 30), kind, blip, spurious, flaps)
+	if noTakeover && spurious > 0 {
+		s.T.Errorf("another contender acquired during %ss shorter than the session", kind)
 	}
 	s.finish()
 }

@@ -41,6 +41,8 @@ type Proxy struct {
 	mu          sync.Mutex
 	links       map[*link]struct{}
 	blackhole   Direction
+	stalled     Direction
+	unstall     chan struct{}    // closed when the stall ends
 	delay       [2]time.Duration // by direction index
 	jitter      [2]time.Duration
 	acceptDelay time.Duration
@@ -74,6 +76,22 @@ func (p *Proxy) Blackhole(d Direction) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.blackhole = d
+}
+
+// Stall holds the bytes of the given directions from now on (none: end the stall), as TCP
+// does while the network path is down for a moment: nothing is lost, and everything held
+// is forwarded, in order, when the stall ends. Only the chunk read when the stall began is
+// held here; the rest waits in the kernel's buffers. The connections stay open.
+func (p *Proxy) Stall(d Direction) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.stalled == 0 && d != 0:
+		p.unstall = make(chan struct{})
+	case p.stalled != 0 && d == 0:
+		close(p.unstall)
+	}
+	p.stalled = d
 }
 
 // Delay holds the bytes of the given directions for d plus a uniform jitter in
@@ -127,6 +145,7 @@ func (p *Proxy) AcceptDelay(d time.Duration) {
 // Heal removes every fault.
 func (p *Proxy) Heal() {
 	p.Blackhole(0)
+	p.Stall(0)
 	p.Delay(Both, 0, 0)
 	p.AcceptDelay(0)
 	p.PauseAccept(false)
@@ -284,6 +303,16 @@ func (p *Proxy) pump(l *link, from, to net.Conn, dir int) {
 		n, err := from.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
+			for p.stalled&bit != 0 {
+				unstall := p.unstall
+				p.mu.Unlock()
+				select {
+				case <-unstall:
+				case <-p.done:
+					return
+				}
+				p.mu.Lock()
+			}
 			swallow := p.blackhole&bit != 0
 			delay, jitter := p.delay[dir], p.jitter[dir]
 			if swallow {

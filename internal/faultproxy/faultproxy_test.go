@@ -148,3 +148,28 @@ func TestPauseAndDelayAccept(t *testing.T) {
 	assert.Equal(t, "late\n", got)
 	assert.GreaterOrEqual(t, time.Since(began), 250*time.Millisecond)
 }
+
+// A stall holds the bytes and loses none: what was sent during it arrives, in order, when
+// it ends.
+func TestStallHoldsAndDelivers(t *testing.T) {
+	p, c, r := start(t)
+	p.Stall(Both)
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, m := range []string{"a\n", "b\n", "c\n"} {
+		_, err := c.Write([]byte(m))
+		require.NoError(t, err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	_, err := r.ReadString('\n')
+	assert.True(t, isTimeout(err), "nothing arrives during the stall, got %v", err)
+	p.Heal()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []string
+	for len(got) < 3 {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		got = append(got, line)
+	}
+	assert.Equal(t, []string{"a\n", "b\n", "c\n"}, got)
+	assert.Zero(t, p.Stats().Swallowed)
+}
