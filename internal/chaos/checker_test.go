@@ -144,3 +144,20 @@ func TestCheckCatchesTokenChangeWithinTenure(t *testing.T) {
 		ev{20, "a", KindReleased, 5}), o).Violations(o)
 	assert.Contains(t, join(v), "C3 tokens")
 }
+
+// In-model, a shadow counter short of the logged increments is a lost update; one ahead
+// of them is an increment whose log line a kill cut off, which loses nothing.
+func TestShadowLossSign(t *testing.T) {
+	events := history(ev{0, "a", KindAcquired, 1}, ev{1, "a", KindIncrement, 0}, ev{2, "a", KindIncrement, 0},
+		ev{3, "a", KindKilled, 0})
+	o := Options{Epsilon: time.Millisecond}
+	for _, c := range []struct {
+		shadow int64
+		fails  bool
+	}{{1, true}, {2, false}, {3, false}} {
+		shadow := c.shadow
+		o.Shadow = &shadow
+		v := Check(events, o).Violations(o)
+		assert.Equal(t, c.fails, len(v) > 0, "shadow %d: %v", c.shadow, v)
+	}
+}
