@@ -41,8 +41,7 @@ func (q *rounds) begin(do func() (time.Duration, bool), timed bool, delay time.D
 		q.arm(delay)
 	case q.early:
 		q.wg.Add(1)
-		q.busy = true
-		go q.run()
+		q.start()
 	}
 }
 
@@ -59,6 +58,13 @@ func (q *rounds) arm(delay time.Duration) {
 		return
 	}
 	q.timer.Reset(delay)
+}
+
+// start runs rounds on a goroutine of their own. Called with q.mu held and the round's
+// count added to q.wg.
+func (q *rounds) start() {
+	q.busy = true
+	go q.run()
 }
 
 // fire is the timer's function.
@@ -118,14 +124,12 @@ func (q *rounds) poke() {
 		q.again = true
 	case q.armed && q.timer.Stop():
 		q.armed = false
-		q.busy = true // takes over the count of the timer
-		go q.run()
+		q.start() // takes over the count of the timer
 	case !q.armed:
 		// Not timed: only pokes run rounds. (A fired timer whose round has not yet
 		// begun, armed with Stop false, needs nothing: that round begins after this poke.)
 		q.wg.Add(1)
-		q.busy = true
-		go q.run()
+		q.start()
 	}
 }
 

@@ -3,7 +3,6 @@ package jdbc_test
 import (
 	"context"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/latency"
 )
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release of a Locker (p50-ns and
@@ -34,7 +34,7 @@ func BenchmarkLockerCycle(b *testing.B) {
 		}
 		cycles = append(cycles, time.Since(began))
 	}
-	reportPercentiles(b, cycles)
+	latency.Report(b, cycles)
 }
 
 // BenchmarkHandOver measures the time from the holder's Release call to the return of
@@ -90,7 +90,7 @@ func benchmarkHandOver(b *testing.B, opts ...jdbc.Option) {
 	}
 	b.StopTimer()
 	_ = held.Release(ctx)
-	reportPercentiles(b, latencies)
+	latency.Report(b, latencies)
 }
 
 // BenchmarkContenders8 runs eight contenders, each a Locker on a backend with a pool of
@@ -146,14 +146,5 @@ func BenchmarkContenders8(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sections/s")
-	reportPercentiles(b, gaps)
-}
-
-func reportPercentiles(b *testing.B, d []time.Duration) {
-	if len(d) == 0 {
-		return
-	}
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+	latency.Report(b, gaps)
 }

@@ -3,12 +3,12 @@ package memory_test
 import (
 	"context"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/internal/latency"
 )
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release.
@@ -84,16 +84,7 @@ func BenchmarkHandOver(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = held.Release(ctx)
-	reportPercentiles(b, latencies)
-}
-
-func reportPercentiles(b *testing.B, d []time.Duration) {
-	if len(d) == 0 {
-		return
-	}
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+	latency.Report(b, latencies)
 }
 
 // BenchmarkMutexesLocalHandOver measures a hand-over between two goroutines of one
@@ -146,5 +137,5 @@ func BenchmarkMutexesLocalHandOver(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = held.Release(ctx)
-	reportPercentiles(b, latencies)
+	latency.Report(b, latencies)
 }

@@ -3,13 +3,13 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/latency"
 	"github.com/simba-go/simba/internal/testserver"
 )
 
@@ -61,7 +61,7 @@ func cycles(b *testing.B, be simba.Backend) {
 		}
 		cycles = append(cycles, time.Since(began))
 	}
-	reportPercentiles(b, cycles)
+	latency.Report(b, cycles)
 }
 
 // BenchmarkHandOver measures the time from the holder's Release call to the return of
@@ -123,7 +123,7 @@ func BenchmarkHandOver(b *testing.B) {
 		held = a.lease
 	}
 	_ = held.Release(ctx)
-	reportPercentiles(b, latencies)
+	latency.Report(b, latencies)
 }
 
 // BenchmarkEightContenders runs eight goroutines, each with a Locker on a backend and a
@@ -203,13 +203,4 @@ func contended(b *testing.B, acquire func(ctx context.Context, worker int) (*sim
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sections/s")
-}
-
-func reportPercentiles(b *testing.B, d []time.Duration) {
-	if len(d) == 0 {
-		return
-	}
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
 }

@@ -191,11 +191,12 @@ func (c *contention) nextNonce() (string, uint64) {
 // the mutex from that call's send time; otherwise (a grant for an older registration, or
 // a garbled one) the contender contends at once and learns the answer from the store.
 func (c *contention) granted(nonce string, token uint64) {
-	seq, err := strconv.ParseUint(strings.TrimPrefix(nonce, c.nonces), 10, 64)
+	number, ours := strings.CutPrefix(nonce, c.nonces)
+	seq, err := strconv.ParseUint(number, 10, 64)
 	c.mu.Lock()
 	var sent time.Time
 	for _, a := range c.attempts {
-		if err == nil && strings.HasPrefix(nonce, c.nonces) && a.seq == seq && seq != 0 {
+		if ours && err == nil && seq != 0 && a.seq == seq {
 			sent = a.sent
 		}
 	}

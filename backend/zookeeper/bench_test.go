@@ -10,6 +10,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/zookeeper"
+	"github.com/simba-go/simba/internal/latency"
 )
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release on one backend: create
@@ -33,7 +34,7 @@ func BenchmarkLockerCycle(b *testing.B) {
 		}
 		latencies = append(latencies, time.Since(began))
 	}
-	reportPercentiles(b, latencies)
+	latency.Report(b, latencies)
 }
 
 // BenchmarkHandOver measures the time from the holder's Release call to the return of
@@ -94,16 +95,7 @@ func BenchmarkHandOver(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = held.Release(ctx)
-	reportPercentiles(b, latencies)
-}
-
-func reportPercentiles(b *testing.B, d []time.Duration) {
-	if len(d) == 0 {
-		return
-	}
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "p99-ns")
+	latency.Report(b, latencies)
 }
 
 // BenchmarkReferenceZKLockCycle measures go-zookeeper's own Lock recipe (create a
@@ -123,7 +115,7 @@ func BenchmarkReferenceZKLockCycle(b *testing.B) {
 		}
 		latencies = append(latencies, time.Since(began))
 	}
-	reportPercentiles(b, latencies)
+	latency.Report(b, latencies)
 }
 
 // BenchmarkReferenceZKLockHandOver measures go-zookeeper's Lock recipe handing over
@@ -173,5 +165,5 @@ func BenchmarkReferenceZKLockHandOver(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = locks[i%2].Unlock()
-	reportPercentiles(b, latencies)
+	latency.Report(b, latencies)
 }
