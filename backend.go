@@ -41,13 +41,19 @@ import (
 //     and Release follows on a fresh context.
 //   - StartContend runs at every Start, and so at every Locker acquisition: start-up
 //     checks that cost I/O (a schema check, a ping) should be done once per backend and
-//     remembered.
+//     remembered. When the caller's context ends before StartContend returns, simba
+//     stops waiting for it; a contention it returns afterwards is given StopContend at
+//     once, in the background.
 //   - StopContend is called exactly once per successful StartContend, last. (A Locker
 //     whose lease on a session store was lost calls it as soon as the loss is reported;
 //     nothing else is called on that contention afterwards.)
 //
 // What a backend must do:
 //   - Be safe for concurrent use: one backend serves any number of services.
+//   - Make sure, in its first StartContend, that the store can be reached and accepts
+//     this client (a ping, a schema check, a session), and fail with an error that says
+//     which, in one line: Start fails fast on it, the same way for every store. Errors
+//     should not repeat the operation or the mutex, which simba prefixes itself.
 //   - Honour ctx: return promptly (with an error wrapping ctx.Err()) when it ends.
 //   - Never dial from addresses and never close a client the user passed in.
 //   - Report only what the store said: a lost race is a Record naming the other owner,

@@ -9,9 +9,9 @@ import "context"
 //
 // Callbacks of one service run one at a time, in order, on a goroutine of the service's
 // (never the one that talks to the store). A slow callback delays later callbacks of the
-// same service but not contention; a panicking one is recovered and logged. Callbacks
-// must not call Stop or Close of their own service: Stop waits for the release
-// notification, which would wait for the callback.
+// same service but not contention; a panicking one is recovered and logged. A callback
+// may call Stop or Close of its own service: belief ends at once, and the call returns
+// without waiting for the release notification, which follows when the callback returns.
 type Contender interface {
 	// Mutex returns the name of the mutex to contend for. It must not change.
 	Mutex() string

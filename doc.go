@@ -60,6 +60,56 @@
 // in clock rate between this host and the store stay smaller than that window. Larger
 // pauses are what fencing tokens are for.
 //
+// # After a pause
+//
+// A process that was paused (a long GC pause, SIGSTOP, a stopped VM) resumes with all its
+// timers due at once, and its goroutines run in any order. Belief is therefore checked
+// where it is used, on the local monotonic clock, not only by a timer:
+//
+//   - a tenure context (Lease.Context, OnAcquired's and the Scheduler work's context)
+//     reports the loss at the first Err, Done or context.Cause after the local TTL end,
+//     whatever the timers have done;
+//   - a Scheduler starts no run, and Locker and Mutexes hand out no lease, unless the
+//     local TTL end lies ahead at that instant.
+//
+// What no library can promise: work that was already under way when the process paused,
+// and that acts without looking at its context again, or between that look and the act.
+// Contexts derived from a tenure context (context.WithTimeout and the like) learn of the
+// loss when their parent is next looked at or when simba's timer runs, so look at the
+// tenure context itself right before acting. Only the resource can refuse the write of a
+// resumed owner, by its fencing token. The safe pattern claims the fence and writes in
+// one atomic step whose result tells, for example in SQL
+//
+//	UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence <= $3
+//
+// with zero rows affected meaning "superseded": never read the fence first and write
+// after, which lets a stale owner slip in between.
+//
+// # Deadlines and the store's failures
+//
+// Every call that takes a context returns by its deadline, whatever the store does: a
+// store that stalls (a SIGSTOPped server), a client that ignores deadlines. Store work
+// whose outcome is unknown by then (releasing an acquisition that may have been applied,
+// a release not yet answered) goes on in the background, bounded by the call timeout
+// (WithCallTimeout). The next Start or acquisition waits for it, so that a late release
+// never lands on a new tenure, and Close waits for all of it: nothing outlives Close.
+//
+// Errors match a context error (context.DeadlineExceeded, context.Canceled) only when the
+// caller's own context ended. A store call that simba cut off at its call timeout matches
+// ErrTimeout instead.
+//
+// Start-up, the same on every backend: Service.Start (and a Scheduler's) makes the
+// backend's start-up I/O once and fails fast with the backend's error when the store
+// cannot be reached or refuses this client (a wrong address, a wrong password, a missing
+// table). Locker.Acquire and Mutexes.Acquire retry start-up failures with backoff until
+// their context ends; TryAcquire makes one attempt. A running service retries failed
+// store calls; each failure is logged at Warn level, and Service.Err returns the last
+// one until a call succeeds again, for health checks.
+//
+// Logging is silent unless WithLogger is given: a library writes to the application's
+// logs only when asked to. Failures are not hidden by that: Start and the acquisitions
+// return them, and Err reports those of a running service.
+//
 // Clocks: simba never turns a store timestamp into a local instant. Stores answer with
 // durations (time left until ttlAt and transitionAt, by the store's own clock), and simba
 // adds them to the local monotonic time at which it sent the request. A wall-clock jump

@@ -1,8 +1,13 @@
 package simba
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
+
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Sentinel errors. Test for them with errors.Is; the errors simba returns wrap them with
@@ -38,6 +43,12 @@ var (
 	// passed without a successful renewal. Lease.Release returns it, wrapped, when the
 	// lease had been lost before it was released.
 	ErrOwnershipLost = errors.New("simba: ownership lost")
+
+	// ErrTimeout marks a store call that simba cut off at its call timeout
+	// (WithCallTimeout) while the caller's context was still live. Such errors do not
+	// match context.DeadlineExceeded: simba's errors match a context error only when the
+	// caller's own context ended.
+	ErrTimeout = errors.New("simba: store call timed out")
 
 	// ErrAlreadyHeld is returned by Locker.Acquire and Locker.TryAcquire while the locker
 	// holds a lease that has not been released, or while another acquisition on the same
@@ -80,3 +91,94 @@ func invalid(field string, value any, rule string) error {
 func InvalidArgument(field string, value any, rule string) error {
 	return invalid(field, value, rule)
 }
+
+// timeoutError is a store call cut off at the call timeout. It keeps the store's message
+// and every part of its error chain except the call context's error: that deadline was
+// simba's, not the caller's.
+type timeoutError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *timeoutError) Error() string {
+	return oneLine(fmt.Sprintf("store call timed out after %s (%s)", e.after, e.err))
+}
+
+func (e *timeoutError) Unwrap() []error { return append([]error{ErrTimeout}, contextFree(e.err)...) }
+
+// contextFree returns the largest parts of err's tree that do not match a context error.
+func contextFree(err error) []error {
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return []error{err}
+	}
+	var parts []error
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			parts = append(parts, contextFree(e)...)
+		}
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			parts = contextFree(e)
+		}
+	}
+	return parts
+}
+
+// callError returns the error of a store call as callers see it: a call that ended because
+// its own context (call) did while the caller's (caller, nil if none) did not is a timeout
+// of simba's, not a context error of the caller's.
+func callError(err error, call, caller context.Context, timeout time.Duration) error {
+	if err == nil || call.Err() == nil || (caller != nil && caller.Err() != nil) || mutation.On("timeout-as-deadline") {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &timeoutError{after: timeout, err: err}
+	}
+	return err
+}
+
+// describedError is one line that names a sentinel, a detail and causes, and matches the
+// sentinel and every cause under errors.Is and errors.As.
+type describedError struct {
+	text string
+	errs []error
+}
+
+func (e *describedError) Error() string   { return e.text }
+func (e *describedError) Unwrap() []error { return e.errs }
+
+// describe returns an error that reads as sentinel's text, then detail (if any), then each
+// non-nil cause without a "simba: " prefix of its own, separated by ": ": one line with
+// one prefix, where errors.Join would give one line per error and repeat the prefix.
+func describe(sentinel error, detail string, causes ...error) error {
+	var b strings.Builder
+	b.WriteString(sentinel.Error())
+	if detail != "" {
+		b.WriteString(": ")
+		b.WriteString(detail)
+	}
+	errs := []error{sentinel}
+	for _, c := range causes {
+		if c == nil {
+			continue
+		}
+		text := strings.TrimPrefix(c.Error(), "simba: ")
+		if strings.Contains(b.String(), text) {
+			errs = append(errs, c) // already said: an error that wraps one named before
+			continue
+		}
+		b.WriteString(": ")
+		b.WriteString(text)
+		errs = append(errs, c)
+	}
+	return &describedError{text: oneLine(b.String()), errs: errs}
+}
+
+// wrapf returns err with a prefix, on one line: what fmt.Errorf(format+": %w", args...,
+// err) would give, with the line breaks of err's text (errors.Join's) turned into "; ".
+func wrapf(err error, format string, args ...any) error {
+	return &describedError{text: oneLine(fmt.Sprintf(format, args...) + ": " + err.Error()), errs: []error{err}}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

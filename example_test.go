@@ -58,6 +58,7 @@ func ExampleNewLocker() {
 	if err != nil {
 		panic(err)
 	}
+	defer locker.Close()
 	lease, err := locker.Acquire(ctx)
 	if err != nil {
 		panic(err)
@@ -79,7 +80,9 @@ func ExampleLocker_Acquire() {
 	b1, _ := memory.New(store)
 	b2, _ := memory.New(store)
 	holder, _ := simba.NewLocker(b1, "invoice-42")
+	defer holder.Close()
 	waiter, _ := simba.NewLocker(b2, "invoice-42")
+	defer waiter.Close()
 
 	lease, _ := holder.Acquire(ctx)
 	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -105,7 +108,9 @@ func ExampleLocker_TryAcquire() {
 	b1, _ := memory.New(store)
 	b2, _ := memory.New(store)
 	first, _ := simba.NewLocker(b1, "cache-warmup", simba.WithContenderID("worker-1"))
+	defer first.Close()
 	second, _ := simba.NewLocker(b2, "cache-warmup", simba.WithContenderID("worker-2"))
+	defer second.Close()
 	lease, _ := first.TryAcquire(ctx)
 	_, err := second.TryAcquire(ctx)
 	fmt.Println(err)
@@ -122,7 +127,7 @@ func ExampleNewScheduler() {
 	var runs atomic.Int32
 	done := make(chan struct{})
 	sched, err := simba.NewScheduler(b, "cleanup", simba.Schedule{Period: 10 * time.Millisecond},
-		func(ctx context.Context) {
+		func(ctx context.Context, _ simba.Owner) {
 			switch n := runs.Add(1); {
 			case n <= 3:
 				fmt.Println("cleanup run", n)
@@ -151,7 +156,7 @@ func ExampleScheduler_fixedDelay() {
 	runs := 0
 	sched, _ := simba.NewScheduler(b, "compaction",
 		simba.Schedule{Period: 20 * time.Millisecond, FixedDelay: true, InitialDelay: 5 * time.Millisecond},
-		func(ctx context.Context) {
+		func(ctx context.Context, _ simba.Owner) {
 			if !last.IsZero() {
 				fmt.Println("gap at least one period:", time.Since(last) >= 20*time.Millisecond)
 			}
@@ -179,7 +184,7 @@ func ExampleScheduler_embedding() {
 	job := &ReportJob{}
 	ran := make(chan struct{})
 	s, err := simba.NewScheduler(b, "daily-report", simba.Schedule{Period: 24 * time.Hour},
-		func(ctx context.Context) {
+		func(ctx context.Context, _ simba.Owner) {
 			job.sent.Add(1)
 			close(ran)
 		})

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
+	"time"
+
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Locker acquires a mutex for a critical section: Acquire blocks until this contender owns
@@ -13,15 +15,21 @@ import (
 // While held, the lease renews itself; its Context ends as soon as ownership could have
 // lapsed, so work that must not outlive ownership should use it.
 //
+// Every call returns by its context's deadline, whatever the store does. What is left to
+// do on the store then (releasing an acquisition that may have been applied, a release
+// that has not been answered) goes on in the background, bounded by the call timeout; the
+// next acquisition waits for it, and Close waits for all of it.
+//
 // A Locker is one contender with one ID: it holds at most one lease at a time, and
 // acquiring while it holds or acquires returns ErrAlreadyHeld. Goroutines that each want
-// the mutex use a Locker each. A Locker is safe for concurrent use and needs no Close: it
-// runs goroutines only while it acquires or holds.
+// the mutex use a Locker each. A Locker is safe for concurrent use. Close it when done.
 type Locker struct {
-	svc *Service // restarted for every acquisition; one at a time
+	svc *Service // started for every acquisition; one at a time
 
-	mu   sync.Mutex
-	busy bool // an acquisition is under way or a lease is outstanding
+	mu     sync.Mutex
+	busy   bool   // an acquisition is under way or a lease is outstanding
+	lease  *Lease // the outstanding lease
+	closed bool
 }
 
 // NewLocker returns a Locker for mutex on b. Its contender ID is a new HostContenderID
@@ -35,9 +43,7 @@ func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	svc := newService(b, nil, nil, mutex, id, cfg)
-	svc.oneTenure = true
-	return &Locker{svc: svc}, nil
+	return &Locker{svc: newService(b, nil, nil, mutex, id, cfg)}, nil
 }
 
 // Mutex returns the name of the mutex.
@@ -46,18 +52,21 @@ func (l *Locker) Mutex() string { return l.svc.mutex }
 // ContenderID returns the locker's contender ID.
 func (l *Locker) ContenderID() string { return l.svc.id }
 
-// Acquire blocks until the locker owns the mutex or ctx ends. Waiting costs no CPU: the
-// locker contends on the contend period and at once when the store announces a release.
+// Acquire blocks until the locker owns the mutex or ctx ends, and returns by ctx's
+// deadline whatever the store does. Waiting costs no CPU: the locker contends on the
+// contend period and at once when the store announces a release. When the store cannot
+// be reached or refuses the locker at start-up, Acquire retries with backoff.
 //
 // When ctx ends first, the error matches both ErrNotAcquired and ctx's error under
-// errors.Is (and wraps the store's error too if the last attempt failed), and whatever
-// was acquired meanwhile is released again. An already ended ctx returns at once without
+// errors.Is (and wraps the store's last error too, if there was one), and whatever was
+// acquired meanwhile is released again in the background. An error matches a context
+// error only when ctx ended; one that ended an already ended ctx returns at once without
 // touching the store.
 func (l *Locker) Acquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, false) }
 
 // TryAcquire makes a single attempt: it returns a Lease if the locker owns the mutex after
 // one acquire call, and an error matching ErrNotAcquired otherwise, which also wraps the
-// store's error when the attempt failed.
+// store's error when the attempt (or the start-up before it) failed.
 func (l *Locker) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
 
 func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
@@ -65,108 +74,157 @@ func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 		return nil, invalid("ctx", nil, "must not be nil")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(ErrNotAcquired, err)
+		return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", l.Mutex()), err)
 	}
 	l.mu.Lock()
-	if l.busy {
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return nil, ErrClosed
+	case l.busy:
 		l.mu.Unlock()
 		return nil, fmt.Errorf("%w: mutex %q, contender %q", ErrAlreadyHeld, l.Mutex(), l.ContenderID())
 	}
 	l.busy = true
 	l.mu.Unlock()
+	lease, err := l.contend(ctx, once)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.busy = false
+		return nil, err
+	}
+	l.lease = lease
+	return lease, nil
+}
 
+// contend starts lifecycles of the locker's service until one yields a tenure that is
+// still believed when it is handed out, ctx ends, or (once) one attempt was made.
+func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 	svc := l.svc
-	if err := svc.Start(ctx); err != nil {
-		l.free()
-		return nil, errors.Join(ErrNotAcquired, err)
-	}
-	svc.mu.Lock()
-	r := svc.run
-	svc.mu.Unlock()
-	wait := r.acquired
-	if once {
-		wait = r.attempted
-	}
-	select {
-	case <-wait:
-	case <-ctx.Done():
-	}
-	svc.mu.Lock()
-	t, owner, lastErr := r.first, r.owner, r.lastErr
-	var tenureCtx context.Context
-	if t != nil {
-		owner, tenureCtx = t.owner, t.ctx
-	}
-	svc.mu.Unlock()
-	if t == nil {
-		_ = svc.Stop(context.WithoutCancel(ctx)) // releases an acquisition still in flight
-		l.free()
-		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(ErrNotAcquired, err, lastErr)
+	var lastErr error
+	for failures := 1; ; failures++ {
+		r, err := svc.begin(ctx, runSpec{single: true})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil, describe(ErrNotAcquired, "", err, lastErr)
+		case once || errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) || mutation.On("start-once"):
+			return nil, describe(ErrNotAcquired, "", err)
+		default:
+			lastErr = err
+			d := svc.period.retry(failures, false)
+			svc.log.Warn("simba: start failed; retrying", "err", err, "retry_in", d)
+			if err := sleep(ctx, svc, d); err != nil {
+				return nil, describe(ErrNotAcquired, "", err, lastErr)
+			}
+			continue
 		}
-		if lastErr != nil {
-			return nil, fmt.Errorf("%w: mutex %q: the store did not answer: %w", ErrNotAcquired, l.Mutex(), lastErr)
+		wait := r.acquired
+		if once {
+			wait = r.attempted
 		}
-		return nil, fmt.Errorf("%w: mutex %q is owned by %q", ErrNotAcquired, l.Mutex(), owner.ID)
+		select {
+		case <-wait:
+		case <-r.halted:
+		case <-ctx.Done():
+		}
+		svc.mu.Lock()
+		t, owner := r.first, r.owner
+		if r.lastErr != nil {
+			lastErr = r.lastErr
+		}
+		svc.mu.Unlock()
+		// Belief is checked here, where the lease is handed out: a tenure whose local end
+		// has passed (the process paused after it began) is not handed out.
+		if t != nil && t.live() && ctx.Err() == nil {
+			return l.newLease(r, t), nil
+		}
+		switch {
+		case mutation.On("blocking-calls"):
+			_ = svc.Stop(context.WithoutCancel(ctx)) // waits for the store
+		case ctx.Err() == nil:
+			_ = svc.Stop(ctx) // what is left is released by ctx's deadline, or goes on in the background
+		default:
+			_ = svc.stopFrom(ctx, false) // the release goes on in the background
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", l.Mutex()), ctx.Err(), lastErr)
+		case l.isClosed():
+			return nil, ErrClosed
+		case t != nil && once:
+			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the tenure lapsed before it could be handed out", l.Mutex()), ErrOwnershipLost)
+		case t != nil:
+			continue // the tenure lapsed before it could be handed out: contend again
+		case lastErr != nil:
+			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", l.Mutex()), lastErr)
+		default:
+			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q is owned by %q", l.Mutex(), owner.ID))
+		}
 	}
-	give := func(ctx context.Context) error {
-		err := svc.Stop(ctx)
-		l.free()
+}
+
+// newLease hands out tenure t of lifecycle r.
+func (l *Locker) newLease(r *run, t *tenure) *Lease {
+	lease := &Lease{mutex: l.Mutex(), owner: l.svc.tenureOwner(t), ctx: t.ctx}
+	lease.give = func(ctx context.Context) error {
+		err := l.svc.Stop(ctx)
+		l.mu.Lock()
+		l.busy, l.lease = false, nil
+		l.mu.Unlock()
+		if errors.Is(err, ErrNotRunning) {
+			select {
+			case <-r.halted: // stopped by Close: nothing was left to release
+				return nil
+			default:
+			}
+		}
 		return err
 	}
-	return &Lease{mutex: l.Mutex(), owner: owner, ctx: tenureCtx, give: give}, nil
+	return lease
 }
 
-func (l *Locker) free() {
+// Close releases the locker's lease if it holds one, ends an acquisition under way (it
+// returns ErrClosed), makes later acquisitions fail with ErrClosed, and waits for the
+// store work of the locker still under way in the background, each call bounded by the
+// call timeout. It is idempotent.
+func (l *Locker) Close() error {
 	l.mu.Lock()
-	l.busy = false
+	if l.closed {
+		l.mu.Unlock()
+		return l.svc.Close()
+	}
+	l.closed = true
+	lease := l.lease
 	l.mu.Unlock()
-}
-
-// Lease is a hold on a mutex, acquired by a Locker or from Mutexes. The tenure behind it
-// renews itself until Release; its Context ends when ownership is lost or the lease is
-// released. A Lease is safe for concurrent use.
-type Lease struct {
-	mutex    string
-	owner    Owner
-	ctx      context.Context
-	released atomic.Bool
-	give     func(ctx context.Context) error // gives the hold back
-}
-
-// Token returns the fencing token of the tenure: pass it to the resource the lock
-// protects, so that it can reject writes of an owner that has been superseded.
-func (l *Lease) Token() uint64 { return l.owner.Token }
-
-// Owner returns the owner record as it was when the lease was acquired.
-func (l *Lease) Owner() Owner { return l.owner }
-
-// Context returns the tenure context. It is cancelled as soon as the lease's holder can no
-// longer be sure it owns the mutex (context.Cause returns ErrOwnershipLost), or when the
-// lease is released (context.Canceled). It is a lifetime context owned by the lease.
-func (l *Lease) Context() context.Context { return l.ctx }
-
-// Done is short for Context().Done().
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
-
-// Release gives the mutex up and stops renewing. ctx values are kept but its cancellation
-// is not: the release runs under the call timeout even when ctx has ended. Release
-// returns an error matching ErrNotOwner for a nil lease and when called again, and one
-// matching ErrOwnershipLost when ownership had already been lost (the critical section
-// may then have overlapped with another owner's; the fencing token tells the resource).
-func (l *Lease) Release(ctx context.Context) error {
-	if l == nil {
-		return fmt.Errorf("%w: nil lease", ErrNotOwner)
+	var err error
+	if lease != nil {
+		if rerr := lease.Release(context.Background()); rerr != nil && !errors.Is(rerr, ErrNotOwner) {
+			err = rerr
+		}
 	}
-	if ctx == nil {
-		return invalid("ctx", nil, "must not be nil")
-	}
-	if !l.released.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: lease of %q already released", ErrNotOwner, l.mutex)
-	}
-	err := l.give(ctx)
-	if errors.Is(context.Cause(l.ctx), ErrOwnershipLost) {
-		return errors.Join(fmt.Errorf("simba: lease of %q lost before release: %w", l.mutex, ErrOwnershipLost), err)
+	if cerr := l.svc.Close(); err == nil {
+		err = cerr
 	}
 	return err
+}
+
+func (l *Locker) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// sleep waits for d on svc's clock, or returns ctx's error when ctx ends first.
+func sleep(ctx context.Context, svc *Service, d time.Duration) error {
+	done := make(chan struct{})
+	t := svc.cfg.clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -1,6 +1,7 @@
 package simba
 
 import (
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,4 +34,41 @@ func validateText(field, s string) error {
 		return invalid(field, s, "must not begin or end with white space")
 	}
 	return nil
+}
+
+// validateNames applies the common rules and the backend's own to the mutex name and, for
+// a contender, to its ID (a retriever has none).
+func validateNames(b Backend, mutex, id string, contender bool) error {
+	if err := ValidateMutex(mutex); err != nil {
+		return err
+	}
+	if contender {
+		if err := ValidateContenderID(id); err != nil {
+			return err
+		}
+	}
+	v, ok := b.(Validator)
+	if !ok {
+		return nil
+	}
+	if err := v.ValidateMutex(mutex); err != nil {
+		return err
+	}
+	if contender {
+		return v.ValidateContenderID(id)
+	}
+	return nil
+}
+
+// isNil reports whether v is nil or a nil pointer, map, func, channel or slice in an
+// interface, so that a typed nil is rejected instead of panicking later.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

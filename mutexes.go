@@ -9,13 +9,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // DefaultLocalHandOvers is how many times in a row a tenure passes from one local holder
 // to the next before Mutexes gives the mutex back to the store, if others wait for it.
 const DefaultLocalHandOvers = 16
 
-// giveBackPause is how long a Mutexes queue that gave its mutex back waits before it
+// giveBackPause is how long a Mutexes entry that gave its mutex back waits before it
 // contends again, so that a waiter of another process, woken by the release, acquires
 // first.
 const giveBackPause = 10 * time.Millisecond
@@ -52,17 +54,26 @@ func WithLocalHandOvers(n int) Option {
 // the queue orders the holders within a process. A holder's lease context is its own: it
 // ends at its Release, or for everyone when the tenure is lost.
 //
+// Every call returns by its context's deadline; starting and stopping the store
+// contenders happens on goroutines of the registry, which Close waits for. When a store
+// cannot be reached, Acquire waits (the contender retries with backoff) until its context
+// ends, and TryAcquire fails at once with the store's error.
+//
 // The registry keeps an entry only while a mutex is held or awaited: names used once leave
 // nothing behind. Mutexes is safe for concurrent use; Close releases everything.
 type Mutexes struct {
 	backend Backend
 	cfg     config
 	id      string
+	anon    atomic.Uint64 // numbers the holders of plain Acquire calls
+	workers sync.WaitGroup
+	ctx     context.Context // ends at Close: cuts a worker's start-up or backoff short
+	cancel  context.CancelFunc
 
 	mu      sync.Mutex
-	entries map[string]*localMutex
+	entries map[string]*entry
 	closed  bool
-	anon    atomic.Uint64 // numbers the holders of plain Acquire calls
+	errs    []error // store errors of the stops Close made
 }
 
 // NewMutexes returns a registry of mutexes on b. Options are those of services (TTL,
@@ -82,7 +93,9 @@ func NewMutexes(b Backend, opts ...Option) (*Mutexes, error) {
 			return nil, err
 		}
 	}
-	return &Mutexes{backend: b, cfg: cfg, id: id, entries: map[string]*localMutex{}}, nil
+	m := &Mutexes{backend: b, cfg: cfg, id: id, entries: map[string]*entry{}}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m, nil
 }
 
 // ContenderID returns the contender ID the registry's contenders use.
@@ -119,7 +132,9 @@ func (m *Mutexes) TryAcquire(ctx context.Context, mutex string) (*Lease, error) 
 
 // AcquireAs is Acquire for a named holder, and reentrant: if holder already holds mutex,
 // it returns at once with a further hold; each hold is released separately, and the mutex
-// is given up only when the last one is. holder must not be blank.
+// is given up only when the last one is. holder must not be blank. When the tenure of
+// holder's holds has been lost, a further hold is refused with an error matching
+// ErrOwnershipLost: release the lost holds first.
 func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, error) {
 	if err := validateText("holder", holder); err != nil {
 		return nil, err
@@ -135,8 +150,8 @@ func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 	m.mu.Lock()
 	e := m.entries[mutex]
 	var l *Lease
-	if e != nil && e.holder == holder && holder != "" {
-		l = e.handles[len(e.handles)-1]
+	if e != nil && e.holder == holder && holder != "" && len(e.holds) > 0 {
+		l = e.holds[len(e.holds)-1]
 	}
 	m.mu.Unlock()
 	if l == nil {
@@ -146,30 +161,25 @@ func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 }
 
 // Close gives up every mutex of the registry: waiters return errors matching ErrClosed,
-// holders' lease contexts end, and each mutex is released on the store. Later calls fail
-// with ErrClosed. Close is idempotent.
+// holders' lease contexts end, and each mutex is released on the store. It waits for every
+// goroutine of the registry, and returns the store's errors. Later calls fail with
+// ErrClosed. Close is idempotent.
 func (m *Mutexes) Close() error {
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil
-	}
-	m.closed = true
-	entries := make([]*localMutex, 0, len(m.entries))
-	for _, e := range m.entries {
-		entries = append(entries, e)
-		for el := e.waiters.Front(); el != nil; el = el.Next() {
-			el.Value.(*waiter).fail(ErrClosed)
+	if !m.closed {
+		m.closed = true
+		m.cancel()
+		for _, e := range m.entries {
+			e.handle(event{kind: evClose})
 		}
-		e.waiters.Init()
-		e.holder, e.handles = "", nil
 	}
 	m.mu.Unlock()
-	var errs []error
-	for _, e := range entries {
-		errs = append(errs, e.settle())
+	if !mutation.On("close-no-wait") {
+		m.workers.Wait()
 	}
-	return errors.Join(errs...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return errors.Join(m.errs...)
 }
 
 func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) (*Lease, error) {
@@ -177,12 +187,13 @@ func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) 
 		return nil, invalid("ctx", nil, "must not be nil")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(ErrNotAcquired, err)
+		return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", mutex), err)
 	}
 	if err := validateNames(m.backend, mutex, m.id, true); err != nil {
 		return nil, err
 	}
-	if holder == "" {
+	anonymous := holder == ""
+	if anonymous {
 		holder = "\x00anonymous-" + strconv.FormatUint(m.anon.Add(1), 10) // never a valid holder name
 	}
 	m.mu.Lock()
@@ -195,21 +206,17 @@ func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) 
 		e = m.newEntry(mutex)
 		m.entries[mutex] = e
 	}
-	if e.holder == holder { // reentrant
-		l := e.hold()
+	if !anonymous && e.holder == holder {
+		l, err := e.reenter()
 		m.mu.Unlock()
-		return l, nil
+		return l, err
 	}
-	w := &waiter{holder: holder, done: make(chan struct{})}
+	w := &waiter{holder: holder, once: once, done: make(chan struct{})}
 	w.elem = e.waiters.PushBack(w)
-	if e.grantable() && e.waiters.Front() == w.elem {
-		e.grantNext()
-	}
+	e.handle(event{kind: evQueue})
 	m.mu.Unlock()
-
-	_ = e.settle() // a failed start fails w, and every other waiter
 	if once {
-		return e.awaitOnce(ctx, w)
+		return e.tryOnce(ctx, w)
 	}
 	select {
 	case <-w.done:
@@ -218,42 +225,17 @@ func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) 
 	return e.taken(ctx, w)
 }
 
-func (m *Mutexes) newEntry(mutex string) *localMutex {
-	e := &localMutex{m: m, name: mutex}
+func (m *Mutexes) newEntry(mutex string) *entry {
+	e := &entry{m: m, name: mutex, changed: make(chan struct{})}
 	e.waiters.Init()
-	e.svc = newService(m.backend, localContender{e}, nil, mutex, m.id, m.cfg)
+	e.svc = newService(m.backend, entryContender{e}, nil, mutex, m.id, m.cfg)
 	return e
-}
-
-// localMutex is one mutex of a registry: its store contender and its local queue. Fields
-// are guarded by m.mu unless noted.
-type localMutex struct {
-	m    *Mutexes
-	name string
-	svc  *Service // the store contender; started while the mutex is held or awaited
-
-	holder    string       // the holder now, or ""
-	handles   []*Lease     // the holder's unreleased holds, oldest first
-	holdStop  func()       // ends the current holder's lease contexts
-	waiters   list.List    // *waiter, oldest first
-	tenure    *localTenure // the store tenure, while this process believes it owns it
-	handOvers int          // local hand-overs in this tenure
-	giveBack  bool         // fairness: release on the store, then contend again
-	deciding  bool         // the releasing holder asks the store whether others wait
-
-	running  bool // svc is started
-	settling bool // a goroutine is starting or stopping svc
-	dirty    bool // the state changed while settling
-}
-
-type localTenure struct {
-	ctx   context.Context
-	owner Owner
 }
 
 // waiter is one goroutine waiting for a mutex.
 type waiter struct {
 	holder string
+	once   bool // TryAcquire: fails rather than waits
 	elem   *list.Element
 	done   chan struct{} // closed when granted or failed
 	lease  *Lease        // set when granted
@@ -265,226 +247,40 @@ func (w *waiter) fail(err error) {
 	close(w.done)
 }
 
-func (e *localMutex) tenureLive() bool { return e.tenure != nil && e.tenure.ctx.Err() == nil }
-
-// grantable reports whether the mutex can go to the oldest waiter now. Called with m.mu
-// held.
-func (e *localMutex) grantable() bool {
-	return e.holder == "" && !e.deciding && e.tenureLive() && e.waiters.Len() > 0
-}
-
-// grantNext gives the mutex to the oldest waiter, and to every other waiter of the same
-// holder. Called with m.mu held, the mutex free, the tenure live and a waiter queued.
-func (e *localMutex) grantNext() {
-	first := e.waiters.Front().Value.(*waiter)
-	e.holder = first.holder
-	ctx, cancel := context.WithCancelCause(e.tenure.ctx)
-	e.holdStop = func() { cancel(context.Canceled) }
-	for el := e.waiters.Front(); el != nil; {
-		next := el.Next()
-		if w := el.Value.(*waiter); w.holder == first.holder {
-			e.waiters.Remove(el)
-			w.lease = e.newLease(ctx)
-			close(w.done)
-		}
-		el = next
-	}
-}
-
-// hold returns a further hold for the current holder. Called with m.mu held.
-func (e *localMutex) hold() *Lease {
-	return e.newLease(e.handles[0].ctx)
-}
-
-func (e *localMutex) newLease(ctx context.Context) *Lease {
-	l := &Lease{mutex: e.name, owner: e.tenure.owner, ctx: ctx}
-	l.give = func(context.Context) error { return e.release(l) }
-	e.handles = append(e.handles, l)
-	return l
-}
-
-// taken returns the lease w was granted, or the reason it was not, after w stopped
-// waiting.
-func (e *localMutex) taken(ctx context.Context, w *waiter) (*Lease, error) {
-	m := e.m
-	m.mu.Lock()
+// finished reports whether w has stopped waiting: granted or failed.
+func (w *waiter) finished() bool {
 	select {
 	case <-w.done:
-		m.mu.Unlock()
-		if w.err != nil {
-			return nil, errors.Join(ErrNotAcquired, w.err)
-		}
-		return w.lease, nil
+		return true
 	default:
+		return false
 	}
-	e.waiters.Remove(w.elem)
-	e.dirty = true
-	m.mu.Unlock()
-	_ = e.settle()
-	return nil, errors.Join(ErrNotAcquired, ctx.Err())
 }
 
-// awaitOnce waits for the outcome of one store attempt (or a grant) and leaves the queue
-// if it brought nothing.
-func (e *localMutex) awaitOnce(ctx context.Context, w *waiter) (*Lease, error) {
-	e.m.mu.Lock()
-	attempted := (<-chan struct{})(nil)
-	if r := e.svc.currentRun(); r != nil {
-		attempted = r.attempted
+// outcome returns what w was given, once finished.
+func (w *waiter) outcome() (*Lease, error) {
+	if w.err != nil {
+		return nil, w.err
 	}
-	e.m.mu.Unlock()
-	if attempted != nil {
-		select {
-		case <-attempted:
-		case <-w.done:
-		case <-ctx.Done():
-		}
-	}
-	// The tenure's OnAcquired comes through the dispatcher; grant now if it has not yet.
-	e.m.mu.Lock()
-	if e.holder == "" && e.tenure == nil {
-		if t := e.svc.currentTenure(); t != nil {
-			e.tenure = t
-			if e.grantable() && e.waiters.Front() == w.elem {
-				e.grantNext()
-			}
-		}
-	}
-	e.m.mu.Unlock()
-	l, err := e.taken(ctx, w)
-	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("%w: mutex %q is held by another holder or process", ErrNotAcquired, e.name)
-	}
-	return l, err
+	return w.lease, nil
 }
 
-// release gives one hold of lease l back.
-func (e *localMutex) release(l *Lease) error {
-	m := e.m
-	m.mu.Lock()
-	i := -1
-	for j, h := range e.handles {
-		if h == l {
-			i = j
-		}
-	}
-	if i < 0 { // released by Close
-		m.mu.Unlock()
-		return nil
-	}
-	e.handles = append(e.handles[:i], e.handles[i+1:]...)
-	if len(e.handles) > 0 {
-		m.mu.Unlock()
-		return nil
-	}
-	e.holder = ""
-	e.holdStop()
-	if e.grantable() && e.handOvers >= m.cfg.localHandOvers {
-		// Fairness: give the mutex back if others wait, or if the store cannot tell.
-		e.deciding = true
-		m.mu.Unlock()
-		waiting, known := e.svc.othersWaiting(context.Background())
-		m.mu.Lock()
-		e.deciding = false
-		if known && !waiting {
-			e.handOvers = 0
-		} else {
-			e.giveBack = true
-		}
-	}
-	if !e.giveBack && e.grantable() {
-		e.handOvers++
-		e.grantNext()
-		m.mu.Unlock()
-		return nil
-	}
-	e.dirty = true
-	m.mu.Unlock()
-	return e.settle()
-}
+// entryContender receives the store tenures of an entry.
+type entryContender struct{ e *entry }
 
-// settle starts or stops the store contender until it matches what the queue needs: running
-// while the mutex is held or awaited, stopped otherwise, and stopped once to give the mutex
-// back for fairness. One goroutine settles at a time; others mark the state dirty. An
-// entry that needs nothing leaves the registry.
-func (e *localMutex) settle() error {
-	m := e.m
-	m.mu.Lock()
-	if e.settling {
-		e.dirty = true
-		m.mu.Unlock()
-		return nil
-	}
-	e.settling = true
-	var errs []error
-	for {
-		e.dirty = false
-		needed := !m.closed && (e.holder != "" || e.waiters.Len() > 0)
-		switch {
-		case e.running && (!needed || e.giveBack):
-			m.mu.Unlock()
-			err := e.svc.Stop(context.Background())
-			m.mu.Lock()
-			e.running = false
-			e.tenure = nil
-			if err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		case !e.running && needed:
-			var pause time.Duration
-			if e.giveBack {
-				pause, e.giveBack = giveBackPause, false
-			}
-			m.mu.Unlock()
-			err := e.svc.startAfter(context.Background(), pause)
-			m.mu.Lock()
-			if err != nil {
-				for el := e.waiters.Front(); el != nil; el = el.Next() {
-					el.Value.(*waiter).fail(err)
-				}
-				e.waiters.Init()
-				errs = append(errs, err)
-				continue
-			}
-			e.running = true
-			continue
-		case e.dirty:
-			continue
-		}
-		break
-	}
-	e.settling = false
-	if !e.running && e.holder == "" && e.waiters.Len() == 0 && m.entries[e.name] == e {
-		delete(m.entries, e.name)
-	}
-	m.mu.Unlock()
-	return errors.Join(errs...)
-}
+func (c entryContender) Mutex() string       { return c.e.name }
+func (c entryContender) ContenderID() string { return c.e.m.id }
 
-// localContender receives the store tenure of a localMutex.
-type localContender struct{ e *localMutex }
-
-func (c localContender) Mutex() string       { return c.e.name }
-func (c localContender) ContenderID() string { return c.e.m.id }
-
-func (c localContender) OnAcquired(ctx context.Context, s State) {
+func (c entryContender) OnAcquired(ctx context.Context, _ State) {
 	e := c.e
 	e.m.mu.Lock()
 	defer e.m.mu.Unlock()
-	if e.tenure != nil && e.tenure.ctx == ctx {
-		return // already taken up by a TryAcquire
-	}
-	e.tenure = &localTenure{ctx: ctx, owner: s.After}
-	e.handOvers = 0
-	if e.grantable() {
-		e.grantNext()
-	}
+	e.handle(event{kind: evAcquired, tenure: ctx.(tenureContext).t})
 }
 
-func (c localContender) OnReleased(State) {
+func (c entryContender) OnReleased(State) {
 	e := c.e
 	e.m.mu.Lock()
 	defer e.m.mu.Unlock()
-	e.tenure = nil
+	e.handle(event{kind: evReleased})
 }

@@ -17,44 +17,11 @@ import (
 	"github.com/simba-go/simba/backend/memory"
 )
 
-// storeCounter wraps a backend and counts the store calls of its contentions.
-type storeCounter struct {
-	simba.Backend
-	acquires, releases atomic.Int64
-}
-
-func (b *storeCounter) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
-	c, err := b.Backend.StartContend(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return &countedContention{LeaseContention: c.(simba.LeaseContention), b: b}, nil
-}
-
-type countedContention struct {
-	simba.LeaseContention
-	b *storeCounter
-}
-
-func (c *countedContention) Acquire(ctx context.Context) (simba.Record, error) {
-	c.b.acquires.Add(1)
-	return c.LeaseContention.Acquire(ctx)
-}
-
-func (c *countedContention) OthersWaiting(ctx context.Context) (bool, error) {
-	return c.LeaseContention.(simba.WaitList).OthersWaiting(ctx)
-}
-
-func (c *countedContention) Release(ctx context.Context) error {
-	c.b.releases.Add(1)
-	return c.LeaseContention.Release(ctx)
-}
-
-func newMutexes(t *testing.T, store *memory.Store, opts ...simba.Option) (*simba.Mutexes, *storeCounter) {
+func newMutexes(t *testing.T, store *memory.Store, opts ...simba.Option) (*simba.Mutexes, *faultyBackend) {
 	t.Helper()
 	mb, err := memory.New(store)
 	require.NoError(t, err)
-	b := &storeCounter{Backend: mb}
+	b := newFaultyBackend(mb)
 	m, err := simba.NewMutexes(b, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close() })
@@ -86,7 +53,7 @@ func TestMutexesFIFOWithoutStoreRoundTrips(t *testing.T) {
 			}()
 			synctest.Wait() // goroutine i is queued before i+1 starts
 		}
-		acquires, releases := b.acquires.Load(), b.releases.Load()
+		acquires, releases := b.count(opAcquire), b.count(opRelease)
 		require.NoError(t, first.Release(t.Context()))
 		for range 5 {
 			l := <-leases
@@ -95,9 +62,9 @@ func TestMutexesFIFOWithoutStoreRoundTrips(t *testing.T) {
 			require.NoError(t, l.Release(t.Context()))
 		}
 		assert.Equal(t, []int{0, 1, 2, 3, 4}, order)
-		assert.Equal(t, acquires, b.acquires.Load(), "local hand-overs made no acquire call")
+		assert.Equal(t, acquires, b.count(opAcquire), "local hand-overs made no acquire call")
 		synctest.Wait()
-		assert.Equal(t, releases+1, b.releases.Load(), "one store release, when the queue emptied")
+		assert.Equal(t, releases+1, b.count(opRelease), "one store release, when the queue emptied")
 		assert.Zero(t, m.Len())
 	})
 }
@@ -206,8 +173,8 @@ func TestMutexesKeepsTheMutexWhenAlone(t *testing.T) {
 		require.NoError(t, first.Release(t.Context()))
 		wg.Wait()
 		synctest.Wait()
-		assert.Equal(t, int64(1), b.acquires.Load(), "one store acquisition for %d holders", waiters+1)
-		assert.Equal(t, int64(1), b.releases.Load(), "one store release, when the queue emptied")
+		assert.Equal(t, 1, b.count(opAcquire), "one store acquisition for %d holders", waiters+1)
+		assert.Equal(t, 1, b.count(opRelease), "one store release, when the queue emptied")
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/simba-go/simba/internal/clock"
 )
 
 // Default timing, as in JVM Simba.
@@ -40,13 +42,14 @@ type config struct {
 	logger       *slog.Logger
 	contenderID  string // Locker, Scheduler and Mutexes only; empty: HostContenderID()
 
-	localHandOvers int // Mutexes only
+	localHandOvers int         // Mutexes only
+	leaderHooks    leaderHooks // Scheduler only
 
 	// explicitly set, to be validated rather than defaulted
-	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet, localHandOversSet bool
+	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet, localHandOversSet, leaderHooksSet bool
 
-	// for tests in this package
-	now    func() time.Time
+	// for tests and the simulation: where time is read and timers are set, and the jitter
+	clock  clock.Clock
 	jitter func(lo, hi time.Duration) time.Duration
 }
 
@@ -100,12 +103,55 @@ func WithContenderID(id string) Option {
 	return func(c *config) { c.contenderID, c.contenderIDSet = id, true }
 }
 
+// constructor names the constructor that options are checked for.
+type constructor string
+
+const (
+	forService          constructor = "NewService"
+	forRetrievalService constructor = "NewRetrievalService"
+	forLocker           constructor = "NewLocker"
+	forScheduler        constructor = "NewScheduler"
+	forMutexes          constructor = "NewMutexes"
+)
+
+// checkedConfig checks what every constructor shares: a backend, options that are valid
+// together, and no option that this constructor does not take.
+func checkedConfig(b Backend, opts []Option, ctor constructor) (config, error) {
+	if isNil(b) {
+		return config{}, invalid("backend", nil, "must not be nil")
+	}
+	cfg := newConfig(opts)
+	if err := cfg.validate(); err != nil {
+		return config{}, err
+	}
+	switch {
+	case cfg.contenderIDSet && (ctor == forService || ctor == forRetrievalService):
+		return config{}, invalid("contender ID option", cfg.contenderID, "not accepted by "+string(ctor)+": the Contender names its ID, a retriever has none")
+	case cfg.initialDelaySet && (ctor == forLocker || ctor == forMutexes):
+		return config{}, invalid("initial delay", cfg.initialDelay, "not accepted by "+string(ctor)+": Acquire contends at once")
+	case cfg.localHandOversSet && ctor != forMutexes:
+		return config{}, invalid("local hand-overs", cfg.localHandOvers, "not accepted by "+string(ctor)+": only Mutexes hands over locally")
+	case cfg.leaderHooksSet && ctor != forScheduler:
+		return config{}, invalid("leader hooks", "set", "not accepted by "+string(ctor)+": only a Scheduler leads")
+	}
+	return cfg, nil
+}
+
+// ownID returns the contender ID of a Locker, Scheduler or Mutexes: WithContenderID's, or
+// a new HostContenderID.
+func (c *config) ownID() string {
+	if c.contenderIDSet {
+		return c.contenderID
+	}
+	return HostContenderID()
+}
+
 func newConfig(opts []Option) config {
 	c := config{
 		ttl:            DefaultTTL,
 		transition:     DefaultTransition,
 		localHandOvers: DefaultLocalHandOvers,
-		now:            time.Now,
+		clock:          clock.System,
 		jitter:         uniformJitter,
 	}
 	for _, o := range opts {
@@ -158,6 +204,12 @@ func (c *config) validate() error {
 	}
 	return nil
 }
+
+// withClock makes a service read the time and set its timers on c (tests, simulation).
+func withClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// now reads the configured clock.
+func (c *config) now() time.Time { return c.clock.Now() }
 
 // driftMargin is how long before send time + TTL an owner stops believing.
 func (c *config) driftMargin() time.Duration { return c.ttl / driftMarginDivisor }

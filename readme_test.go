@@ -15,11 +15,32 @@ import (
 )
 
 // The README's snippets are the bodies of the runnable examples, which `go test` checks;
-// this test keeps the two in sync.
+// this test keeps the two in sync. With SIMBA_SYNC_README=1 it rewrites the README's
+// snippets from the examples instead.
 func TestReadmeSnippetsMatchExamples(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	re := regexp.MustCompile("(?s)<!-- snippet: (?:(\\S+) )?(\\w+) -->\n```go\n(.*?)\n```")
+	if os.Getenv("SIMBA_SYNC_README") == "1" {
+		bodies := map[string]map[string]string{}
+		synced := re.ReplaceAllStringFunc(string(readme), func(block string) string {
+			m := re.FindStringSubmatch(block)
+			dir, name := m[1], m[2]
+			if dir == "" {
+				dir = "."
+			}
+			if bodies[dir] == nil {
+				bodies[dir] = exampleBodies(t, dir)
+			}
+			body, ok := bodies[dir][name]
+			if !ok {
+				return block
+			}
+			return strings.Replace(block, m[3], body, 1)
+		})
+		require.NoError(t, os.WriteFile("README.md", []byte(synced), 0o644))
+		readme = []byte(synced)
+	}
 	matches := re.FindAllStringSubmatch(string(readme), -1)
 	require.NotEmpty(t, matches, "the README has no snippets")
 	bodies := map[string]map[string]string{}

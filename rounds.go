@@ -3,6 +3,8 @@ package simba
 import (
 	"sync"
 	"time"
+
+	"github.com/simba-go/simba/internal/clock"
 )
 
 // rounds runs the store calls of one lifecycle one at a time: after a delay, or at once
@@ -13,9 +15,10 @@ import (
 // The zero value is idle: pokes are ignored until begin.
 type rounds struct {
 	mu     sync.Mutex
+	clock  clock.Clock                            // sets the timer; nil: the system clock
 	do     func() (next time.Duration, more bool) // one round; more false: no more rounds
 	timed  bool                                   // rounds follow each other after the delay a round returns
-	timer  *time.Timer
+	timer  clock.Timer
 	armed  bool // the timer is set and has not fired
 	busy   bool // a round is running
 	again  bool // poked during a round: run another one right after it
@@ -54,7 +57,11 @@ func (q *rounds) arm(delay time.Duration) {
 	}
 	q.armed = true
 	if q.timer == nil {
-		q.timer = time.AfterFunc(delay, q.fire)
+		c := q.clock
+		if c == nil {
+			c = clock.System
+		}
+		q.timer = c.AfterFunc(delay, q.fire)
 		return
 	}
 	q.timer.Reset(delay)
@@ -149,16 +156,18 @@ func (q *rounds) reschedule(delay time.Duration) {
 	}
 }
 
-// halt stops the rounds: no round begins after it, and it returns once the round under
-// way, if any, has returned. cancel is called in between, to cut a store call short.
-func (q *rounds) halt(cancel func()) {
+// halt stops the rounds: no round begins after it. It does not wait for the round under
+// way; wait does.
+func (q *rounds) halt() {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.halted = true
 	if q.armed && q.timer.Stop() {
 		q.armed = false
 		q.wg.Done()
 	}
-	q.mu.Unlock()
-	cancel()
-	q.wg.Wait()
 }
+
+// wait returns once no round runs and none is due: after halt, once the round under way,
+// if any, has returned.
+func (q *rounds) wait() { q.wg.Wait() }

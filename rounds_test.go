@@ -14,8 +14,9 @@ import (
 type roundLog struct {
 	n       atomic.Int32
 	started chan int32    // receives the number of each round as it starts
-	hold    chan struct{} // a round waits for a value here when holding is set
-	holding atomic.Bool
+	hold    chan struct{} // a held round waits for a value here
+	holding atomic.Bool   // every round is held
+	held    atomic.Int32  // the number of a round to hold; 0: none
 	running atomic.Int32
 	overlap atomic.Bool
 	next    time.Duration
@@ -33,7 +34,7 @@ func (l *roundLog) do() (time.Duration, bool) {
 	defer l.running.Add(-1)
 	n := l.n.Add(1)
 	l.started <- n
-	if l.holding.Load() {
+	if l.holding.Load() || l.held.Load() == n {
 		<-l.hold
 	}
 	return l.next, l.last == 0 || n < l.last
@@ -46,6 +47,24 @@ func (l *roundLog) await(t *testing.T, want int32) {
 		require.Equal(t, want, n)
 	case <-time.After(5 * time.Second):
 		t.Fatalf("round %d did not start", want)
+	}
+}
+
+// idle waits until no round runs: the last one has returned and set the timer.
+func idle(t *testing.T, q *rounds) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q.mu.Lock()
+		busy := q.busy
+		q.mu.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the round did not end")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -67,7 +86,8 @@ func TestRoundsTimed(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(began), 30*time.Millisecond, "the first round waits for the delay")
 	l.await(t, 2)
 	l.await(t, 3)
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 	l.none(t, 100*time.Millisecond)
 	assert.False(t, l.overlap.Load(), "rounds overlapped")
 }
@@ -78,17 +98,19 @@ func TestRoundsPokeRunsAtOnce(t *testing.T) {
 	q.begin(l.do, true, time.Hour)
 	q.poke()
 	l.await(t, 1)
-	// A poke during a round runs one more right after it, however many came.
-	l.holding.Store(true)
+	// A poke during a round runs one more right after it, however many came. (Round 1
+	// may still run here: the hold is for round 2 only, so that this test does not hold
+	// the round it pokes to start the next.)
+	l.held.Store(2)
 	q.poke()
 	l.await(t, 2)
 	q.poke()
 	q.poke()
-	l.holding.Store(false)
 	l.hold <- struct{}{}
 	l.await(t, 3)
 	l.none(t, 50*time.Millisecond)
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 	assert.False(t, l.overlap.Load(), "rounds overlapped")
 }
 
@@ -98,14 +120,16 @@ func TestRoundsEarlyPoke(t *testing.T) {
 	q.poke() // before begin: remembered
 	q.begin(l.do, true, time.Hour)
 	l.await(t, 1)
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 
 	l2 := newRoundLog(time.Hour)
 	var untimed rounds
 	untimed.poke()
 	untimed.begin(l2.do, false, 0)
 	l2.await(t, 1)
-	untimed.halt(func() {})
+	untimed.halt()
+	untimed.wait()
 }
 
 func TestRoundsUntimedRunOnlyWhenPoked(t *testing.T) {
@@ -121,7 +145,8 @@ func TestRoundsUntimedRunOnlyWhenPoked(t *testing.T) {
 	l.await(t, 2) // says there are no more
 	q.poke()
 	l.none(t, 50*time.Millisecond)
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 }
 
 func TestRoundsHaltWaitsForTheRoundUnderWay(t *testing.T) {
@@ -136,12 +161,12 @@ func TestRoundsHaltWaitsForTheRoundUnderWay(t *testing.T) {
 		halted    = make(chan struct{})
 	)
 	go func() {
-		q.halt(func() {
-			mu.Lock()
-			cancelled = true
-			mu.Unlock()
-			l.hold <- struct{}{} // the cancelled call returns
-		})
+		q.halt()
+		mu.Lock()
+		cancelled = true
+		mu.Unlock()
+		l.hold <- struct{}{} // the cancelled call returns
+		q.wait()
 		close(halted)
 	}()
 	select {
@@ -159,7 +184,8 @@ func TestRoundsHaltWaitsForTheRoundUnderWay(t *testing.T) {
 
 func TestRoundsHaltBeforeBegin(t *testing.T) {
 	var q rounds
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 	l := newRoundLog(0)
 	q.begin(l.do, true, 0)
 	q.poke()
@@ -175,14 +201,15 @@ func TestRoundsReschedule(t *testing.T) {
 	l.await(t, 1)
 	// After the round the timer is set for an hour again; a reschedule while a round
 	// runs leaves the timer to that round.
-	l.holding.Store(true)
+	idle(t, &q)
+	l.held.Store(2)
 	q.reschedule(0)
 	l.await(t, 2)
 	q.reschedule(0) // busy: ignored
-	l.holding.Store(false)
 	l.hold <- struct{}{}
 	l.none(t, 100*time.Millisecond)
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 	q.reschedule(0) // halted: ignored
 	l.none(t, 50*time.Millisecond)
 }
@@ -195,5 +222,6 @@ func TestRoundsRescheduleBeforeBegin(t *testing.T) {
 	q.reschedule(time.Millisecond)
 	q.begin(l.do, true, time.Hour)
 	l.await(t, 1)
-	q.halt(func() {})
+	q.halt()
+	q.wait()
 }

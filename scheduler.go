@@ -3,7 +3,10 @@ package simba
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/simba-go/simba/internal/goroutine"
 )
 
 // Schedule says when a Scheduler runs its work while it leads.
@@ -24,6 +27,19 @@ type Schedule struct {
 // context given to the running work is cancelled, no further run starts, and the next
 // leader's schedule starts from its own acquisition.
 //
+// What is promised after a pause of the process (a GC pause, a stopped VM): no run starts
+// unless the local TTL end lies ahead at the instant it would start, and the work's
+// context reports the loss at the first look after the local TTL end, whatever simba's
+// timers have done. What is not: a run that was already under way when the process
+// paused, and that acts without looking at its context again, or between that look and
+// its act. Only the resource can refuse such a write, by its fencing token: work gets the
+// tenure's owner record, with Owner.Token, for that. The safe pattern on the resource
+// claims the fence and writes in one atomic step, checked by its result, for example
+//
+//	UPDATE jobs SET fence = $token, ... WHERE id = $id AND fence <= $token
+//
+// and treats zero rows affected as "superseded" (never SELECT the fence and UPDATE after).
+//
 // Scheduler has the lifecycle of a Service (Start, Stop, Close, Run). Embed *Scheduler
 // in a type of your own to give it that lifecycle:
 //
@@ -36,16 +52,36 @@ type Schedule struct {
 type Scheduler struct {
 	svc      *Service
 	schedule Schedule
-	work     func(ctx context.Context)
-	runs     sync.WaitGroup // the schedule of the current tenure
+	work     func(ctx context.Context, leader Owner)
+	hooks    leaderHooks
+	leading  sync.WaitGroup // the schedule of the current tenure
+	worker   atomic.Uint64  // the number of the goroutine that runs the schedule; 0: none
+}
+
+// leaderHooks are the functions of WithLeaderHooks.
+type leaderHooks struct {
+	started func(ctx context.Context, leader Owner)
+	stopped func(leader Owner, cause error)
+}
+
+// WithLeaderHooks sets functions a Scheduler calls when it starts leading, before the
+// first run of a tenure (with the tenure context and owner record), and when it stops
+// leading, after the last run of the tenure has returned (with the owner record and the
+// cause: ErrOwnershipLost, or context.Canceled on Stop). Both run on the goroutine of the
+// schedule; either may be nil. Default: none. Only NewScheduler accepts it.
+func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) Option {
+	return func(c *config) {
+		c.leaderHooks, c.leaderHooksSet = leaderHooks{started: started, stopped: stopped}, true
+	}
 }
 
 // NewScheduler returns a Scheduler that contends for mutex through b and, while it owns
 // the mutex, calls work on schedule. work gets the tenure context, cancelled when
-// leadership is lost or the scheduler stops; it should return promptly then. A panic in
-// work is recovered and logged, and the schedule goes on. The contender ID is a new
+// leadership is lost or the scheduler stops (it should return promptly then), and the
+// tenure's owner record as last renewed, whose Token fences the work's writes. A panic
+// in work is recovered and logged, and the schedule goes on. The contender ID is a new
 // HostContenderID unless WithContenderID sets one.
-func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context), opts ...Option) (*Scheduler, error) {
+func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context, leader Owner), opts ...Option) (*Scheduler, error) {
 	cfg, err := checkedConfig(b, opts, forScheduler)
 	if err != nil {
 		return nil, err
@@ -62,7 +98,7 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{schedule: schedule, work: work}
+	s := &Scheduler{schedule: schedule, work: work, hooks: cfg.leaderHooks}
 	s.svc = newService(b, schedulerContender{s: s, mutex: mutex, id: id}, nil, mutex, id, cfg)
 	return s, nil
 }
@@ -71,11 +107,18 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 func (s *Scheduler) Start(ctx context.Context) error { return s.svc.Start(ctx) }
 
 // Stop stops contending, cancels the running work's context and waits for it to return
-// before releasing leadership; see Service.Stop.
-func (s *Scheduler) Stop(ctx context.Context) error { return s.svc.Stop(ctx) }
+// before releasing leadership; see Service.Stop. Called from the work itself (or a hook),
+// it does not wait: the stop completes once the work has returned.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	return s.svc.stopFrom(ctx, !s.inSchedule() && !s.svc.inCallback())
+}
 
-// Close stops the scheduler if it runs; see Service.Close.
-func (s *Scheduler) Close() error { return s.svc.Close() }
+// Close stops the scheduler if it runs; see Service.Close. Called from the work itself,
+// it does not wait.
+func (s *Scheduler) Close() error { return s.svc.closeFrom(s.inSchedule() || s.svc.inCallback()) }
 
 // Run starts the scheduler, waits until ctx ends and stops it; see Service.Run.
 func (s *Scheduler) Run(ctx context.Context) error { return s.svc.Run(ctx) }
@@ -86,11 +129,20 @@ func (s *Scheduler) Status() Status { return s.svc.Status() }
 // Leading reports whether this scheduler believes it owns the mutex now.
 func (s *Scheduler) Leading() bool { return s.svc.IsOwner() }
 
+// Err returns the error of the scheduler's last store call; see Service.Err.
+func (s *Scheduler) Err() error { return s.svc.Err() }
+
 // Mutex returns the name of the mutex.
 func (s *Scheduler) Mutex() string { return s.svc.Mutex() }
 
 // ContenderID returns the scheduler's contender ID.
 func (s *Scheduler) ContenderID() string { return s.svc.ContenderID() }
+
+// inSchedule reports whether the caller is the goroutine that runs the schedule.
+func (s *Scheduler) inSchedule() bool {
+	id := s.worker.Load()
+	return id != 0 && id == goroutine.ID()
+}
 
 // schedulerContender receives the scheduler's ownership changes; a separate type keeps
 // the callbacks out of the Scheduler's method set, and so out of types that embed it.
@@ -102,30 +154,50 @@ type schedulerContender struct {
 func (c schedulerContender) Mutex() string       { return c.mutex }
 func (c schedulerContender) ContenderID() string { return c.id }
 
-func (c schedulerContender) OnAcquired(ctx context.Context, _ State) {
-	c.s.runs.Go(func() { c.s.loop(ctx) })
+func (c schedulerContender) OnAcquired(ctx context.Context, st State) {
+	t := ctx.(tenureContext).t
+	c.s.leading.Go(func() { c.s.lead(ctx, t, st.After) })
 }
 
 // OnReleased waits for the schedule to end: its context is already cancelled.
-func (c schedulerContender) OnReleased(State) { c.s.runs.Wait() }
+func (c schedulerContender) OnReleased(State) { c.s.leading.Wait() }
 
-// loop runs the work on schedule until ctx ends.
-func (s *Scheduler) loop(ctx context.Context) {
-	now := time.Now()
-	next := now.Add(s.schedule.InitialDelay)
-	timer := time.NewTimer(s.schedule.InitialDelay)
+// lead runs the work on schedule until ctx, the context of tenure t, ends.
+func (s *Scheduler) lead(ctx context.Context, t *tenure, leader Owner) {
+	s.worker.Store(goroutine.ID())
+	defer s.worker.Store(0)
+	if h := s.hooks.started; h != nil {
+		s.guard("leadership started hook", func() { h(ctx, leader) })
+	}
+	if h := s.hooks.stopped; h != nil {
+		defer s.guard("leadership stopped hook", func() { h(s.svc.tenureOwner(t), context.Cause(ctx)) })
+	}
+	clock := s.svc.cfg.clock
+	due := make(chan struct{}, 1)
+	timer := clock.AfterFunc(s.schedule.InitialDelay, func() {
+		select {
+		case due <- struct{}{}:
+		default:
+		}
+	})
 	defer timer.Stop()
+	next := clock.Now().Add(s.schedule.InitialDelay)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-due:
 		}
-		s.runOnce(ctx)
+		// Belief is checked where it is used: Err looks at the local TTL end itself, so
+		// no run starts after it, even when the tenure's timer has not run yet.
 		if ctx.Err() != nil {
 			return
 		}
-		now = time.Now()
+		s.guard("scheduled work", func() { s.work(ctx, s.svc.tenureOwner(t)) })
+		if ctx.Err() != nil {
+			return
+		}
+		now := clock.Now()
 		if s.schedule.FixedDelay {
 			next = now.Add(s.schedule.Period)
 		} else if next = next.Add(s.schedule.Period); next.Before(now) {
@@ -135,11 +207,12 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
-func (s *Scheduler) runOnce(ctx context.Context) {
+// guard runs f, recovering and logging a panic.
+func (s *Scheduler) guard(what string, f func()) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.svc.log.Error("simba: scheduled work panicked", "panic", v)
+			s.svc.log.Error("simba: "+what+" panicked", "panic", v)
 		}
 	}()
-	s.work(ctx)
+	f()
 }

@@ -26,7 +26,7 @@ func runTimes(t *testing.T, sched simba.Schedule, took func(n int) time.Duration
 	b, err := memory.New(memory.NewStore())
 	require.NoError(t, err)
 	start := time.Now()
-	s, err := simba.NewScheduler(b, "job", sched, func(ctx context.Context) {
+	s, err := simba.NewScheduler(b, "job", sched, func(ctx context.Context, _ simba.Owner) {
 		mu.Lock()
 		times = append(times, time.Since(start))
 		n := len(times)
@@ -75,7 +75,7 @@ func TestSchedulerStopsOnLoss(t *testing.T) {
 			runs      []time.Time
 			cancelled time.Time
 		)
-		s, err := simba.NewScheduler(b, "job", simba.Schedule{Period: time.Second}, func(ctx context.Context) {
+		s, err := simba.NewScheduler(b, "job", simba.Schedule{Period: time.Second}, func(ctx context.Context, _ simba.Owner) {
 			mu.Lock()
 			runs = append(runs, time.Now())
 			mu.Unlock()

@@ -27,7 +27,7 @@ func (b *countingBackend) StartContend(context.Context, simba.Participant) (simb
 // ErrInvalidArgument and names the field, before any I/O and without goroutines.
 func TestBadInputIsRejectedBeforeIO(t *testing.T) {
 	b := &countingBackend{}
-	work := func(context.Context) {}
+	work := func(context.Context, simba.Owner) {}
 	contender := func(mutex, id string) simba.Contender {
 		return simba.ContenderFuncs{MutexName: mutex, ID: id}
 	}

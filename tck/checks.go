@@ -651,7 +651,7 @@ func checkScheduler(e *env) error {
 	scheds := make([]*simba.Scheduler, n)
 	for i := range n {
 		probes[i] = e.backend()
-		work := func(context.Context) {
+		work := func(context.Context, simba.Owner) {
 			if k := running.Add(1); k != 1 {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("%d scheduled runs at once", k))
@@ -746,7 +746,7 @@ func checkScheduler(e *env) error {
 func checkSchedulerStopWaits(e *env) error {
 	started := make(chan struct{}, 1)
 	var returned atomic.Bool
-	work := func(ctx context.Context) {
+	work := func(ctx context.Context, _ simba.Owner) {
 		select {
 		case started <- struct{}{}:
 		default:
@@ -1044,7 +1044,7 @@ func checkLeaks(e *env) error {
 		}
 		ran := make(chan struct{}, 1)
 		sched, err := simba.NewScheduler(backends[3], mutex, simba.Schedule{Period: time.Hour},
-			func(context.Context) {
+			func(context.Context, simba.Owner) {
 				select {
 				case ran <- struct{}{}:
 				default:

@@ -120,7 +120,7 @@ func schedule(ctx context.Context, store *memory.Store) {
 			log.Fatal(err)
 		}
 		s, err := simba.NewScheduler(b, "report-job", simba.Schedule{Period: 200 * time.Millisecond},
-			func(ctx context.Context) {
+			func(ctx context.Context, _ simba.Owner) {
 				select {
 				case ticks <- id:
 				case <-ctx.Done():

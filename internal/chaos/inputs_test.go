@@ -147,7 +147,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		}
 		list = append(list,
 			inputRow{"scheduler period 0", func() error {
-				_, err := simba.NewScheduler(b, "m", simba.Schedule{}, func(context.Context) {})
+				_, err := simba.NewScheduler(b, "m", simba.Schedule{}, func(context.Context, simba.Owner) {})
 				return err
 			}},
 			inputRow{"scheduler nil work", func() error {

@@ -4,6 +4,9 @@ package dispatch
 
 import (
 	"sync"
+	"sync/atomic"
+
+	"github.com/simba-go/simba/internal/goroutine"
 )
 
 // Queue delivers queued functions in order on one goroutine, which it starts on the first
@@ -19,6 +22,8 @@ type Queue struct {
 	running bool // the delivery goroutine exists
 	closed  bool
 	wg      sync.WaitGroup
+
+	deliverer atomic.Uint64 // the delivering goroutine's number, 0 when none
 }
 
 // New returns an empty queue. onPanic is called, on the delivery goroutine, with the value
@@ -52,13 +57,22 @@ func (q *Queue) Close() {
 	q.wg.Wait()
 }
 
+// Delivering reports whether the calling goroutine is the one that delivers the queue's
+// functions: whether it is called from inside one of them.
+func (q *Queue) Delivering() bool {
+	id := q.deliverer.Load()
+	return id != 0 && id == goroutine.ID()
+}
+
 // deliver runs the queued functions until the queue is empty, then exits; the next Push
 // starts a new delivery goroutine.
 func (q *Queue) deliver() {
+	q.deliverer.Store(goroutine.ID())
 	for {
 		q.mu.Lock()
 		if len(q.items) == 0 {
 			q.running = false
+			q.deliverer.Store(0)
 			q.mu.Unlock()
 			return
 		}

@@ -81,3 +81,12 @@ func TestCloseWaitsForSlowCallbackAndRejectsLaterPushes(t *testing.T) {
 	assert.False(t, q.Push(func() {}), "push after Close must be refused")
 	q.Close() // idempotent
 }
+
+func TestDeliveringKnowsItsGoroutine(t *testing.T) {
+	q := New(nil)
+	defer q.Close()
+	assert.False(t, q.Delivering(), "not from outside")
+	inside := make(chan bool, 1)
+	q.Push(func() { inside <- q.Delivering() })
+	assert.True(t, <-inside, "from inside a queued function")
+}

@@ -1,0 +1,141 @@
+package simba_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+)
+
+// Issue 12, finding 2: against a stalled store (a SIGSTOPped server that ignores the
+// client's deadline), calls returned seconds after their deadline. Every call now returns
+// by its context's deadline; the store work left undone goes on in the background and is
+// joined by Close. In a synctest bubble the deadline is exact: no slack is needed.
+
+const deadline = time.Second
+
+// within runs call with a context that ends after deadline and checks that it returns by
+// then with an error matching the context's.
+func within(t *testing.T, what string, call func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	defer cancel()
+	began := time.Now()
+	err := call(ctx)
+	assert.LessOrEqual(t, time.Since(began), deadline, "%s overran its deadline", what)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, what)
+}
+
+func TestLockerKeepsDeadlineWhenStoreStalls(t *testing.T) {
+	for _, op := range []string{opStart, opAcquire} {
+		t.Run(op, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store, f := newFaultyStore()
+				l, err := simba.NewLocker(f, "m")
+				require.NoError(t, err)
+				f.stall(op)
+				for _, try := range []struct {
+					name string
+					call func(context.Context) (*simba.Lease, error)
+				}{{"Acquire", l.Acquire}, {"TryAcquire", l.TryAcquire}} {
+					within(t, try.name, func(ctx context.Context) error {
+						_, err := try.call(ctx)
+						assert.ErrorIs(t, err, simba.ErrNotAcquired)
+						return err
+					})
+				}
+				f.unstall(op)
+				lease, err := l.Acquire(t.Context())
+				require.NoError(t, err, "the locker works again once the store answers")
+				require.NoError(t, lease.Release(t.Context()))
+				require.NoError(t, l.Close())
+				assert.Zero(t, store.Len(), "nothing left on the store")
+			})
+		})
+	}
+}
+
+// A release that the store does not answer ends the lease's call at its deadline; the
+// release goes on in the background, and the next acquisition waits for it rather than
+// racing it.
+func TestLeaseReleaseKeepsDeadlineWhenStoreStalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, f := newFaultyStore()
+		l, err := simba.NewLocker(f, "m")
+		require.NoError(t, err)
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		f.stall(opRelease)
+		within(t, "Release", lease.Release)
+		assert.ErrorIs(t, lease.Context().Err(), context.Canceled, "the lease ended at once")
+		within(t, "the next Acquire, while the release is under way", func(ctx context.Context) error {
+			_, err := l.Acquire(ctx)
+			return err
+		})
+		f.unstall(opRelease)
+		next, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		assert.Greater(t, next.Token(), lease.Token())
+		require.NoError(t, next.Release(t.Context()))
+		require.NoError(t, l.Close())
+		assert.Zero(t, store.Len())
+	})
+}
+
+func TestServiceKeepsDeadlineWhenStoreStalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, f := newFaultyStore()
+		acquired := make(chan struct{}, 1)
+		svc, err := simba.NewService(f, simba.ContenderFuncs{MutexName: "m", ID: "c",
+			Acquired: func(context.Context, simba.State) { acquired <- struct{}{} }})
+		require.NoError(t, err)
+
+		f.stall(opStart)
+		within(t, "Start", svc.Start)
+		assert.Equal(t, simba.StatusInitial, svc.Status())
+		f.unstall(opStart)
+
+		require.NoError(t, svc.Start(t.Context()))
+		<-acquired
+		f.stall(opRelease)
+		within(t, "Stop", svc.Stop)
+		assert.Equal(t, simba.StatusInitial, svc.Status())
+		f.unstall(opRelease)
+		require.NoError(t, svc.Close(), "Close waits for the release")
+		assert.Zero(t, store.Len(), "the release reached the store")
+	})
+}
+
+// Close waits for the store work left in the background, so nothing outlives it.
+func TestLockerCloseJoinsTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, f := newFaultyStore()
+		l, err := simba.NewLocker(f, "m")
+		require.NoError(t, err)
+		f.stall(opAcquire)
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		defer cancel()
+		_, err = l.Acquire(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		closed := make(chan error, 1)
+		go func() { closed <- l.Close() }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while the stalled acquire was under way")
+		default:
+		}
+		f.unstall(opAcquire)
+		require.NoError(t, <-closed)
+		assert.Zero(t, store.Len(), "the acquisition that may have been applied was released")
+		_, err = l.Acquire(t.Context())
+		assert.ErrorIs(t, err, simba.ErrClosed)
+		assert.False(t, errors.Is(err, simba.ErrNotAcquired) && errors.Is(err, context.Canceled))
+	})
+}

@@ -1,0 +1,136 @@
+package simba_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
+)
+
+// faultyBackend wraps a backend (the memory store's) and lets a test break its calls: a
+// stalled call blocks, ignoring its context, until the test lets it go (a server that is
+// SIGSTOPped); a hanging call blocks until its context ends (a server that does not
+// answer, to a client that honours deadlines); a failing call returns an error without
+// reaching the store (a closed port, a refused login).
+type faultyBackend struct {
+	simba.Backend
+
+	mu      sync.Mutex
+	stalled map[string]chan struct{} // op -> closed when the stall ends
+	failing map[string]error         // op -> the error it returns
+	hanging map[string]bool
+	calls   map[string]int
+}
+
+// The operations a faultyBackend can break.
+const (
+	opStart   = "start"
+	opAcquire = "acquire"
+	opRelease = "release"
+	opWaiters = "waiters" // WaitList.OthersWaiting
+)
+
+// newFaultyStore returns a new memory store and a faultyBackend on it.
+func newFaultyStore() (*memory.Store, *faultyBackend) {
+	store := memory.NewStore()
+	b, _ := memory.New(store)
+	return store, newFaultyBackend(b)
+}
+
+func newFaultyBackend(b simba.Backend) *faultyBackend {
+	return &faultyBackend{Backend: b, stalled: map[string]chan struct{}{}, failing: map[string]error{}, hanging: map[string]bool{}, calls: map[string]int{}}
+}
+
+// stall makes every later call of op block until unstall.
+func (f *faultyBackend) stall(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stalled[op] == nil {
+		f.stalled[op] = make(chan struct{})
+	}
+}
+
+// unstall lets the stalled calls of op go on.
+func (f *faultyBackend) unstall(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ch := f.stalled[op]; ch != nil {
+		close(ch)
+		delete(f.stalled, op)
+	}
+}
+
+// fail makes later calls of op return err (nil: succeed again).
+func (f *faultyBackend) fail(op string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing[op] = err
+}
+
+// hang makes later calls of op block until their context ends (false: answer again).
+func (f *faultyBackend) hang(op string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hanging[op] = on
+}
+
+func (f *faultyBackend) count(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+// enter applies the faults of op to one call.
+func (f *faultyBackend) enter(ctx context.Context, op string) error {
+	f.mu.Lock()
+	f.calls[op]++
+	ch, err, hang := f.stalled[op], f.failing[op], f.hanging[op]
+	f.mu.Unlock()
+	if ch != nil {
+		<-ch // a stalled server ignores the client's deadline
+	}
+	if hang {
+		<-ctx.Done()
+		return fmt.Errorf("no answer: %w", ctx.Err())
+	}
+	return err
+}
+
+func (f *faultyBackend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	if err := f.enter(ctx, opStart); err != nil {
+		return nil, err
+	}
+	c, err := f.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyContention{LeaseContention: c.(simba.LeaseContention), f: f}, nil
+}
+
+type faultyContention struct {
+	simba.LeaseContention
+	f *faultyBackend
+}
+
+func (c *faultyContention) Acquire(ctx context.Context) (simba.Record, error) {
+	if err := c.f.enter(ctx, opAcquire); err != nil {
+		return simba.Record{}, err
+	}
+	return c.LeaseContention.Acquire(ctx)
+}
+
+func (c *faultyContention) Release(ctx context.Context) error {
+	if err := c.f.enter(ctx, opRelease); err != nil {
+		return err
+	}
+	return c.LeaseContention.Release(ctx)
+}
+
+func (c *faultyContention) OthersWaiting(ctx context.Context) (bool, error) {
+	if err := c.f.enter(ctx, opWaiters); err != nil {
+		return false, err
+	}
+	return c.LeaseContention.(simba.WaitList).OthersWaiting(ctx)
+}

@@ -1,0 +1,151 @@
+package simba_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
+)
+
+// Issue 12, finding 6: smaller breaks of the lifecycle contract.
+
+// Run returns when the service is stopped or closed elsewhere, instead of blocking until
+// its context ends.
+func TestRunReturnsWhenStoppedElsewhere(t *testing.T) {
+	for _, how := range []string{"Stop", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, _ := memory.New(memory.NewStore())
+				svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c"})
+				require.NoError(t, err)
+				ran := make(chan error, 1)
+				go func() { ran <- svc.Run(t.Context()) }()
+				synctest.Wait()
+				require.Equal(t, simba.StatusRunning, svc.Status())
+				if how == "Stop" {
+					require.NoError(t, svc.Stop(t.Context()))
+				} else {
+					require.NoError(t, svc.Close())
+				}
+				synctest.Wait()
+				select {
+				case err := <-ran:
+					assert.NoError(t, err)
+				default:
+					t.Fatal("Run still blocks after " + how)
+				}
+				require.NoError(t, svc.Close())
+			})
+		})
+	}
+}
+
+// Stop and Close called from inside a callback of the same service (or a Scheduler's
+// work) used to wait for that very callback: a deadlock. They now end belief at once and
+// return; the stop completes when the callback has returned.
+func TestStopFromInsideCallbacks(t *testing.T) {
+	cases := map[string]func(t *testing.T, b simba.Backend) (start func(context.Context) error, stopped func() bool){
+		"scheduler work": func(t *testing.T, b simba.Backend) (func(context.Context) error, func() bool) {
+			var s *simba.Scheduler
+			s, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second}, func(ctx context.Context, _ simba.Owner) {
+				assert.NoError(t, s.Stop(ctx))
+				assert.Error(t, ctx.Err(), "belief ended at once")
+			})
+			require.NoError(t, err)
+			return s.Start, func() bool { return s.Status() == simba.StatusInitial }
+		},
+		"scheduler work closing": func(t *testing.T, b simba.Backend) (func(context.Context) error, func() bool) {
+			var s *simba.Scheduler
+			s, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second}, func(context.Context, simba.Owner) {
+				assert.NoError(t, s.Close())
+			})
+			require.NoError(t, err)
+			return s.Start, func() bool {
+				return s.Status() == simba.StatusInitial && errors.Is(s.Start(t.Context()), simba.ErrClosed)
+			}
+		},
+		"contender callback": func(t *testing.T, b simba.Backend) (func(context.Context) error, func() bool) {
+			var svc *simba.Service
+			svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
+				Acquired: func(ctx context.Context, _ simba.State) { assert.NoError(t, svc.Stop(ctx)) }})
+			require.NoError(t, err)
+			return svc.Start, func() bool { return svc.Status() == simba.StatusInitial }
+		},
+		"retriever callback": func(t *testing.T, b simba.Backend) (func(context.Context) error, func() bool) {
+			holder, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "holder"})
+			require.NoError(t, err)
+			require.NoError(t, holder.Start(t.Context()))
+			t.Cleanup(func() { _ = holder.Close() })
+			var svc *simba.Service
+			svc, err = simba.NewRetrievalService(b, simba.RetrieverFunc{MutexName: "m",
+				Notify: func(simba.State) { assert.NoError(t, svc.Stop(context.Background())) }})
+			require.NoError(t, err)
+			return svc.Start, func() bool { return svc.Status() == simba.StatusInitial }
+		},
+	}
+	for name, setUp := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, _ := memory.New(memory.NewStore())
+				start, stopped := setUp(t, b)
+				require.NoError(t, start(t.Context()))
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				assert.True(t, stopped(), "the stop called from inside completed")
+			})
+		})
+	}
+}
+
+// Errors are one line each, with simba's prefix once and the operation and mutex named
+// once, whatever wraps what.
+func TestErrorsAreOneLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := newFaultyStore()
+		var errs []error
+		collect := func(err error) {
+			t.Helper()
+			require.Error(t, err)
+			errs = append(errs, err)
+		}
+		l, _ := simba.NewLocker(f, "m")
+		f.fail(opStart, errors.New("simba/store: dial tcp 127.0.0.1:1: connection refused"))
+		_, err := l.TryAcquire(t.Context())
+		collect(err)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		_, err = l.Acquire(ctx)
+		cancel()
+		collect(err)
+		f.fail(opStart, nil)
+		f.hang(opStart, true)
+		svc, _ := simba.NewService(f, simba.ContenderFuncs{MutexName: "m", ID: "c"})
+		collect(svc.Start(t.Context()))
+		f.hang(opStart, false)
+		f.fail(opAcquire, errors.New("line one\nline two"))
+		_, err = l.TryAcquire(t.Context())
+		collect(err)
+		f.fail(opAcquire, nil)
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		f.fail(opRelease, errors.New("refused"))
+		collect(lease.Release(t.Context()))
+		collect(lease.Release(t.Context()))
+		require.NoError(t, l.Close())
+		collect(svc.Stop(t.Context()))
+
+		for _, err := range errs {
+			msg := err.Error()
+			assert.NotContains(t, msg, "\n", "one line: %q", msg)
+			assert.LessOrEqual(t, strings.Count(msg, "simba: "), 1, "one prefix: %q", msg)
+			assert.LessOrEqual(t, strings.Count(msg, `start "m"`), 1, "the operation named once: %q", msg)
+		}
+	})
+}
