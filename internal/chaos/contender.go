@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -120,7 +121,7 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 		switch cmd {
 		case "start":
 			log.Add(KindStart, 0, 0, "")
-			err := svc.Start(ctx)
+			err := startRetrying(ctx, svc, log)
 			log.Add(KindStarted, 0, 0, errText(err))
 		case "stop":
 			log.Add(KindStop, 0, 0, "")
@@ -137,6 +138,24 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 	}
 	return nil
 }
+
+// startRetrying starts svc, retrying a failed start-up (Start fails fast, and a server
+// restarted by the previous fault may still be warming up) for up to startPatience, as
+// a service would at its own start.
+func startRetrying(ctx context.Context, svc *simba.Service, log *Log) error {
+	deadline := time.Now().Add(startPatience)
+	for {
+		err := svc.Start(ctx)
+		if err == nil || errors.Is(err, simba.ErrAlreadyStarted) || time.Now().After(deadline) {
+			return err
+		}
+		log.Add(KindRetry, 0, 0, err.Error())
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startPatience is how long a contender process retries its start-up.
+const startPatience = 10 * time.Second
 
 func errText(err error) string {
 	if err == nil {

@@ -33,6 +33,7 @@ const (
 	KindFaultEnd   Kind = "fault_end"   // the harness healed it
 	KindKilled     Kind = "killed"      // the harness killed the process (Proc: whom)
 	KindError      Kind = "error"       // something the checker must report (Note)
+	KindRetry      Kind = "retry"       // a failed start-up that the contender retries (Note)
 	KindLost       Kind = "lost"        // the tenure context ended (Token)
 	KindWork       Kind = "work"        // a writer checked its context and works before writing
 )

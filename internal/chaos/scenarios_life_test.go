@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/internal/faultproxy"
@@ -150,12 +149,12 @@ func startStopCycling(s *S) {
 		expect("Stop twice", svc.Stop(ctx), simba.ErrNotRunning)
 	}
 	cycle() // warm-up: the backend's own goroutines start with the first use
-	baseline := goleak.IgnoreCurrent()
+	baseline := goroutineBaseline()
 	n := rounds(20, 100)
 	for range n {
 		cycle()
-		if err := goleak.Find(baseline); err != nil {
-			s.T.Fatalf("C8 goroutines left after a cycle: %v", err)
+		if left := leftovers(s.Kit.Name, baseline, 2*time.Second); len(left) > 0 {
+			s.T.Fatalf("C8 %d goroutines of the library left after a cycle:\n%s", len(left), strings.Join(left, "\n\n"))
 		}
 	}
 	// Concurrent Start and Stop from two goroutines: no panic, a consistent outcome.

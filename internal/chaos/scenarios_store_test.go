@@ -539,7 +539,7 @@ func unreachableAtStart(s *S) {
 	retries := s.Kit.Name == "redis"
 	var noSession []error
 	if s.Kit.Name == "zookeeper" {
-		noSession = []error{zookeeper.ErrNoSession, context.DeadlineExceeded}
+		noSession = []error{zookeeper.ErrNoSession, simba.ErrTimeout}
 	}
 
 	// Nothing listens at the store's address.
@@ -575,7 +575,7 @@ func unreachableAtStart(s *S) {
 	heal = s.Fault("unreachable", "a proxy that never accepts", func() { proxy.PauseAccept(true) }, func() { proxy.PauseAccept(false) })
 	c = f.direct("unanswered", proxy.Addr(), "")
 	if s.Kit.Name == "mariadb" {
-		f.startBroken("accept paused", c, context.DeadlineExceeded)
+		f.startBroken("accept paused", c, simba.ErrTimeout)
 	} else {
 		f.startBroken("accept paused", c, noSession...)
 	}
@@ -1117,6 +1117,9 @@ func (f storeFaults) startBroken(what string, c *directContender, targets ...err
 			f.note("25 %s: the service logs: %s", what, first)
 		}
 		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		f.T.Errorf("25 %s: Start's error matches a context error although the caller's context had not ended: %v", what, err)
 	}
 	if err == nil {
 		f.T.Errorf("25 %s: Start succeeded against a broken store", what)

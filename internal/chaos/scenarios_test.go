@@ -31,7 +31,7 @@ func steady(s *S) {
 	s.owner(procs, 5*time.Second)
 	s.pause(phase(6*time.Second, 60*time.Second))
 	if n := Check(s.Events(), Options{Epsilon: s.Timing.Epsilon}).Tenures; n != 1 {
-		s.T.Errorf("nobody stopped, yet %d tenures", n)
+		s.T.Errorf("C3 one tenure: nobody stopped, yet %d tenures (a token that changes within a tenure ends it)", n)
 	}
 	s.finish()
 }
