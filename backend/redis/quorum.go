@@ -33,8 +33,15 @@ const quorumDrift = 2 * time.Millisecond
 // and messages); a contender runs them on every available instance in parallel:
 //
 //   - Acquire succeeds when a majority of all instances (the quorum) answer that the
-//     contender owns the mutex; otherwise what it took is released again at once. A
-//     renewal must also reach the quorum, or the tenure ends.
+//     contender owns the mutex. A fresh acquisition that falls short releases what it
+//     took again at once, so that another contender can make a quorum.
+//   - A renewal must also reach the quorum. One that falls short keeps every key it
+//     holds: while the tenure may still be the contender's (until the local TTL end of
+//     its last successful renewal), it reports an error, so the service keeps believing
+//     until that end, and the keys it keeps stop anyone else from making a quorum
+//     meanwhile. Only when the instances that answered show that the contender can no
+//     longer hold a quorum does it report the owner they name, which ends the tenure;
+//     the keys it still holds then lapse by themselves.
 //   - The TTL reported is the smallest of the quorum's, less a 2ms allowance for expiry
 //     precision and clock rates. simba counts it from the moment the attempt was sent, so
 //     the time the slowest instance took is accounted for.
@@ -188,6 +195,7 @@ type quorumContention struct {
 	subs      []*contention // by instance index
 
 	owning   bool          // the last answer gave this contender the quorum
+	until    time.Time     // while owning: no local TTL end can lie beyond it
 	token    uint64        // the tenure's token while owning
 	raised   bool          // the tenure's token was written back to its quorum
 	giveBack time.Duration // the budget for releasing what a quorum-less attempt took
@@ -260,12 +268,18 @@ func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
 		return simba.Record{}, err
 	}
 	// Stop waiting as soon as a quorum is ours: a dead instance must not eat the budget.
-	replies := qc.each(ctx, qc.q.available(time.Now()), (*contention).Acquire,
+	sent := time.Now()
+	replies := qc.each(ctx, qc.q.available(sent), (*contention).Acquire,
 		func(got []reply) bool { return len(qc.owned(got)) >= qc.q.quorum })
 	qc.listenEverywhere()
 	mine := qc.owned(replies)
 	if len(mine) >= qc.q.quorum {
-		return qc.own(ctx, mine), nil
+		rec := qc.own(ctx, mine)
+		qc.until = sent.Add(rec.TTL) // simba counts from an earlier send time
+		return rec, nil
+	}
+	if qc.owning && time.Now().Before(qc.until) {
+		return qc.renewalShort(replies, len(mine))
 	}
 	qc.owning, qc.token = false, 0
 	if len(mine) > 0 {
@@ -277,6 +291,33 @@ func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
 		cancel()
 	}
 	return qc.others(replies)
+}
+
+// renewalShort answers a renewal that did not reach the quorum while the tenure may still
+// be this contender's, mine of its instances having answered that they are: it gives
+// nothing back. Unless the instances that answered otherwise leave no quorum for it, it
+// returns an error: the answer is unknown, the service keeps believing until its local
+// TTL end, and the keys kept stop anyone else from making a quorum meanwhile.
+func (qc *quorumContention) renewalShort(replies []reply, mine int) (simba.Record, error) {
+	unknown := len(qc.q.instances) - len(replies)
+	for _, r := range replies {
+		if r.err != nil {
+			unknown++
+		}
+	}
+	if mine+unknown >= qc.q.quorum {
+		_, err := qc.others(replies)
+		if err == nil {
+			err = fmt.Errorf("simba/redis: renewed on %d of %d instances, need %d: %w",
+				mine, len(qc.q.instances), qc.q.quorum, ErrTooFewInstances)
+		}
+		return simba.Record{}, err
+	}
+	rec, err := qc.others(replies)
+	if err == nil {
+		qc.owning, qc.token = false, 0 // the tenure is over; what it kept lapses
+	}
+	return rec, err
 }
 
 // listenEverywhere subscribes every instance once one has: a waiter must hear a release
