@@ -29,7 +29,9 @@ type contention struct {
 	transition time.Duration
 	key        string // simba:{mutex}: the owner key, and the channel of acquisitions
 	inbox      string // simba:{mutex}:<id>: releases addressed to this contender; "" for a retriever
+	releases   string // simba:{mutex}:@@released: every release that left the key free
 	wake       func()
+	report     func(simba.Owner)             // nil: the participant needs no news of other owners
 	grant      func(simba.Record, time.Time) // nil: the contender takes no grants
 	nonces     string                        // a random prefix of this contention's nonces
 	log        *slog.Logger
@@ -75,6 +77,7 @@ func newContention(b *Backend, p simba.Participant) *contention {
 		ttlDur:     p.TTL,
 		transition: p.Transition,
 		key:        key,
+		releases:   key + releaseChannelSuffix,
 		wake:       p.Wake,
 		grant:      p.Grant,
 		log:        p.Logger,
@@ -86,6 +89,9 @@ func newContention(b *Backend, p simba.Participant) *contention {
 	}
 	if c.id != "" {
 		c.inbox = key + ":" + c.id
+		if !p.WaitsOnly {
+			c.report = p.Report
+		}
 	}
 	if c.wake == nil {
 		c.wake = func() {}
@@ -321,9 +327,9 @@ func (c *contention) checkToken(tok uint64) {
 // channels returns the channels the contention listens on.
 func (c *contention) channels() []string {
 	if c.inbox == "" {
-		return []string{c.key}
+		return []string{c.key, c.releases}
 	}
-	return []string{c.key, c.inbox}
+	return []string{c.key, c.releases, c.inbox}
 }
 
 // join has the backend subscribe the contention's channels, in the background.
@@ -344,20 +350,48 @@ func (c *contention) resync() {
 	c.wake()
 }
 
-// hint reacts to a message on one of the contention's channels by asking the service to
-// contend (or, for a retriever, look up) now, when the message says that could change
-// something.
-func (c *contention) hint(m message) {
-	ev, id := m.event, m.id
+// hint reacts to a message on one of the contention's channels. A retriever looks up at
+// once whatever it hears. A contender contends at once when the message may make it the
+// owner (a release addressed to it, or one that left the mutex free for anyone) or says
+// that another took the mutex while it believes it owns it; while it waits, news of
+// another owner only updates whom it believes to own the mutex, without a store call.
+func (c *contention) hint(channel string, m message) {
 	switch {
 	case c.id == "":
-		c.wake() // a retriever: any news of the owner
-	case ev == granted && c.grant != nil:
+		c.wake()
+	case m.event == granted && c.grant != nil:
 		c.granted(m.nonce, m.token)
-	case ev == released || ev == granted:
+	case channel == c.releases:
+		if m.woken == "" || m.woken == c.id || c.owner.Load() {
+			c.wake()
+			return
+		}
+		c.observe(simba.Owner{}) // the waiter it woke takes the mutex next
+	case m.event == released || m.event == granted:
 		c.wake() // addressed to this waiter, or broadcast by another client
-	case ev == acquired && id != c.id && c.owner.Load():
-		c.wake() // someone else acquired while this contender believes it owns: check now
+	case m.event == acquired && m.id != c.id:
+		if c.owner.Load() {
+			c.wake() // someone else acquired while this contender believes it owns: check now
+			return
+		}
+		now := time.Now()
+		c.observe(simba.Owner{ID: m.id, AcquiredAt: now, TTLAt: now.Add(c.ttlDur), TransitionAt: now.Add(c.leaseDur)})
+	}
+}
+
+// observe tells a waiting contender's service whom a message names as the owner, with
+// instants estimated from this contender's own ttl and transition (as JVM Simba does) and
+// no token. The next answer of the store replaces it. Nothing is reported while the last
+// answer named this contender: only the store ends a tenure. c.mu orders the report with
+// the answers, so that an answer that names this contender is never overtaken by it.
+func (c *contention) observe(o simba.Owner) {
+	if c.report == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.owner.Load() {
+		c.report(o)
 	}
 }
 

@@ -50,6 +50,14 @@
 //     harmless. JVM contenders never see the difference.
 //   - A new owner leaves the waiting set, and so does a releasing owner, so that a release
 //     never wakes the releaser itself.
+//   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
+//     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke
+//     that waiter (a JVM one, or one whose registration for a grant was too old). JVM
+//     Simba does not subscribe it, and no contender's channel can have its name (IDs
+//     never contain "@@"), so JVM peers never see these messages: on their own channels
+//     they get only JVM Simba's messages, in JVM Simba's cases. Every Go subscriber of
+//     the mutex hears a release within a round trip; a grant is heard as
+//     "acquired@@<waiter>" on simba:{mutex}.
 //   - simba:{mutex}:grant, a hash: for each Go waiter, its registration for a grant made
 //     by its latest attempt, "<nonce>@@<server time in ms>@@<lease ms>@@<ttl ms>".
 //   - A release that takes a registered waiter off the waiting set grants it the mutex
@@ -81,13 +89,17 @@
 // section that ends before its first renewal never subscribes. A retriever subscribes the
 // mutex's channel when it starts.
 //
-// A grant makes its waiter the owner without a store call (see above); a grant that does
-// not match one of the waiter's latest two attempts makes it contend at once instead. A
-// release message makes its waiter contend at once. An acquisition message makes an
-// owner that believes it still owns check at once (its key lapsed or was lost, and
-// another contender took the mutex), and a retriever look up. Other waiters do not react
-// to it: they learn of the new owner at their next attempt, which spares every waiter a
-// store call at every hand-over. Every confirmed subscription, the first and each one
+// A contender subscribes simba:{mutex}, simba:{mutex}:@@released and its own channel; a
+// retriever the first two. A grant makes its waiter the owner without a store call (see
+// above); a grant that does not match one of the waiter's latest two attempts makes it
+// contend at once instead. A release message on its own channel makes a waiter contend
+// at once, and so does a release that left the mutex free without waking anyone. An
+// acquisition message, or a release that woke another waiter, makes an owner that
+// believes it still owns check at once (its key lapsed or was lost, and another
+// contender took the mutex), and a retriever look up; a waiting service (not a Locker's)
+// takes it as news of the owner, with instants estimated from its own ttl and transition
+// (as JVM Simba does) and no token, until its next attempt answers: so Owner() follows
+// hand-overs within a round trip without a store call per waiter. Every confirmed subscription, the first and each one
 // after go-redis reconnected (or the backend replaced a connection that stopped answering
 // its pings, see WithPingInterval), makes a waiting contention try once more and a
 // retriever look up, so that nothing published before it is missed for long; an owner

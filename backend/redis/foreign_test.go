@@ -118,35 +118,13 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	require.NoError(t, err)
 
 	// A long TTL: nothing below may be explained by the Go side's contend periods.
-	opts := []simba.Option{simba.WithTTL(30 * time.Second), simba.WithTransition(time.Second)}
+	opts := longLease
 	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("go-holder"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
-	var (
-		seen  []simba.State
-		views = make(chan simba.State, 16)
-	)
-	retriever, err := simba.NewRetrievalService(newBackend(t, newClient(t, srv.Addr())),
-		simba.RetrieverFunc{MutexName: mutex, Notify: func(s simba.State) { views <- s }}, opts...)
-	require.NoError(t, err)
-	require.NoError(t, retriever.Start(ctx))
-	defer retriever.Close()
-	lastOwner := func() string {
-		for {
-			select {
-			case s := <-views:
-				seen = append(seen, s)
-				continue
-			default:
-			}
-			if len(seen) == 0 {
-				return ""
-			}
-			return seen[len(seen)-1].After.ID
-		}
-	}
+	retrieverService, v := retriever(t, srv.Addr(), mutex)
 
 	require.False(t, jvm.acquire(), "the foreign contender waits behind the Go holder")
 	holderView := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "go-holder", &wakes{})
@@ -169,7 +147,7 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	assert.ErrorIs(t, admin.ZScore(ctx, jvm.key()+":contender", jvm.id).Err(), goredis.Nil, "taken off the waiting set")
 
 	require.True(t, jvm.acquire())
-	poll(t, "the retriever to see the foreign owner", func() bool { return lastOwner() == jvm.id })
+	await(t, &v.sig, "the retriever to see the foreign owner", func() bool { return v.owner() == jvm.id })
 	late := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "go-late", &wakes{})
 	rec, err := late.Acquire(ctx)
 	require.NoError(t, err)
@@ -180,9 +158,9 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	assert.Equal(t, "zgo-waiter", jvm.release())
 	await(t, &r.sig, "the Go waiter to acquire after the foreign release", func() bool { return r.acquisitions("zgo-waiter") == 1 })
 	assert.Equal(t, "zgo-waiter", admin.Get(ctx, jvm.key()).Val())
-	poll(t, "the retriever to see the Go owner", func() bool { return lastOwner() == "zgo-waiter" })
+	await(t, &v.sig, "the retriever to see the Go owner", func() bool { return v.owner() == "zgo-waiter" })
 	require.NoError(t, waiter.Stop(ctx))
-	require.NoError(t, retriever.Stop(ctx))
+	require.NoError(t, retrieverService.Stop(ctx))
 }
 
 // An owner that has waited before is subscribed; when a foreign contender announces an

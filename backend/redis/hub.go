@@ -286,7 +286,7 @@ func (h *hub) route(msg any) {
 			return
 		}
 		for _, c := range h.members(m.Channel, false) {
-			c.hint(msg)
+			c.hint(m.Channel, msg)
 		}
 	}
 }

@@ -15,7 +15,9 @@
 --                            its registration for a grant at its latest attempt
 -- Channels: simba:{mutex} carries 'acquired@@<id>'; simba:{mutex}:<id> carries
 -- 'released@@<releaser id>' or 'granted@@<nonce>@@<token>@@<releaser id>' to the waiter
--- <id>.
+-- <id>; simba:{mutex}:@@released (this backend's; JVM Simba does not listen on it)
+-- carries 'released@@<releaser id>' when a release deleted the owner key and woke nobody,
+-- or 'released@@<releaser id>@@<waiter id>' when it woke that waiter.
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -27,6 +29,7 @@ local ownerKey = 'simba:' .. KEYS[1]
 local waitKey = ownerKey .. ':contender'
 local fenceKey = ownerKey .. ':fence'
 local grantKey = ownerKey .. ':grant'
+local releaseChannel = ownerKey .. ':@@released'
 
 -- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
 local function millis(t)

@@ -30,6 +30,7 @@ end
 local oldest = redis.call('zrange', waitKey, 0, 0)[1]
 if not oldest then
   redis.call('del', ownerKey)
+  redis.call('publish', releaseChannel, 'released@@' .. id)
   return 1
 end
 redis.call('zrem', waitKey, oldest)
@@ -51,4 +52,5 @@ if registration then
 end
 redis.call('del', ownerKey)
 redis.call('publish', ownerKey .. ':' .. oldest, 'released@@' .. id)
+redis.call('publish', releaseChannel, 'released@@' .. id .. '@@' .. oldest)
 return 1
