@@ -1,6 +1,8 @@
 -- acquire: ARGV[1] the contender ID, ARGV[2] the lease in ms (ttl + transition), ARGV[3]
--- '1' if the contender may be in the waiting set, ARGV[4] the nonce of this call or '' for
--- a contender that takes no grants, ARGV[5] the contender's ttl in ms.
+-- '0' if the contender is not in the waiting set, '1' if it may be, '2' for the first call
+-- of a contention (an entry of the ID may be left from an earlier lifecycle: an owner
+-- takes it off, a waiter goes to the back of the queue), ARGV[4] the nonce of this call or
+-- '' for a contender that takes no grants, ARGV[5] the contender's ttl in ms.
 -- Takes a free mutex (SET NX PX) and announces it on simba:{mutex}; otherwise records the
 -- contender as waiting (ZADD NX keeps its place in the queue) and answers the owner.
 -- Beyond JVM Simba: a contender that finds itself the owner (its earlier acquire went
@@ -8,7 +10,7 @@
 -- waiting; a new owner leaves the waiting set, so that its own release cannot pick it as
 -- the next waiter; waiting scores carry microseconds, so that the queue is first come,
 -- first served; and a waiter that takes grants registers for one (see release.lua).
-local id, lease, listed, nonce, ttl = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5]
+local id, lease, listed, fresh, nonce, ttl = ARGV[1], ARGV[2], ARGV[3] ~= '0', ARGV[3] == '2', ARGV[4], ARGV[5]
 
 local function leaveQueue()
   if listed then
@@ -33,7 +35,12 @@ if owner == id then
 end
 
 local now = redis.call('time')
-redis.call('zadd', waitKey, 'nx', now[1] .. '.' .. string.format('%06d', tonumber(now[2])), id)
+local score = now[1] .. '.' .. string.format('%06d', tonumber(now[2]))
+if fresh then
+  redis.call('zadd', waitKey, score, id)
+else
+  redis.call('zadd', waitKey, 'nx', score, id)
+end
 if nonce ~= '' then
   redis.call('hset', grantKey, id, table.concat({ nonce, string.format('%.0f', millis(now)), lease, ttl }, '@@'))
   if redis.call('pttl', grantKey) < tonumber(lease) then

@@ -41,8 +41,8 @@ type contention struct {
 	owner atomic.Bool
 
 	// Used only by the method calls, which simba makes one at a time.
-	joined bool // subscribed to its channels
-	listed bool // may be in the waiting set (and registered for a grant)
+	joined bool    // subscribed to its channels
+	listed listing // whether it may be in the waiting set (and registered for a grant)
 
 	mu         sync.Mutex // guards the fields below, which grants change too
 	token      uint64     // the token of this contender's tenure while answers name it
@@ -51,6 +51,21 @@ type contention struct {
 	attempts   [2]attempt // the latest two acquire calls that carried a nonce, oldest first
 	grantedSeq uint64     // the nonce number the latest grant taken answered
 }
+
+// listing is what a contention knows of its entry in the waiting set: the scripts' "listed"
+// argument.
+type listing string
+
+const (
+	// unlisted: not in the waiting set.
+	unlisted listing = "0"
+	// listed: in the waiting set, or it was until a release took it off.
+	listed listing = "1"
+	// inherited: a new contention, which may find an entry its contender ID left in an
+	// earlier lifecycle (a process that ended without a release, then started again):
+	// an owner takes it off, and a waiter goes to the back of the queue.
+	inherited listing = "2"
+)
 
 // attempt is an acquire call that registered for a grant if it found the mutex taken.
 type attempt struct {
@@ -81,6 +96,7 @@ func newContention(b *Backend, p simba.Participant) *contention {
 		wake:       p.Wake,
 		grant:      p.Grant,
 		log:        p.Logger,
+		listed:     inherited,
 	}
 	if c.grant != nil && c.id != "" {
 		c.nonces = rand.Text()[:8] + "-"
@@ -121,8 +137,8 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	} else {
 		var nonce string
 		nonce, seq = c.nextNonce()
-		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed), nonce, c.ttl).Result()
-		c.listed = true // until an answer names this contender: the script removed it
+		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl).Result()
+		c.listed = listed // until an answer names this contender: the script removed it
 	}
 	if err != nil {
 		return simba.Record{}, c.storeError(ctx, op, err)
@@ -133,7 +149,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	rec := c.record(a, seq)
 	if rec.Owner == c.id && op == "acquire" {
-		c.listed = false
+		c.listed = unlisted
 	}
 	if !c.joined && (rec.Owner != c.id || op == "renew") {
 		// The first attempt that has to wait subscribes, and so does an owner at its
@@ -160,23 +176,15 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, flag(c.listed)}, raiseTo...)...).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed)}, raiseTo...)...).Err(); err != nil {
 		return c.storeError(ctx, "release", err)
 	}
-	c.listed = false
+	c.listed = unlisted
 	c.owner.Store(false)
 	c.mu.Lock()
 	c.token = 0
 	c.mu.Unlock()
 	return nil
-}
-
-// flag is a boolean script argument.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // nextNonce returns the nonce of an acquire call about to be sent and its number,

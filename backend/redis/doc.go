@@ -49,7 +49,10 @@
 //     it to the waiting set: it is a retry whose answer was lost, and retries must be
 //     harmless. JVM contenders never see the difference.
 //   - A new owner leaves the waiting set, and so does a releasing owner, so that a release
-//     never wakes the releaser itself.
+//     never wakes the releaser itself. The first attempt of a new contention also clears
+//     what an earlier lifecycle of its contender ID left (a process that ended without
+//     a release and started again with the same ID): an entry is taken off if it
+//     acquires, and moved to the back of the queue, with a new registration, if it waits.
 //   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
 //     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke
 //     that waiter (a JVM one, or one whose registration for a grant was too old). JVM

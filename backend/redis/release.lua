@@ -1,5 +1,5 @@
--- release: ARGV[1] the contender ID; ARGV[2] '1' if the contender may be in the waiting
--- set; ARGV[3], optional, a fencing token to raise the contender's fence to first (a
+-- release: ARGV[1] the contender ID; ARGV[2] '0' if the contender is not in the waiting
+-- set ('1' or '2' if it may be, see acquire.lua); ARGV[3], optional, a fencing token to raise the contender's fence to first (a
 -- Quorum whose tenure ends before its first renewal).
 -- Returns 1 if the contender owned the mutex and released it, 0 otherwise.
 -- A non-owner only leaves the waiting set. The owner takes the oldest waiter off the
@@ -12,7 +12,7 @@
 --     the attempt with that nonce, which came before the registration; or
 --   - deletes its key and tells the waiter 'released@@<releaser>' on
 --     simba:{mutex}:<waiter>, as JVM Simba does (a JVM waiter, or a stale registration).
-local id, listed = ARGV[1], ARGV[2] == '1'
+local id, listed = ARGV[1], ARGV[2] ~= '0'
 
 if ARGV[3] and redis.call('hget', fenceKey, 'owner') == id then
   local current = redis.call('hget', fenceKey, 'token')

@@ -1,0 +1,95 @@
+package redis_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/redis"
+)
+
+// waiter opens a contention that takes grants, as a service's would, with a lease of
+// ttl + ttl/2, on a backend of its own that the caller may close to make it die.
+func waiter(t testing.TB, addr, mutex, id string, ttl time.Duration) (simba.LeaseContention, *redis.Backend, *wakes) {
+	t.Helper()
+	b := newBackend(t, newClient(t, addr))
+	w := &wakes{}
+	p := simba.Participant{
+		Mutex: mutex, ContenderID: id, TTL: ttl, Transition: ttl / 2,
+		Logger: slog.New(slog.DiscardHandler), Wake: w.wake, Report: func(simba.Owner) {},
+		Grant: func(simba.Record, time.Time) {},
+	}
+	c, err := b.StartContend(t.Context(), p)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	return c.(simba.LeaseContention), b, w
+}
+
+// waitSubscribed makes c wait for mutex, owned by owner, with its channel subscribed:
+// its first attempt finds the mutex owned and subscribes, and the one after the
+// confirmation is made while the subscription stands, as a waiting service's is.
+func waitSubscribed(t testing.TB, admin goredis.UniversalClient, c simba.LeaseContention, w *wakes, mutex, id, owner string) {
+	t.Helper()
+	n := w.count()
+	rec, err := c.Acquire(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, owner, rec.Owner)
+	w.waitMore(t, n, "the subscription of "+id)
+	require.EqualValues(t, 1, numSub(t, admin, "simba:{"+mutex+"}:"+id))
+	rec, err = c.Acquire(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, owner, rec.Owner)
+}
+
+// A contender ID used again by a later lifecycle (a restarted process) is not served
+// an entry its earlier lifecycle left in the waiting set (issue 14, item 4): the first
+// attempt of the new contention takes it out, so that its own release never picks
+// itself and grants itself a lease nobody believes in, but wakes the waiter behind.
+func TestReusedIDDoesNotServeItself(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	ob := newBackend(t, newClient(t, srv.Addr()))
+	owner := contend(t, ob, mutex, "owner", &wakes{})
+	_, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+
+	// The first lifecycle of "c" waits, with a long lease, and its process ends.
+	earlier, eb, _ := waiter(t, srv.Addr(), mutex, "c", 30*time.Second)
+	rec, err := earlier.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	require.NoError(t, eb.Close())
+	// The owner's process ends too; its key lapses.
+	require.NoError(t, ob.Close())
+	poll(t, "the owner key to lapse", func() bool { return admin.Exists(ctx, key).Val() == 0 })
+
+	// The restarted "c" takes the free mutex; a waiter queues behind.
+	later, _, _ := waiter(t, srv.Addr(), mutex, "c", 30*time.Second)
+	rec, err = later.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "c", rec.Owner)
+	var ww wakes
+	next := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "next", &ww)
+	rec, err = next.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "c", rec.Owner)
+	ww.waitMore(t, 0, "the subscription of the next waiter")
+
+	n := ww.count()
+	require.NoError(t, later.Release(ctx))
+	assert.NotEqual(t, "c", admin.Get(ctx, key).Val(), "the release granted the mutex to its own ID")
+	ww.waitMore(t, n, "the release to wake the next waiter")
+	rec, err = next.Acquire(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "next", rec.Owner)
+	assert.ErrorIs(t, admin.ZScore(ctx, key+":contender", "c").Err(), goredis.Nil)
+}
