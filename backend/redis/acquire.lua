@@ -2,15 +2,19 @@
 -- '0' if the contender is not in the waiting set, '1' if it may be, '2' for the first call
 -- of a contention (an entry of the ID may be left from an earlier lifecycle: an owner
 -- takes it off, a waiter goes to the back of the queue), ARGV[4] the nonce of this call or
--- '' for a contender that takes no grants, ARGV[5] the contender's ttl in ms.
+-- '' for a contender that takes no grants, ARGV[5] the contender's ttl in ms, ARGV[6] '1'
+-- if the contender's channel was subscribed when it sent the call.
 -- Takes a free mutex (SET NX PX) and announces it on simba:{mutex}; otherwise records the
 -- contender as waiting (ZADD NX keeps its place in the queue) and answers the owner.
 -- Beyond JVM Simba: a contender that finds itself the owner (its earlier acquire went
 -- through but the answer was lost, or a release granted it the mutex) renews instead of
 -- waiting; a new owner leaves the waiting set, so that its own release cannot pick it as
 -- the next waiter; waiting scores carry microseconds, so that the queue is first come,
--- first served; and a waiter that takes grants registers for one (see release.lua).
-local id, lease, listed, fresh, nonce, ttl = ARGV[1], ARGV[2], ARGV[3] ~= '0', ARGV[3] == '2', ARGV[4], ARGV[5]
+-- first served; and a waiter registers (see the prelude), for a grant if it takes them
+-- (see release.lua). The registration expires when the waiter would have tried again
+-- long since, and the waiting set and the registrations expire together once no
+-- registration is live: a waiter that died does not stay.
+local id, lease, listed, fresh, nonce, ttl, heard = ARGV[1], ARGV[2], ARGV[3] ~= '0', ARGV[3] == '2', ARGV[4], ARGV[5], ARGV[6]
 
 local function leaveQueue()
   if listed then
@@ -41,10 +45,6 @@ if fresh then
 else
   redis.call('zadd', waitKey, 'nx', score, id)
 end
-if nonce ~= '' then
-  redis.call('hset', grantKey, id, table.concat({ nonce, string.format('%.0f', millis(now)), lease, ttl }, '@@'))
-  if redis.call('pttl', grantKey) < tonumber(lease) then
-    redis.call('pexpire', grantKey, lease)
-  end
-end
-return { owner .. '@@' .. redis.call('pttl', ownerKey), tokenOf(owner) }
+local left = redis.call('pttl', ownerKey)
+register(id, millis(now), nonce, tonumber(lease), ttl, left, heard)
+return { owner .. '@@' .. left, tokenOf(owner) }

@@ -109,7 +109,7 @@ func TestWaitersHearHandOver(t *testing.T) {
 	// mutex, its announcement reaches the Go services.
 	require.NoError(t, first.Stop(ctx))
 	await(t, &r.sig, "the second waiter to be served", func() bool { return r.acquisitions("second") == 1 })
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "7:4242@10.0.0.9"}
+	jvm := newForeign(t, admin, mutex, "7:4242@10.0.0.9")
 	require.False(t, jvm.acquire(), "the JVM contender waits")
 	require.NoError(t, second.Stop(ctx))
 	require.True(t, jvm.acquire(), "the mutex is free for the JVM waiter")
@@ -127,7 +127,7 @@ func TestJVMPeerSeesOnlyItsMessages(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "7:4242@10.0.0.9"}
+	jvm := newForeign(t, admin, mutex, "7:4242@10.0.0.9")
 	peer := admin.Subscribe(ctx, jvm.key(), jvm.key()+":"+jvm.id)
 	defer peer.Close()
 	for range 2 {

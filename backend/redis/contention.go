@@ -137,7 +137,11 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	} else {
 		var nonce string
 		nonce, seq = c.nextNonce()
-		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl).Result()
+		heard := "0"
+		if c.joined && c.b.hub.hears(c.inbox) {
+			heard = "1"
+		}
+		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard).Result()
 		c.listed = listed // until an answer names this contender: the script removed it
 	}
 	if err != nil {
@@ -176,7 +180,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed)}, raiseTo...)...).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
 		return c.storeError(ctx, "release", err)
 	}
 	c.listed = unlisted
@@ -243,23 +247,18 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	return c.record(a, 0), nil
 }
 
-// OthersWaiting reports whether the waiting set holds a contender other than this one. A
-// contender that crashed while waiting stays in the set until a release takes it off, so
-// the answer may be yes when nobody alive waits; never no when someone does.
+// OthersWaiting reports whether the waiting set holds a contender other than this one
+// that is still waiting, dropping the gone ones it finds on the way (see waiting.lua). It
+// may say yes for a waiter that died moments ago; never no when someone waits.
 func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return false, err
 	}
-	first, err := c.b.client.ZRange(ctx, c.key+":contender", 0, 1).Result()
+	n, err := waitingScript.Run(ctx, c.b.client, c.keys, c.id, c.b.exact).Int()
 	if err != nil {
 		return false, c.storeError(ctx, "read the waiting set of", err)
 	}
-	for _, id := range first {
-		if id != c.id {
-			return true, nil
-		}
-	}
-	return false, nil
+	return n == 1, nil
 }
 
 // StopContend stops routing messages to the contention; the backend's subscription

@@ -61,8 +61,14 @@
 //     they get only JVM Simba's messages, in JVM Simba's cases. Every Go subscriber of
 //     the mutex hears a release within a round trip; a grant is heard as
 //     "acquired@@<waiter>" on simba:{mutex}.
-//   - simba:{mutex}:grant, a hash: for each Go waiter, its registration for a grant made
-//     by its latest attempt, "<nonce>@@<server time in ms>@@<lease ms>@@<ttl ms>".
+//   - simba:{mutex}:grant, a hash: for each Go waiter, its registration made by its
+//     latest attempt, "<nonce>@@<server time in ms>@@<lease ms>@@<ttl ms>@@<until
+//     ms>@@<heard>": the nonce for a grant (empty for a waiter that takes none, a
+//     Quorum's), the waiter's lease and ttl, the server time until which it counts as
+//     waiting without trying again (the owner key's remaining time, when it will try
+//     again, plus its jitter and a lease), and 1 if it listened on its channel when it
+//     registered. The waiting set and this hash expire together, twice that long after
+//     the latest registration that needed it.
 //   - A release that takes a registered waiter off the waiting set grants it the mutex
 //     instead of deleting the key: the owner key names the waiter and expires a lease
 //     after its registration, a new fencing token is made, the waiter hears
@@ -79,9 +85,27 @@
 // served got 0.6 of the sections of the most served in a test, 0 in a 10-second
 // benchmark. With grants, every waiter gets its turn.
 //
-// The waiting set is JVM Simba's: a contender that crashed while waiting stays in it
-// until a release takes it off, and that release's wake-up then reaches nobody; the next
-// owner is found on the contend period instead, as whenever a message is lost.
+// # Waiters that are gone
+//
+// A waiter whose process ended without a release (it crashed, or its backend was closed)
+// does not keep its place. A release that reaches it passes it by and serves the next
+// waiter instead, dropping its entry and registration, when
+//
+//   - its registration has expired: it has not tried again long after it would have; or
+//   - nobody heard the message addressed to it (PUBLISH counted no subscriber) although
+//     it listened on its channel when it registered; a JVM waiter, which has no
+//     registration, listens from its start. A grant made to such a waiter is void, as
+//     nobody heard of it.
+//
+// OthersWaiting applies the same tests (with PUBSUB NUMSUB) to the waiters ahead and
+// drops the gone ones, so that they do not keep it true. Waiters not yet reached expire
+// with the waiting set. Subscriber counts are exact on a standalone or Sentinel client;
+// a Redis Cluster node counts only its own subscribers, so with a ClusterClient (or any
+// client other than *redis.Client) only expiry tells: a release may then grant the mutex
+// to a waiter that has just died, and it stays blocked until that grant lapses, a lease
+// after the waiter's last attempt. A live waiter taken for gone (its subscription
+// connection was down at that moment) loses its place and queues again at its next
+// attempt, which its reconnection brings forward. A release looks at 16 waiters at most.
 //
 // # Messages are a hint
 //

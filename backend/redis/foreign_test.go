@@ -26,6 +26,20 @@ type foreign struct {
 	id    string
 }
 
+// newForeign returns a foreign contender of mutex, subscribed to its two channels as a
+// JVM Simba service is from its start, so that it counts as listening.
+func newForeign(t testing.TB, admin goredis.UniversalClient, mutex, id string) foreign {
+	t.Helper()
+	f := foreign{t: t, admin: admin, mutex: mutex, id: id}
+	ps := admin.Subscribe(t.Context(), f.key(), f.key()+":"+id)
+	t.Cleanup(func() { _ = ps.Close() })
+	for range 2 {
+		_, err := ps.Receive(t.Context()) // the confirmations
+		require.NoError(t, err)
+	}
+	return f
+}
+
 func (f foreign) key() string { return "simba:{" + f.mutex + "}" }
 
 // acquire tries to take the mutex as JVM Simba's acquire script does: SET NX PX, and on
@@ -67,7 +81,7 @@ func TestForeignOwnerWakesGoWaiter(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "7:4242@10.0.0.9"}
+	jvm := newForeign(t, admin, mutex, "7:4242@10.0.0.9")
 	require.True(t, jvm.acquire())
 
 	// Precisely, on a contention: the message itself wakes the waiter.
@@ -111,7 +125,7 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "W-jvm"}
+	jvm := newForeign(t, admin, mutex, "W-jvm")
 	inbox := admin.Subscribe(ctx, jvm.key()+":"+jvm.id)
 	defer inbox.Close()
 	_, err := inbox.Receive(ctx) // confirmed
@@ -171,7 +185,7 @@ func TestForeignAcquisitionEndsGoBelief(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	first := foreign{t: t, admin: admin, mutex: mutex, id: "first-jvm"}
+	first := newForeign(t, admin, mutex, "first-jvm")
 	require.True(t, first.acquire())
 	r := newRecorder()
 	// Renewals every 20s: the check below must come from the message.
@@ -182,7 +196,7 @@ func TestForeignAcquisitionEndsGoBelief(t *testing.T) {
 
 	// The key vanishes (an operator, an eviction) and a foreign contender takes it.
 	require.NoError(t, admin.Del(ctx, first.key()).Err())
-	thief := foreign{t: t, admin: admin, mutex: mutex, id: "thief-jvm"}
+	thief := newForeign(t, admin, mutex, "thief-jvm")
 	require.True(t, thief.acquire())
 	await(t, &r.sig, "the Go owner to stop believing", func() bool { return r.releases("go") == 1 })
 	assert.Equal(t, thief.id, s.Owner().ID)

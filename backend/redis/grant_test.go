@@ -16,8 +16,8 @@ import (
 	"github.com/simba-go/simba"
 )
 
-// registration returns a waiter's registration for a grant: nonce, server ms, lease ms,
-// ttl ms; ok false when there is none.
+// registration returns a waiter's registration: nonce, server ms, lease ms, ttl ms, until
+// ms, heard; ok false when there is none.
 func registration(t testing.TB, admin goredis.UniversalClient, mutex, id string) (fields []string, ok bool) {
 	t.Helper()
 	v, err := admin.HGet(t.Context(), "simba:{"+mutex+"}:grant", id).Result()
@@ -26,7 +26,7 @@ func registration(t testing.TB, admin goredis.UniversalClient, mutex, id string)
 	}
 	require.NoError(t, err)
 	fields = strings.Split(v, "@@")
-	require.Len(t, fields, 4, "registration %q", v)
+	require.Len(t, fields, 6, "registration %q", v)
 	return fields, true
 }
 
@@ -86,7 +86,7 @@ func TestReleaseGrantsTheOldestWaiter(t *testing.T) {
 	at, err := strconv.ParseInt(reg[1], 10, 64)
 	require.NoError(t, err)
 	assert.InDelta(t, now.UnixMilli(), at, 5000, "registered at server ms")
-	assert.Equal(t, []string{"5000", "3000"}, reg[2:], "lease and ttl in ms")
+	assert.Equal(t, []string{"5000", "3000"}, reg[2:4], "lease and ttl in ms")
 
 	require.NoError(t, lease.Release(ctx))
 	msg := receive(t, in)

@@ -30,7 +30,8 @@ const (
 // PING goes unanswered.
 //
 // Every confirmed subscription (the first one of a channel and each one after a reconnect)
-// makes the channel's contentions resync: messages published before it were not heard.
+// that completes the channels of a contention makes it resync: messages published before
+// it were not heard.
 type hub struct {
 	client goredis.UniversalClient
 	log    *slog.Logger
@@ -135,6 +136,27 @@ func (h *hub) close() {
 	cancel()
 	_ = ps.Close()
 	h.wg.Wait()
+}
+
+// hearsAll reports whether the server has confirmed every channel of c on the current
+// connection: a contention resyncs once, when the last of them is confirmed.
+func (h *hub) hearsAll(c *contention) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ch := range c.channels() {
+		if !h.confirmed[ch] {
+			return false
+		}
+	}
+	return true
+}
+
+// hears reports whether the server has confirmed the subscription of channel on the
+// current connection.
+func (h *hub) hears(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.confirmed[channel]
 }
 
 // current returns the PubSub in use.
@@ -272,7 +294,9 @@ func (h *hub) route(msg any) {
 		switch m.Kind {
 		case "subscribe":
 			for _, c := range h.members(m.Channel, true) {
-				c.resync()
+				if h.hearsAll(c) {
+					c.resync()
+				}
 			}
 		case "unsubscribe":
 			h.mu.Lock()

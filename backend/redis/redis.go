@@ -30,6 +30,7 @@ const (
 // client. A Backend must not be copied.
 type Backend struct {
 	client      goredis.UniversalClient
+	exact       string // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber: not a Cluster
 	log         *slog.Logger
 	hub         *hub
 	closed      atomic.Bool
@@ -70,8 +71,12 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 }
 
 func newBackend(client goredis.UniversalClient, cfg config) *Backend {
+	// A standalone or Sentinel client talks to one server, which counts every subscriber;
+	// a Cluster node counts only its own, and other clients are not known.
+	_, standalone := client.(*goredis.Client)
 	return &Backend{
 		client: client,
+		exact:  map[bool]string{true: "1", false: "0"}[standalone],
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}

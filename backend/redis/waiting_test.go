@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -45,6 +46,50 @@ func waitSubscribed(t testing.TB, admin goredis.UniversalClient, c simba.LeaseCo
 	rec, err = c.Acquire(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, owner, rec.Owner)
+}
+
+// Waiters that died (their process ended without a release) do not stay in the waiting
+// set (issue 14, item 3): they do not make OthersWaiting true, and a release passes them
+// by, serving the live waiter behind them at once instead of granting the mutex to a
+// dead one (which would block it for a lease) or waking nobody; afterwards neither the
+// waiting set nor the grant registrations keep them.
+func TestDeadWaitersAreDropped(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
+	rec, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+
+	for i := range 3 {
+		id := "dead" + strconv.Itoa(i)
+		c, b, w := waiter(t, srv.Addr(), mutex, id, 30*time.Second)
+		waitSubscribed(t, admin, c, w, mutex, id, "owner")
+		require.NoError(t, b.Close()) // dies: no release, no StopContend
+		poll(t, id+"'s subscription to end", func() bool { return numSub(t, admin, key+":"+id) == 0 })
+	}
+	require.EqualValues(t, 3, admin.ZCard(ctx, key+":contender").Val())
+	require.EqualValues(t, 3, admin.HLen(ctx, key+":grant").Val())
+	waiting, err := owner.(simba.WaitList).OthersWaiting(ctx)
+	require.NoError(t, err)
+	assert.False(t, waiting, "only dead waiters")
+
+	r := newRecorder()
+	r.service(t, newBackend(t, newClient(t, srv.Addr())), mutex, "live", longLease...)
+	poll(t, "the live waiter to wait", func() bool {
+		return admin.ZScore(ctx, key+":contender", "live").Err() == nil && numSub(t, admin, key+":live") == 1
+	})
+	waiting, err = owner.(simba.WaitList).OthersWaiting(ctx)
+	require.NoError(t, err)
+	assert.True(t, waiting, "the live waiter")
+
+	require.NoError(t, owner.Release(ctx))
+	await(t, &r.sig, "the live waiter to be served", func() bool { return r.acquisitions("live") == 1 })
+	assert.Equal(t, "live", admin.Get(ctx, key).Val())
+	assert.Zero(t, admin.Exists(ctx, key+":contender", key+":grant").Val(), "the waiting set and the registrations are empty")
 }
 
 // A contender ID used again by a later lifecycle (a restarted process) is not served
