@@ -10,7 +10,7 @@
 -- through but the answer was lost, or a release granted it the mutex) renews instead of
 -- waiting; a new owner leaves the waiting set, so that its own release cannot pick it as
 -- the next waiter; waiting scores carry microseconds, so that the queue is first come,
--- first served; and a waiter registers (see the prelude), for a grant if it takes them
+-- first served, JVM waiters included (see below); and a waiter registers (see the prelude), for a grant if it takes them
 -- (see release.lua). The registration expires when the waiter would have tried again
 -- long since, and the waiting set and the registrations expire together once no
 -- registration is live: a waiter that died does not stay.
@@ -38,12 +38,28 @@ if owner == id then
   return { id .. '@@' .. lease, tokenOf(id) }
 end
 
+-- First come, first served with JVM Simba, which scores a waiter with the server's time
+-- in whole seconds: s for any time within second s. A Go waiter that comes at s + f is
+-- scored s - 1 + f, before every JVM waiter that comes later within second s (score s)
+-- and after every waiter of earlier seconds; the JVM waiters that came earlier within
+-- second s, which are in the set with score s now, are moved to just before it.
 local now = redis.call('time')
-local score = now[1] .. '.' .. string.format('%06d', tonumber(now[2]))
+local sec, us = tonumber(now[1]), tonumber(now[2])
+local score = string.format('%d.%06d', sec - 1, us)
+local added
 if fresh then
-  redis.call('zadd', waitKey, score, id)
+  added = redis.call('zadd', waitKey, 'ch', score, id)
 else
-  redis.call('zadd', waitKey, 'nx', score, id)
+  added = redis.call('zadd', waitKey, 'nx', score, id)
+end
+if added == 1 then
+  local earlier = redis.call('zrangebyscore', waitKey, sec, sec)
+  if #earlier > 0 then
+    local before = string.format('%d.%06d', sec - 1, math.max(us - 1, 0))
+    for _, waiter in ipairs(earlier) do
+      redis.call('zadd', waitKey, 'xx', before, waiter)
+    end
+  end
 end
 local left = redis.call('pttl', ownerKey)
 register(id, millis(now), nonce, tonumber(lease), ttl, left, heard)

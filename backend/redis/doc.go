@@ -23,9 +23,13 @@
 //   - simba:{mutex}, a string: the owner's contender ID, expiring (PX) ttl + transition
 //     after the last acquisition or renewal, that is at transitionAt.
 //   - simba:{mutex}:contender, a sorted set: the contenders waiting for the mutex, scored by
-//     the server's time in seconds when each first found it owned (JVM Simba writes whole
-//     seconds; this backend adds the microseconds, so that the oldest waiter is the one
-//     that came first).
+//     the server's time in seconds when each first found it owned. JVM Simba writes
+//     whole seconds, s for a waiter that came at any time within second s; this backend
+//     writes s - 1 + the fraction, which puts a Go waiter after every waiter of earlier
+//     seconds and before the JVM waiters that come later within second s, and moves the
+//     JVM waiters already in the set with score s, which came earlier within that second,
+//     to just before it. So the oldest waiter (the lowest score, which JVM Simba's release
+//     picks too) is the one that came first, whichever Simba it runs.
 //   - channel simba:{mutex}: "acquired@@<id>" when <id> acquires.
 //   - channel simba:{mutex}:<id>: "released@@<former owner>", sent to the waiter <id> that
 //     the release took off the waiting set (the oldest one).

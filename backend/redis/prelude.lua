@@ -8,7 +8,8 @@
 -- Keys (the first two are JVM Simba's format; the others are this backend's additions):
 --   simba:{mutex}            string: the owner's contender ID, PX ttl + transition
 --   simba:{mutex}:contender  sorted set: waiting contender IDs, score server time in s
---                            (JVM Simba: whole seconds; here with microseconds)
+--                            (JVM Simba: whole seconds; here with microseconds, and placed
+--                            among JVM waiters in the order they came: see acquire.lua)
 --   simba:{mutex}:fence      hash: 'owner' and 'token' of the latest tenure a Go
 --                            contender began, PX ttl + transition from its last renewal
 --   simba:{mutex}:grant      hash: waiter ID -> its registration at its latest attempt,

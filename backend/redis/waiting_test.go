@@ -138,3 +138,81 @@ func TestReusedIDDoesNotServeItself(t *testing.T) {
 	assert.Equal(t, "next", rec.Owner)
 	assert.ErrorIs(t, admin.ZScore(ctx, key+":contender", "c").Err(), goredis.Nil)
 }
+
+// First come, first served across Go and JVM waiters (issue 14, item 5). JVM Simba
+// scores a waiter with the server's time in whole seconds; a Go waiter that registered
+// before a JVM waiter within the same second is still served first, by a Go release and
+// by a JVM one alike, and a JVM waiter that registered first is served first.
+func TestFirstComeFirstServedAcrossJVMAndGo(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+
+	// sameSecond runs first and second within one second of the server's clock: it
+	// starts them early in a second and reports whether they stayed within it.
+	sameSecond := func(first, second func()) bool {
+		poll(t, "the start of a second", func() bool { return admin.Time(ctx).Val().Nanosecond() < 200*int(time.Millisecond) })
+		begin := admin.Time(ctx).Val().Unix()
+		first()
+		second()
+		return admin.Time(ctx).Val().Unix() == begin
+	}
+	type order struct {
+		name     string
+		goFirst  bool
+		jvmFrees bool // the holder is JVM Simba
+	}
+	for _, o := range []order{
+		{"Go first, Go release", true, false},
+		{"Go first, JVM release", true, true},
+		{"JVM first, Go release", false, false},
+		{"JVM first, JVM release", false, true},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			for attempt := 0; ; attempt++ {
+				require.Less(t, attempt, 5, "could not register both within one second")
+				mutex := uniqueName(t, "m")
+				key := "simba:{" + mutex + "}"
+				holderJVM := newForeign(t, admin, mutex, "1:1@10.0.0.1")
+				var holderGo simba.LeaseContention
+				if o.jvmFrees {
+					require.True(t, holderJVM.acquire())
+				} else {
+					holderGo = contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "holder", &wakes{})
+					_, err := holderGo.Acquire(ctx)
+					require.NoError(t, err)
+				}
+				jvm := newForeign(t, admin, mutex, "2:2@10.0.0.2")
+				g, _, _ := waiter(t, srv.Addr(), mutex, "go", 30*time.Second)
+				goWaits := func() {
+					_, err := g.Acquire(ctx)
+					require.NoError(t, err)
+				}
+				jvmWaits := func() { require.False(t, jvm.acquire()) }
+				var ok bool
+				if o.goFirst {
+					ok = sameSecond(goWaits, jvmWaits)
+				} else {
+					ok = sameSecond(jvmWaits, goWaits)
+				}
+				if !ok {
+					continue
+				}
+				var served string
+				if o.jvmFrees {
+					served = holderJVM.release()
+				} else {
+					require.NoError(t, holderGo.Release(ctx))
+					if owner := admin.Get(ctx, key).Val(); owner != "" {
+						served = owner // granted
+					} else {
+						served = jvm.id // woken by JVM Simba's message
+					}
+				}
+				want := map[bool]string{true: "go", false: jvm.id}[o.goFirst]
+				assert.Equal(t, want, served)
+				return
+			}
+		})
+	}
+}
