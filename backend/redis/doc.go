@@ -181,13 +181,21 @@
 // break the parsing of replies and messages, here or in JVM Simba) and are at most
 // MaxContenderIDLength bytes. The checks run before any I/O.
 //
-// # An unreachable server
+// # An unreachable server, a refused client
 //
-// StartContend does no I/O, so Service.Start succeeds even when Redis cannot be reached
-// (a closed port, a wrong password): the service then retries with backoff and logs each
-// failure at Warn, and acquires once the server answers. Locker.TryAcquire, and
-// Locker.Acquire when its context ends, return the store's error with simba.ErrNotAcquired.
-// An application that must not start without Redis pings the client first.
+// The first start of a service or Locker on a Backend checks that the server answers and
+// accepts the client, with a PING bounded by the start's context: Service.Start then
+// fails with a one-line error wrapping ErrUnreachable (a wrong address, the server down:
+// "simba/redis: server 127.0.0.1:6380 unreachable: dial tcp ...") or ErrRefused (a wrong
+// or missing password: "simba/redis: server refused the client: WRONGPASS ...") and the
+// client's error. The check is remembered after its first success, so later starts cost
+// no I/O; a failed check is not, so a start after the configuration was fixed succeeds. A
+// server that goes away after that is retried with backoff by the service, which logs
+// each failure at Warn and acquires once the server answers again; Locker.TryAcquire,
+// and Locker.Acquire when its context ends, then return the store's error with
+// simba.ErrNotAcquired. A Quorum checks each instance it has not left out, leaves out
+// those that do not answer, and fails when one refuses the client or fewer than
+// WithMinAvailable remain.
 //
 // # Requirements
 //

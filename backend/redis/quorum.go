@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,25 +146,72 @@ func (q *Quorum) ValidateContenderID(id string) error {
 }
 
 // StartContend opens the participant's contention on every instance; see simba.Backend.
+// It checks the instances that are not left out as Backend.StartContend does, in
+// parallel, and leaves out those that do not answer; it fails when one refuses the client
+// (a misconfiguration is not a failure to ride out) or when fewer than WithMinAvailable
+// instances are available, with an error wrapping ErrTooFewInstances and the instances'
+// errors.
 func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
 	if q.closed.Load() {
 		return nil, fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	if err := q.instances[0].backend.validate(p); err != nil {
+		return nil, err
+	}
+	if err := q.check(ctx); err != nil {
+		return nil, err
 	}
 	qc := &quorumContention{q: q, id: p.ContenderID, mutex: p.Mutex, subs: make([]*contention, len(q.instances)),
 		giveBack: max(p.TTL/10, 10*time.Millisecond)}
 	sub := p
 	sub.Grant = nil // a grant on one instance is no quorum
 	for i, in := range q.instances {
-		c, err := in.backend.StartContend(ctx, sub)
-		if err != nil {
-			for _, sub := range qc.subs[:i] {
-				_ = sub.StopContend(ctx)
-			}
-			return nil, err
-		}
-		qc.subs[i] = c.(*contention)
+		qc.subs[i] = in.backend.open(sub)
 	}
 	return qc, nil
+}
+
+// check runs the start-up check of every available instance, in parallel.
+func (q *Quorum) check(ctx context.Context) error {
+	list := q.available(time.Now())
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, in := range list {
+		wg.Go(func() { errs[i] = in.backend.check(ctx) })
+	}
+	wg.Wait()
+	var (
+		failed  []error
+		details []string
+	)
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		var ce *checkError
+		if errors.As(err, &ce) && errors.Is(ce.kind, ErrRefused) {
+			return &checkError{kind: ErrRefused, causes: ce.causes, detail: fmt.Sprintf("instance %d: %s", list[i].index, ce.detail)}
+		}
+		if !canceled(ctx) {
+			q.leaveOut(list[i], err)
+		}
+		failed = append(failed, err)
+		details = append(details, fmt.Sprintf("instance %d: %s", list[i].index, detailOf(err)))
+	}
+	if n := len(list) - len(failed); n < q.minAvailable {
+		return &checkError{kind: ErrTooFewInstances, causes: failed,
+			detail: fmt.Sprintf("%d of %d instances available, need %d: %s", n, len(q.instances), q.minAvailable, strings.Join(details, "; "))}
+	}
+	return nil
+}
+
+// detailOf returns a start-up check's error without the package prefix.
+func detailOf(err error) string {
+	var ce *checkError
+	if errors.As(err, &ce) {
+		return ce.detail
+	}
+	return strings.TrimPrefix(err.Error(), "simba/redis: ")
 }
 
 // available returns the instances not left out at now.

@@ -164,13 +164,11 @@ func TestCloseLeavesTheClientOpen(t *testing.T) {
 func TestStoreErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		b := newBackend(t, unreachable(t))
-		var w wakes
-		c := contend(t, b, "m", "c", &w)
-		_, err := c.Acquire(t.Context())
+		_, err := b.StartContend(t.Context(), simba.Participant{Mutex: "m", ContenderID: "c", TTL: testTTL})
 		var op *net.OpError
 		assert.ErrorAs(t, err, &op, "the dial error is kept")
+		assert.ErrorIs(t, err, redis.ErrUnreachable)
 		assert.NotErrorIs(t, err, simba.ErrInvalidArgument)
-		assert.Error(t, c.Release(t.Context()))
 	})
 	t.Run("deadline", func(t *testing.T) {
 		srv := ownServer(t)
