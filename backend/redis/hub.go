@@ -196,6 +196,9 @@ func (h *hub) write(ctx context.Context) {
 			if h.routes[ch] == nil {
 				drop = append(drop, ch)
 				delete(sent, ch)
+				// From now on the channel is not heard: a contention that joins it
+				// again waits for its new confirmation.
+				delete(h.confirmed, ch)
 			}
 		}
 		h.mu.Unlock()
