@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -23,35 +22,24 @@ func (b *Backend) check(ctx context.Context) error {
 	return nil
 }
 
-// checkError is a failed start-up check. Its message is one line; it matches its kind,
-// ErrUnreachable or ErrRefused, the store's error and, when ctx had ended, ctx.Err().
-type checkError struct {
-	kind   error
-	detail string // "server <addr> unreachable: <cause>" or "server refused the client: <cause>"
-	causes []error
-}
-
-func newCheckError(ctx context.Context, client goredis.UniversalClient, err error) *checkError {
-	e := &checkError{kind: ErrUnreachable, causes: []error{err}}
+// newCheckError returns the error of a failed start-up check: one line, matching
+// ErrUnreachable or ErrRefused, the client's error and, when ctx had ended, ctx.Err().
+func newCheckError(ctx context.Context, client goredis.UniversalClient, err error) error {
+	kind, what := ErrUnreachable, "server unreachable"
 	var refused goredis.Error
 	switch {
 	case errors.As(err, &refused):
-		e.kind = ErrRefused
-		e.detail = fmt.Sprintf("server refused the client: %v", err)
+		kind, what = ErrRefused, "server refused the client"
 	case addrOf(client) != "":
-		e.detail = fmt.Sprintf("server %s unreachable: %v", addrOf(client), err)
-	default:
-		e.detail = fmt.Sprintf("server unreachable: %v", err)
+		what = "server " + addrOf(client) + " unreachable"
 	}
+	e := &backendError{detail: what + ": " + err.Error(), causes: []error{kind, err}}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		e.detail += " (" + cerr.Error() + ")"
 		e.causes = append(e.causes, cerr)
 	}
 	return e
 }
-
-func (e *checkError) Error() string   { return "simba/redis: " + e.detail }
-func (e *checkError) Unwrap() []error { return append([]error{e.kind}, e.causes...) }
 
 // addrOf returns the address(es) a client dials, or "" when it cannot tell.
 func addrOf(client goredis.UniversalClient) string {

@@ -149,7 +149,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
+		return simba.Record{}, wrap(op, err)
 	}
 	rec := c.record(a, seq)
 	if rec.Owner == c.id && op == "acquire" {
@@ -181,7 +181,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 		return err
 	}
 	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
-		return c.storeError(ctx, "release", err)
+		return c.storeError(ctx, "", err)
 	}
 	c.listed = unlisted
 	c.owner.Store(false)
@@ -242,7 +242,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/redis: lookup %q: %w", c.mutex, err)
+		return simba.Record{}, wrap("lookup", err)
 	}
 	return c.record(a, 0), nil
 }
@@ -256,7 +256,7 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	}
 	n, err := waitingScript.Run(ctx, c.b.client, c.keys, c.id, c.b.exact).Int()
 	if err != nil {
-		return false, c.storeError(ctx, "read the waiting set of", err)
+		return false, c.storeError(ctx, "read the waiting set", err)
 	}
 	return n == 1, nil
 }
@@ -402,15 +402,16 @@ func (c *contention) observe(o simba.Owner) {
 	}
 }
 
-// storeError wraps an error of a store call. redis.Nil never escapes; when ctx has ended,
-// the error also wraps ctx.Err() (go-redis reports a missed deadline as a network
-// timeout).
+// storeError wraps an error of a store call, named op ("" when the service names it, as
+// it does a release). redis.Nil never escapes; when ctx has ended, the error also wraps
+// ctx.Err() (go-redis reports a missed deadline as a network timeout). The mutex is not
+// named: the service's errors and log lines carry it.
 func (c *contention) storeError(ctx context.Context, op string, err error) error {
 	if errors.Is(err, goredis.Nil) {
 		err = fmt.Errorf("%w: nil", ErrUnexpectedReply)
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("simba/redis: %s %q: %w (%w)", op, c.mutex, err, cerr)
+		return wrap(op, err, cerr)
 	}
-	return fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
+	return wrap(op, err)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,38 +179,29 @@ func (q *Quorum) check(ctx context.Context) error {
 		wg.Go(func() { errs[i] = in.backend.check(ctx) })
 	}
 	wg.Wait()
-	var (
-		failed  []error
-		details []string
-	)
+	var failed []error
 	for i, err := range errs {
 		if err == nil {
 			continue
 		}
-		var ce *checkError
-		if errors.As(err, &ce) && errors.Is(ce.kind, ErrRefused) {
-			return &checkError{kind: ErrRefused, causes: ce.causes, detail: fmt.Sprintf("instance %d: %s", list[i].index, ce.detail)}
+		if errors.Is(err, ErrRefused) {
+			return wrap(fmt.Sprintf("instance %d", list[i].index), err)
 		}
 		if !canceled(ctx) {
 			q.leaveOut(list[i], err)
 		}
-		failed = append(failed, err)
-		details = append(details, fmt.Sprintf("instance %d: %s", list[i].index, detailOf(err)))
+		failed = append(failed, instanceError(list[i], err))
 	}
 	if n := len(list) - len(failed); n < q.minAvailable {
-		return &checkError{kind: ErrTooFewInstances, causes: failed,
-			detail: fmt.Sprintf("%d of %d instances available, need %d: %s", n, len(q.instances), q.minAvailable, strings.Join(details, "; "))}
+		return &backendError{causes: append(failed, ErrTooFewInstances),
+			detail: fmt.Sprintf("%d of %d instances available, need %d: %s", n, len(q.instances), q.minAvailable, joined(failed))}
 	}
 	return nil
 }
 
-// detailOf returns a start-up check's error without the package prefix.
-func detailOf(err error) string {
-	var ce *checkError
-	if errors.As(err, &ce) {
-		return ce.detail
-	}
-	return strings.TrimPrefix(err.Error(), "simba/redis: ")
+// instanceError names the instance whose call failed with err.
+func instanceError(in *instance, err error) error {
+	return wrap(fmt.Sprintf("instance %d", in.index), err)
 }
 
 // available returns the instances not left out at now.
@@ -431,7 +421,7 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 	answered := 0
 	for _, r := range replies {
 		if r.err != nil {
-			errs = append(errs, fmt.Errorf("instance %d: %w", r.in.index, r.err))
+			errs = append(errs, instanceError(r.in, r.err))
 			continue
 		}
 		answered++
@@ -443,8 +433,8 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 		}
 	}
 	if answered < qc.q.quorum {
-		return simba.Record{}, fmt.Errorf("simba/redis: quorum %q: %d of %d instances answered, need %d: %w",
-			qc.mutex, answered, len(qc.q.instances), qc.q.quorum, errors.Join(append(errs, ErrTooFewInstances)...))
+		return simba.Record{}, &backendError{causes: append(errs, ErrTooFewInstances),
+			detail: fmt.Sprintf("%d of %d instances answered, need %d: %s", answered, len(qc.q.instances), qc.q.quorum, joined(errs))}
 	}
 	owner, n := "", 0
 	for o, v := range votes {
@@ -476,13 +466,14 @@ func (qc *quorumContention) Release(ctx context.Context) error {
 		return simba.Record{}, c.release(ctx, raiseTo...)
 	}, nil) {
 		if r.err != nil {
-			errs = append(errs, fmt.Errorf("instance %d: %w", r.in.index, r.err))
+			errs = append(errs, instanceError(r.in, r.err))
 			continue
 		}
 		released++
 	}
 	if released < qc.q.quorum {
-		return fmt.Errorf("simba/redis: quorum %q released on %d of %d instances: %w", qc.mutex, released, len(qc.q.instances), errors.Join(errs...))
+		return &backendError{causes: errs,
+			detail: fmt.Sprintf("released on %d of %d instances: %s", released, len(qc.q.instances), joined(errs))}
 	}
 	return nil
 }
@@ -515,14 +506,17 @@ func (qc *quorumContention) OthersWaiting(ctx context.Context) (bool, error) {
 	for _, in := range qc.q.available(time.Now()) {
 		waiting, err := qc.subs[in.index].OthersWaiting(ctx)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, instanceError(in, err))
 			continue
 		}
 		if waiting {
 			return true, nil
 		}
 	}
-	return false, errors.Join(errs...)
+	if len(errs) > 0 {
+		return false, &backendError{causes: errs, detail: joined(errs)}
+	}
+	return false, nil
 }
 
 // StopContend stops the contention on every instance.
@@ -542,8 +536,8 @@ func (qc *quorumContention) usable(ctx context.Context) error {
 		return fmt.Errorf("simba/redis: %w", err)
 	}
 	if n := qc.q.Available(); n < qc.q.minAvailable {
-		return fmt.Errorf("simba/redis: quorum %q: %d of %d instances available, need %d: %w",
-			qc.mutex, n, len(qc.q.instances), qc.q.minAvailable, ErrTooFewInstances)
+		return fmt.Errorf("simba/redis: %d of %d instances available, need %d: %w",
+			n, len(qc.q.instances), qc.q.minAvailable, ErrTooFewInstances)
 	}
 	return nil
 }

@@ -183,6 +183,7 @@ func TestStoreErrors(t *testing.T) {
 		defer cancel()
 		_, err = c.Acquire(ctx)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		oneLine(t, err)
 		require.NoError(t, srv.Resume())
 	})
 	t.Run("foreign data", func(t *testing.T) {
@@ -203,6 +204,8 @@ func TestStoreErrors(t *testing.T) {
 		require.NoError(t, admin.HSet(ctx, "simba:{"+mutex+"}:fence", "owner", "x", "token", "not a number").Err())
 		_, err = contend(t, b, mutex, "c", &w).Acquire(ctx)
 		assert.ErrorIs(t, err, redis.ErrUnexpectedReply)
+		oneLine(t, err)
+		assert.NotContains(t, err.Error(), mutex, "simba names the mutex")
 	})
 }
 
