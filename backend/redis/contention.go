@@ -135,6 +135,9 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		op = "renew"
 		v, err = guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
 	} else {
+		if !c.joined && c.b.hub.joinIfLive(c) {
+			c.joined = true // its channels are still subscribed: listen from before the call
+		}
 		var nonce string
 		nonce, seq = c.nextNonce()
 		heard := "0"

@@ -34,12 +34,13 @@
 //   - channel simba:{mutex}:<id>: "released@@<former owner>", sent to the waiter <id> that
 //     the release took off the waiting set (the oldest one).
 //
-// Four Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua, each prefixed with
-// prelude.lua) do every change atomically. Their key argument is "{mutex}"; its braces are
-// the cluster hash tag, so every key of a mutex lives in one slot, which is why mutex
-// names may not contain braces. Acquire takes a free mutex with SET NX PX, or records the
-// caller as waiting (ZADD NX) and answers the owner; guard renews with SET XX PX only while
-// the caller owns the mutex; release hands the mutex to the oldest waiter or deletes the
+// Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua and waiting.lua, each
+// prefixed with prelude.lua) do every change atomically. Their key argument is "{mutex}";
+// its braces are the cluster hash tag, so every key of a mutex lives in one slot, which is
+// why mutex names may not contain braces. Acquire reads the owner key and takes a free
+// mutex with SET PX (within one script, as JVM Simba's SET NX PX), or records the caller
+// as waiting (ZADD) and answers the owner; guard renews with SET XX PX only while the
+// caller owns the mutex; release hands the mutex to the oldest waiter or deletes the
 // caller's key and wakes that waiter.
 // They answer JVM Simba's "<owner>@@<remaining ms>", or "@@" for no owner, together with
 // the fencing token.
@@ -115,13 +116,16 @@
 //
 // Each Backend has one subscription connection, opened the first time one of its
 // contentions needs it and kept until Close; it carries the channels of all its
-// contentions. A contender subscribes its two channels when an attempt finds the mutex
-// owned by someone else, or at its first renewal as owner; an uncontended critical
-// section that ends before its first renewal never subscribes. A retriever subscribes the
-// mutex's channel when it starts.
+// contentions. A contender subscribes simba:{mutex}, simba:{mutex}:@@released and its own
+// channel when an attempt finds the mutex owned by someone else, or at its first renewal
+// as owner; an uncontended critical section that ends before its first renewal never
+// subscribes. A retriever subscribes the first two when it starts. A channel stays
+// subscribed for a second after its last listener left: a Locker that asks again at once
+// (or another contention of the same contender) finds its channels subscribed and listens
+// from before its first attempt, so that waiting costs no SUBSCRIBE and UNSUBSCRIBE and
+// no second attempt.
 //
-// A contender subscribes simba:{mutex}, simba:{mutex}:@@released and its own channel; a
-// retriever the first two. A grant makes its waiter the owner without a store call (see
+// A grant makes its waiter the owner without a store call (see
 // above); a grant that does not match one of the waiter's latest two attempts makes it
 // contend at once instead. A release message on its own channel makes a waiter contend
 // at once, and so does a release that left the mutex free without waking anyone. An
