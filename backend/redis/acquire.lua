@@ -4,7 +4,8 @@
 -- takes it off, a waiter goes to the back of the queue), ARGV[4] the nonce of this call or
 -- '' for a contender that takes no grants, ARGV[5] the contender's ttl in ms, ARGV[6] '1'
 -- if the contender's channel was subscribed when it sent the call.
--- Takes a free mutex (SET NX PX) and announces it on simba:{mutex}; otherwise records the
+-- Takes a free mutex (GET, then SET PX: one script, so no one comes between, as with
+-- JVM Simba's SET NX PX) and announces it on simba:{mutex}; otherwise records the
 -- contender as waiting (ZADD NX keeps its place in the queue) and answers the owner.
 -- Beyond JVM Simba: a contender that finds itself the owner (its earlier acquire went
 -- through but the answer was lost, or a release granted it the mutex) renews instead of
@@ -23,14 +24,15 @@ local function leaveQueue()
   end
 end
 
-if redis.call('set', ownerKey, id, 'nx', 'px', lease) then
+-- The owner is read first: under contention most attempts find the mutex owned.
+local owner = redis.call('get', ownerKey)
+if not owner then
+  redis.call('set', ownerKey, id, 'px', lease)
   local token = newToken(id, lease)
   leaveQueue()
   redis.call('publish', ownerKey, 'acquired@@' .. id)
   return { id .. '@@' .. lease, token }
 end
-
-local owner = redis.call('get', ownerKey)
 if owner == id then
   redis.call('set', ownerKey, id, 'xx', 'px', lease)
   keepFence(id, lease)

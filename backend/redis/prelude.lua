@@ -61,12 +61,13 @@ local function tokenOf(owner)
 end
 
 -- newToken records a new tenure of id in the fence and returns its token: the server
--- clock in microseconds since the Unix epoch, or the previous token + 1 if that is not
--- smaller. The clock keeps tokens increasing when the fence is gone (expired, or lost in
--- a restart without persistence); the previous token keeps them increasing within one
--- microsecond and across small backward steps of the clock.
-local function newToken(id, lease)
-  local now = redis.call('time')
+-- clock in microseconds since the Unix epoch (now, a TIME reply, or read here when nil),
+-- or the previous token + 1 if that is not smaller. The clock keeps tokens increasing
+-- when the fence is gone (expired, or lost in a restart without persistence); the
+-- previous token keeps them increasing within one microsecond and across small backward
+-- steps of the clock.
+local function newToken(id, lease, now)
+  now = now or redis.call('time')
   local token = now[1] .. string.format('%06d', tonumber(now[2]))
   local last = redis.call('hget', fenceKey, 'token')
   if last and string.match(last, '^[1-9]%d*$') and not isGreater(token, last) then

@@ -26,25 +26,28 @@ if ARGV[4] and redis.call('hget', fenceKey, 'owner') == id then
     redis.call('hset', fenceKey, 'token', ARGV[4])
   end
 end
-if listed then
-  redis.call('zrem', waitKey, id)
-  redis.call('hdel', grantKey, id)
-end
 if redis.call('get', ownerKey) ~= id then
+  if listed then
+    redis.call('zrem', waitKey, id)
+    redis.call('hdel', grantKey, id)
+  end
   return 0
 end
+-- An owner is not in the waiting set: acquiring, renewing and being granted the mutex
+-- took it off.
 
-local now = millis(redis.call('time'))
+local now = redis.call('time')
+local nowMs = millis(now)
 
 -- serve hands the mutex to waiter, or wakes it, and reports whether it was heard.
 local function serve(waiter, reg, known)
   local channel = ownerKey .. ':' .. waiter
   local tell = hearsAlways(exact, reg, known)
   if reg and reg.nonce ~= '' then
-    local age = now - reg.at
+    local age = nowMs - reg.at
     if age >= 0 and age * 10 < reg.ttl * 9 then
       local left = string.format('%.0f', reg.lease - age)
-      local token = newToken(waiter, left)
+      local token = newToken(waiter, left, now)
       if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and tell then
         return false
       end
@@ -73,7 +76,7 @@ for _ = 1, 16 do
   if known then
     redis.call('hdel', grantKey, waiter)
   end
-  if waiter ~= id and not (reg and reg.untilMs < now) and serve(waiter, reg, known) then
+  if waiter ~= id and not (reg and reg.untilMs < nowMs) and serve(waiter, reg, known) then
     return 1
   end
 end
