@@ -145,7 +145,9 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 			heard = "1"
 		}
 		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard).Result()
-		c.listed = listed // until an answer names this contender: the script removed it
+		if err == nil || c.listed != inherited {
+			c.listed = listed // until an answer names this contender: the script removed it
+		}
 	}
 	if err != nil {
 		return simba.Record{}, c.storeError(ctx, op, err)
