@@ -36,8 +36,7 @@ end
 -- An owner is not in the waiting set: acquiring, renewing and being granted the mutex
 -- took it off.
 
-local now = redis.call('time')
-local nowMs = millis(now)
+local now, nowMs -- the server's time, read once a waiter is found
 
 -- serve hands the mutex to waiter, or wakes it, and reports whether it was heard.
 local function serve(waiter, reg, known)
@@ -70,6 +69,10 @@ for _ = 1, 16 do
   local waiter = redis.call('zrange', waitKey, 0, 0)[1]
   if not waiter then
     break
+  end
+  if not now then
+    now = redis.call('time')
+    nowMs = millis(now)
   end
   redis.call('zrem', waitKey, waiter)
   local reg, known = registration(waiter)
