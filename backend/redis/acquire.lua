@@ -11,10 +11,11 @@
 -- through but the answer was lost, or a release granted it the mutex) renews instead of
 -- waiting; a new owner leaves the waiting set, so that its own release cannot pick it as
 -- the next waiter; waiting scores carry microseconds, so that the queue is first come,
--- first served, JVM waiters included (see below); and a waiter registers (see the prelude), for a grant if it takes them
--- (see release.lua). The registration expires when the waiter would have tried again
--- long since, and the waiting set and the registrations expire together once no
--- registration is live: a waiter that died does not stay.
+-- first served, JVM waiters included (see below); and a waiter registers (see the
+-- prelude), for a grant if it takes them (see release.lua). The registration expires
+-- when the waiter would have tried again long since, and the waiting set and the
+-- registrations expire together once no registration is live: a waiter that died does
+-- not stay.
 local id, lease, listed, fresh, nonce, ttl, heard = ARGV[1], ARGV[2], ARGV[3] ~= '0', ARGV[3] == '2', ARGV[4], ARGV[5], ARGV[6]
 
 local function leaveQueue()
