@@ -219,12 +219,10 @@
 // or missing password: "simba/redis: server refused the client: WRONGPASS ...") and the
 // client's error. The check is remembered after its first success, so later starts cost
 // no I/O; a failed check is not, so a start after the configuration was fixed succeeds. A
-// server that goes away after that is retried with backoff by the service, which logs
-// each failure at Warn and acquires once the server answers again; Locker.TryAcquire,
-// and Locker.Acquire when its context ends, then return the store's error with
-// simba.ErrNotAcquired. A Quorum checks each instance it has not left out, leaves out
-// those that do not answer, and fails when one refuses the client or fewer than
-// WithMinAvailable remain.
+// server that goes away after that is retried by the service (see the simba package for
+// how services and Lockers report it). A Quorum checks each instance it has not left out,
+// leaves out those that do not answer, and fails when one refuses the client or fewer
+// than WithMinAvailable remain.
 //
 // # Requirements
 //

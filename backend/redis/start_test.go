@@ -84,12 +84,22 @@ func TestStartChecksTheServer(t *testing.T) {
 		t.Cleanup(func() { _ = p.Close() })
 		p.Blackhole(faultproxy.Both)
 		b := newBackend(t, newClient(t, p.Addr()))
-		took, err := startService(t, b, 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		began := time.Now()
+		_, err = b.StartContend(ctx, simba.Participant{Mutex: uniqueName(t, "m"), ContenderID: "c", TTL: testTTL})
+		took := time.Since(began)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, redis.ErrUnreachable)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, took, 500*time.Millisecond+2*time.Second, "bounded by the context's deadline")
 		oneLine(t, err)
+
+		// Through a service, whose Start may end on the deadline before the backend does.
+		took, err = startService(t, b, 500*time.Millisecond)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 500*time.Millisecond+2*time.Second, "bounded by the context's deadline")
 	})
 	t.Run("password", func(t *testing.T) {
 		srv := ownServer(t)
