@@ -272,16 +272,25 @@ func (r *results) handOver(id string) (handOverResult, bool) {
 	return handOverResult{}, false
 }
 
+func (r *results) contended(id string) (contendedResult, bool) {
+	for _, c := range r.Contended {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return contendedResult{}, false
+}
+
 // goals evaluates the goals on this run's figures.
 func (r *results) goals() []goal {
 	var gs []goal
 	missing := func(text string) goal { return goal{text: text, measured: "not measured", met: -1} }
 
-	text := "Redis uncontended cycle ≤ 1.3 × redsync's (p50)"
+	text := "Redis uncontended cycle ≤ 1.1 × redsync's (p50)"
 	if s, ok := r.cycle("simba-redis"); ok {
 		if p, ok := r.cycle("redsync"); ok {
 			ratio := float64(s.P50) / float64(p.P50)
-			gs = append(gs, goal{text, fmt.Sprintf("simba %s, redsync %s: %.2f ×", ms(s.P50), ms(p.P50), ratio), verdict(ratio <= 1.3)})
+			gs = append(gs, goal{text, fmt.Sprintf("simba %s, redsync %s: %.2f ×", ms(s.P50), ms(p.P50), ratio), verdict(ratio <= 1.1)})
 		} else {
 			gs = append(gs, missing(text))
 		}
@@ -290,9 +299,9 @@ func (r *results) goals() []goal {
 	}
 
 	s, sok := r.handOver("simba-redis")
-	text = "Redis hand-over p50 ≤ 1 ms"
+	text = "Redis hand-over p50 ≤ 0.3 ms"
 	if sok {
-		gs = append(gs, goal{text, ms(s.P50), verdict(s.P50 <= time.Millisecond)})
+		gs = append(gs, goal{text, ms(s.P50), verdict(s.P50 <= 300*time.Microsecond)})
 	} else {
 		gs = append(gs, missing(text))
 	}
@@ -321,6 +330,14 @@ func (r *results) goals() []goal {
 		} else {
 			gs = append(gs, missing(text))
 		}
+	} else {
+		gs = append(gs, missing(text))
+	}
+
+	text = fmt.Sprintf("Redis, %d clients: ≤ 10 server commands and ≤ 1 lost attempt per critical section", r.Settings.Clients)
+	if c, ok := r.contended("simba-redis"); ok && c.ServerOpsPerSection > 0 {
+		gs = append(gs, goal{text, fmt.Sprintf("%.1f commands, %.2f lost attempts", c.ServerOpsPerSection, c.LostPerSection),
+			verdict(c.ServerOpsPerSection <= 10 && c.LostPerSection <= 1)})
 	} else {
 		gs = append(gs, missing(text))
 	}

@@ -29,7 +29,9 @@ type contention struct {
 	transition time.Duration
 	key        string // simba:{mutex}: the owner key, and the channel of acquisitions
 	inbox      string // simba:{mutex}:<id>: releases addressed to this contender; "" for a retriever
+	releases   string // simba:{mutex}:@@released: every release that left the key free
 	wake       func()
+	report     func(simba.Owner)             // nil: the participant needs no news of other owners
 	grant      func(simba.Record, time.Time) // nil: the contender takes no grants
 	nonces     string                        // a random prefix of this contention's nonces
 	log        *slog.Logger
@@ -39,8 +41,8 @@ type contention struct {
 	owner atomic.Bool
 
 	// Used only by the method calls, which simba makes one at a time.
-	joined bool // subscribed to its channels
-	listed bool // may be in the waiting set (and registered for a grant)
+	joined bool    // subscribed to its channels
+	listed listing // whether it may be in the waiting set (and registered for a grant)
 
 	mu         sync.Mutex // guards the fields below, which grants change too
 	token      uint64     // the token of this contender's tenure while answers name it
@@ -49,6 +51,21 @@ type contention struct {
 	attempts   [2]attempt // the latest two acquire calls that carried a nonce, oldest first
 	grantedSeq uint64     // the nonce number the latest grant taken answered
 }
+
+// listing is what a contention knows of its entry in the waiting set: the scripts' "listed"
+// argument.
+type listing string
+
+const (
+	// unlisted: not in the waiting set.
+	unlisted listing = "0"
+	// listed: in the waiting set, or it was until a release took it off.
+	listed listing = "1"
+	// inherited: a new contention, which may find an entry its contender ID left in an
+	// earlier lifecycle (a process that ended without a release, then started again):
+	// an owner takes it off, and a waiter goes to the back of the queue.
+	inherited listing = "2"
+)
 
 // attempt is an acquire call that registered for a grant if it found the mutex taken.
 type attempt struct {
@@ -75,9 +92,11 @@ func newContention(b *Backend, p simba.Participant) *contention {
 		ttlDur:     p.TTL,
 		transition: p.Transition,
 		key:        key,
+		releases:   key + releaseChannelSuffix,
 		wake:       p.Wake,
 		grant:      p.Grant,
 		log:        p.Logger,
+		listed:     inherited,
 	}
 	if c.grant != nil && c.id != "" {
 		c.nonces = rand.Text()[:8] + "-"
@@ -86,6 +105,9 @@ func newContention(b *Backend, p simba.Participant) *contention {
 	}
 	if c.id != "" {
 		c.inbox = key + ":" + c.id
+		if !p.WaitsOnly {
+			c.report = p.Report
+		}
 	}
 	if c.wake == nil {
 		c.wake = func() {}
@@ -113,21 +135,30 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		op = "renew"
 		v, err = guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
 	} else {
+		if !c.joined && c.b.hub.joinIfLive(c) {
+			c.joined = true // its channels are still subscribed: listen from before the call
+		}
 		var nonce string
 		nonce, seq = c.nextNonce()
-		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed), nonce, c.ttl).Result()
-		c.listed = true // until an answer names this contender: the script removed it
+		heard := "0"
+		if c.joined && c.b.hub.hears(c.inbox) {
+			heard = "1"
+		}
+		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard).Result()
+		if err == nil || c.listed != inherited {
+			c.listed = listed // until an answer names this contender: the script removed it
+		}
 	}
 	if err != nil {
 		return simba.Record{}, c.storeError(ctx, op, err)
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
+		return simba.Record{}, wrap(op, err)
 	}
 	rec := c.record(a, seq)
 	if rec.Owner == c.id && op == "acquire" {
-		c.listed = false
+		c.listed = unlisted
 	}
 	if !c.joined && (rec.Owner != c.id || op == "renew") {
 		// The first attempt that has to wait subscribes, and so does an owner at its
@@ -154,23 +185,15 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, flag(c.listed)}, raiseTo...)...).Err(); err != nil {
-		return c.storeError(ctx, "release", err)
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
+		return c.storeError(ctx, "", err)
 	}
-	c.listed = false
+	c.listed = unlisted
 	c.owner.Store(false)
 	c.mu.Lock()
 	c.token = 0
 	c.mu.Unlock()
 	return nil
-}
-
-// flag is a boolean script argument.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // nextNonce returns the nonce of an acquire call about to be sent and its number,
@@ -224,28 +247,23 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/redis: lookup %q: %w", c.mutex, err)
+		return simba.Record{}, wrap("lookup", err)
 	}
 	return c.record(a, 0), nil
 }
 
-// OthersWaiting reports whether the waiting set holds a contender other than this one. A
-// contender that crashed while waiting stays in the set until a release takes it off, so
-// the answer may be yes when nobody alive waits; never no when someone does.
+// OthersWaiting reports whether the waiting set holds a contender other than this one
+// that is still waiting, dropping the gone ones it finds on the way (see waiting.lua). It
+// may say yes for a waiter that died moments ago; never no when someone waits.
 func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return false, err
 	}
-	first, err := c.b.client.ZRange(ctx, c.key+":contender", 0, 1).Result()
+	n, err := waitingScript.Run(ctx, c.b.client, c.keys, c.id, c.b.exact).Int()
 	if err != nil {
-		return false, c.storeError(ctx, "read the waiting set of", err)
+		return false, c.storeError(ctx, "read the waiting set", err)
 	}
-	for _, id := range first {
-		if id != c.id {
-			return true, nil
-		}
-	}
-	return false, nil
+	return n == 1, nil
 }
 
 // StopContend stops routing messages to the contention; the backend's subscription
@@ -321,9 +339,9 @@ func (c *contention) checkToken(tok uint64) {
 // channels returns the channels the contention listens on.
 func (c *contention) channels() []string {
 	if c.inbox == "" {
-		return []string{c.key}
+		return []string{c.key, c.releases}
 	}
-	return []string{c.key, c.inbox}
+	return []string{c.key, c.releases, c.inbox}
 }
 
 // join has the backend subscribe the contention's channels, in the background.
@@ -344,32 +362,61 @@ func (c *contention) resync() {
 	c.wake()
 }
 
-// hint reacts to a message on one of the contention's channels by asking the service to
-// contend (or, for a retriever, look up) now, when the message says that could change
-// something.
-func (c *contention) hint(m message) {
-	ev, id := m.event, m.id
+// hint reacts to a message on one of the contention's channels. A retriever looks up at
+// once whatever it hears. A contender contends at once when the message may make it the
+// owner (a release addressed to it, or one that left the mutex free for anyone) or says
+// that another took the mutex while it believes it owns it; while it waits, news of
+// another owner only updates whom it believes to own the mutex, without a store call.
+func (c *contention) hint(channel string, m message) {
 	switch {
 	case c.id == "":
-		c.wake() // a retriever: any news of the owner
-	case ev == granted && c.grant != nil:
+		c.wake()
+	case m.event == granted && c.grant != nil:
 		c.granted(m.nonce, m.token)
-	case ev == released || ev == granted:
+	case channel == c.releases:
+		if m.woken == "" || m.woken == c.id || c.owner.Load() {
+			c.wake()
+			return
+		}
+		c.observe(simba.Owner{}) // the waiter it woke takes the mutex next
+	case m.event == released || m.event == granted:
 		c.wake() // addressed to this waiter, or broadcast by another client
-	case ev == acquired && id != c.id && c.owner.Load():
-		c.wake() // someone else acquired while this contender believes it owns: check now
+	case m.event == acquired && m.id != c.id:
+		if c.owner.Load() {
+			c.wake() // someone else acquired while this contender believes it owns: check now
+			return
+		}
+		now := time.Now()
+		c.observe(simba.Owner{ID: m.id, AcquiredAt: now, TTLAt: now.Add(c.ttlDur), TransitionAt: now.Add(c.leaseDur)})
 	}
 }
 
-// storeError wraps an error of a store call. redis.Nil never escapes; when ctx has ended,
-// the error also wraps ctx.Err() (go-redis reports a missed deadline as a network
-// timeout).
+// observe tells a waiting contender's service whom a message names as the owner, with
+// instants estimated from this contender's own ttl and transition (as JVM Simba does) and
+// no token. The next answer of the store replaces it. Nothing is reported while the last
+// answer named this contender: only the store ends a tenure. c.mu orders the report with
+// the answers, so that an answer that names this contender is never overtaken by it.
+func (c *contention) observe(o simba.Owner) {
+	if c.report == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.owner.Load() {
+		c.report(o)
+	}
+}
+
+// storeError wraps an error of a store call, named op ("" when the service names it, as
+// it does a release). redis.Nil never escapes; when ctx has ended, the error also wraps
+// ctx.Err() (go-redis reports a missed deadline as a network timeout). The mutex is not
+// named: the service's errors and log lines carry it.
 func (c *contention) storeError(ctx context.Context, op string, err error) error {
 	if errors.Is(err, goredis.Nil) {
 		err = fmt.Errorf("%w: nil", ErrUnexpectedReply)
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("simba/redis: %s %q: %w (%w)", op, c.mutex, err, cerr)
+		return wrap(op, err, cerr)
 	}
-	return fmt.Errorf("simba/redis: %s %q: %w", op, c.mutex, err)
+	return wrap(op, err)
 }

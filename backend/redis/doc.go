@@ -23,19 +23,24 @@
 //   - simba:{mutex}, a string: the owner's contender ID, expiring (PX) ttl + transition
 //     after the last acquisition or renewal, that is at transitionAt.
 //   - simba:{mutex}:contender, a sorted set: the contenders waiting for the mutex, scored by
-//     the server's time in seconds when each first found it owned (JVM Simba writes whole
-//     seconds; this backend adds the microseconds, so that the oldest waiter is the one
-//     that came first).
+//     the server's time in seconds when each first found it owned. JVM Simba writes
+//     whole seconds, s for a waiter that came at any time within second s; this backend
+//     writes s - 1 + the fraction, which puts a Go waiter after every waiter of earlier
+//     seconds and before the JVM waiters that come later within second s, and moves the
+//     JVM waiters already in the set with score s, which came earlier within that second,
+//     to just before it. So the oldest waiter (the lowest score, which JVM Simba's release
+//     picks too) is the one that came first, whichever Simba it runs.
 //   - channel simba:{mutex}: "acquired@@<id>" when <id> acquires.
 //   - channel simba:{mutex}:<id>: "released@@<former owner>", sent to the waiter <id> that
 //     the release took off the waiting set (the oldest one).
 //
-// Four Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua, each prefixed with
-// prelude.lua) do every change atomically. Their key argument is "{mutex}"; its braces are
-// the cluster hash tag, so every key of a mutex lives in one slot, which is why mutex
-// names may not contain braces. Acquire takes a free mutex with SET NX PX, or records the
-// caller as waiting (ZADD NX) and answers the owner; guard renews with SET XX PX only while
-// the caller owns the mutex; release hands the mutex to the oldest waiter or deletes the
+// Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua and waiting.lua, each
+// prefixed with prelude.lua) do every change atomically. Their key argument is "{mutex}";
+// its braces are the cluster hash tag, so every key of a mutex lives in one slot, which is
+// why mutex names may not contain braces. Acquire reads the owner key and takes a free
+// mutex with SET PX (within one script, as JVM Simba's SET NX PX), or records the caller
+// as waiting (ZADD) and answers the owner; guard renews with SET XX PX only while the
+// caller owns the mutex; release hands the mutex to the oldest waiter or deletes the
 // caller's key and wakes that waiter.
 // They answer JVM Simba's "<owner>@@<remaining ms>", or "@@" for no owner, together with
 // the fencing token.
@@ -49,9 +54,26 @@
 //     it to the waiting set: it is a retry whose answer was lost, and retries must be
 //     harmless. JVM contenders never see the difference.
 //   - A new owner leaves the waiting set, and so does a releasing owner, so that a release
-//     never wakes the releaser itself.
-//   - simba:{mutex}:grant, a hash: for each Go waiter, its registration for a grant made
-//     by its latest attempt, "<nonce>@@<server time in ms>@@<lease ms>@@<ttl ms>".
+//     never wakes the releaser itself. The first attempt of a new contention also clears
+//     what an earlier lifecycle of its contender ID left (a process that ended without
+//     a release and started again with the same ID): an entry is taken off if it
+//     acquires, and moved to the back of the queue, with a new registration, if it waits.
+//   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
+//     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke
+//     that waiter (a JVM one, or one whose registration for a grant was too old). JVM
+//     Simba does not subscribe it, and no contender's channel can have its name (IDs
+//     never contain "@@"), so JVM peers never see these messages: on their own channels
+//     they get only JVM Simba's messages, in JVM Simba's cases. Every Go subscriber of
+//     the mutex hears a release within a round trip; a grant is heard as
+//     "acquired@@<waiter>" on simba:{mutex}.
+//   - simba:{mutex}:grant, a hash: for each Go waiter, its registration made by its
+//     latest attempt, "<nonce>@@<server time in ms>@@<lease ms>@@<ttl ms>@@<until
+//     ms>@@<heard>": the nonce for a grant (empty for a waiter that takes none, a
+//     Quorum's), the waiter's lease and ttl, the server time until which it counts as
+//     waiting without trying again (the owner key's remaining time, when it will try
+//     again, plus its jitter and a lease), and 1 if it listened on its channel when it
+//     registered. The waiting set and this hash expire together, twice that long after
+//     the latest registration that needed it.
 //   - A release that takes a registered waiter off the waiting set grants it the mutex
 //     instead of deleting the key: the owner key names the waiter and expires a lease
 //     after its registration, a new fencing token is made, the waiter hears
@@ -68,35 +90,85 @@
 // served got 0.6 of the sections of the most served in a test, 0 in a 10-second
 // benchmark. With grants, every waiter gets its turn.
 //
-// The waiting set is JVM Simba's: a contender that crashed while waiting stays in it
-// until a release takes it off, and that release's wake-up then reaches nobody; the next
-// owner is found on the contend period instead, as whenever a message is lost.
+// # Waiters that are gone
+//
+// A waiter whose process ended without a release (it crashed, or its backend was closed)
+// does not keep its place. A release that reaches it passes it by and serves the next
+// waiter instead, dropping its entry and registration, when
+//
+//   - its registration has expired: it has not tried again long after it would have; or
+//   - nobody heard the message addressed to it (PUBLISH counted no subscriber) although
+//     it listened on its channel when it registered; a JVM waiter, which has no
+//     registration, listens from its start. A grant made to such a waiter is void, as
+//     nobody heard of it.
+//
+// OthersWaiting applies the same tests (with PUBSUB NUMSUB) to the waiters ahead and
+// drops the gone ones, so that they do not keep it true. Waiters not yet reached expire
+// with the waiting set. Subscriber counts are exact on a standalone or Sentinel client;
+// a Redis Cluster node counts only its own subscribers, so with a ClusterClient (or any
+// client other than *redis.Client) only expiry tells: a release may then grant the mutex
+// to a waiter that has just died, and it stays blocked until that grant lapses, a lease
+// after the waiter's last attempt. A live waiter taken for gone (its subscription
+// connection was down at that moment) loses its place and queues again at its next
+// attempt, which its reconnection brings forward. A release looks at 16 waiters at most.
 //
 // # Messages are a hint
 //
 // Each Backend has one subscription connection, opened the first time one of its
 // contentions needs it and kept until Close; it carries the channels of all its
-// contentions. A contender subscribes its two channels when an attempt finds the mutex
-// owned by someone else, or at its first renewal as owner; an uncontended critical
-// section that ends before its first renewal never subscribes. A retriever subscribes the
-// mutex's channel when it starts.
+// contentions. A contender subscribes simba:{mutex}, simba:{mutex}:@@released and its own
+// channel when an attempt finds the mutex owned by someone else, or at its first renewal
+// as owner; an uncontended critical section that ends before its first renewal never
+// subscribes. A retriever subscribes the first two when it starts. A channel stays
+// subscribed for a second after its last listener left: a Locker that asks again at once
+// (or another contention of the same contender) finds its channels subscribed and listens
+// from before its first attempt, so that waiting costs no SUBSCRIBE and UNSUBSCRIBE and
+// no second attempt.
 //
 // A grant makes its waiter the owner without a store call (see above); a grant that does
 // not match one of the waiter's latest two attempts makes it contend at once instead. A
-// release message makes its waiter contend at once. An acquisition message makes an
-// owner that believes it still owns check at once (its key lapsed or was lost, and
-// another contender took the mutex), and a retriever look up. Other waiters do not react
-// to it: they learn of the new owner at their next attempt, which spares every waiter a
-// store call at every hand-over. Every confirmed subscription, the first and each one
-// after go-redis reconnected (or the backend replaced a connection that stopped answering
-// its pings, see WithPingInterval), makes a waiting contention try once more and a
-// retriever look up, so that nothing published before it is missed for long; an owner
-// learns of anything it missed at its next renewal.
+// release message on its own channel makes a waiter contend at once, and so does a
+// release that left the mutex free without waking anyone. An acquisition message, or a
+// release that woke another waiter, makes an owner that believes it still owns check at
+// once (its key lapsed or was lost, and another contender took the mutex), and a
+// retriever look up; a waiting service (not a Locker's) takes it as news of the owner,
+// with instants estimated from its own ttl and transition (as JVM Simba does) and no
+// token, until its next attempt answers: so Owner() follows hand-overs within a round
+// trip without a store call per waiter. Every confirmation that completes a contention's
+// channels, the first and each one after go-redis reconnected (or the backend replaced a
+// connection that stopped answering its pings, see WithPingInterval), makes a waiting
+// contention try once more and a retriever look up, so that nothing published before it
+// is missed for long; an owner learns of anything it missed at its next renewal.
 //
 // Correctness never depends on messages: every contender still contends on its contend
 // period, so a lost message (the connection was down, the waiter was not subscribed yet)
 // only slows a hand-over down to that period. In a Redis Cluster, PUBLISH reaches every
 // node, so the connection may be to any of them.
+//
+// # Cost
+//
+// Every store call is one script (EVALSHA); what the server processes is counted below in
+// commands, the script's inner calls included, as INFO commandstats counts them:
+//
+//   - An uncontended cycle (acquire, release) takes two scripts and about 15 commands:
+//     the acquisition reads the owner key, sets it, makes the token (TIME, the fence
+//     read, written and given its expiry), clears any entry an earlier lifecycle of the
+//     contender ID left and announces itself; the release reads the owner key, finds the
+//     waiting set empty, deletes the key and announces the release.
+//   - A renewal is one guard script of about 6 commands; a retriever looks up (about 4)
+//     at every message.
+//   - Under contention, with grants, each critical section costs one attempt that finds
+//     the mutex owned and registers (about 9 commands: the owner and its remaining time
+//     and token, TIME, the waiting set, the check for JVM waiters of the same second, the
+//     registration and its expiry) and one release that grants (about 13: the owner, TIME,
+//     the oldest waiter and its registration, the token, the owner key, the grant and the
+//     acquisition message): about 22 commands and one lost attempt per section (8 Lockers
+//     on one mutex; BenchmarkEightContenders reports it). No SUBSCRIBE or UNSUBSCRIBE
+//     while a contender waits again within a second.
+//
+// On the test machine an inner call costs Redis 2 to 3 µs, so a contended critical
+// section keeps it busy for about 60 µs: with a Redis shared by a busy host, the server's
+// time, not the network, bounds the sections per second.
 //
 // # Clock
 //
@@ -138,13 +210,19 @@
 // break the parsing of replies and messages, here or in JVM Simba) and are at most
 // MaxContenderIDLength bytes. The checks run before any I/O.
 //
-// # An unreachable server
+// # An unreachable server, a refused client
 //
-// StartContend does no I/O, so Service.Start succeeds even when Redis cannot be reached
-// (a closed port, a wrong password): the service then retries with backoff and logs each
-// failure at Warn, and acquires once the server answers. Locker.TryAcquire, and
-// Locker.Acquire when its context ends, return the store's error with simba.ErrNotAcquired.
-// An application that must not start without Redis pings the client first.
+// The first start of a service or Locker on a Backend checks that the server answers and
+// accepts the client, with a PING bounded by the start's context: Service.Start then
+// fails with a one-line error wrapping ErrUnreachable (a wrong address, the server down:
+// "simba/redis: server 127.0.0.1:6380 unreachable: dial tcp ...") or ErrRefused (a wrong
+// or missing password: "simba/redis: server refused the client: WRONGPASS ...") and the
+// client's error. The check is remembered after its first success, so later starts cost
+// no I/O; a failed check is not, so a start after the configuration was fixed succeeds. A
+// server that goes away after that is retried by the service (see the simba package for
+// how services and Lockers report it). A Quorum checks each instance it has not left out,
+// leaves out those that do not answer, and fails when one refuses the client or fewer
+// than WithMinAvailable remain.
 //
 // # Requirements
 //

@@ -26,6 +26,20 @@ type foreign struct {
 	id    string
 }
 
+// newForeign returns a foreign contender of mutex, subscribed to its two channels as a
+// JVM Simba service is from its start, so that it counts as listening.
+func newForeign(t testing.TB, admin goredis.UniversalClient, mutex, id string) foreign {
+	t.Helper()
+	f := foreign{t: t, admin: admin, mutex: mutex, id: id}
+	ps := admin.Subscribe(t.Context(), f.key(), f.key()+":"+id)
+	t.Cleanup(func() { _ = ps.Close() })
+	for range 2 {
+		_, err := ps.Receive(t.Context()) // the confirmations
+		require.NoError(t, err)
+	}
+	return f
+}
+
 func (f foreign) key() string { return "simba:{" + f.mutex + "}" }
 
 // acquire tries to take the mutex as JVM Simba's acquire script does: SET NX PX, and on
@@ -67,7 +81,7 @@ func TestForeignOwnerWakesGoWaiter(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "7:4242@10.0.0.9"}
+	jvm := newForeign(t, admin, mutex, "7:4242@10.0.0.9")
 	require.True(t, jvm.acquire())
 
 	// Precisely, on a contention: the message itself wakes the waiter.
@@ -111,42 +125,20 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "W-jvm"}
+	jvm := newForeign(t, admin, mutex, "W-jvm")
 	inbox := admin.Subscribe(ctx, jvm.key()+":"+jvm.id)
 	defer inbox.Close()
 	_, err := inbox.Receive(ctx) // confirmed
 	require.NoError(t, err)
 
 	// A long TTL: nothing below may be explained by the Go side's contend periods.
-	opts := []simba.Option{simba.WithTTL(30 * time.Second), simba.WithTransition(time.Second)}
+	opts := longLease
 	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("go-holder"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 
-	var (
-		seen  []simba.State
-		views = make(chan simba.State, 16)
-	)
-	retriever, err := simba.NewRetrievalService(newBackend(t, newClient(t, srv.Addr())),
-		simba.RetrieverFunc{MutexName: mutex, Notify: func(s simba.State) { views <- s }}, opts...)
-	require.NoError(t, err)
-	require.NoError(t, retriever.Start(ctx))
-	defer retriever.Close()
-	lastOwner := func() string {
-		for {
-			select {
-			case s := <-views:
-				seen = append(seen, s)
-				continue
-			default:
-			}
-			if len(seen) == 0 {
-				return ""
-			}
-			return seen[len(seen)-1].After.ID
-		}
-	}
+	retrieverService, v := retriever(t, srv.Addr(), mutex)
 
 	require.False(t, jvm.acquire(), "the foreign contender waits behind the Go holder")
 	holderView := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "go-holder", &wakes{})
@@ -169,7 +161,7 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	assert.ErrorIs(t, admin.ZScore(ctx, jvm.key()+":contender", jvm.id).Err(), goredis.Nil, "taken off the waiting set")
 
 	require.True(t, jvm.acquire())
-	poll(t, "the retriever to see the foreign owner", func() bool { return lastOwner() == jvm.id })
+	await(t, &v.sig, "the retriever to see the foreign owner", func() bool { return v.owner() == jvm.id })
 	late := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "go-late", &wakes{})
 	rec, err := late.Acquire(ctx)
 	require.NoError(t, err)
@@ -180,9 +172,9 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	assert.Equal(t, "zgo-waiter", jvm.release())
 	await(t, &r.sig, "the Go waiter to acquire after the foreign release", func() bool { return r.acquisitions("zgo-waiter") == 1 })
 	assert.Equal(t, "zgo-waiter", admin.Get(ctx, jvm.key()).Val())
-	poll(t, "the retriever to see the Go owner", func() bool { return lastOwner() == "zgo-waiter" })
+	await(t, &v.sig, "the retriever to see the Go owner", func() bool { return v.owner() == "zgo-waiter" })
 	require.NoError(t, waiter.Stop(ctx))
-	require.NoError(t, retriever.Stop(ctx))
+	require.NoError(t, retrieverService.Stop(ctx))
 }
 
 // An owner that has waited before is subscribed; when a foreign contender announces an
@@ -193,7 +185,7 @@ func TestForeignAcquisitionEndsGoBelief(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	first := foreign{t: t, admin: admin, mutex: mutex, id: "first-jvm"}
+	first := newForeign(t, admin, mutex, "first-jvm")
 	require.True(t, first.acquire())
 	r := newRecorder()
 	// Renewals every 20s: the check below must come from the message.
@@ -204,7 +196,7 @@ func TestForeignAcquisitionEndsGoBelief(t *testing.T) {
 
 	// The key vanishes (an operator, an eviction) and a foreign contender takes it.
 	require.NoError(t, admin.Del(ctx, first.key()).Err())
-	thief := foreign{t: t, admin: admin, mutex: mutex, id: "thief-jvm"}
+	thief := newForeign(t, admin, mutex, "thief-jvm")
 	require.True(t, thief.acquire())
 	await(t, &r.sig, "the Go owner to stop believing", func() bool { return r.releases("go") == 1 })
 	assert.Equal(t, thief.id, s.Owner().ID)

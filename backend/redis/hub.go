@@ -17,6 +17,12 @@ const (
 	maxReceiveBackoff = time.Second
 )
 
+// linger is how long a channel stays subscribed after its last listener left: a Locker
+// that acquires again, or the next waiter of the same contender, finds it subscribed and
+// costs neither a SUBSCRIBE and an UNSUBSCRIBE nor a second attempt after the
+// confirmation.
+const linger = time.Second
+
 // hub is a backend's one subscription connection. It carries the channels of all the
 // backend's contentions and routes each message to the contentions listening on its
 // channel.
@@ -30,7 +36,8 @@ const (
 // PING goes unanswered.
 //
 // Every confirmed subscription (the first one of a channel and each one after a reconnect)
-// makes the channel's contentions resync: messages published before it were not heard.
+// that completes the channels of a contention makes it resync: messages published before
+// it were not heard.
 type hub struct {
 	client goredis.UniversalClient
 	log    *slog.Logger
@@ -39,6 +46,7 @@ type hub struct {
 	mu        sync.Mutex
 	routes    map[string]map[*contention]struct{} // by channel: who listens
 	confirmed map[string]bool                     // subscriptions the server confirmed on the current connection
+	idle      map[string]time.Time                // subscribed channels nobody listens on, since when
 	ps        *goredis.PubSub                     // nil until the first join
 	closed    bool
 	cancel    context.CancelFunc // ends the goroutines
@@ -54,6 +62,7 @@ func newHub(client goredis.UniversalClient, log *slog.Logger, ping time.Duration
 		ping:      ping,
 		routes:    map[string]map[*contention]struct{}{},
 		confirmed: map[string]bool{},
+		idle:      map[string]time.Time{},
 		kick:      make(chan struct{}, 1),
 	}
 }
@@ -66,6 +75,37 @@ func (h *hub) join(c *contention) {
 	if h.closed {
 		return
 	}
+	if h.addRoutes(c) {
+		c.resync()
+	}
+	if h.ps == nil {
+		h.start()
+	}
+	h.poke()
+}
+
+// joinIfLive adds c to the routes of its channels if the server has confirmed all of
+// them (they are still subscribed for a contention that left moments ago: see linger),
+// and reports whether it did. A contention that joins before its first store call misses
+// nothing and need not resync.
+func (h *hub) joinIfLive(c *contention) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	for _, ch := range c.channels() {
+		if !h.confirmed[ch] {
+			return false
+		}
+	}
+	h.addRoutes(c)
+	return true
+}
+
+// addRoutes adds c to the routes of its channels and reports whether all of them are
+// confirmed. Called with h.mu held.
+func (h *hub) addRoutes(c *contention) bool {
 	live := true
 	for _, ch := range c.channels() {
 		members := h.routes[ch]
@@ -76,17 +116,11 @@ func (h *hub) join(c *contention) {
 		members[c] = struct{}{}
 		live = live && h.confirmed[ch]
 	}
-	if live {
-		c.resync()
-	}
-	if h.ps == nil {
-		h.start()
-	}
-	h.poke()
+	return live
 }
 
-// leave removes c from its routes; the writer unsubscribes the channels nobody listens
-// on any more.
+// leave removes c from its routes; the writer unsubscribes the channels nobody has
+// listened on for linger.
 func (h *hub) leave(c *contention) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,6 +171,27 @@ func (h *hub) close() {
 	h.wg.Wait()
 }
 
+// hearsAll reports whether the server has confirmed every channel of c on the current
+// connection: a contention resyncs once, when the last of them is confirmed.
+func (h *hub) hearsAll(c *contention) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ch := range c.channels() {
+		if !h.confirmed[ch] {
+			return false
+		}
+	}
+	return true
+}
+
+// hears reports whether the server has confirmed the subscription of channel on the
+// current connection.
+func (h *hub) hears(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.confirmed[channel]
+}
+
 // current returns the PubSub in use.
 func (h *hub) current() *goredis.PubSub {
 	h.mu.Lock()
@@ -145,38 +200,64 @@ func (h *hub) current() *goredis.PubSub {
 }
 
 // write brings the subscriptions in line with the routes whenever it is poked: it
-// subscribes the channels that gained listeners and unsubscribes those that lost them.
-// Changes that cancel out before it runs cost nothing.
+// subscribes the channels that gained listeners and unsubscribes those that have had none
+// for linger. Changes that cancel out before it runs cost nothing.
 func (h *hub) write(ctx context.Context) {
 	var (
-		ps   *goredis.PubSub
-		sent = map[string]bool{} // what was asked of ps
+		ps    *goredis.PubSub
+		sent  = map[string]bool{} // what was asked of ps
+		timer = time.NewTimer(time.Hour)
 	)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.kick:
+		case <-timer.C:
 		}
 		var add, drop []string
+		now, next := time.Now(), time.Duration(0)
 		h.mu.Lock()
 		if h.ps != ps {
 			ps = h.ps // a new connection: everything anew
 			clear(sent)
+			clear(h.idle)
 		}
 		for ch := range h.routes {
+			delete(h.idle, ch)
 			if !sent[ch] {
 				add = append(add, ch)
 				sent[ch] = true
 			}
 		}
 		for ch := range sent {
-			if h.routes[ch] == nil {
-				drop = append(drop, ch)
-				delete(sent, ch)
+			if h.routes[ch] != nil {
+				continue
 			}
+			since, ok := h.idle[ch]
+			if !ok {
+				since = now
+				h.idle[ch] = now
+			}
+			if wait := linger - now.Sub(since); wait > 0 {
+				if next == 0 || wait < next {
+					next = wait
+				}
+				continue
+			}
+			drop = append(drop, ch)
+			delete(sent, ch)
+			delete(h.idle, ch)
+			// From now on the channel is not heard: a contention that joins it again
+			// waits for its new confirmation.
+			delete(h.confirmed, ch)
 		}
 		h.mu.Unlock()
+		if next > 0 {
+			timer.Reset(next)
+		}
 		// go-redis records the channels even when the command cannot be sent, and sends
 		// the recorded ones again when it reconnects; an error needs no retry here.
 		cctx, cancel := context.WithTimeout(ctx, h.ping)
@@ -272,7 +353,9 @@ func (h *hub) route(msg any) {
 		switch m.Kind {
 		case "subscribe":
 			for _, c := range h.members(m.Channel, true) {
-				c.resync()
+				if h.hearsAll(c) {
+					c.resync()
+				}
 			}
 		case "unsubscribe":
 			h.mu.Lock()
@@ -286,7 +369,7 @@ func (h *hub) route(msg any) {
 			return
 		}
 		for _, c := range h.members(m.Channel, false) {
-			c.hint(msg)
+			c.hint(m.Channel, msg)
 		}
 	}
 }

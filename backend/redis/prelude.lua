@@ -8,14 +8,21 @@
 -- Keys (the first two are JVM Simba's format; the others are this backend's additions):
 --   simba:{mutex}            string: the owner's contender ID, PX ttl + transition
 --   simba:{mutex}:contender  sorted set: waiting contender IDs, score server time in s
---                            (JVM Simba: whole seconds; here with microseconds)
+--                            (JVM Simba: whole seconds; here with microseconds, and placed
+--                            among JVM waiters in the order they came: see acquire.lua)
 --   simba:{mutex}:fence      hash: 'owner' and 'token' of the latest tenure a Go
 --                            contender began, PX ttl + transition from its last renewal
---   simba:{mutex}:grant      hash: waiter ID -> '<nonce>@@<server ms>@@<lease ms>@@<ttl ms>',
---                            its registration for a grant at its latest attempt
+--   simba:{mutex}:grant      hash: waiter ID -> its registration at its latest attempt,
+--                            '<nonce>@@<server ms>@@<lease ms>@@<ttl ms>@@<until ms>@@<heard>':
+--                            the nonce for a grant ('' for a waiter that takes none), when it
+--                            was made, the waiter's lease and ttl, the server time after which
+--                            the waiter is taken for gone unless it registered again, and '1'
+--                            if the waiter listened on its channel when it registered
 -- Channels: simba:{mutex} carries 'acquired@@<id>'; simba:{mutex}:<id> carries
 -- 'released@@<releaser id>' or 'granted@@<nonce>@@<token>@@<releaser id>' to the waiter
--- <id>.
+-- <id>; simba:{mutex}:@@released (this backend's; JVM Simba does not listen on it)
+-- carries 'released@@<releaser id>' when a release deleted the owner key and woke nobody,
+-- or 'released@@<releaser id>@@<waiter id>' when it woke that waiter.
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -27,6 +34,7 @@ local ownerKey = 'simba:' .. KEYS[1]
 local waitKey = ownerKey .. ':contender'
 local fenceKey = ownerKey .. ':fence'
 local grantKey = ownerKey .. ':grant'
+local releaseChannel = ownerKey .. ':@@released'
 
 -- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
 local function millis(t)
@@ -53,12 +61,13 @@ local function tokenOf(owner)
 end
 
 -- newToken records a new tenure of id in the fence and returns its token: the server
--- clock in microseconds since the Unix epoch, or the previous token + 1 if that is not
--- smaller. The clock keeps tokens increasing when the fence is gone (expired, or lost in
--- a restart without persistence); the previous token keeps them increasing within one
--- microsecond and across small backward steps of the clock.
-local function newToken(id, lease)
-  local now = redis.call('time')
+-- clock in microseconds since the Unix epoch (now, a TIME reply, or read here when nil),
+-- or the previous token + 1 if that is not smaller. The clock keeps tokens increasing
+-- when the fence is gone (expired, or lost in a restart without persistence); the
+-- previous token keeps them increasing within one microsecond and across small backward
+-- steps of the clock.
+local function newToken(id, lease, now)
+  now = now or redis.call('time')
   local token = now[1] .. string.format('%06d', tonumber(now[2]))
   local last = redis.call('hget', fenceKey, 'token')
   if last and string.match(last, '^[1-9]%d*$') and not isGreater(token, last) then
@@ -75,6 +84,46 @@ local function keepFence(id, lease)
   if redis.call('hget', fenceKey, 'owner') == id then
     redis.call('pexpire', fenceKey, lease)
   end
+end
+
+-- register records id's registration (see above) at server time now (ms) for an owner
+-- whose key has left ms to live: the waiter tries again at the latest about then, plus
+-- its jitter of at most a second, so it is taken for gone a lease later still. The
+-- registrations and the waiting set expire together, twice that far ahead, whenever
+-- they would expire sooner: keys of waiters that are all gone do not stay.
+local function register(id, now, nonce, lease, ttl, left, heard)
+  local live = math.max(left, 0) + lease + 1000
+  redis.call('hset', grantKey, id, table.concat({ nonce, string.format('%.0f', now), lease, ttl,
+    string.format('%.0f', now + live), heard }, '@@'))
+  if redis.call('pttl', grantKey) < live then
+    redis.call('pexpire', grantKey, 2 * live)
+    redis.call('pexpire', waitKey, 2 * live)
+  end
+end
+
+-- registration returns waiter's registration as a table, or nil; known is true when the
+-- waiter has one, even one this backend cannot read (an older version's).
+local function registration(waiter)
+  local reg = redis.call('hget', grantKey, waiter)
+  if not reg then
+    return nil, false
+  end
+  local nonce, at, lease, ttl, untilMs, heard =
+    string.match(reg, '^([^@]*)@@(%d+)@@(%d+)@@(%d+)@@(%d+)@@([01])$')
+  if not at then
+    return nil, true
+  end
+  return { nonce = nonce, at = tonumber(at), lease = tonumber(lease), ttl = tonumber(ttl),
+    untilMs = tonumber(untilMs), heard = heard == '1' }, true
+end
+
+-- hearsAlways reports whether nobody hearing on waiter's channel means that the waiter is
+-- gone: subscriber counts must be exact (exact: not a Redis Cluster, where PUBLISH and
+-- PUBSUB NUMSUB count the subscribers of one node only), and the waiter must have been
+-- listening when it registered (a JVM waiter, which has no registration, subscribes
+-- before its first attempt).
+local function hearsAlways(exact, reg, known)
+  return exact and ((reg ~= nil and reg.heard) or not known)
 end
 
 -- The scripts return {'<owner id>@@<remaining ms of the owner key>', '<token>'}, or

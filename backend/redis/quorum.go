@@ -33,8 +33,15 @@ const quorumDrift = 2 * time.Millisecond
 // and messages); a contender runs them on every available instance in parallel:
 //
 //   - Acquire succeeds when a majority of all instances (the quorum) answer that the
-//     contender owns the mutex; otherwise what it took is released again at once. A
-//     renewal must also reach the quorum, or the tenure ends.
+//     contender owns the mutex. A fresh acquisition that falls short releases what it
+//     took again at once, so that another contender can make a quorum.
+//   - A renewal must also reach the quorum. One that falls short keeps every key it
+//     holds: while the tenure may still be the contender's (until the local TTL end of
+//     its last successful renewal), it reports an error, so the service keeps believing
+//     until that end, and the keys it keeps stop anyone else from making a quorum
+//     meanwhile. Only when the instances that answered show that the contender can no
+//     longer hold a quorum does it report the owner they name, which ends the tenure;
+//     the keys it still holds then lapse by themselves.
 //   - The TTL reported is the smallest of the quorum's, less a 2ms allowance for expiry
 //     precision and clock rates. simba counts it from the moment the attempt was sent, so
 //     the time the slowest instance took is accounted for.
@@ -138,25 +145,63 @@ func (q *Quorum) ValidateContenderID(id string) error {
 }
 
 // StartContend opens the participant's contention on every instance; see simba.Backend.
+// It checks the instances that are not left out as Backend.StartContend does, in
+// parallel, and leaves out those that do not answer; it fails when one refuses the client
+// (a misconfiguration is not a failure to ride out) or when fewer than WithMinAvailable
+// instances are available, with an error wrapping ErrTooFewInstances and the instances'
+// errors.
 func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
 	if q.closed.Load() {
 		return nil, fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	if err := q.instances[0].backend.validate(p); err != nil {
+		return nil, err
+	}
+	if err := q.check(ctx); err != nil {
+		return nil, err
 	}
 	qc := &quorumContention{q: q, id: p.ContenderID, mutex: p.Mutex, subs: make([]*contention, len(q.instances)),
 		giveBack: max(p.TTL/10, 10*time.Millisecond)}
 	sub := p
 	sub.Grant = nil // a grant on one instance is no quorum
 	for i, in := range q.instances {
-		c, err := in.backend.StartContend(ctx, sub)
-		if err != nil {
-			for _, sub := range qc.subs[:i] {
-				_ = sub.StopContend(ctx)
-			}
-			return nil, err
-		}
-		qc.subs[i] = c.(*contention)
+		qc.subs[i] = in.backend.open(sub)
 	}
 	return qc, nil
+}
+
+// check runs the start-up check of every available instance, in parallel.
+func (q *Quorum) check(ctx context.Context) error {
+	list := q.available(time.Now())
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, in := range list {
+		wg.Go(func() { errs[i] = in.backend.check(ctx) })
+	}
+	wg.Wait()
+	var failed []error
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, ErrRefused) {
+			return wrap(fmt.Sprintf("instance %d", list[i].index), err)
+		}
+		if !canceled(ctx) {
+			q.leaveOut(list[i], err)
+		}
+		failed = append(failed, instanceError(list[i], err))
+	}
+	if n := len(list) - len(failed); n < q.minAvailable {
+		return &backendError{causes: append(failed, ErrTooFewInstances),
+			detail: fmt.Sprintf("%d of %d instances available, need %d: %s", n, len(q.instances), q.minAvailable, joined(failed))}
+	}
+	return nil
+}
+
+// instanceError names the instance whose call failed with err.
+func instanceError(in *instance, err error) error {
+	return wrap(fmt.Sprintf("instance %d", in.index), err)
 }
 
 // available returns the instances not left out at now.
@@ -188,6 +233,7 @@ type quorumContention struct {
 	subs      []*contention // by instance index
 
 	owning   bool          // the last answer gave this contender the quorum
+	until    time.Time     // while owning: no local TTL end can lie beyond it
 	token    uint64        // the tenure's token while owning
 	raised   bool          // the tenure's token was written back to its quorum
 	giveBack time.Duration // the budget for releasing what a quorum-less attempt took
@@ -260,12 +306,18 @@ func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
 		return simba.Record{}, err
 	}
 	// Stop waiting as soon as a quorum is ours: a dead instance must not eat the budget.
-	replies := qc.each(ctx, qc.q.available(time.Now()), (*contention).Acquire,
+	sent := time.Now()
+	replies := qc.each(ctx, qc.q.available(sent), (*contention).Acquire,
 		func(got []reply) bool { return len(qc.owned(got)) >= qc.q.quorum })
 	qc.listenEverywhere()
 	mine := qc.owned(replies)
 	if len(mine) >= qc.q.quorum {
-		return qc.own(ctx, mine), nil
+		rec := qc.own(ctx, mine)
+		qc.until = sent.Add(rec.TTL) // simba counts from an earlier send time
+		return rec, nil
+	}
+	if qc.owning && time.Now().Before(qc.until) {
+		return qc.renewalShort(replies, len(mine))
 	}
 	qc.owning, qc.token = false, 0
 	if len(mine) > 0 {
@@ -277,6 +329,33 @@ func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
 		cancel()
 	}
 	return qc.others(replies)
+}
+
+// renewalShort answers a renewal that did not reach the quorum while the tenure may still
+// be this contender's, mine of its instances having answered that they are: it gives
+// nothing back. Unless the instances that answered otherwise leave no quorum for it, it
+// returns an error: the answer is unknown, the service keeps believing until its local
+// TTL end, and the keys kept stop anyone else from making a quorum meanwhile.
+func (qc *quorumContention) renewalShort(replies []reply, mine int) (simba.Record, error) {
+	unknown := len(qc.q.instances) - len(replies)
+	for _, r := range replies {
+		if r.err != nil {
+			unknown++
+		}
+	}
+	if mine+unknown >= qc.q.quorum {
+		_, err := qc.others(replies)
+		if err == nil {
+			err = fmt.Errorf("simba/redis: renewed on %d of %d instances, need %d: %w",
+				mine, len(qc.q.instances), qc.q.quorum, ErrTooFewInstances)
+		}
+		return simba.Record{}, err
+	}
+	rec, err := qc.others(replies)
+	if err == nil {
+		qc.owning, qc.token = false, 0 // the tenure is over; what it kept lapses
+	}
+	return rec, err
 }
 
 // listenEverywhere subscribes every instance once one has: a waiter must hear a release
@@ -342,7 +421,7 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 	answered := 0
 	for _, r := range replies {
 		if r.err != nil {
-			errs = append(errs, fmt.Errorf("instance %d: %w", r.in.index, r.err))
+			errs = append(errs, instanceError(r.in, r.err))
 			continue
 		}
 		answered++
@@ -354,8 +433,8 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 		}
 	}
 	if answered < qc.q.quorum {
-		return simba.Record{}, fmt.Errorf("simba/redis: quorum %q: %d of %d instances answered, need %d: %w",
-			qc.mutex, answered, len(qc.q.instances), qc.q.quorum, errors.Join(append(errs, ErrTooFewInstances)...))
+		return simba.Record{}, &backendError{causes: append(errs, ErrTooFewInstances),
+			detail: fmt.Sprintf("%d of %d instances answered, need %d: %s", answered, len(qc.q.instances), qc.q.quorum, joined(errs))}
 	}
 	owner, n := "", 0
 	for o, v := range votes {
@@ -387,13 +466,14 @@ func (qc *quorumContention) Release(ctx context.Context) error {
 		return simba.Record{}, c.release(ctx, raiseTo...)
 	}, nil) {
 		if r.err != nil {
-			errs = append(errs, fmt.Errorf("instance %d: %w", r.in.index, r.err))
+			errs = append(errs, instanceError(r.in, r.err))
 			continue
 		}
 		released++
 	}
 	if released < qc.q.quorum {
-		return fmt.Errorf("simba/redis: quorum %q released on %d of %d instances: %w", qc.mutex, released, len(qc.q.instances), errors.Join(errs...))
+		return &backendError{causes: errs,
+			detail: fmt.Sprintf("released on %d of %d instances: %s", released, len(qc.q.instances), joined(errs))}
 	}
 	return nil
 }
@@ -426,14 +506,17 @@ func (qc *quorumContention) OthersWaiting(ctx context.Context) (bool, error) {
 	for _, in := range qc.q.available(time.Now()) {
 		waiting, err := qc.subs[in.index].OthersWaiting(ctx)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, instanceError(in, err))
 			continue
 		}
 		if waiting {
 			return true, nil
 		}
 	}
-	return false, errors.Join(errs...)
+	if len(errs) > 0 {
+		return false, &backendError{causes: errs, detail: joined(errs)}
+	}
+	return false, nil
 }
 
 // StopContend stops the contention on every instance.
@@ -453,8 +536,8 @@ func (qc *quorumContention) usable(ctx context.Context) error {
 		return fmt.Errorf("simba/redis: %w", err)
 	}
 	if n := qc.q.Available(); n < qc.q.minAvailable {
-		return fmt.Errorf("simba/redis: quorum %q: %d of %d instances available, need %d: %w",
-			qc.mutex, n, len(qc.q.instances), qc.q.minAvailable, ErrTooFewInstances)
+		return fmt.Errorf("simba/redis: %d of %d instances available, need %d: %w",
+			n, len(qc.q.instances), qc.q.minAvailable, ErrTooFewInstances)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/chaos"
+	"github.com/simba-go/simba/internal/faultproxy"
 	"github.com/simba-go/simba/internal/testserver"
 	"github.com/simba-go/simba/tck"
 )
@@ -170,8 +171,11 @@ func TestQuorumRechecksAnInstance(t *testing.T) {
 	mutex := uniqueName(t, "m")
 	l, err := simba.NewLocker(q, mutex, simba.WithTTL(time.Second), simba.WithTransition(500*time.Millisecond))
 	require.NoError(t, err)
-	require.NoError(t, servers[2].Kill())
 	lease, err := l.TryAcquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, lease.Release(t.Context()))
+	require.NoError(t, servers[2].Kill())
+	lease, err = l.TryAcquire(t.Context())
 	require.NoError(t, err, "two of three are a quorum")
 	require.NoError(t, lease.Release(t.Context()))
 	assert.Equal(t, 2, q.Available(), "the failed instance is left out")
@@ -270,4 +274,59 @@ func TestQuorumReleaseEverywhere(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A renewal that reaches fewer than a quorum keeps what it holds (issue 14, item 1). A
+// holds instances 1 and 2 of three: its link to instance 3 failed and its key there
+// lapsed. Then its link to instance 2 fails too, so its next renewal finds it owning
+// instance 1 alone. The service keeps believing until its local TTL end, as after any
+// error; meanwhile no one else may build a quorum, so A must not give instance 1 back.
+func TestQuorumRenewalShortOfQuorumKeepsItsKeys(t *testing.T) {
+	servers := instances(t, 3)
+	clients := make([]goredis.UniversalClient, len(servers))
+	proxies := make([]*faultproxy.Proxy, len(servers))
+	admins := make([]*goredis.Client, len(servers))
+	for i, s := range servers {
+		p, err := faultproxy.New(s.Addr())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		proxies[i], clients[i], admins[i] = p, newClient(t, p.Addr()), newClient(t, s.Addr())
+	}
+	qa, err := redis.NewQuorum(clients, redis.WithRecheckAfter(time.Hour))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = qa.Close() })
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	opts := []simba.Option{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
+	r := newRecorder()
+	a := r.service(t, qa, mutex, "A", opts...)
+	await(t, &r.sig, "A to acquire", func() bool { return r.acquisitions("A") == 1 })
+	for _, admin := range admins {
+		poll(t, "A on every instance", func() bool { return admin.Get(t.Context(), key).Val() == "A" })
+	}
+
+	proxies[2].Blackhole(faultproxy.Both)
+	poll(t, "A's key on instance 3 to lapse", func() bool { return admins[2].Exists(t.Context(), key).Val() == 0 })
+	require.True(t, a.IsOwner(), "instances 1 and 2 are a quorum")
+	proxies[1].Blackhole(faultproxy.Both)
+
+	b, err := simba.NewLocker(newQuorum(t, servers), mutex, append(opts, simba.WithContenderID("B"))...)
+	require.NoError(t, err)
+	deadline := time.Now().Add(eventDeadline)
+	tries := 0
+	for a.IsOwner() && time.Now().Before(deadline) {
+		tries++
+		lease, err := b.TryAcquire(t.Context())
+		if err != nil {
+			require.ErrorIs(t, err, simba.ErrNotAcquired)
+			continue
+		}
+		believes := a.IsOwner()
+		require.NoError(t, lease.Release(t.Context()))
+		require.False(t, believes, "B acquired while A believed it owned the mutex (try %d)", tries)
+	}
+	require.False(t, a.IsOwner(), "A stops believing by its local TTL end")
+	t.Logf("B tried %d times while A believed", tries)
+	assert.Equal(t, "A", admins[0].Get(t.Context(), key).Val(), "A kept instance 1 past its belief; it lapses by itself")
+	assert.Zero(t, r.overlap())
 }

@@ -30,8 +30,10 @@ const (
 // client. A Backend must not be copied.
 type Backend struct {
 	client      goredis.UniversalClient
+	exact       string // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber: not a Cluster
 	log         *slog.Logger
 	hub         *hub
+	checked     atomic.Bool // the server answered a start-up check
 	closed      atomic.Bool
 	regressions atomic.Uint64
 }
@@ -70,8 +72,12 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 }
 
 func newBackend(client goredis.UniversalClient, cfg config) *Backend {
+	// A standalone or Sentinel client talks to one server, which counts every subscriber;
+	// a Cluster node counts only its own, and other clients are not known.
+	_, standalone := client.(*goredis.Client)
 	return &Backend{
 		client: client,
+		exact:  map[bool]string{true: "1", false: "0"}[standalone],
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
@@ -134,29 +140,48 @@ func (b *Backend) ValidateContenderID(id string) error {
 	return nil
 }
 
-// StartContend opens a participant's contention; see simba.Backend. It does no I/O. A
-// contender subscribes only when an attempt finds the mutex owned by someone else (or at
-// its first renewal), so that an uncontended acquisition costs one script call; a
-// retriever has the mutex's channel subscribed from here on, to hear of new owners at
-// once. Subscriptions are made in the background, on the backend's one subscription
-// connection.
+// StartContend opens a participant's contention; see simba.Backend. The backend's first
+// successful StartContend checks that the server answers and accepts the client (a PING);
+// until one succeeds, each checks again, bounded by ctx, and fails with an error
+// wrapping ErrUnreachable (no answer: a wrong address, the server down) or ErrRefused
+// (an error answer: a wrong or missing password), together with the client's error.
+// Once the check has succeeded, it does no I/O. A contender subscribes only when an
+// attempt finds the mutex owned by someone else (or at its first renewal), so that an
+// uncontended acquisition costs one script call; a retriever has the mutex's channels
+// subscribed from here on, to hear of new owners and releases at once. Subscriptions are
+// made in the background, on the backend's one subscription connection.
 func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
 	if err := b.usable(ctx); err != nil {
 		return nil, err
 	}
-	if err := b.ValidateMutex(p.Mutex); err != nil {
+	if err := b.validate(p); err != nil {
 		return nil, err
 	}
-	if p.ContenderID != "" {
-		if err := b.ValidateContenderID(p.ContenderID); err != nil {
-			return nil, err
-		}
+	if err := b.check(ctx); err != nil {
+		return nil, err
 	}
+	return b.open(p), nil
+}
+
+// validate applies the Redis rules to a participant's names.
+func (b *Backend) validate(p simba.Participant) error {
+	if err := b.ValidateMutex(p.Mutex); err != nil {
+		return err
+	}
+	if p.ContenderID != "" {
+		return b.ValidateContenderID(p.ContenderID)
+	}
+	return nil
+}
+
+// open returns the contention of a participant whose names are valid; a retriever's
+// subscribes its channels.
+func (b *Backend) open(p simba.Participant) *contention {
 	c := newContention(b, p)
 	if c.id == "" {
 		c.join()
 	}
-	return c, nil
+	return c
 }
 
 // usable returns an error when the backend is closed or ctx has ended.

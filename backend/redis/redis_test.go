@@ -164,13 +164,11 @@ func TestCloseLeavesTheClientOpen(t *testing.T) {
 func TestStoreErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		b := newBackend(t, unreachable(t))
-		var w wakes
-		c := contend(t, b, "m", "c", &w)
-		_, err := c.Acquire(t.Context())
+		_, err := b.StartContend(t.Context(), simba.Participant{Mutex: "m", ContenderID: "c", TTL: testTTL})
 		var op *net.OpError
 		assert.ErrorAs(t, err, &op, "the dial error is kept")
+		assert.ErrorIs(t, err, redis.ErrUnreachable)
 		assert.NotErrorIs(t, err, simba.ErrInvalidArgument)
-		assert.Error(t, c.Release(t.Context()))
 	})
 	t.Run("deadline", func(t *testing.T) {
 		srv := ownServer(t)
@@ -185,6 +183,7 @@ func TestStoreErrors(t *testing.T) {
 		defer cancel()
 		_, err = c.Acquire(ctx)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		oneLine(t, err)
 		require.NoError(t, srv.Resume())
 	})
 	t.Run("foreign data", func(t *testing.T) {
@@ -205,6 +204,8 @@ func TestStoreErrors(t *testing.T) {
 		require.NoError(t, admin.HSet(ctx, "simba:{"+mutex+"}:fence", "owner", "x", "token", "not a number").Err())
 		_, err = contend(t, b, mutex, "c", &w).Acquire(ctx)
 		assert.ErrorIs(t, err, redis.ErrUnexpectedReply)
+		oneLine(t, err)
+		assert.NotContains(t, err.Error(), mutex, "simba names the mutex")
 	})
 }
 

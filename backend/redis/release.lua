@@ -1,6 +1,7 @@
--- release: ARGV[1] the contender ID; ARGV[2] '1' if the contender may be in the waiting
--- set; ARGV[3], optional, a fencing token to raise the contender's fence to first (a
--- Quorum whose tenure ends before its first renewal).
+-- release: ARGV[1] the contender ID; ARGV[2] '0' if the contender is not in the waiting
+-- set ('1' or '2' if it may be, see acquire.lua); ARGV[3] '1' if subscriber counts are
+-- exact (see hearsAlways); ARGV[4], optional, a fencing token to raise the contender's
+-- fence to first (a Quorum whose tenure ends before its first renewal).
 -- Returns 1 if the contender owned the mutex and released it, 0 otherwise.
 -- A non-owner only leaves the waiting set. The owner takes the oldest waiter off the
 -- waiting set and then either
@@ -11,44 +12,77 @@
 --     'acquired@@<waiter>' on simba:{mutex}. The waiter believes from the send time of
 --     the attempt with that nonce, which came before the registration; or
 --   - deletes its key and tells the waiter 'released@@<releaser>' on
---     simba:{mutex}:<waiter>, as JVM Simba does (a JVM waiter, or a stale registration).
-local id, listed = ARGV[1], ARGV[2] == '1'
+--     simba:{mutex}:<waiter>, as JVM Simba does (a JVM waiter, or a stale registration),
+--     and every Go subscriber 'released@@<releaser>@@<waiter>' on simba:{mutex}:@@released.
+-- A waiter that is gone is passed by, and its entry dropped: its registration expired, or
+-- nobody heard the message addressed to it although it would have (see hearsAlways); a
+-- grant made to it is then void, as nobody heard of it. With nobody left to serve, the
+-- owner deletes its key and tells every Go subscriber 'released@@<releaser>'.
+local id, listed, exact = ARGV[1], ARGV[2] ~= '0', ARGV[3] == '1'
 
-if ARGV[3] and redis.call('hget', fenceKey, 'owner') == id then
+if ARGV[4] and redis.call('hget', fenceKey, 'owner') == id then
   local current = redis.call('hget', fenceKey, 'token')
-  if not current or isGreater(ARGV[3], current) then
-    redis.call('hset', fenceKey, 'token', ARGV[3])
+  if not current or isGreater(ARGV[4], current) then
+    redis.call('hset', fenceKey, 'token', ARGV[4])
   end
 end
-if listed then
-  redis.call('zrem', waitKey, id)
-  redis.call('hdel', grantKey, id)
-end
 if redis.call('get', ownerKey) ~= id then
+  if listed then
+    redis.call('zrem', waitKey, id)
+    redis.call('hdel', grantKey, id)
+  end
   return 0
 end
-local oldest = redis.call('zrange', waitKey, 0, 0)[1]
-if not oldest then
-  redis.call('del', ownerKey)
-  return 1
-end
-redis.call('zrem', waitKey, oldest)
-local registration = redis.call('hget', grantKey, oldest)
-if registration then
-  redis.call('hdel', grantKey, oldest)
-  local nonce, at, lease, ttl = string.match(registration, '^([^@]+)@@(%d+)@@(%d+)@@(%d+)$')
-  if nonce then
-    local age = millis(redis.call('time')) - tonumber(at)
-    if age >= 0 and age * 10 < tonumber(ttl) * 9 then
-      local left = string.format('%.0f', tonumber(lease) - age)
-      redis.call('set', ownerKey, oldest, 'px', left)
-      local token = newToken(oldest, left)
-      redis.call('publish', ownerKey .. ':' .. oldest, table.concat({ 'granted', nonce, token, id }, '@@'))
-      redis.call('publish', ownerKey, 'acquired@@' .. oldest)
-      return 1
+-- An owner is not in the waiting set: acquiring, renewing and being granted the mutex
+-- took it off.
+
+local now, nowMs -- the server's time, read once a waiter is found
+
+-- serve hands the mutex to waiter, or wakes it, and reports whether it was heard.
+local function serve(waiter, reg, known)
+  local channel = ownerKey .. ':' .. waiter
+  local tell = hearsAlways(exact, reg, known)
+  if reg and reg.nonce ~= '' then
+    local age = nowMs - reg.at
+    if age >= 0 and age * 10 < reg.ttl * 9 then
+      local left = string.format('%.0f', reg.lease - age)
+      local token = newToken(waiter, left, now)
+      if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and tell then
+        return false
+      end
+      redis.call('set', ownerKey, waiter, 'px', left)
+      redis.call('publish', ownerKey, 'acquired@@' .. waiter)
+      return true
     end
+  end
+  if redis.call('publish', channel, 'released@@' .. id) == 0 and tell then
+    return false
+  end
+  redis.call('del', ownerKey)
+  redis.call('publish', releaseChannel, 'released@@' .. id .. '@@' .. waiter)
+  return true
+end
+
+-- At most 16 waiters are looked at, so that a release stays short; gone ones further
+-- back are dropped by later releases, or expire.
+for _ = 1, 16 do
+  local waiter = redis.call('zrange', waitKey, 0, 0)[1]
+  if not waiter then
+    break
+  end
+  if not now then
+    now = redis.call('time')
+    nowMs = millis(now)
+  end
+  redis.call('zrem', waitKey, waiter)
+  local reg, known = registration(waiter)
+  if known then
+    redis.call('hdel', grantKey, waiter)
+  end
+  if waiter ~= id and not (reg and reg.untilMs < nowMs) and serve(waiter, reg, known) then
+    return 1
   end
 end
 redis.call('del', ownerKey)
-redis.call('publish', ownerKey .. ':' .. oldest, 'released@@' .. id)
+redis.call('publish', releaseChannel, 'released@@' .. id)
 return 1

@@ -10,6 +10,11 @@ import (
 // separator joins the parts of replies and messages in JVM Simba's format.
 const separator = "@@"
 
+// releaseChannelSuffix makes the release channel of a mutex from its owner key:
+// simba:{mutex}:@@released. No contender's channel simba:{mutex}:<id> can have that name,
+// since contender IDs never contain "@@", and JVM Simba does not subscribe it.
+const releaseChannelSuffix = ":" + separator + "released"
+
 // maxRemaining bounds the remaining time of an owner key a reply may report, far below
 // where duration arithmetic could overflow (the same bound simba puts on ttl + transition).
 const maxRemaining = 100 * 365 * 24 * time.Hour
@@ -85,7 +90,7 @@ type event int
 
 const (
 	acquired event = iota + 1 // "acquired@@<new owner>" on simba:{mutex}
-	released                  // "released@@<former owner>" on simba:{mutex}:<waiter>
+	released                  // "released@@<former owner>" on simba:{mutex}:<waiter>, or "released@@<former owner>[@@<waiter>]" on simba:{mutex}:@@released
 	granted                   // "granted@@<nonce>@@<token>@@<former owner>" on simba:{mutex}:<waiter>
 )
 
@@ -93,13 +98,16 @@ const (
 type message struct {
 	event
 	id    string // the new owner (acquired) or the former owner (released, granted)
+	woken string // released, on the release channel: the waiter the release woke, if any
 	nonce string // granted: the nonce of the waiter's registration
 	token uint64 // granted: the fencing token of the waiter's tenure
 }
 
-// parseMessage parses a pub/sub message "acquired@@<id>", "released@@<id>" or
-// "granted@@<nonce>@@<token>@@<id>". The ID is everything after the "@@" that ends the
-// fields before it. ok is false for anything else.
+// parseMessage parses a pub/sub message "acquired@@<id>", "released@@<id>",
+// "released@@<id>@@<waiter>" or "granted@@<nonce>@@<token>@@<id>". The ID of acquired
+// and granted messages is everything after the "@@" that ends the fields before it; a
+// released message's ID ends at the next "@@" (contender IDs never contain one). ok is
+// false for anything else.
 func parseMessage(payload string) (m message, ok bool) {
 	kind, rest, found := strings.Cut(payload, separator)
 	if !found {
@@ -109,7 +117,8 @@ func parseMessage(payload string) (m message, ok bool) {
 	case "acquired":
 		return message{event: acquired, id: rest}, true
 	case "released":
-		return message{event: released, id: rest}, true
+		id, woken, _ := strings.Cut(rest, separator)
+		return message{event: released, id: id, woken: woken}, true
 	case "granted":
 		nonce, rest, ok1 := strings.Cut(rest, separator)
 		token, id, ok2 := strings.Cut(rest, separator)

@@ -77,6 +77,8 @@ func TestParseMessage(t *testing.T) {
 		{"released@@@x", message{event: released, id: "@x"}, true},
 		{"acquired@@x@", message{event: acquired, id: "x@"}, true},
 		{"released@@", message{event: released}, true},
+		{"released@@a@@b", message{event: released, id: "a", woken: "b"}, true},
+		{"released@@a@@", message{event: released, id: "a"}, true},
 		{"granted@@ab12-7@@1795253251350913@@0:42@h", message{event: granted, id: "0:42@h", nonce: "ab12-7", token: 1795253251350913}, true},
 		{"granted@@n@@5@@x@@y", message{event: granted, id: "x@@y", nonce: "n", token: 5}, true},
 		{"granted@@n@@0@@x", message{}, false},
@@ -174,7 +176,7 @@ func FuzzParseAnswer(f *testing.F) {
 // FuzzParseMessage: any payload parses without panicking, and a parsed one is rebuilt
 // from its fields.
 func FuzzParseMessage(f *testing.F) {
-	for _, s := range []string{"acquired@@c", "released@@c", "released@@@x", "x@@y", "acquired", "",
+	for _, s := range []string{"acquired@@c", "released@@c", "released@@@x", "released@@a@@b", "x@@y", "acquired", "",
 		"granted@@ab-1@@17@@c", "granted@@n@@007@@c", "granted@@n@@x@@c"} {
 		f.Add(s)
 	}
@@ -189,6 +191,12 @@ func FuzzParseMessage(f *testing.F) {
 			rebuilt = "acquired" + separator + m.id
 		case released:
 			rebuilt = "released" + separator + m.id
+			if strings.Contains(m.id, separator) {
+				t.Fatalf("%q parsed as %+v", s, m)
+			}
+			if len(s) > len(rebuilt) {
+				rebuilt += separator + m.woken
+			}
 		case granted:
 			if m.nonce == "" || m.token == 0 || strings.Contains(m.nonce, separator) {
 				t.Fatalf("%q parsed as %+v", s, m)

@@ -90,7 +90,7 @@ func TestSubscriptionSurvivesReconnect(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "jvm"}
+	jvm := newForeign(t, admin, mutex, "jvm")
 	var w wakes
 	c := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "go", &w)
 	handOver := func(what string) {
@@ -155,7 +155,7 @@ func TestSubscriptionSurvivesStall(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	jvm := foreign{t: t, admin: admin, mutex: mutex, id: "jvm"}
+	jvm := newForeign(t, admin, mutex, "jvm")
 	client, name := namedClient(t, srv.Addr())
 	b := newBackend(t, client, redis.WithPingInterval(100*time.Millisecond), redis.WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
 	var w wakes

@@ -21,10 +21,13 @@ var (
 	lookupLua string
 	//go:embed raise.lua
 	raiseLua string
+	//go:embed waiting.lua
+	waitingLua string
 
 	acquireScript = goredis.NewScript(preludeLua + acquireLua)
 	guardScript   = goredis.NewScript(preludeLua + guardLua)
 	releaseScript = goredis.NewScript(preludeLua + releaseLua)
 	lookupScript  = goredis.NewScript(preludeLua + lookupLua)
 	raiseScript   = goredis.NewScript(preludeLua + raiseLua)
+	waitingScript = goredis.NewScript(preludeLua + waitingLua)
 )

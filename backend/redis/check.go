@@ -1,0 +1,55 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// check verifies that the server answers and accepts the client, with a PING, once per
+// backend: after the first success it is remembered and costs nothing; a failure is not
+// remembered, so the next start checks again.
+func (b *Backend) check(ctx context.Context) error {
+	if b.checked.Load() {
+		return nil
+	}
+	if err := b.client.Ping(ctx).Err(); err != nil {
+		return newCheckError(ctx, b.client, err)
+	}
+	b.checked.Store(true)
+	return nil
+}
+
+// newCheckError returns the error of a failed start-up check: one line, matching
+// ErrUnreachable or ErrRefused, the client's error and, when ctx had ended, ctx.Err().
+func newCheckError(ctx context.Context, client goredis.UniversalClient, err error) error {
+	kind, what := ErrUnreachable, "server unreachable"
+	var refused goredis.Error
+	switch {
+	case errors.As(err, &refused):
+		kind, what = ErrRefused, "server refused the client"
+	case addrOf(client) != "":
+		what = "server " + addrOf(client) + " unreachable"
+	}
+	e := &backendError{detail: what + ": " + err.Error(), causes: []error{kind, err}}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		e.detail += " (" + cerr.Error() + ")"
+		e.causes = append(e.causes, cerr)
+	}
+	return e
+}
+
+// addrOf returns the address(es) a client dials, or "" when it cannot tell.
+func addrOf(client goredis.UniversalClient) string {
+	switch c := client.(type) {
+	case *goredis.Client:
+		if addr := c.Options().Addr; addr != "FailoverClient" { // a Sentinel client's placeholder
+			return addr
+		}
+	case *goredis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	}
+	return ""
+}

@@ -1,0 +1,218 @@
+package redis_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/redis"
+)
+
+// waiter opens a contention that takes grants, as a service's would, with a lease of
+// ttl + ttl/2, on a backend of its own that the caller may close to make it die.
+func waiter(t testing.TB, addr, mutex, id string, ttl time.Duration) (simba.LeaseContention, *redis.Backend, *wakes) {
+	t.Helper()
+	b := newBackend(t, newClient(t, addr))
+	w := &wakes{}
+	p := simba.Participant{
+		Mutex: mutex, ContenderID: id, TTL: ttl, Transition: ttl / 2,
+		Logger: slog.New(slog.DiscardHandler), Wake: w.wake, Report: func(simba.Owner) {},
+		Grant: func(simba.Record, time.Time) {},
+	}
+	c, err := b.StartContend(t.Context(), p)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	return c.(simba.LeaseContention), b, w
+}
+
+// waitSubscribed makes c wait for mutex, owned by owner, with its channel subscribed:
+// its first attempt finds the mutex owned and subscribes, and the one after the
+// confirmation is made while the subscription stands, as a waiting service's is.
+func waitSubscribed(t testing.TB, admin goredis.UniversalClient, c simba.LeaseContention, w *wakes, mutex, id, owner string) {
+	t.Helper()
+	n := w.count()
+	rec, err := c.Acquire(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, owner, rec.Owner)
+	w.waitMore(t, n, "the subscription of "+id)
+	require.EqualValues(t, 1, numSub(t, admin, "simba:{"+mutex+"}:"+id))
+	rec, err = c.Acquire(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, owner, rec.Owner)
+}
+
+// Waiters that died (their process ended without a release) do not stay in the waiting
+// set (issue 14, item 3): they do not make OthersWaiting true, and a release passes them
+// by, serving the live waiter behind them at once instead of granting the mutex to a
+// dead one (which would block it for a lease) or waking nobody; afterwards neither the
+// waiting set nor the grant registrations keep them.
+func TestDeadWaitersAreDropped(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
+	rec, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+
+	for i := range 3 {
+		id := "dead" + strconv.Itoa(i)
+		c, b, w := waiter(t, srv.Addr(), mutex, id, 30*time.Second)
+		waitSubscribed(t, admin, c, w, mutex, id, "owner")
+		require.NoError(t, b.Close()) // dies: no release, no StopContend
+		poll(t, id+"'s subscription to end", func() bool { return numSub(t, admin, key+":"+id) == 0 })
+	}
+	require.EqualValues(t, 3, admin.ZCard(ctx, key+":contender").Val())
+	require.EqualValues(t, 3, admin.HLen(ctx, key+":grant").Val())
+	waiting, err := owner.(simba.WaitList).OthersWaiting(ctx)
+	require.NoError(t, err)
+	assert.False(t, waiting, "only dead waiters")
+
+	r := newRecorder()
+	r.service(t, newBackend(t, newClient(t, srv.Addr())), mutex, "live", longLease...)
+	poll(t, "the live waiter to wait", func() bool {
+		return admin.ZScore(ctx, key+":contender", "live").Err() == nil && numSub(t, admin, key+":live") == 1
+	})
+	waiting, err = owner.(simba.WaitList).OthersWaiting(ctx)
+	require.NoError(t, err)
+	assert.True(t, waiting, "the live waiter")
+
+	require.NoError(t, owner.Release(ctx))
+	await(t, &r.sig, "the live waiter to be served", func() bool { return r.acquisitions("live") == 1 })
+	assert.Equal(t, "live", admin.Get(ctx, key).Val())
+	assert.Zero(t, admin.Exists(ctx, key+":contender", key+":grant").Val(), "the waiting set and the registrations are empty")
+}
+
+// A contender ID used again by a later lifecycle (a restarted process) is not served
+// an entry its earlier lifecycle left in the waiting set (issue 14, item 4): the first
+// attempt of the new contention takes it out, so that its own release never picks
+// itself and grants itself a lease nobody believes in, but wakes the waiter behind.
+func TestReusedIDDoesNotServeItself(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	ob := newBackend(t, newClient(t, srv.Addr()))
+	owner := contend(t, ob, mutex, "owner", &wakes{})
+	_, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+
+	// The first lifecycle of "c" waits, with a long lease, and its process ends.
+	earlier, eb, _ := waiter(t, srv.Addr(), mutex, "c", 30*time.Second)
+	rec, err := earlier.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	require.NoError(t, eb.Close())
+	// The owner's process ends too; its key lapses.
+	require.NoError(t, ob.Close())
+	poll(t, "the owner key to lapse", func() bool { return admin.Exists(ctx, key).Val() == 0 })
+
+	// The restarted "c" takes the free mutex; a waiter queues behind.
+	later, _, _ := waiter(t, srv.Addr(), mutex, "c", 30*time.Second)
+	rec, err = later.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "c", rec.Owner)
+	var ww wakes
+	next := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "next", &ww)
+	rec, err = next.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "c", rec.Owner)
+	ww.waitMore(t, 0, "the subscription of the next waiter")
+
+	n := ww.count()
+	require.NoError(t, later.Release(ctx))
+	assert.NotEqual(t, "c", admin.Get(ctx, key).Val(), "the release granted the mutex to its own ID")
+	ww.waitMore(t, n, "the release to wake the next waiter")
+	rec, err = next.Acquire(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "next", rec.Owner)
+	assert.ErrorIs(t, admin.ZScore(ctx, key+":contender", "c").Err(), goredis.Nil)
+}
+
+// First come, first served across Go and JVM waiters (issue 14, item 5). JVM Simba
+// scores a waiter with the server's time in whole seconds; a Go waiter that registered
+// before a JVM waiter within the same second is still served first, by a Go release and
+// by a JVM one alike, and a JVM waiter that registered first is served first.
+func TestFirstComeFirstServedAcrossJVMAndGo(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+
+	// sameSecond runs first and second within one second of the server's clock: it
+	// starts them early in a second and reports whether they stayed within it.
+	sameSecond := func(first, second func()) bool {
+		poll(t, "the start of a second", func() bool { return admin.Time(ctx).Val().Nanosecond() < 200*int(time.Millisecond) })
+		begin := admin.Time(ctx).Val().Unix()
+		first()
+		second()
+		return admin.Time(ctx).Val().Unix() == begin
+	}
+	type order struct {
+		name     string
+		goFirst  bool
+		jvmFrees bool // the holder is JVM Simba
+	}
+	for _, o := range []order{
+		{"Go first, Go release", true, false},
+		{"Go first, JVM release", true, true},
+		{"JVM first, Go release", false, false},
+		{"JVM first, JVM release", false, true},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			for attempt := 0; ; attempt++ {
+				require.Less(t, attempt, 5, "could not register both within one second")
+				mutex := uniqueName(t, "m")
+				key := "simba:{" + mutex + "}"
+				holderJVM := newForeign(t, admin, mutex, "1:1@10.0.0.1")
+				var holderGo simba.LeaseContention
+				if o.jvmFrees {
+					require.True(t, holderJVM.acquire())
+				} else {
+					holderGo = contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "holder", &wakes{})
+					_, err := holderGo.Acquire(ctx)
+					require.NoError(t, err)
+				}
+				jvm := newForeign(t, admin, mutex, "2:2@10.0.0.2")
+				g, _, _ := waiter(t, srv.Addr(), mutex, "go", 30*time.Second)
+				goWaits := func() {
+					_, err := g.Acquire(ctx)
+					require.NoError(t, err)
+				}
+				jvmWaits := func() { require.False(t, jvm.acquire()) }
+				var ok bool
+				if o.goFirst {
+					ok = sameSecond(goWaits, jvmWaits)
+				} else {
+					ok = sameSecond(jvmWaits, goWaits)
+				}
+				if !ok {
+					continue
+				}
+				var served string
+				if o.jvmFrees {
+					served = holderJVM.release()
+				} else {
+					require.NoError(t, holderGo.Release(ctx))
+					if owner := admin.Get(ctx, key).Val(); owner != "" {
+						served = owner // granted
+					} else {
+						served = jvm.id // woken by JVM Simba's message
+					}
+				}
+				want := map[bool]string{true: "go", false: jvm.id}[o.goFirst]
+				assert.Equal(t, want, served)
+				return
+			}
+		})
+	}
+}
