@@ -121,19 +121,15 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 			}
 			// Then contend like anyone: the UPDATE takes the row if the holder did not.
 		case rec.Owner != c.id:
-			return c.seen(r), nil
+			rec, _ = c.seen(r)
+			return rec, nil
 		}
 		// The row is this contender's (renew it), or free.
 	}
 	args := acquireArgs{mutex: c.mutex, contender: c.id, ttl: c.ttl.Milliseconds(), lease: c.lease.Milliseconds()}
 	for again := true; ; again = false {
-		var res acquireResult
-		err := c.run(ctx, func(q querier) (err error) {
-			res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.b.sql.acquire), args)
-			return err
-		})
+		res, err := c.update(ctx, args)
 		if err != nil {
-			c.doubt = true
 			return simba.Record{}, err
 		}
 		if res.matched {
@@ -153,55 +149,103 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 		case again && r.record().Owner == "":
 			continue // free now: created or released since the UPDATE; try again
 		}
-		return c.seen(r), nil
+		rec, known := c.seen(r)
+		if known {
+			return rec, nil
+		}
+		// The row is this contender's, in a tenure the contention has no token for (an
+		// earlier lifecycle's): renew it at the version read, which begins this
+		// contention's tenure with a token larger than that lifecycle's.
+		res, err = c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id, ttl: args.ttl, lease: args.lease,
+			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}})
+		switch {
+		case err != nil:
+			return simba.Record{}, err
+		case !res.matched:
+			return simba.Record{}, errors.New("the row changed while this contender took over its own earlier tenure")
+		}
+		return c.won(res), nil
 	}
 }
 
+// update runs the acquire statement. A renewal is allowed at the version the contention
+// last saw when it knows the tenure the row holds (see mysqlRenewal), unless a.expect is
+// set already.
+func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, error) {
+	if !a.expect.Valid && c.token != 0 {
+		a.expect = sql.NullInt64{Int64: int64(c.version), Valid: true}
+	}
+	var res acquireResult
+	err := c.run(ctx, func(q querier) (err error) {
+		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.b.sql.acquire), a)
+		return err
+	})
+	if err != nil {
+		c.doubt = true
+	}
+	return res, err
+}
+
 // won records a matched acquire and returns the contender's record. The token is the
-// version the tenure's first UPDATE produced: a new tenure takes the new version; a renewal
-// keeps the token it had, provided the row changed at most once since the last answer (the
-// version before this UPDATE is the known one, or one more: a statement of this contender
-// whose answer was lost, since only this contender's statements leave its ID in the row).
-// Otherwise other tenures may have come between, and the new version, larger than all of
-// their tokens, is the safe choice.
+// version the tenure's first UPDATE produced. A renewal matches only at the version the
+// contention last saw with its tenure in the row, so nothing came between: the tenure
+// goes on and keeps its token. Anything else is a new tenure, whose token is the new
+// version (for a renewal of an earlier lifecycle's tenure, larger than that lifecycle's).
 func (c *contention) won(res acquireResult) simba.Record {
 	token := res.version
-	if res.renewed && c.continues(res.version-1) && !mutation.On("latest-version-token") {
+	if res.renewed && c.token != 0 && !mutation.On("latest-version-token") {
 		token = c.token
+	}
+	ttl := c.ttl - clockStep
+	if res.renewed {
+		ttl -= renewalMark
 	}
 	c.version, c.token = res.version, token
 	return simba.Record{
 		Owner:      c.id,
-		TTL:        c.ttl - clockStep,
+		TTL:        ttl,
 		Transition: c.lease - clockStep,
 		Token:      token,
 	}
 }
 
-// continues reports whether a row of this contender at version v can belong to the tenure
-// whose token the contention knows.
-func (c *contention) continues(v uint64) bool {
-	return c.token != 0 && (v == c.version || v == c.version+1)
-}
+// renewalMark is how much shorter a renewal makes ttl_at than a new tenure does: the row
+// then tells which of the two its last write was.
+const renewalMark = time.Millisecond
 
-// seen records a row that was read and returns it as a record. Rows naming other owners
-// carry no token (simba.Record: "zero when the store cannot tell it to this caller").
-func (c *contention) seen(r row) simba.Record {
-	rec := r.record()
+// seen records a row that was read when the acquire statement did not match, and returns
+// it as a record. Rows naming other owners carry no token (simba.Record: "zero when the
+// store cannot tell it to this caller"). known is false for a row of this contender whose
+// tenure the contention cannot name: the caller takes it over with a renewal.
+//
+// A row that names this contender was written last by one of its own statements (no one
+// else writes its ID), whose answer was lost if the version moved. Each statement of the
+// contention that renews expects the version of the last answer, so once one of them has
+// renewed, the others cannot; any later write of this contender is a new tenure, taken
+// when the row was free. The row's last write therefore tells: a renewal (ttl_at marked)
+// at the next version continues the tenure the contention knows; a new tenure is one of
+// its statements that began a tenure, whose token is the version it wrote.
+func (c *contention) seen(r row) (rec simba.Record, known bool) {
+	rec = r.record()
 	if c.id == "" || rec.Owner != c.id {
 		c.version, c.token = r.version, 0
-		return rec
+		return rec, true
 	}
-	// The row names this contender although the UPDATE did not match: a statement of
-	// this contender landed in between, or the row is at the last millisecond of its
-	// transition window.
-	token := r.version
-	if c.continues(r.version) {
-		token = c.token
+	mark := int64(r.transitionAt) - int64(r.ttlAt) - (c.lease - c.ttl).Milliseconds()
+	switch {
+	case c.token != 0 && r.version == c.version:
+		// Nothing changed: the row is at the last millisecond of its transition window.
+	case c.token != 0 && r.version == c.version+1 && mark == renewalMark.Milliseconds():
+		// The contention's own renewal, whose answer was lost.
+	case c.token != 0 && mark == 0:
+		c.token = r.version // a new tenure begun by a statement whose answer was lost
+	default:
+		c.version, c.token = r.version, 0
+		return simba.Record{}, false
 	}
-	c.version, c.token = r.version, token
-	rec.Token = token
-	return rec
+	c.version = r.version
+	rec.Token = c.token
+	return rec, true
 }
 
 // Release gives the mutex up with SPEC §6's release, conditioned on the exact version (see

@@ -52,14 +52,15 @@ var (
 // acquireArgs are the values the acquire statement needs.
 type acquireArgs struct {
 	mutex, contender string
-	ttl, lease       int64 // milliseconds: ttl, and ttl + transition
+	ttl, lease       int64         // milliseconds: ttl, and ttl + transition
+	expect           sql.NullInt64 // the version a renewal must find; none: no renewal
 }
 
 // acquireResult is what an acquire statement did.
 type acquireResult struct {
 	matched bool   // the contender owns the row now
 	version uint64 // the row's version after the statement (when matched)
-	renewed bool   // the row was the contender's renewable tenure before (when matched)
+	renewed bool   // the row was the contender's, at the expected version (when matched)
 }
 
 // schema is what Start learned about the server and the table, once per backend.

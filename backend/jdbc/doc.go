@@ -21,9 +21,10 @@
 // use with zeros, an empty owner and version 0. Acquisition and renewal are JVM Simba's one
 // conditional UPDATE (take the row if its transition window has ended, or renew it if it
 // is this contender's and the window has not); release sets the times to 0 and the owner
-// to the empty string where the owner is this contender. The release is further
-// conditioned on the exact version this contender last saw (below); JVM services are not
-// affected by that.
+// to the empty string where the owner is this contender. A renewal is further
+// conditioned on the exact version this contention last saw, and writes ttl_at one
+// millisecond early (see Fencing token); the release is conditioned on that version too
+// (see Bounded statements). JVM services are not affected by either.
 //
 // The DDL uses utf8mb4 with a binary collation. Start checks the real table through
 // information_schema and fails with a *SchemaError (matching ErrSchema) when it is
@@ -62,15 +63,21 @@
 //
 // The token is the row's version as set by the tenure's first UPDATE. Renewals bump the
 // version too, so the latest version is not the token. The UPDATE returns, through
-// LAST_INSERT_ID in its own reply, the new version and whether the row was this
-// contender's renewable tenure, so no read follows a successful acquisition. A renewal
-// keeps the token the contention knows, provided the row changed at most once since the
-// last answer it got (a change it cannot account for can only be its own statement whose
-// answer was lost: only this contender's statements put its ID in the row); otherwise, and
-// when a new lifecycle finds its contender's earlier tenure still on the row, the token is
-// the new version, larger than any token handed out before, which is always safe. Tokens
-// of one mutex strictly increase across tenures; version is an int unsigned, so after
-// 4,294,967,294 changes of one row acquisitions fail instead of repeating a token.
+// LAST_INSERT_ID in its own reply, the new version and whether it renewed the tenure the
+// contention knows, so no read follows a successful acquisition. A renewal matches only
+// at the exact version of the contention's last answer: a tenure goes on, and keeps its
+// token, only while nothing has come between. A row freed behind its owner's back, or
+// deleted and created again, is taken as a new tenure, with a new token, even by the
+// contender that owned it before. When an answer is lost, the statements that follow
+// still expect the version of the last answer, so none of them renews again; the next
+// one that does not match reads the row, and the row's last write tells what happened: a
+// renewal writes ttl_at one millisecond short of what a new tenure writes, so a renewal at
+// the next version continues the tenure and its token, and a new tenure of this contender
+// gives the version it wrote as the token. A new lifecycle that finds its contender's
+// earlier tenure still on the row renews it and takes the new version as its token, larger
+// than any token handed out before. Tokens of one mutex strictly increase across tenures;
+// version is an int unsigned, so after 4,294,967,294 changes of one row acquisitions fail
+// instead of repeating a token.
 //
 // # Bounded statements, and statements that arrive late
 //
@@ -81,7 +88,8 @@
 // A statement the caller abandoned may still reach the server later (it sat in a socket
 // buffer, or MySQL, which has no such prefix for UPDATE, kept it waiting for a row lock).
 // That is harmless: an acquisition is one UPDATE that only takes a free row or renews this
-// contender's own (a late one is a renewal, or takes a row nobody protects); a release
+// contender's own at the version its contention last saw (a late one renews nothing that
+// changed since, or takes a row nobody protects); a release
 // names the exact version its contention last saw, or read just before, so a release that
 // arrives after the row was acquired again, by this contender ID included, finds another
 // version and changes nothing.

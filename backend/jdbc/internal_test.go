@@ -41,32 +41,52 @@ func TestTokenIsTheFirstVersionOfTheTenure(t *testing.T) {
 		rec = c.won(acquireResult{matched: true, version: v, renewed: true})
 		assert.Equal(t, uint64(5), rec.Token, "renewal to version %d", v)
 	}
-	// A renewal whose answer was lost landed: the row moved by one more than known.
-	rec = c.won(acquireResult{matched: true, version: 10, renewed: true})
-	assert.Equal(t, uint64(5), rec.Token, "one unknown change of this contender's own")
-	// Two or more unknown changes: another tenure may have come between; a new token,
-	// larger than any of theirs.
-	rec = c.won(acquireResult{matched: true, version: 13, renewed: true})
-	assert.Equal(t, uint64(13), rec.Token)
-	rec = c.won(acquireResult{matched: true, version: 14, renewed: true})
-	assert.Equal(t, uint64(13), rec.Token)
+	rec = c.won(acquireResult{matched: true, version: 12})
+	assert.Equal(t, uint64(12), rec.Token, "a new tenure, say after the row was freed behind the owner's back")
 
 	// Someone else owned the row in between: the next acquisition is a new tenure.
-	other := c.seen(row{owner: "other", ttlAt: 100, transitionAt: 200, version: 20, now: 50})
+	other, known := c.seen(row{owner: "other", ttlAt: 100, transitionAt: 200, version: 20, now: 50})
+	assert.True(t, known)
 	assert.Equal(t, "other", other.Owner)
 	assert.Zero(t, other.Token, "no token for another owner's tenure")
 	rec = c.won(acquireResult{matched: true, version: 22})
 	assert.Equal(t, uint64(22), rec.Token)
 }
 
+// A row of this contender read after its acquire statement did not match: the row's last
+// write tells a renewal (ttl_at marked) from a new tenure.
+func TestTokenOfARowWrittenByALostStatement(t *testing.T) {
+	mine := func(version, ttlAt uint64) row {
+		return row{owner: "me", ttlAt: ttlAt, transitionAt: 2000, version: version, now: 500}
+	}
+	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
+	c.won(acquireResult{matched: true, version: 5})
+
+	rec, known := c.seen(mine(5, 1000))
+	assert.True(t, known)
+	assert.Equal(t, uint64(5), rec.Token, "unchanged: the last millisecond of the window")
+	rec, known = c.seen(mine(6, 999))
+	assert.True(t, known)
+	assert.Equal(t, uint64(5), rec.Token, "the contention's own renewal, whose answer was lost")
+	rec, known = c.seen(mine(9, 1000))
+	assert.True(t, known)
+	assert.Equal(t, uint64(9), rec.Token, "a new tenure begun by a statement whose answer was lost")
+	_, known = c.seen(mine(11, 999))
+	assert.False(t, known, "a renewal it could not have made: taken over")
+	assert.Zero(t, c.token)
+}
+
 // A new contention (a later lifecycle) that finds its own contender's tenure still on the
-// store cannot know that tenure's first version: it takes the new one.
+// store cannot name that tenure's token: it takes the row over with a renewal, whose
+// version is its token.
 func TestTokenOfAnInheritedTenure(t *testing.T) {
 	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
-	rec := c.won(acquireResult{matched: true, version: 9, renewed: true})
-	assert.Equal(t, uint64(9), rec.Token)
-	rec = c.won(acquireResult{matched: true, version: 10, renewed: true})
-	assert.Equal(t, uint64(9), rec.Token)
+	_, known := c.seen(row{owner: "me", ttlAt: 1000, transitionAt: 2000, version: 9, now: 500})
+	assert.False(t, known)
+	rec := c.won(acquireResult{matched: true, version: 10, renewed: true})
+	assert.Equal(t, uint64(10), rec.Token)
+	rec = c.won(acquireResult{matched: true, version: 11, renewed: true})
+	assert.Equal(t, uint64(10), rec.Token)
 }
 
 func TestRecordOfRow(t *testing.T) {

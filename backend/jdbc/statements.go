@@ -19,22 +19,31 @@ const (
 		"VALUES (?, 0, 0, 0, '', 0) ON DUPLICATE KEY UPDATE version = version"
 
 	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
-	// transition window has ended) or renews the contender's own. version is assigned
-	// first, so that it reads the row as it was whether the server assigns left to right
-	// (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT); through
-	// LAST_INSERT_ID it also hands back, in the statement's OK packet, the new version
-	// times two plus 1 if the row was this contender's renewable tenure (a renewal) or 0
-	// (a new tenure). The version guard keeps int unsigned from overflowing or, in
-	// non-strict mode, from sticking at its maximum and repeating a token.
-	// Arguments: contender, ttl ms, ttl+transition ms, contender, mutex, contender.
+	// transition window has ended) or renews the contender's own, but only at the exact
+	// version the contention last saw (mysqlRenewal). ttl_at is assigned first and version
+	// second, so that both read the row as it was whether the server assigns left to right
+	// (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT). A renewal
+	// writes ttl_at one millisecond short of a new tenure's, which leaves in the row which
+	// of the two its last write was (see contention.seen). Through LAST_INSERT_ID the
+	// statement hands back, in its OK packet, the new version times two plus 1 for a
+	// renewal or 0 for a new tenure. The version guard keeps int unsigned from overflowing
+	// or, in non-strict mode, from sticking at its maximum and repeating a token.
+	// Arguments: ttl ms, renewal (2), ttl+transition ms, contender, mutex, renewal (2),
+	// where each renewal is a contender and an expected version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
-		"version = LAST_INSERT_ID((version + 1) * 2 + (owner_id = ? AND transition_at > " + mysqlNow + ")) DIV 2, " +
+		"ttl_at = " + mysqlNow + " + ? - " + mysqlRenewal + ", " +
+		"version = LAST_INSERT_ID((version + 1) * 2 + " + mysqlRenewal + ") DIV 2, " +
 		"acquired_at = " + mysqlNow + ", " +
-		"ttl_at = " + mysqlNow + " + ?, " +
 		"transition_at = " + mysqlNow + " + ?, " +
 		"owner_id = ? " +
 		"WHERE mutex = ? AND version < 4294967295 " +
-		"AND (transition_at < " + mysqlNow + " OR (owner_id = ? AND transition_at > " + mysqlNow + "))"
+		"AND (transition_at < " + mysqlNow + " OR " + mysqlRenewal + ")"
+
+	// mysqlRenewal holds when the row is the contender's, its transition window has not
+	// ended, and it is at the version the contention expects: nothing has changed it
+	// since the contention's last answer, so the tenure it knows goes on. Arguments:
+	// contender, expected version.
+	mysqlRenewal = "(owner_id = ? AND transition_at > " + mysqlNow + " AND version <=> ?)"
 
 	// mysqlRead reads a row and the database's now in one statement.
 	// Arguments: mutex.
