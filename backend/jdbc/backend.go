@@ -21,6 +21,9 @@ type Backend struct {
 	handOver bool
 	closed   atomic.Bool
 
+	regressions atomic.Uint64
+	floors      floors
+
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded
 	contentions map[*contention]struct{}
@@ -101,6 +104,13 @@ func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.
 	b.contentions[c] = struct{}{}
 	return c, nil
 }
+
+// TokenRegressions returns how many times a contention of this backend saw a mutex's row
+// at a version lower than one the backend had seen before: the row was deleted and
+// created again by someone who did not know its version (see the package documentation).
+// Each such event is also logged at Error level with the token (the version seen) and the
+// previous token (the highest version seen before).
+func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
 
 // forget removes a stopped contention.
 func (b *Backend) forget(c *contention) {

@@ -70,6 +70,7 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	if b.handOver && c.id != "" {
 		c.lock = b.dialect.lockName(s, b.table, c.mutex)
 	}
+	b.floors.join(c.mutex)
 	return c
 }
 
@@ -175,6 +176,7 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 	if !a.expect.Valid && c.token != 0 {
 		a.expect = sql.NullInt64{Int64: int64(c.version), Valid: true}
 	}
+	a.floor = c.b.floors.get(c.mutex)
 	var res acquireResult
 	err := c.run(ctx, func(q querier) (err error) {
 		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.b.sql.acquire), a)
@@ -183,7 +185,22 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 	if err != nil {
 		c.doubt = true
 	}
+	if res.matched {
+		c.observe(a.floor, res.version)
+	}
 	return res, err
+}
+
+// observe records a version of the row, answered by a statement sent when the highest
+// version the backend had seen was before, and reports a version lower than that: the
+// row was deleted and created again by someone who did not know its version, and tokens
+// went back (FAULTS G2: only data loss may do that, and it must be detected).
+func (c *contention) observe(before, v uint64) {
+	if prev, back := c.b.floors.saw(c.mutex, before, v); back {
+		c.b.regressions.Add(1)
+		c.log.Error("simba/jdbc: fencing token went backwards: the mutex's row was deleted and created again from a lower version",
+			"token", v, "previous_token", prev)
+	}
 }
 
 // won records a matched acquire and returns the contender's record. The token is the
@@ -297,6 +314,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		c.version, c.token = version+1, 0
+		c.observe(version, version+1)
 	}
 	return nil
 }
@@ -322,6 +340,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 func (c *contention) StopContend(ctx context.Context) error {
 	c.free(ctx)
 	c.b.forget(c)
+	c.b.floors.leave(c.mutex)
 	return nil
 }
 
@@ -370,6 +389,7 @@ func span(a, b uint64) time.Duration {
 // read reads the row and the database's now; errNoRow if there is no row.
 func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
+	before := c.b.floors.get(c.mutex)
 	err := c.run(ctx, func(q querier) error {
 		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read), c.mutex).
 			Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
@@ -377,13 +397,18 @@ func (c *contention) read(ctx context.Context) (row, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}
+	if err == nil {
+		c.observe(before, r.version)
+	}
 	return r, err
 }
 
-// ensureRow creates the row with no owner unless it exists.
+// ensureRow creates the row with no owner unless it exists, at the highest version the
+// backend has seen for it.
 func (c *contention) ensureRow(ctx context.Context) error {
+	floor := c.b.floors.get(c.mutex)
 	return c.run(ctx, func(q querier) error {
-		_, err := q.ExecContext(ctx, c.bounded(ctx, c.b.sql.ensureRow), c.mutex)
+		_, err := q.ExecContext(ctx, c.bounded(ctx, c.b.sql.ensureRow), c.mutex, floor)
 		return err
 	})
 }

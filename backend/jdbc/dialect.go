@@ -54,6 +54,7 @@ type acquireArgs struct {
 	mutex, contender string
 	ttl, lease       int64         // milliseconds: ttl, and ttl + transition
 	expect           sql.NullInt64 // the version a renewal must find; none: no renewal
+	floor            uint64        // the version below which none is handed out
 }
 
 // acquireResult is what an acquire statement did.

@@ -79,6 +79,18 @@
 // version is an int unsigned, so after 4,294,967,294 changes of one row acquisitions fail
 // instead of repeating a token.
 //
+// A row deleted behind the backend's back and created again at version 0, as SPEC §6
+// creates rows, would hand out tokens again that were handed out before. So a backend
+// remembers the highest version it has seen in each mutex's row (of the mutexes its
+// contentions contend for, and of up to 4,096 others), creates a missing row at that
+// version, and has every acquisition take one more than the row's version or than that,
+// whichever is larger. A backend that never saw a mutex's row cannot know its version and
+// creates it from 0; when a backend then sees the row at a lower version than one it saw,
+// it logs that at Error level, with the version seen as the token and the highest seen
+// before as the previous token, and counts it (Backend.TokenRegressions): a regression is
+// detected, never silent, and the next tenure taken through that backend has a token
+// larger than every one before again.
+//
 // # Bounded statements, and statements that arrive late
 //
 // Every statement runs under the context simba passes, whose deadline (the call timeout,

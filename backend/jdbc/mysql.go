@@ -54,8 +54,8 @@ func (d mysqlDialect) statements(t tableName) statements {
 }
 
 func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error) {
-	res, err := q.ExecContext(ctx, query, a.ttl, a.contender, a.expect, a.contender, a.expect,
-		a.lease, a.contender, a.mutex, a.contender, a.expect)
+	res, err := q.ExecContext(ctx, query, a.ttl, a.contender, a.expect, a.floor, a.contender, a.expect,
+		a.lease, a.contender, a.mutex, a.floor, a.contender, a.expect)
 	if err != nil {
 		return acquireResult{}, err
 	}

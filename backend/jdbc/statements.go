@@ -11,12 +11,13 @@ package jdbc
 const mysqlNow = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
 
 const (
-	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. A row created
-	// meanwhile by someone else is left alone; unlike INSERT IGNORE, a value the column
-	// cannot hold is an error in strict mode rather than a silent truncation.
-	// Arguments: mutex.
+	// mysqlEnsureRow creates a mutex's row with no owner if it is missing, at the
+	// version the backend knows it had (SPEC §6 creates rows at 0, which a row deleted
+	// and created again would repeat tokens from). A row created meanwhile by someone
+	// else is left alone; unlike INSERT IGNORE, a value the column cannot hold is an
+	// error in strict mode rather than a silent truncation. Arguments: mutex, version.
 	mysqlEnsureRow = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
-		"VALUES (?, 0, 0, 0, '', 0) ON DUPLICATE KEY UPDATE version = version"
+		"VALUES (?, 0, 0, 0, '', ?) ON DUPLICATE KEY UPDATE version = version"
 
 	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
 	// transition window has ended) or renews the contender's own, but only at the exact
@@ -26,17 +27,20 @@ const (
 	// writes ttl_at one millisecond short of a new tenure's, which leaves in the row which
 	// of the two its last write was (see contention.seen). Through LAST_INSERT_ID the
 	// statement hands back, in its OK packet, the new version times two plus 1 for a
-	// renewal or 0 for a new tenure. The version guard keeps int unsigned from overflowing
-	// or, in non-strict mode, from sticking at its maximum and repeating a token.
-	// Arguments: ttl ms, renewal (2), ttl+transition ms, contender, mutex, renewal (2),
-	// where each renewal is a contender and an expected version (NULL: none).
+	// renewal or 0 for a new tenure. The new version is one more than the row's or than
+	// the floor, the highest version the backend saw, whichever is larger: after the row
+	// was deleted and created again from a lower version, tokens go on above the earlier
+	// ones. The version guard keeps int unsigned from overflowing or, in non-strict mode,
+	// from sticking at its maximum and repeating a token.
+	// Arguments: ttl ms, renewal (2), floor, ttl+transition ms, contender, mutex, floor,
+	// renewal (2), where each renewal is a contender and an expected version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
 		"ttl_at = " + mysqlNow + " + ? - " + mysqlRenewal + ", " +
-		"version = LAST_INSERT_ID((version + 1) * 2 + " + mysqlRenewal + ") DIV 2, " +
+		"version = LAST_INSERT_ID((GREATEST(version, ?) + 1) * 2 + " + mysqlRenewal + ") DIV 2, " +
 		"acquired_at = " + mysqlNow + ", " +
 		"transition_at = " + mysqlNow + " + ?, " +
 		"owner_id = ? " +
-		"WHERE mutex = ? AND version < 4294967295 " +
+		"WHERE mutex = ? AND GREATEST(version, ?) < 4294967295 " +
 		"AND (transition_at < " + mysqlNow + " OR " + mysqlRenewal + ")"
 
 	// mysqlRenewal holds when the row is the contender's, its transition window has not

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +18,14 @@ import (
 )
 
 // leaseOf opens a contention of b for mutex and id, stopped when the test ends, and
-// returns it for the test to call as the service would.
-func leaseOf(t *testing.T, b simba.Backend, mutex, id string) simba.LeaseContention {
+// returns it for the test to call as the service would. log may be nil.
+func leaseOf(t *testing.T, b simba.Backend, mutex, id string, log ...*slog.Logger) simba.LeaseContention {
 	t.Helper()
-	c, err := b.StartContend(t.Context(), simba.Participant{
-		Mutex: mutex, ContenderID: id, TTL: 2 * time.Second, Transition: time.Second, Wake: func() {},
-	})
+	p := simba.Participant{Mutex: mutex, ContenderID: id, TTL: 2 * time.Second, Transition: time.Second, Wake: func() {}}
+	if len(log) > 0 {
+		p.Logger = log[0]
+	}
+	c, err := b.StartContend(t.Context(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
 	return c.(simba.LeaseContention)
@@ -164,4 +168,93 @@ func TestLostRenewalRepliesKeepTheToken(t *testing.T) {
 		require.Equal(t, "a", rec.Owner)
 		assert.Equal(t, first.Token, rec.Token, "one token per tenure, after %d lost answers in a row", n+2)
 	}
+}
+
+// TestDeletedRowNeverGivesALowerToken (issue 15, item 3): the row is deleted behind its
+// owner's back. The backend that saw it creates it again at a version no lower than the
+// highest it saw, so its next token is larger than every earlier one. A backend that never
+// saw the row cannot know better and creates it from 0; the first backend notices the
+// version going back when it next sees the row, reports it (TokenRegressions, and a log
+// line at Error), and its next tenure's token is again larger than every token before.
+func TestDeletedRowNeverGivesALowerToken(t *testing.T) {
+	db := openDB(t)
+	mutex := mutexName(t)
+	_, err := db.ExecContext(t.Context(), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 100000)", mutex)
+	require.NoError(t, err)
+	delete := func() {
+		t.Helper()
+		_, err := db.ExecContext(t.Context(), "DELETE FROM simba_mutex WHERE mutex = ?", mutex)
+		require.NoError(t, err)
+	}
+	ba := newBackend(t, jdbc.WithHandOver(false))
+	a := leaseOf(t, ba, mutex, "a")
+	first := acquire(t, a)
+	require.Equal(t, uint64(100001), first.Token)
+	acquire(t, a) // a renewal: version 100002
+	require.NoError(t, a.Release(t.Context()))
+
+	delete()
+	next := acquire(t, a)
+	require.Equal(t, "a", next.Owner)
+	assert.Greater(t, next.Token, uint64(100002), "the row came back at the highest version the backend saw")
+	require.NoError(t, a.Release(t.Context()))
+	high := readRow(t, db, mutex).Version
+
+	delete()
+	b := leaseOf(t, newBackend(t, jdbc.WithHandOver(false)), mutex, "b")
+	low := acquire(t, b)
+	require.Equal(t, "b", low.Owner)
+	assert.Less(t, low.Token, high, "b's backend never saw the row: it starts from 0")
+	assert.Zero(t, ba.TokenRegressions())
+
+	var logs records
+	seen := acquire(t, leaseOf(t, ba, mutex, "c", slog.New(&logs)))
+	assert.Equal(t, "b", seen.Owner)
+	assert.Equal(t, uint64(1), ba.TokenRegressions(), "a's backend saw the version go back")
+	errs := logs.at(slog.LevelError)
+	require.Len(t, errs, 1)
+	assert.Equal(t, high, errs[0]["previous_token"])
+	acquire(t, a)
+	assert.Equal(t, uint64(1), ba.TokenRegressions(), "reported once")
+	require.NoError(t, b.Release(t.Context()))
+	again := acquire(t, a)
+	require.Equal(t, "a", again.Owner)
+	assert.Greater(t, again.Token, high, "larger than every token the backend saw")
+}
+
+// records keeps the attributes of every record logged, by level.
+type records struct {
+	mu   sync.Mutex
+	list []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, rec)
+	return nil
+}
+
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// at returns the attributes of the records logged at level.
+func (r *records) at(level slog.Level) []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, rec := range r.list {
+		if rec.Level != level {
+			continue
+		}
+		attrs := map[string]any{"msg": rec.Message}
+		rec.Attrs(func(a slog.Attr) bool {
+			attrs[a.Key] = a.Value.Any()
+			return true
+		})
+		out = append(out, attrs)
+	}
+	return out
 }
