@@ -122,7 +122,7 @@ func (b *Backend) forget(c *contention) {
 // usable fails when ctx has ended or the backend is closed.
 func (b *Backend) usable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("simba/jdbc: %w", err)
 	}
 	if b.closed.Load() {
 		return fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)

@@ -89,7 +89,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	c.acquiring(false)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire %q: %w", c.mutex, err)
+		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire: %w", err)
 	}
 	return rec, nil
 }
@@ -274,7 +274,7 @@ func (c *contention) Release(ctx context.Context) error {
 	err := c.releaseRow(ctx)
 	c.letGo(ctx)
 	if err != nil {
-		return fmt.Errorf("simba/jdbc: release %q: %w", c.mutex, err)
+		return fmt.Errorf("simba/jdbc: %w", err)
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	case errors.Is(err, errNoRow):
 		return simba.Record{}, nil
 	case err != nil:
-		return simba.Record{}, fmt.Errorf("simba/jdbc: look up %q: %w", c.mutex, err)
+		return simba.Record{}, fmt.Errorf("simba/jdbc: look up: %w", err)
 	}
 	return r.record(), nil
 }
