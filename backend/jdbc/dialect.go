@@ -36,6 +36,8 @@ type Dialect interface {
 type statements struct {
 	ensureRow, acquire, read, release        string
 	tryLock, waitLock, unlock, interruptText string
+	ensureFloor, lockFloor, raiseFloor       string
+	prunable, deleteText                     string
 }
 
 // querier runs statements: the pool (*sql.DB) or one pinned connection (*sql.Conn).

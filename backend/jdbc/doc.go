@@ -17,14 +17,18 @@
 // One row per mutex in table simba_mutex (WithTable names another): mutex varchar(66),
 // the primary key; acquired_at, ttl_at and transition_at, bigint unsigned epoch
 // milliseconds; owner_id varchar(128), empty when there is no owner; version int
-// unsigned, bumped by every change. This is JVM Simba's format; a row is created on first
-// use with zeros, an empty owner and version 0. Acquisition and renewal are JVM Simba's one
-// conditional UPDATE (take the row if its transition window has ended, or renew it if it
-// is this contender's and the window has not); release sets the times to 0 and the owner
-// to the empty string where the owner is this contender. A renewal is further
-// conditioned on the exact version this contention last saw, and writes ttl_at one
-// millisecond early (see Fencing token); the release is conditioned on that version too
-// (see Bounded statements). JVM services are not affected by either.
+// unsigned, bumped by every change. This is JVM Simba's format. JVM Simba creates a row on
+// first use with zeros, an empty owner and version 0; here acquired_at stamps the creation
+// and the version is the highest known for the mutex (see Fencing token). Acquisition and
+// renewal are JVM Simba's one conditional UPDATE (take the row if its transition window
+// has ended, or renew it if it is this contender's and the window has not); release sets
+// ttl_at and transition_at to 0 and the owner to the empty string where the owner is this
+// contender, and, where JVM Simba sets acquired_at to 0, stamps it with the time of the
+// release (see Pruning). A renewal is further conditioned on the exact version this
+// contention last saw, and writes ttl_at one millisecond early (see Fencing token); the
+// release is conditioned on that version too (see Bounded statements). JVM services are
+// affected by none of these: they read acquired_at only to report it, and treat a row
+// whose transition window has ended as free whatever its other columns say.
 //
 // The DDL uses utf8mb4 with a binary collation. Start checks the real table through
 // information_schema and fails with a *SchemaError (matching ErrSchema) when it is
@@ -90,6 +94,32 @@
 // before as the previous token, and counts it (Backend.TokenRegressions): a regression is
 // detected, never silent, and the next tenure taken through that backend has a token
 // larger than every one before again.
+//
+// # Pruning
+//
+// Neither acquisition nor release deletes a row, so with a mutex name per entity (one per
+// invoice, say) the table grows for ever. Backend.Prune deletes the rows that have had no
+// owner for longer than a given age by the database's clock: released or created that
+// long ago, or left by an owner whose transition window ended that long ago. A row JVM
+// Simba released carries no time and counts as released long ago. Run Prune now and then,
+// from one process or several; it is safe while the mutexes are in use:
+//
+//   - It deletes only rows without an owner, in transactions of up to 100 rows that lock
+//     them first, so a row acquired meanwhile is kept.
+//   - A contender that finds its row gone creates it again and acquires it; one that
+//     races a Prune retries on its next attempt at worst.
+//   - Tokens never go back: each pruning transaction raises the version of the floor row,
+//     a row whose mutex is the empty string (a name neither simba nor JVM Simba allows),
+//     to the highest version it deletes, and every row created afterwards, for a name
+//     used again or for the first time, starts at that version. A first use reads the
+//     floor row with a shared lock, which waits for a pruning transaction under way; a
+//     pruning transaction locks the floor row before the rows it deletes, so the two
+//     never wait for each other in a cycle. A row whose version reached the column's
+//     maximum is never pruned: it can never be acquired again, and the floor would
+//     leave the rows created after it no version to hand out.
+//
+// The floor row stays in the table; do not delete it by hand (tokens of pruned mutexes
+// would then start again from the versions their backends remember, or from 0).
 //
 // # Bounded statements, and statements that arrive late
 //

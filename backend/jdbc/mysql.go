@@ -50,6 +50,11 @@ func (d mysqlDialect) statements(t tableName) statements {
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
 		interruptText: mysqlInterrupt,
+		ensureFloor:   fmt.Sprintf(mysqlEnsureFloor, q),
+		lockFloor:     fmt.Sprintf(mysqlLockFloor, q),
+		raiseFloor:    fmt.Sprintf(mysqlRaiseFloor, q),
+		prunable:      fmt.Sprintf(mysqlPrunable, q),
+		deleteText:    fmt.Sprintf(mysqlDelete, q, "%s"),
 	}
 }
 

@@ -11,13 +11,18 @@ package jdbc
 const mysqlNow = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
 
 const (
-	// mysqlEnsureRow creates a mutex's row with no owner if it is missing, at the
-	// version the backend knows it had (SPEC §6 creates rows at 0, which a row deleted
-	// and created again would repeat tokens from). A row created meanwhile by someone
-	// else is left alone; unlike INSERT IGNORE, a value the column cannot hold is an
-	// error in strict mode rather than a silent truncation. Arguments: mutex, version.
+	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. SPEC §6
+	// creates rows at version 0, which a row deleted and created again would repeat
+	// tokens from; this one creates it at the highest version known for it: the
+	// backend's own (an argument) or the one Prune kept in the floor row (mysqlFloor),
+	// read with a shared lock so that a Prune under way is waited for. acquired_at
+	// stamps the creation, so that Prune counts the row's age from then. A row created
+	// meanwhile by someone else is left alone; unlike INSERT IGNORE, a value the column
+	// cannot hold is an error in strict mode rather than a silent truncation.
+	// Arguments: mutex, version.
 	mysqlEnsureRow = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
-		"VALUES (?, 0, 0, 0, '', ?) ON DUPLICATE KEY UPDATE version = version"
+		"SELECT ?, " + mysqlNow + ", 0, 0, '', GREATEST(?, COALESCE(MAX(version), 0)) FROM %[1]s WHERE mutex = " + mysqlFloor +
+		" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE version = version"
 
 	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
 	// transition window has ended) or renews the contender's own, but only at the exact
@@ -41,7 +46,11 @@ const (
 		"transition_at = " + mysqlNow + " + ?, " +
 		"owner_id = ? " +
 		"WHERE mutex = ? AND GREATEST(version, ?) < 4294967295 " +
-		"AND (transition_at < " + mysqlNow + " OR " + mysqlRenewal + ")"
+		"AND (" + mysqlFree + " OR " + mysqlRenewal + ")"
+
+	// mysqlFree holds when a row has no owner: its transition window has ended (a
+	// released row's is 0).
+	mysqlFree = "transition_at < " + mysqlNow
 
 	// mysqlRenewal holds when the row is the contender's, its transition window has not
 	// ended, and it is at the version the contention expects: nothing has changed it
@@ -59,8 +68,42 @@ const (
 	// its caller, delayed in a socket buffer or behind a row lock) cannot erase a later
 	// tenure, whose acquisition changed the version.
 	// Arguments: mutex, contender, version.
-	mysqlRelease = "UPDATE %[1]s SET acquired_at = 0, ttl_at = 0, transition_at = 0, owner_id = '', " +
+	mysqlRelease = "UPDATE %[1]s SET acquired_at = " + mysqlNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 WHERE mutex = ? AND owner_id = ? AND version = ?"
+)
+
+// Pruning: deleting the rows of mutexes that have had no owner for a while (Prune). The
+// versions of the rows deleted live on in the floor row, whose mutex is the empty string
+// (a name neither simba nor JVM Simba allows): its version is the highest version of
+// every row pruned, below which no row is created again.
+const (
+	// mysqlFloor is the mutex of the floor row.
+	mysqlFloor = "''"
+
+	// mysqlEnsureFloor creates the floor row if it is missing.
+	mysqlEnsureFloor = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
+		"VALUES (" + mysqlFloor + ", 0, 0, 0, '', 0) ON DUPLICATE KEY UPDATE version = version"
+
+	// mysqlLockFloor locks the floor row for a pruning transaction, before any row it
+	// deletes: first uses read it with a shared lock before they create a row, so the
+	// two never wait for each other in a cycle.
+	mysqlLockFloor = "SELECT version FROM %[1]s WHERE mutex = " + mysqlFloor + " FOR UPDATE"
+
+	// mysqlPrunable selects, and locks, up to a number of rows that have had no owner
+	// for longer than an age: their transition window ended, or they were released or
+	// created (both stamp acquired_at), more than the age ago. A row whose version
+	// reached the column's maximum is kept: it can never be acquired again, and its
+	// version in the floor row would leave every row created after it none to hand out.
+	// Arguments: age ms, limit.
+	mysqlPrunable = "SELECT mutex, version FROM %[1]s WHERE mutex <> " + mysqlFloor + " AND " + mysqlFree +
+		" AND GREATEST(acquired_at, transition_at) + ? < " + mysqlNow + " AND version < 4294967295" +
+		" ORDER BY mutex LIMIT ? FOR UPDATE"
+
+	// mysqlRaiseFloor raises the floor row's version. Arguments: version.
+	mysqlRaiseFloor = "UPDATE %[1]s SET version = GREATEST(version, ?) WHERE mutex = " + mysqlFloor
+
+	// mysqlDelete deletes the rows named; %[2]s stands for as many placeholders.
+	mysqlDelete = "DELETE FROM %[1]s WHERE mutex IN (%[2]s)"
 )
 
 // Named locks: hints for a fast hand-over, never a condition of ownership (see doc.go).
