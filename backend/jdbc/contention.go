@@ -39,6 +39,7 @@ type contention struct {
 	wake      func()
 	log       *slog.Logger
 	lock      string // the named lock of the mutex's row; "" without hand-over
+	acquire   string // the acquire statement, for this contention's ttl and transition
 
 	// What the last answers said. version is the row's version as of the last answer;
 	// token is the tenure's fencing token when that answer named this contender, else 0;
@@ -69,6 +70,9 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	}
 	if b.handOver && c.id != "" {
 		c.lock = b.dialect.lockName(s, b.table, c.mutex)
+	}
+	if c.id != "" {
+		c.acquire = b.dialect.acquireStatement(b.table, s, c.ttl, c.lease)
 	}
 	b.floors.join(c.mutex)
 	return c
@@ -127,7 +131,7 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 		}
 		// The row is this contender's (renew it), or free.
 	}
-	args := acquireArgs{mutex: c.mutex, contender: c.id, ttl: c.ttl.Milliseconds(), lease: c.lease.Milliseconds()}
+	args := acquireArgs{mutex: c.mutex, contender: c.id}
 	for again := true; ; again = false {
 		res, err := c.update(ctx, args)
 		if err != nil {
@@ -157,7 +161,7 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 		// The row is this contender's, in a tenure the contention has no token for (an
 		// earlier lifecycle's): renew it at the version read, which begins this
 		// contention's tenure with a token larger than that lifecycle's.
-		res, err = c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id, ttl: args.ttl, lease: args.lease,
+		res, err = c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
 			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}})
 		switch {
 		case err != nil:
@@ -179,7 +183,7 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 	a.floor = c.b.floors.get(c.mutex)
 	var res acquireResult
 	err := c.run(ctx, func(q querier) (err error) {
-		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.b.sql.acquire), a)
+		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.acquire), a)
 		return err
 	})
 	if err != nil {
@@ -391,7 +395,7 @@ func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
 	before := c.b.floors.get(c.mutex)
 	err := c.run(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read), c.mutex).
+		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read.in(c.schema)), c.mutex).
 			Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
 	})
 	if errors.Is(err, sql.ErrNoRows) {

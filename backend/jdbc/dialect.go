@@ -20,6 +20,9 @@ type Dialect interface {
 	ddl(t tableName) string
 	// statements renders the statements for t.
 	statements(t tableName) statements
+	// acquireStatement renders the acquire statement for t, a server and session like
+	// s, and a contention's ttl and ttl + transition.
+	acquireStatement(t tableName, s schema, ttl, lease time.Duration) string
 	// acquire runs the acquire statement with q and decodes its result.
 	acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error)
 	// inspect reads the server's properties and the table's columns and checks them
@@ -34,10 +37,23 @@ type Dialect interface {
 
 // statements is the SQL of a dialect for one table; see statements.go.
 type statements struct {
-	ensureRow, acquire, read, release        string
+	ensureRow, release                       string
+	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
 	ensureFloor, lockFloor, raiseFloor       string
-	prunable, deleteText                     string
+	deleteText                               string
+}
+
+// clocked is a statement that reads the database's clock, in two versions: for sessions
+// whose time zone has no daylight-saving folds, and for the others.
+type clocked struct{ plain, folding string }
+
+// in returns the version for a session like s's.
+func (c clocked) in(s schema) string {
+	if s.folds {
+		return c.folding
+	}
+	return c.plain
 }
 
 // querier runs statements: the pool (*sql.DB) or one pinned connection (*sql.Conn).
@@ -54,7 +70,6 @@ var (
 // acquireArgs are the values the acquire statement needs.
 type acquireArgs struct {
 	mutex, contender string
-	ttl, lease       int64         // milliseconds: ttl, and ttl + transition
 	expect           sql.NullInt64 // the version a renewal must find; none: no renewal
 	floor            uint64        // the version below which none is handed out
 }
@@ -70,6 +85,7 @@ type acquireResult struct {
 type schema struct {
 	database string // the schema (MySQL: database) holding the table
 	mariaDB  bool   // the server is MariaDB, which can bound statements itself
+	folds    bool   // the session's time zone may have daylight-saving folds
 	mutex    column // the mutex column's limit
 	owner    column // the owner_id column's limit
 }

@@ -56,12 +56,57 @@
 //
 // # Clock
 //
-// Every time comes from the database: its now is UTC_TIMESTAMP(3) in epoch milliseconds
-// (the instant JVM Simba reads as CURRENT_TIMESTAMP(3), without the session time zone in
-// between). The backend reports the owner's TTL and transition window as durations from
-// the database's now, shortened by a millisecond for the clock's resolution, and simba adds
-// them to the local time at which it sent the request. Database timestamps are never
-// compared with the client's clock.
+// Every time comes from the database: its now is UTC_TIMESTAMP(3) in epoch milliseconds,
+// whatever the session's time zone, so a fleet of simba services alone is never affected
+// by the time zone (with one exception below). The backend reports the owner's TTL and
+// transition window as durations from the database's now, shortened by a millisecond for
+// the clock's resolution, and simba adds them to the local time at which it sent the
+// request. Database timestamps are never compared with the client's clock.
+//
+// JVM Simba reads now as UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)): UTC turned into the
+// session's local time and back. In a daylight-saving fold, where local times come twice,
+// the way back picks one of the two instants, so JVM Simba's clock reads an hour (a fold's
+// length) behind UTC in the fold's second pass when the session's zone comes from the
+// server's time zone tables (time_zone = 'Europe/Berlin'), and an hour ahead in its first
+// pass when the zone is the server host's (time_zone = SYSTEM on a host with daylight
+// saving time). The backend works that out in SQL, from the session's time zone, and:
+//
+//   - writes every row so that JVM Simba's clock finds it lasting at least as long as
+//     simba's own, whatever that clock reads during the lease: where JVM Simba's clock
+//     reads ahead, the row's times are that much later; where it reads behind for the
+//     whole lease, the row is written in JVM Simba's clock, as JVM Simba would write it;
+//   - reads every row as lasting as long as its writer meant it to, whoever wrote it: a
+//     row whose acquired_at is the first of two instants with the same local time may
+//     have been written at the second, by a clock reading behind, and then lasts that
+//     much longer; a row simba wrote later than its writer's clock reads ahead (which
+//     acquired_at shows) lasts that much less.
+//
+// Sessions in a zone without folds (UTC, a fixed offset, SYSTEM on a host in UTC) need
+// none of this, and get statements without it, several kilobytes shorter. The backend
+// reads the session's time zone when it first checks the table; create a new Backend
+// after changing the server's time zone from such a zone to one with daylight saving time.
+//
+// A fleet of simba and JVM Simba services on one table never has two owners believing at
+// once, provided that (the exact condition):
+//
+//   - every contender's database sessions use the same time zone (the server's default
+//     unless a connection sets time_zone), or JVM Simba's sessions a zone without
+//     daylight saving time (UTC, a fixed offset);
+//   - that zone's folds are 30 minutes, 1 hour or 2 hours long (every zone's in the tz
+//     database);
+//   - every contender's ttl + transition is at most one hour;
+//   - JVM Simba's own contenders keep to what JVM Simba guarantees: in a fold they may
+//     overlap with each other (its clock steps by the fold's length), which simba cannot
+//     prevent; they never overlap with simba's.
+//
+// The price is time, in folds only: with time_zone = SYSTEM, a lease a JVM Simba
+// contender writes in a fold's first pass looks an hour longer to simba than it is, so a
+// simba contender takes over from a JVM Simba owner that vanished there an hour late; with
+// a zone from the tables, a lease simba wrote in a first pass and that nobody renewed or
+// released looks, an hour after it was written, to have been written by JVM Simba's
+// clock an hour behind, and is held again for up to ttl + transition: the one way the time
+// zone touches a fleet of simba services alone, and only when an owner vanished and
+// nobody took its mutex for an hour.
 //
 // # Fencing token
 //

@@ -234,3 +234,12 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestMayFold(t *testing.T) {
+	for _, tz := range [][2]string{{"SYSTEM", "UTC"}, {"+00:00", "CET"}, {"-05:00", ""}, {"+5:30", ""}, {"UTC", "CEST"}, {"Etc/UTC", ""}} {
+		assert.False(t, mayFold(tz[0], tz[1]), tz)
+	}
+	for _, tz := range [][2]string{{"SYSTEM", "CET"}, {"SYSTEM", "EST"}, {"Europe/Berlin", "UTC"}, {"America/New_York", ""}} {
+		assert.True(t, mayFold(tz[0], tz[1]), tz)
+	}
+}

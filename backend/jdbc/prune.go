@@ -70,7 +70,7 @@ func (b *Backend) pruneBatch(ctx context.Context, s schema, age time.Duration) (
 	if err := tx.QueryRowContext(ctx, b.boundFor(ctx, s, b.sql.lockFloor)).Scan(&floor); err != nil {
 		return 0, err
 	}
-	rows, err := tx.QueryContext(ctx, b.boundFor(ctx, s, b.sql.prunable), age.Milliseconds(), pruneBatch)
+	rows, err := tx.QueryContext(ctx, b.boundFor(ctx, s, b.sql.prunable.in(s)), age.Milliseconds(), pruneBatch)
 	if err != nil {
 		return 0, err
 	}
