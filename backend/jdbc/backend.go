@@ -22,6 +22,7 @@ type Backend struct {
 	closed   atomic.Bool
 
 	regressions atomic.Uint64
+	steps       atomic.Uint64
 	floors      floors
 
 	mu          sync.Mutex
@@ -111,6 +112,12 @@ func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.
 // Each such event is also logged at Error level with the token (the version seen) and the
 // previous token (the highest version seen before).
 func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
+
+// ClockSteps returns how many times a contention of this backend saw the database's clock
+// step: move between two answers by more than the local monotonic clock did, or less,
+// beyond a margin (see the package documentation). Each step is also logged at Error
+// level with its size.
+func (b *Backend) ClockSteps() uint64 { return b.steps.Load() }
 
 // forget removes a stopped contention.
 func (b *Backend) forget(c *contention) {

@@ -49,6 +49,14 @@ type contention struct {
 	token   uint64
 	doubt   bool
 
+	// The database's clock as the last answer that told it read it (its low 31 bits, in
+	// ms), and when that answer's statement was sent and its answer came; stepped is set
+	// when an answer of the current call showed the clock stepping forward.
+	dbNow         uint64
+	dbSent, dbGot time.Time
+	stepped       bool
+	watch         watch // the row of another owner as first seen at its version
+
 	hand handOver
 }
 
@@ -87,7 +95,11 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	c.prepareLock(ctx)
 	c.acquiring(true)
+	c.stepped = false
 	rec, err := c.acquireRow(ctx)
+	if err == nil && c.stepped && rec.Owner == c.id {
+		rec, err = c.stepAside(ctx)
+	}
 	if err == nil {
 		c.follow(ctx, rec)
 	}
@@ -96,6 +108,22 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire: %w", err)
 	}
 	return rec, nil
+}
+
+// stepAside gives up the mutex this contender owns because the database's clock stepped
+// forward since the last answer: the lease on the store has been shorter than the owner
+// believes, by the step, and someone else may take the row before the owner's local TTL
+// end. The row is released (the contention's tenure ends, even if the release fails) and
+// the answer names no owner, so that the owner stops believing at once; its next
+// acquisition begins a new tenure.
+func (c *contention) stepAside(ctx context.Context) (simba.Record, error) {
+	err := c.releaseRow(ctx)
+	c.token = 0
+	c.letGo(ctx)
+	if err != nil {
+		return simba.Record{}, fmt.Errorf("give the mutex up after the database's clock stepped: %w", err)
+	}
+	return simba.Record{}, nil
 }
 
 func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
@@ -126,10 +154,12 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 			}
 			// Then contend like anyone: the UPDATE takes the row if the holder did not.
 		case rec.Owner != c.id:
-			rec, _ = c.seen(r)
-			return rec, nil
+			if rec, _ := c.seen(r); !c.stale() {
+				return rec, nil
+			}
+			// Another's, unchanged for longer than its lease: the UPDATE takes it.
 		}
-		// The row is this contender's (renew it), or free.
+		// The row is this contender's (renew it), free, or stale.
 	}
 	args := acquireArgs{mutex: c.mutex, contender: c.id}
 	for again := true; ; again = false {
@@ -175,13 +205,17 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 
 // update runs the acquire statement. A renewal is allowed at the version the contention
 // last saw when it knows the tenure the row holds (see mysqlRenewal), unless a.expect is
-// set already.
+// set already; a row another owner has left unchanged for longer than its lease is taken.
 func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, error) {
 	if !a.expect.Valid && c.token != 0 {
 		a.expect = sql.NullInt64{Int64: int64(c.version), Valid: true}
 	}
+	if c.stale() {
+		a.stale = sql.NullInt64{Int64: int64(c.watch.version), Valid: true}
+	}
 	a.floor = c.b.floors.get(c.mutex)
 	var res acquireResult
+	sent := time.Now()
 	err := c.run(ctx, func(q querier) (err error) {
 		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.acquire), a)
 		return err
@@ -190,9 +224,84 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 		c.doubt = true
 	}
 	if res.matched {
+		c.clock(sent, time.Now(), res.now)
 		c.observe(a.floor, res.version)
+		c.watch = watch{}
 	}
 	return res, err
+}
+
+// stepMargin is how far the database's clock may move between two answers beyond what
+// the local monotonic clock allows before it counts as a step: the database reads its
+// clock to the millisecond and the two clocks' rates differ (by far less than the 0.1%
+// allowed on top).
+const stepMargin = 50 * time.Millisecond
+
+// clock checks the database's now that an answer gave (its low 31 bits, in ms), for a
+// statement sent at sent and answered at got, against the last answer's. The server read
+// each clock between the statement's sending and its answer, so the database's clock can
+// have moved by no less than from the last answer to this sending and no more than from
+// the last sending to this answer, plus the margin; anything else is a step, reported
+// (ClockSteps, and a log line at Error) and, when forward, kept in stepped for Acquire.
+// Moves of more than 12 days either way are taken modulo 24.8 days.
+func (c *contention) clock(sent, got time.Time, now uint64) {
+	now &= nowBits
+	if !c.dbGot.IsZero() {
+		d := int64((now - c.dbNow) & nowBits)
+		if d > nowBits/2 {
+			d -= nowBits + 1
+		}
+		moved := time.Duration(d) * time.Millisecond
+		least, most := sent.Sub(c.dbGot), got.Sub(c.dbSent)
+		margin := stepMargin + most/1000
+		var step time.Duration
+		switch {
+		case moved > most+margin:
+			step = moved - most
+		case moved < least-margin:
+			step = moved - least
+		}
+		if step != 0 {
+			c.b.steps.Add(1)
+			c.stepped = c.stepped || step > 0
+			c.log.Error("simba/jdbc: the database's clock stepped between two answers",
+				"step_ms", step.Milliseconds(), "db_elapsed_ms", moved.Milliseconds(), "local_elapsed_ms", most.Milliseconds())
+		}
+	}
+	c.dbNow, c.dbSent, c.dbGot = now, sent, got
+}
+
+// watch is a row of another owner as the contention first saw it at its version.
+type watch struct {
+	owner   string
+	version uint64
+	since   time.Time     // when the answer that first showed it came
+	lease   time.Duration // its transition_at less its acquired_at
+}
+
+// stale reports whether the watched row has stayed unchanged for longer than its lease,
+// plus 1% for the clocks' rates, by the local clock since it was first seen: its owner
+// wrote it before then, so its local TTL end, and belief, have passed, whatever the
+// database's clock says (it may have stepped back since the row was written).
+func (c *contention) stale() bool {
+	w := c.watch
+	return w.owner != "" && time.Since(w.since) > w.lease+w.lease/100+10*time.Millisecond
+}
+
+// watchRow follows a row of another owner and returns its record, whose transition window
+// ends, at the latest, when the row becomes stale: the service then contends again.
+func (c *contention) watchRow(r row, rec simba.Record) simba.Record {
+	if c.watch.owner != r.owner || c.watch.version != r.version {
+		c.watch = watch{owner: r.owner, version: r.version, since: r.got, lease: span(r.transitionAt, r.acquiredAt)}
+	}
+	w := c.watch
+	if w.lease <= 0 {
+		return rec
+	}
+	left := time.Until(w.since.Add(w.lease + w.lease/100 + 10*time.Millisecond))
+	rec.Transition = min(rec.Transition, max(left, 0))
+	rec.TTL = min(rec.TTL, rec.Transition)
+	return rec
 }
 
 // observe records a version of the row, answered by a statement sent when the highest
@@ -248,10 +357,17 @@ const renewalMark = time.Millisecond
 // its statements that began a tenure, whose token is the version it wrote.
 func (c *contention) seen(r row) (rec simba.Record, known bool) {
 	rec = r.record()
+	if rec.Owner == "" {
+		c.watch = watch{}
+	}
 	if c.id == "" || rec.Owner != c.id {
 		c.version, c.token = r.version, 0
+		if rec.Owner != "" {
+			rec = c.watchRow(r, rec)
+		}
 		return rec, true
 	}
+	c.watch = watch{}
 	mark := int64(r.transitionAt) - int64(r.ttlAt) - (c.lease - c.ttl).Milliseconds()
 	switch {
 	case c.token != 0 && r.version == c.version:
@@ -360,11 +476,12 @@ func noRow(err error) error {
 	return err
 }
 
-// row is a mutex's row as read, with the database's now.
+// row is a mutex's row as read, with the database's now and when the answer came.
 type row struct {
 	owner                           string
 	acquiredAt, ttlAt, transitionAt uint64
 	version, now                    uint64
+	got                             time.Time
 }
 
 // record converts a row to a record: durations from the database's now, shortened by the
@@ -394,14 +511,17 @@ func span(a, b uint64) time.Duration {
 func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
 	before := c.b.floors.get(c.mutex)
+	sent := time.Now()
 	err := c.run(ctx, func(q querier) error {
 		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read.in(c.schema)), c.mutex).
 			Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
 	})
+	r.got = time.Now()
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}
 	if err == nil {
+		c.clock(sent, r.got, r.now)
 		c.observe(before, r.version)
 	}
 	return r, err

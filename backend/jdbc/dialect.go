@@ -72,6 +72,7 @@ type acquireArgs struct {
 	mutex, contender string
 	expect           sql.NullInt64 // the version a renewal must find; none: no renewal
 	floor            uint64        // the version below which none is handed out
+	stale            sql.NullInt64 // a version watched for longer than its lease; none: none
 }
 
 // acquireResult is what an acquire statement did.
@@ -79,6 +80,7 @@ type acquireResult struct {
 	matched bool   // the contender owns the row now
 	version uint64 // the row's version after the statement (when matched)
 	renewed bool   // the row was the contender's, at the expected version (when matched)
+	now     uint64 // the low 31 bits of the database's now in ms (when matched)
 }
 
 // schema is what Start learned about the server and the table, once per backend.

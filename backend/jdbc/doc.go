@@ -108,6 +108,35 @@
 // zone touches a fleet of simba services alone, and only when an owner vanished and
 // nobody took its mutex for an hour.
 //
+// # When the database's clock steps
+//
+// A step of the database's clock is outside the model, but the backend notices it. Every
+// answer of the acquire statement, and every read, carries the database's now, and between
+// two answers of one contention the database's clock must move by no less than the local
+// monotonic clock did from the earlier answer to the later statement's sending, and by no
+// more than from the earlier statement's sending to the later answer. A move outside that
+// by more than 50 ms plus 0.1% is a step: it is logged at Error level with its size
+// (step_ms) and counted (Backend.ClockSteps).
+//
+//   - Forward: the lease on the store is shorter than its owner believes, by the step, so
+//     another contender may take the row before the owner's local TTL end. An owner
+//     whose answer shows a forward step gives the mutex up at once: it releases the row
+//     and answers "no owner", so that simba ends the tenure (its context is cancelled,
+//     OnReleased follows); its next acquisition begins a new tenure, with a new token.
+//     What happened between the step and that answer cannot be undone: if another
+//     contender took the row meanwhile, both believed until then, and the fencing token
+//     (the newer owner's is larger) is what protects the resource.
+//   - Back: leases written before the step last longer on the store by the step, which is
+//     safe; the owner goes on. But an owner that vanishes leaves a row that looks held
+//     for that much longer. A contender that saw the row bounds the wait: it takes a row
+//     whose version has not changed for longer than the row's lease (transition_at less
+//     acquired_at) plus 1%, counted on its own monotonic clock from the answer that
+//     first showed it, because the row's owner wrote it before then and so stopped
+//     believing by then, whatever the database's clock says. The answers it gets say
+//     so, so that simba contends again in time: failover after a step back takes at most
+//     ttl + transition (+1%, + a contend period's jitter) from when a contender first saw
+//     the row, instead of the step's length more.
+//
 // # Fencing token
 //
 // The token is the row's version as set by the tenure's first UPDATE. Renewals bump the

@@ -2,6 +2,7 @@ package jdbc
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +14,28 @@ import (
 )
 
 func TestDecodeAcquire(t *testing.T) {
+	enc := func(version uint64, renewed bool, now uint64) int64 {
+		return int64(version<<32 | boolBit(renewed)<<31 | now)
+	}
 	got, err := decodeAcquire(0, 0)
 	require.NoError(t, err)
 	assert.False(t, got.matched)
 
-	got, err = decodeAcquire(1, 2*7)
+	got, err = decodeAcquire(1, enc(7, false, 12345))
 	require.NoError(t, err)
-	assert.Equal(t, acquireResult{matched: true, version: 7}, got, "a new tenure at version 7")
+	assert.Equal(t, acquireResult{matched: true, version: 7, now: 12345}, got, "a new tenure at version 7")
 
-	got, err = decodeAcquire(1, 2*7+1)
+	got, err = decodeAcquire(1, enc(7, true, nowBits))
 	require.NoError(t, err)
-	assert.Equal(t, acquireResult{matched: true, version: 7, renewed: true}, got, "a renewal at version 7")
+	assert.Equal(t, acquireResult{matched: true, version: 7, renewed: true, now: nowBits}, got, "a renewal at version 7")
 
-	_, err = decodeAcquire(2, 14)
+	got, err = decodeAcquire(1, enc(maxVersion, true, 0))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(maxVersion), got.version, "the largest version, past int64's sign")
+
+	_, err = decodeAcquire(2, enc(7, false, 1))
 	assert.Error(t, err, "two rows changed")
-	_, err = decodeAcquire(1, 1)
+	_, err = decodeAcquire(1, enc(0, true, 5))
 	assert.Error(t, err, "no version")
 }
 
@@ -146,7 +154,7 @@ func TestNoRowNeverLeaves(t *testing.T) {
 
 func FuzzDecodeAcquire(f *testing.F) {
 	f.Add(int64(0), int64(0))
-	f.Add(int64(1), int64(15))
+	f.Add(int64(1), int64(7<<32|1<<31|99))
 	f.Add(int64(1), int64(-1))
 	f.Add(int64(3), int64(1<<40))
 	f.Fuzz(func(t *testing.T, affected, lastID int64) {
@@ -160,7 +168,7 @@ func FuzzDecodeAcquire(f *testing.F) {
 			}
 			return
 		}
-		if got.version == 0 || got.version*2+boolBit(got.renewed) != uint64(lastID) {
+		if got.version == 0 || got.version<<32|boolBit(got.renewed)<<31|got.now != uint64(lastID) || got.now > nowBits {
 			t.Fatalf("decode(%d) = %+v", lastID, got)
 		}
 	})
@@ -242,4 +250,24 @@ func TestMayFold(t *testing.T) {
 	for _, tz := range [][2]string{{"SYSTEM", "CET"}, {"SYSTEM", "EST"}, {"Europe/Berlin", "UTC"}, {"America/New_York", ""}} {
 		assert.True(t, mayFold(tz[0], tz[1]), tz)
 	}
+}
+
+// The database's clock between two answers moves by what the local clock allows, within
+// the margin, or it stepped; moves past the 31 bits the acquire statement hands back wrap.
+func TestClockSteps(t *testing.T) {
+	c := &contention{b: &Backend{}, log: slog.New(slog.DiscardHandler)}
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	c.clock(at(0), at(time.Millisecond), nowBits-500) // close to the wrap
+	c.clock(at(time.Second), at(time.Second+time.Millisecond), 499)
+	assert.Zero(t, c.b.ClockSteps(), "a second on both clocks, across the wrap")
+	c.clock(at(2*time.Second), at(2*time.Second+time.Millisecond), 499+1000+40)
+	assert.Zero(t, c.b.ClockSteps(), "within the margin")
+	c.clock(at(3*time.Second), at(3*time.Second+time.Millisecond), 499+1040+1000+200)
+	assert.Equal(t, uint64(1), c.b.ClockSteps(), "200 ms ahead")
+	assert.True(t, c.stepped)
+	c.stepped = false
+	c.clock(at(4*time.Second), at(4*time.Second+time.Millisecond), (499+1040+1200+1000-30000)&nowBits)
+	assert.Equal(t, uint64(2), c.b.ClockSteps(), "30 s back")
+	assert.False(t, c.stepped, "a step back is no reason to give the mutex up")
 }

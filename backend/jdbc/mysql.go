@@ -70,7 +70,7 @@ func (d mysqlDialect) acquireStatement(t tableName, s schema, ttl, lease time.Du
 }
 
 func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error) {
-	res, err := q.ExecContext(ctx, query, a.floor, a.contender, a.expect, a.contender, a.mutex, a.floor, a.contender, a.expect)
+	res, err := q.ExecContext(ctx, query, a.floor, a.contender, a.expect, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
 	if err != nil {
 		return acquireResult{}, err
 	}
@@ -86,19 +86,23 @@ func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acqu
 }
 
 // decodeAcquire decodes the rows affected by the acquire UPDATE and the LAST_INSERT_ID it
-// set: the new version times two, plus one for a renewal.
+// set: the new version in bits 32 and up, the renewal in bit 31, and the low 31 bits of
+// the database's now.
 func decodeAcquire(affected, lastID int64) (acquireResult, error) {
+	enc := uint64(lastID)
 	switch {
 	case affected == 0:
 		return acquireResult{}, nil
 	case affected != 1:
 		return acquireResult{}, fmt.Errorf("acquire changed %d rows; is mutex the primary key?", affected)
-	case lastID < 2:
-		return acquireResult{}, fmt.Errorf("acquire returned no version (last insert ID %d)", lastID)
+	case enc>>32 == 0:
+		return acquireResult{}, fmt.Errorf("acquire returned no version (last insert ID %d)", enc)
 	}
-	enc := uint64(lastID)
-	return acquireResult{matched: true, version: enc / 2, renewed: enc%2 == 1}, nil
+	return acquireResult{matched: true, version: enc >> 32, renewed: enc>>31&1 == 1, now: enc & nowBits}, nil
 }
+
+// nowBits are the bits of the database's now that the acquire statement hands back.
+const nowBits = 1<<31 - 1
 
 func (mysqlDialect) bound(s schema, d time.Duration) string {
 	if !s.mariaDB || d <= 0 {

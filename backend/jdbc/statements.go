@@ -106,30 +106,34 @@ const (
 	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
 	// transition window has ended) or renews the contender's own, but only at the exact
 	// version the contention last saw: nothing has changed the row since the
-	// contention's last answer, so the tenure it knows goes on. version is assigned
-	// first, so that it reads the row as it was whether the server assigns left to right
-	// (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT). Through
-	// LAST_INSERT_ID the statement hands back, in its OK packet, the new version times
-	// two plus 1 for a renewal or 0 for a new tenure; ttl_at reads it back (LAST_INSERT_ID
-	// without an argument), and a renewal writes ttl_at one millisecond short of a new
-	// tenure's, which leaves in the row which of the two its last write was (see
-	// contention.seen). The new version is one more than the row's or than the floor, the
-	// highest version the backend saw, whichever is larger: after the row was deleted and
-	// created again from a lower version, tokens go on above the earlier ones. The
-	// version guard keeps int unsigned from overflowing or, in non-strict mode, from
-	// sticking at its maximum and repeating a token. %[2]d and %[3]d stand for ttl and
-	// ttl + transition in ms.
+	// contention's last answer, so the tenure it knows goes on. It also takes a row at
+	// the version the contention says it has watched unchanged for longer than the row's
+	// lease, by the local clock (contention.stale): its owner has stopped believing, even
+	// if the database's clock, stepped back since, says the row is still held. version is
+	// assigned first, so that it reads the row as it was whether the server assigns left
+	// to right (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT).
+	// Through LAST_INSERT_ID the statement hands back, in its OK packet, the new version
+	// (bits 32 and up), 1 for a renewal or 0 for a new tenure (bit 31), and the low 31
+	// bits of the database's now in ms, to notice its clock stepping (see
+	// contention.clock). ttl_at reads that back (LAST_INSERT_ID without an argument): a
+	// renewal writes ttl_at one millisecond short of a new tenure's, which leaves in the
+	// row which of the two its last write was (see contention.seen). The new version is
+	// one more than the row's or than the floor, the highest version the backend saw,
+	// whichever is larger: after the row was deleted and created again from a lower
+	// version, tokens go on above the earlier ones. The version guard keeps int unsigned
+	// from overflowing or, in non-strict mode, from sticking at its maximum and repeating
+	// a token. %[2]d and %[3]d stand for ttl and ttl + transition in ms.
 	// Arguments: floor, contender, expected version (NULL: none), contender, mutex, floor,
-	// contender, expected version.
+	// contender, expected version, stale version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
-		"version = LAST_INSERT_ID((GREATEST(version, ?) + 1) * 2 + " +
-		"(owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ")) DIV 2, " +
-		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - MOD(LAST_INSERT_ID(), 2), " +
+		"version = LAST_INSERT_ID(((GREATEST(version, ?) + 1) << 32) | " +
+		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, " +
+		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - ((LAST_INSERT_ID() >> 31) & 1), " +
 		"acquired_at = {writeStart}, " +
 		"transition_at = " + mysqlNow + " + %[3]d + {writeShift}, " +
 		"owner_id = ? " +
 		"WHERE mutex = ? AND GREATEST(version, ?) < 4294967295 " +
-		"AND IF(owner_id = ? AND version <=> ?, {end} <> " + mysqlNow + ", " + mysqlFree + ")"
+		"AND IF(owner_id = ? AND version <=> ?, {end} <> " + mysqlNow + ", " + mysqlFree + " OR version <=> ?)"
 
 	// mysqlFree holds when a row has no owner: its transition window has ended (a
 	// released row's is 0).
