@@ -14,12 +14,12 @@ import (
 // Backend is simba's backend on a database/sql pool. It is safe for concurrent use: one
 // Backend serves any number of services, lockers and schedulers.
 type Backend struct {
-	db       *sql.DB
-	dialect  Dialect
-	table    tableName
-	sql      statements
-	handOver bool
-	closed   atomic.Bool
+	db      *sql.DB
+	dialect Dialect
+	table   tableName
+	sql     statements
+	pins    chan struct{} // a token per connection the hand-over holds; nil: no hand-over
+	closed  atomic.Bool
 
 	regressions atomic.Uint64
 	steps       atomic.Uint64
@@ -46,12 +46,16 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	var pins chan struct{}
+	if cfg.pins > 0 {
+		pins = make(chan struct{}, cfg.pins)
+	}
 	return &Backend{
+		pins:        pins,
 		db:          db,
 		dialect:     cfg.dialect,
 		table:       t,
 		sql:         cfg.dialect.statements(t),
-		handOver:    cfg.handOver,
 		contentions: make(map[*contention]struct{}),
 	}, nil
 }
@@ -118,6 +122,20 @@ func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
 // beyond a margin (see the package documentation). Each step is also logged at Error
 // level with its size.
 func (b *Backend) ClockSteps() uint64 { return b.steps.Load() }
+
+// pin takes a place in the hand-over's budget of connections, if one is free. Every
+// connection a contention pins holds one, from pin to unpin.
+func (b *Backend) pin() bool {
+	select {
+	case b.pins <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// unpin gives a place taken by pin back.
+func (b *Backend) unpin() { <-b.pins }
 
 // forget removes a stopped contention.
 func (b *Backend) forget(c *contention) {

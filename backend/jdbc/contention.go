@@ -76,7 +76,7 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if b.handOver && c.id != "" {
+	if b.pins != nil && c.id != "" {
 		c.lock = b.dialect.lockName(s, b.table, c.mutex)
 	}
 	if c.id != "" {
@@ -393,6 +393,7 @@ func (c *contention) Release(ctx context.Context) error {
 	}
 	err := c.releaseRow(ctx)
 	c.letGo(ctx)
+	c.unpin()
 	if err != nil {
 		return fmt.Errorf("simba/jdbc: %w", err)
 	}

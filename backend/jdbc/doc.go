@@ -219,7 +219,8 @@
 // table and mutex, as a queue beside the table:
 //
 //   - A contender that may win the row takes the named lock first, without waiting, on a
-//     connection it pins from the pool; an owner holds it for its whole tenure.
+//     connection it pins from the pool (within a budget: see Connections); an owner
+//     holds it for its whole tenure.
 //   - A contender that loses waits for the lock in a goroutine of its contention, on its
 //     pinned connection (GET_LOCK with a 30 s timeout, repeated). The server queues the
 //     waiters; each release of the lock goes to one of them.
@@ -247,17 +248,34 @@
 //
 // # Connections
 //
-// With the hand-over, each contention pins one connection of the pool while its contender
-// owns the mutex, waits for it or heads its queue: a service, scheduler or acquiring Locker
-// holds one connection for its lifetime, and its statements run on it while it is not
-// waiting. A waiting contender, whose connection is blocked on the server, borrows another
-// from the pool for its attempts, and for a moment when it stops (to interrupt the wait
-// with KILL QUERY, which keeps its connection usable). Retrievers pin nothing. Size the pool
-// (SetMaxOpenConns, SetMaxIdleConns) and the server's max_connections for one connection
-// per running contender plus a few, or turn the hand-over off with WithHandOver(false):
-// then every statement borrows a connection from the pool and returns it. Turn it off,
-// too, behind a proxy that multiplexes client sessions over server sessions (ProxySQL,
-// MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
+// The hand-over holds connections of the pool, within a budget per Backend:
+// WithHandOverConnections, DefaultHandOverConnections (2) by default. A contention pins
+// one, if one of the budget's is free, when it contends, and keeps it while its contender
+// owns the mutex, waits for it or heads its queue; it gives it back when it releases the
+// mutex or stops. A contention that finds the budget spent contends without the
+// hand-over: it polls on its contend period, as JVM Simba's contenders do, until a
+// connection of the budget is free at one of its attempts. So a process that holds many
+// mutexes at once (through Mutexes, one contention per name) holds at most the budget for
+// the hand-over, whatever the number of names.
+//
+// The budget of one Backend on its pool is then:
+//
+//   - the hand-over's connections: at most WithHandOverConnections, held as long as their
+//     contentions own, wait or head a queue;
+//   - one connection per statement in flight, borrowed from the pool for its length:
+//     every contention's statements run on its pinned connection when it has one that is
+//     idle, and otherwise borrow one (a waiting contention's pinned connection is busy
+//     waiting); a contention makes one statement at a time;
+//   - one for a moment when a waiting contention stops (to interrupt its wait with KILL
+//     QUERY, which keeps its connection usable), and one for each Prune transaction.
+//
+// With the default, an application whose pool is 10 connections keeps 8 whatever the
+// number of mutexes it holds, less the statements in flight; a larger budget wakes more
+// waiters at once on release, and costs as many connections. Retrievers pin nothing. Size
+// the server's max_connections for every process's pool. WithHandOver(false) holds
+// nothing: every statement borrows a connection from the pool and returns it. Turn the
+// hand-over off, too, behind a proxy that multiplexes client sessions over server sessions
+// (ProxySQL, MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
 //
 // # Who closes what
 //
