@@ -46,6 +46,9 @@ func ask[T any](ctx context.Context, b *Backend, f func() (T, error)) (T, error)
 	}
 	got := make(chan answer, 1)
 	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
