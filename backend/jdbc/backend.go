@@ -14,12 +14,16 @@ import (
 // Backend is simba's backend on a database/sql pool. It is safe for concurrent use: one
 // Backend serves any number of services, lockers and schedulers.
 type Backend struct {
-	db       *sql.DB
-	dialect  Dialect
-	table    tableName
-	sql      statements
-	handOver bool
-	closed   atomic.Bool
+	db      *sql.DB
+	dialect Dialect
+	table   tableName
+	sql     statements
+	pins    chan struct{} // a token per connection the hand-over holds; nil: no hand-over
+	closed  atomic.Bool
+
+	regressions atomic.Uint64
+	steps       atomic.Uint64
+	floors      floors
 
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded
@@ -42,12 +46,16 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	var pins chan struct{}
+	if cfg.pins > 0 {
+		pins = make(chan struct{}, cfg.pins)
+	}
 	return &Backend{
+		pins:        pins,
 		db:          db,
 		dialect:     cfg.dialect,
 		table:       t,
 		sql:         cfg.dialect.statements(t),
-		handOver:    cfg.handOver,
 		contentions: make(map[*contention]struct{}),
 	}, nil
 }
@@ -102,6 +110,33 @@ func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.
 	return c, nil
 }
 
+// TokenRegressions returns how many times a contention of this backend saw a mutex's row
+// at a version lower than one the backend had seen before: the row was deleted and
+// created again by someone who did not know its version (see the package documentation).
+// Each such event is also logged at Error level with the token (the version seen) and the
+// previous token (the highest version seen before).
+func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
+
+// ClockSteps returns how many times a contention of this backend saw the database's clock
+// step: move between two answers by more than the local monotonic clock did, or less,
+// beyond a margin (see the package documentation). Each step is also logged at Error
+// level with its size.
+func (b *Backend) ClockSteps() uint64 { return b.steps.Load() }
+
+// pin takes a place in the hand-over's budget of connections, if one is free. Every
+// connection a contention pins holds one, from pin to unpin.
+func (b *Backend) pin() bool {
+	select {
+	case b.pins <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// unpin gives a place taken by pin back.
+func (b *Backend) unpin() { <-b.pins }
+
 // forget removes a stopped contention.
 func (b *Backend) forget(c *contention) {
 	b.mu.Lock()
@@ -112,7 +147,7 @@ func (b *Backend) forget(c *contention) {
 // usable fails when ctx has ended or the backend is closed.
 func (b *Backend) usable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("simba/jdbc: %w", err)
 	}
 	if b.closed.Load() {
 		return fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)

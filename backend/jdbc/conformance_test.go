@@ -2,12 +2,14 @@ package jdbc_test
 
 import (
 	"database/sql"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/tck"
 )
 
@@ -32,6 +34,19 @@ func TestConformance(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "a tck row still has a live owner")
 	require.Eventually(t, func() bool { return openConns(t, db) == 0 }, 10*time.Second, 50*time.Millisecond,
 		"connections of the suite's pools still open on the server")
+}
+
+// TestConformanceInADaylightSavingZone runs the conformance suite with the sessions in a
+// time zone with daylight saving time: the statements that read the clock are those that
+// work out JVM Simba's clock in a fold (see doc.go, Clock).
+func TestConformanceInADaylightSavingZone(t *testing.T) {
+	loadBerlin(t)
+	tck.Run(t, func(t *testing.T) simba.Backend {
+		b, err := jdbc.New(openDB(t, "time_zone="+url.QueryEscape("'Europe/Berlin'")))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	})
 }
 
 // openConns returns how many connections the server has for the simba user besides db's.

@@ -39,6 +39,7 @@ type contention struct {
 	wake      func()
 	log       *slog.Logger
 	lock      string // the named lock of the mutex's row; "" without hand-over
+	acquire   string // the acquire statement, for this contention's ttl and transition
 
 	// What the last answers said. version is the row's version as of the last answer;
 	// token is the tenure's fencing token when that answer named this contender, else 0;
@@ -47,6 +48,14 @@ type contention struct {
 	version uint64
 	token   uint64
 	doubt   bool
+
+	// The database's clock as the last answer that told it read it (its low 31 bits, in
+	// ms), and when that answer's statement was sent and its answer came; stepped is set
+	// when an answer of the current call showed the clock stepping forward.
+	dbNow         uint64
+	dbSent, dbGot time.Time
+	stepped       bool
+	watch         watch // the row of another owner as first seen at its version
 
 	hand handOver
 }
@@ -67,9 +76,13 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if b.handOver && c.id != "" {
+	if b.pins != nil && c.id != "" {
 		c.lock = b.dialect.lockName(s, b.table, c.mutex)
 	}
+	if c.id != "" {
+		c.acquire = b.dialect.acquireStatement(b.table, s, c.ttl, c.lease)
+	}
+	b.floors.join(c.mutex)
 	return c
 }
 
@@ -82,15 +95,35 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	c.prepareLock(ctx)
 	c.acquiring(true)
+	c.stepped = false
 	rec, err := c.acquireRow(ctx)
+	if err == nil && c.stepped && rec.Owner == c.id {
+		rec, err = c.stepAside(ctx)
+	}
 	if err == nil {
 		c.follow(ctx, rec)
 	}
 	c.acquiring(false)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire %q: %w", c.mutex, err)
+		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire: %w", err)
 	}
 	return rec, nil
+}
+
+// stepAside gives up the mutex this contender owns because the database's clock stepped
+// forward since the last answer: the lease on the store has been shorter than the owner
+// believes, by the step, and someone else may take the row before the owner's local TTL
+// end. The row is released (the contention's tenure ends, even if the release fails) and
+// the answer names no owner, so that the owner stops believing at once; its next
+// acquisition begins a new tenure.
+func (c *contention) stepAside(ctx context.Context) (simba.Record, error) {
+	err := c.releaseRow(ctx)
+	c.token = 0
+	c.letGo(ctx)
+	if err != nil {
+		return simba.Record{}, fmt.Errorf("give the mutex up after the database's clock stepped: %w", err)
+	}
+	return simba.Record{}, nil
 }
 
 func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
@@ -121,19 +154,17 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 			}
 			// Then contend like anyone: the UPDATE takes the row if the holder did not.
 		case rec.Owner != c.id:
-			return c.seen(r), nil
+			if rec, _ := c.seen(r); !c.stale() {
+				return rec, nil
+			}
+			// Another's, unchanged for longer than its lease: the UPDATE takes it.
 		}
-		// The row is this contender's (renew it), or free.
+		// The row is this contender's (renew it), free, or stale.
 	}
-	args := acquireArgs{mutex: c.mutex, contender: c.id, ttl: c.ttl.Milliseconds(), lease: c.lease.Milliseconds()}
+	args := acquireArgs{mutex: c.mutex, contender: c.id}
 	for again := true; ; again = false {
-		var res acquireResult
-		err := c.run(ctx, func(q querier) (err error) {
-			res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.b.sql.acquire), args)
-			return err
-		})
+		res, err := c.update(ctx, args)
 		if err != nil {
-			c.doubt = true
 			return simba.Record{}, err
 		}
 		if res.matched {
@@ -153,55 +184,205 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 		case again && r.record().Owner == "":
 			continue // free now: created or released since the UPDATE; try again
 		}
-		return c.seen(r), nil
+		rec, known := c.seen(r)
+		if known {
+			return rec, nil
+		}
+		// The row is this contender's, in a tenure the contention has no token for (an
+		// earlier lifecycle's): renew it at the version read, which begins this
+		// contention's tenure with a token larger than that lifecycle's.
+		res, err = c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
+			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}})
+		switch {
+		case err != nil:
+			return simba.Record{}, err
+		case !res.matched:
+			return simba.Record{}, errors.New("the row changed while this contender took over its own earlier tenure")
+		}
+		return c.won(res), nil
+	}
+}
+
+// update runs the acquire statement. A renewal is allowed at the version the contention
+// last saw when it knows the tenure the row holds (see mysqlRenewal), unless a.expect is
+// set already; a row another owner has left unchanged for longer than its lease is taken.
+func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, error) {
+	if !a.expect.Valid && c.token != 0 {
+		a.expect = sql.NullInt64{Int64: int64(c.version), Valid: true}
+	}
+	if c.stale() {
+		a.stale = sql.NullInt64{Int64: int64(c.watch.version), Valid: true}
+	}
+	a.floor = c.b.floors.get(c.mutex)
+	var res acquireResult
+	sent := time.Now()
+	err := c.run(ctx, func(q querier) (err error) {
+		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.acquire), a)
+		return err
+	})
+	if err != nil {
+		c.doubt = true
+	}
+	if res.matched {
+		c.clock(sent, time.Now(), res.now)
+		c.observe(a.floor, res.version)
+		c.watch = watch{}
+	}
+	return res, err
+}
+
+// stepMargin is how far the database's clock may move between two answers beyond what
+// the local monotonic clock allows before it counts as a step: the database reads its
+// clock to the millisecond and the two clocks' rates differ (by far less than the 0.1%
+// allowed on top).
+const stepMargin = 50 * time.Millisecond
+
+// clock checks the database's now that an answer gave (its low 31 bits, in ms), for a
+// statement sent at sent and answered at got, against the last answer's. The server read
+// each clock between the statement's sending and its answer, so the database's clock can
+// have moved by no less than from the last answer to this sending and no more than from
+// the last sending to this answer, plus the margin; anything else is a step, reported
+// (ClockSteps, and a log line at Error) and, when forward, kept in stepped for Acquire.
+// Moves of more than 12 days either way are taken modulo 24.8 days.
+func (c *contention) clock(sent, got time.Time, now uint64) {
+	now &= nowBits
+	if !c.dbGot.IsZero() {
+		d := int64((now - c.dbNow) & nowBits)
+		if d > nowBits/2 {
+			d -= nowBits + 1
+		}
+		moved := time.Duration(d) * time.Millisecond
+		least, most := sent.Sub(c.dbGot), got.Sub(c.dbSent)
+		margin := stepMargin + most/1000
+		var step time.Duration
+		switch {
+		case moved > most+margin:
+			step = moved - most
+		case moved < least-margin:
+			step = moved - least
+		}
+		if step != 0 {
+			c.b.steps.Add(1)
+			c.stepped = c.stepped || step > 0
+			c.log.Error("simba/jdbc: the database's clock stepped between two answers",
+				"step_ms", step.Milliseconds(), "db_elapsed_ms", moved.Milliseconds(), "local_elapsed_ms", most.Milliseconds())
+		}
+	}
+	c.dbNow, c.dbSent, c.dbGot = now, sent, got
+}
+
+// watch is a row of another owner as the contention first saw it at its version.
+type watch struct {
+	owner   string
+	version uint64
+	since   time.Time     // when the answer that first showed it came
+	lease   time.Duration // its transition_at less its acquired_at
+}
+
+// stale reports whether the watched row has stayed unchanged for longer than its lease,
+// plus 1% for the clocks' rates, by the local clock since it was first seen: its owner
+// wrote it before then, so its local TTL end, and belief, have passed, whatever the
+// database's clock says (it may have stepped back since the row was written).
+func (c *contention) stale() bool {
+	w := c.watch
+	return w.owner != "" && time.Since(w.since) > w.lease+w.lease/100+10*time.Millisecond
+}
+
+// watchRow follows a row of another owner and returns its record, whose transition window
+// ends, at the latest, when the row becomes stale: the service then contends again.
+func (c *contention) watchRow(r row, rec simba.Record) simba.Record {
+	if c.watch.owner != r.owner || c.watch.version != r.version {
+		c.watch = watch{owner: r.owner, version: r.version, since: r.got, lease: span(r.transitionAt, r.acquiredAt)}
+	}
+	w := c.watch
+	if w.lease <= 0 {
+		return rec
+	}
+	left := time.Until(w.since.Add(w.lease + w.lease/100 + 10*time.Millisecond))
+	rec.Transition = min(rec.Transition, max(left, 0))
+	rec.TTL = min(rec.TTL, rec.Transition)
+	return rec
+}
+
+// observe records a version of the row, answered by a statement sent when the highest
+// version the backend had seen was before, and reports a version lower than that: the
+// row was deleted and created again by someone who did not know its version, and tokens
+// went back (FAULTS G2: only data loss may do that, and it must be detected).
+func (c *contention) observe(before, v uint64) {
+	if prev, back := c.b.floors.saw(c.mutex, before, v); back {
+		c.b.regressions.Add(1)
+		c.log.Error("simba/jdbc: fencing token went backwards: the mutex's row was deleted and created again from a lower version",
+			"token", v, "previous_token", prev)
 	}
 }
 
 // won records a matched acquire and returns the contender's record. The token is the
-// version the tenure's first UPDATE produced: a new tenure takes the new version; a renewal
-// keeps the token it had, provided the row changed at most once since the last answer (the
-// version before this UPDATE is the known one, or one more: a statement of this contender
-// whose answer was lost, since only this contender's statements leave its ID in the row).
-// Otherwise other tenures may have come between, and the new version, larger than all of
-// their tokens, is the safe choice.
+// version the tenure's first UPDATE produced. A renewal matches only at the version the
+// contention last saw with its tenure in the row, so nothing came between: the tenure
+// goes on and keeps its token. Anything else is a new tenure, whose token is the new
+// version (for a renewal of an earlier lifecycle's tenure, larger than that lifecycle's).
 func (c *contention) won(res acquireResult) simba.Record {
 	token := res.version
-	if res.renewed && c.continues(res.version-1) && !mutation.On("latest-version-token") {
+	if res.renewed && c.token != 0 && !mutation.On("latest-version-token") {
 		token = c.token
+	}
+	ttl := c.ttl - clockStep
+	if res.renewed {
+		ttl -= renewalMark
 	}
 	c.version, c.token = res.version, token
 	return simba.Record{
 		Owner:      c.id,
-		TTL:        c.ttl - clockStep,
+		TTL:        ttl,
 		Transition: c.lease - clockStep,
 		Token:      token,
 	}
 }
 
-// continues reports whether a row of this contender at version v can belong to the tenure
-// whose token the contention knows.
-func (c *contention) continues(v uint64) bool {
-	return c.token != 0 && (v == c.version || v == c.version+1)
-}
+// renewalMark is how much shorter a renewal makes ttl_at than a new tenure does: the row
+// then tells which of the two its last write was.
+const renewalMark = time.Millisecond
 
-// seen records a row that was read and returns it as a record. Rows naming other owners
-// carry no token (simba.Record: "zero when the store cannot tell it to this caller").
-func (c *contention) seen(r row) simba.Record {
-	rec := r.record()
+// seen records a row that was read when the acquire statement did not match, and returns
+// it as a record. Rows naming other owners carry no token (simba.Record: "zero when the
+// store cannot tell it to this caller"). known is false for a row of this contender whose
+// tenure the contention cannot name: the caller takes it over with a renewal.
+//
+// A row that names this contender was written last by one of its own statements (no one
+// else writes its ID), whose answer was lost if the version moved. Each statement of the
+// contention that renews expects the version of the last answer, so once one of them has
+// renewed, the others cannot; any later write of this contender is a new tenure, taken
+// when the row was free. The row's last write therefore tells: a renewal (ttl_at marked)
+// at the next version continues the tenure the contention knows; a new tenure is one of
+// its statements that began a tenure, whose token is the version it wrote.
+func (c *contention) seen(r row) (rec simba.Record, known bool) {
+	rec = r.record()
+	if rec.Owner == "" {
+		c.watch = watch{}
+	}
 	if c.id == "" || rec.Owner != c.id {
 		c.version, c.token = r.version, 0
-		return rec
+		if rec.Owner != "" {
+			rec = c.watchRow(r, rec)
+		}
+		return rec, true
 	}
-	// The row names this contender although the UPDATE did not match: a statement of
-	// this contender landed in between, or the row is at the last millisecond of its
-	// transition window.
-	token := r.version
-	if c.continues(r.version) {
-		token = c.token
+	c.watch = watch{}
+	mark := int64(r.transitionAt) - int64(r.ttlAt) - (c.lease - c.ttl).Milliseconds()
+	switch {
+	case c.token != 0 && r.version == c.version:
+		// Nothing changed: the row is at the last millisecond of its transition window.
+	case c.token != 0 && r.version == c.version+1 && mark == renewalMark.Milliseconds():
+		// The contention's own renewal, whose answer was lost.
+	case c.token != 0 && mark == 0:
+		c.token = r.version // a new tenure begun by a statement whose answer was lost
+	default:
+		c.version, c.token = r.version, 0
+		return simba.Record{}, false
 	}
-	c.version, c.token = r.version, token
-	rec.Token = token
-	return rec
+	c.version = r.version
+	rec.Token = c.token
+	return rec, true
 }
 
 // Release gives the mutex up with SPEC §6's release, conditioned on the exact version (see
@@ -212,8 +393,9 @@ func (c *contention) Release(ctx context.Context) error {
 	}
 	err := c.releaseRow(ctx)
 	c.letGo(ctx)
+	c.unpin()
 	if err != nil {
-		return fmt.Errorf("simba/jdbc: release %q: %w", c.mutex, err)
+		return fmt.Errorf("simba/jdbc: %w", err)
 	}
 	return nil
 }
@@ -253,6 +435,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		c.version, c.token = version+1, 0
+		c.observe(version, version+1)
 	}
 	return nil
 }
@@ -267,7 +450,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	case errors.Is(err, errNoRow):
 		return simba.Record{}, nil
 	case err != nil:
-		return simba.Record{}, fmt.Errorf("simba/jdbc: look up %q: %w", c.mutex, err)
+		return simba.Record{}, fmt.Errorf("simba/jdbc: look up: %w", err)
 	}
 	return r.record(), nil
 }
@@ -278,6 +461,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 func (c *contention) StopContend(ctx context.Context) error {
 	c.free(ctx)
 	c.b.forget(c)
+	c.b.floors.leave(c.mutex)
 	return nil
 }
 
@@ -293,11 +477,12 @@ func noRow(err error) error {
 	return err
 }
 
-// row is a mutex's row as read, with the database's now.
+// row is a mutex's row as read, with the database's now and when the answer came.
 type row struct {
 	owner                           string
 	acquiredAt, ttlAt, transitionAt uint64
 	version, now                    uint64
+	got                             time.Time
 }
 
 // record converts a row to a record: durations from the database's now, shortened by the
@@ -326,20 +511,29 @@ func span(a, b uint64) time.Duration {
 // read reads the row and the database's now; errNoRow if there is no row.
 func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
+	before := c.b.floors.get(c.mutex)
+	sent := time.Now()
 	err := c.run(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read), c.mutex).
+		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read.in(c.schema)), c.mutex).
 			Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
 	})
+	r.got = time.Now()
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
+	}
+	if err == nil {
+		c.clock(sent, r.got, r.now)
+		c.observe(before, r.version)
 	}
 	return r, err
 }
 
-// ensureRow creates the row with no owner unless it exists.
+// ensureRow creates the row with no owner unless it exists, at the highest version the
+// backend has seen for it.
 func (c *contention) ensureRow(ctx context.Context) error {
+	floor := c.b.floors.get(c.mutex)
 	return c.run(ctx, func(q querier) error {
-		_, err := q.ExecContext(ctx, c.bounded(ctx, c.b.sql.ensureRow), c.mutex)
+		_, err := q.ExecContext(ctx, c.bounded(ctx, c.b.sql.ensureRow), c.mutex, floor)
 		return err
 	})
 }

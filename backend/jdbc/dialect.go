@@ -20,6 +20,9 @@ type Dialect interface {
 	ddl(t tableName) string
 	// statements renders the statements for t.
 	statements(t tableName) statements
+	// acquireStatement renders the acquire statement for t, a server and session like
+	// s, and a contention's ttl and ttl + transition.
+	acquireStatement(t tableName, s schema, ttl, lease time.Duration) string
 	// acquire runs the acquire statement with q and decodes its result.
 	acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error)
 	// inspect reads the server's properties and the table's columns and checks them
@@ -34,8 +37,23 @@ type Dialect interface {
 
 // statements is the SQL of a dialect for one table; see statements.go.
 type statements struct {
-	ensureRow, acquire, read, release        string
+	ensureRow, release                       string
+	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
+	ensureFloor, lockFloor, raiseFloor       string
+	deleteText                               string
+}
+
+// clocked is a statement that reads the database's clock, in two versions: for sessions
+// whose time zone has no daylight-saving folds, and for the others.
+type clocked struct{ plain, folding string }
+
+// in returns the version for a session like s's.
+func (c clocked) in(s schema) string {
+	if s.folds {
+		return c.folding
+	}
+	return c.plain
 }
 
 // querier runs statements: the pool (*sql.DB) or one pinned connection (*sql.Conn).
@@ -52,20 +70,24 @@ var (
 // acquireArgs are the values the acquire statement needs.
 type acquireArgs struct {
 	mutex, contender string
-	ttl, lease       int64 // milliseconds: ttl, and ttl + transition
+	expect           sql.NullInt64 // the version a renewal must find; none: no renewal
+	floor            uint64        // the version below which none is handed out
+	stale            sql.NullInt64 // a version watched for longer than its lease; none: none
 }
 
 // acquireResult is what an acquire statement did.
 type acquireResult struct {
 	matched bool   // the contender owns the row now
 	version uint64 // the row's version after the statement (when matched)
-	renewed bool   // the row was the contender's renewable tenure before (when matched)
+	renewed bool   // the row was the contender's, at the expected version (when matched)
+	now     uint64 // the low 31 bits of the database's now in ms (when matched)
 }
 
 // schema is what Start learned about the server and the table, once per backend.
 type schema struct {
 	database string // the schema (MySQL: database) holding the table
 	mariaDB  bool   // the server is MariaDB, which can bound statements itself
+	folds    bool   // the session's time zone may have daylight-saving folds
 	mutex    column // the mutex column's limit
 	owner    column // the owner_id column's limit
 }

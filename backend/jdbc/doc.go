@@ -17,13 +17,18 @@
 // One row per mutex in table simba_mutex (WithTable names another): mutex varchar(66),
 // the primary key; acquired_at, ttl_at and transition_at, bigint unsigned epoch
 // milliseconds; owner_id varchar(128), empty when there is no owner; version int
-// unsigned, bumped by every change. This is JVM Simba's format; a row is created on first
-// use with zeros, an empty owner and version 0. Acquisition and renewal are JVM Simba's one
-// conditional UPDATE (take the row if its transition window has ended, or renew it if it
-// is this contender's and the window has not); release sets the times to 0 and the owner
-// to the empty string where the owner is this contender. The release is further
-// conditioned on the exact version this contender last saw (below); JVM services are not
-// affected by that.
+// unsigned, bumped by every change. This is JVM Simba's format. JVM Simba creates a row on
+// first use with zeros, an empty owner and version 0; here acquired_at stamps the creation
+// and the version is the highest known for the mutex (see Fencing token). Acquisition and
+// renewal are JVM Simba's one conditional UPDATE (take the row if its transition window
+// has ended, or renew it if it is this contender's and the window has not); release sets
+// ttl_at and transition_at to 0 and the owner to the empty string where the owner is this
+// contender, and, where JVM Simba sets acquired_at to 0, stamps it with the time of the
+// release (see Pruning). A renewal is further conditioned on the exact version this
+// contention last saw, and writes ttl_at one millisecond early (see Fencing token); the
+// release is conditioned on that version too (see Bounded statements). JVM services are
+// affected by none of these: they read acquired_at only to report it, and treat a row
+// whose transition window has ended as free whatever its other columns say.
 //
 // The DDL uses utf8mb4 with a binary collation. Start checks the real table through
 // information_schema and fails with a *SchemaError (matching ErrSchema) when it is
@@ -51,26 +56,144 @@
 //
 // # Clock
 //
-// Every time comes from the database: its now is UTC_TIMESTAMP(3) in epoch milliseconds
-// (the instant JVM Simba reads as CURRENT_TIMESTAMP(3), without the session time zone in
-// between). The backend reports the owner's TTL and transition window as durations from
-// the database's now, shortened by a millisecond for the clock's resolution, and simba adds
-// them to the local time at which it sent the request. Database timestamps are never
-// compared with the client's clock.
+// Every time comes from the database: its now is UTC_TIMESTAMP(3) in epoch milliseconds,
+// whatever the session's time zone, so a fleet of simba services alone is never affected
+// by the time zone (with one exception below). The backend reports the owner's TTL and
+// transition window as durations from the database's now, shortened by a millisecond for
+// the clock's resolution, and simba adds them to the local time at which it sent the
+// request. Database timestamps are never compared with the client's clock.
+//
+// JVM Simba reads now as UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)): UTC turned into the
+// session's local time and back. In a daylight-saving fold, where local times come twice,
+// the way back picks one of the two instants, so JVM Simba's clock reads an hour (a fold's
+// length) behind UTC in the fold's second pass when the session's zone comes from the
+// server's time zone tables (time_zone = 'Europe/Berlin'), and an hour ahead in its first
+// pass when the zone is the server host's (time_zone = SYSTEM on a host with daylight
+// saving time). The backend works that out in SQL, from the session's time zone, and:
+//
+//   - writes every row so that JVM Simba's clock finds it lasting at least as long as
+//     simba's own, whatever that clock reads during the lease: where JVM Simba's clock
+//     reads ahead, the row's times are that much later; where it reads behind for the
+//     whole lease, the row is written in JVM Simba's clock, as JVM Simba would write it;
+//   - reads every row as lasting as long as its writer meant it to, whoever wrote it: a
+//     row whose acquired_at is the first of two instants with the same local time may
+//     have been written at the second, by a clock reading behind, and then lasts that
+//     much longer; a row simba wrote later than its writer's clock reads ahead (which
+//     acquired_at shows) lasts that much less.
+//
+// Sessions in a zone without folds (UTC, a fixed offset, SYSTEM on a host in UTC) need
+// none of this, and get statements without it, several kilobytes shorter. The backend
+// reads the session's time zone when it first checks the table; create a new Backend
+// after changing the server's time zone from such a zone to one with daylight saving time.
+//
+// A fleet of simba and JVM Simba services on one table never has two owners believing at
+// once, provided that (the exact condition):
+//
+//   - every contender's database sessions use the same time zone (the server's default
+//     unless a connection sets time_zone), or JVM Simba's sessions a zone without
+//     daylight saving time (UTC, a fixed offset);
+//   - that zone's folds are 30 minutes, 1 hour or 2 hours long (every zone's in the tz
+//     database);
+//   - every contender's ttl + transition is at most one hour;
+//   - JVM Simba's own contenders keep to what JVM Simba guarantees: in a fold they may
+//     overlap with each other (its clock steps by the fold's length), which simba cannot
+//     prevent; they never overlap with simba's.
+//
+// The price is time, in folds only: with time_zone = SYSTEM, a lease a JVM Simba
+// contender writes in a fold's first pass looks an hour longer to simba than it is, so a
+// simba contender takes over from a JVM Simba owner that vanished there an hour late; with
+// a zone from the tables, a lease simba wrote in a first pass and that nobody renewed or
+// released looks, an hour after it was written, to have been written by JVM Simba's
+// clock an hour behind, and is held again for up to ttl + transition: the one way the time
+// zone touches a fleet of simba services alone, and only when an owner vanished and
+// nobody took its mutex for an hour.
+//
+// # When the database's clock steps
+//
+// A step of the database's clock is outside the model, but the backend notices it. Every
+// answer of the acquire statement, and every read, carries the database's now, and between
+// two answers of one contention the database's clock must move by no less than the local
+// monotonic clock did from the earlier answer to the later statement's sending, and by no
+// more than from the earlier statement's sending to the later answer. A move outside that
+// by more than 50 ms plus 0.1% is a step: it is logged at Error level with its size
+// (step_ms) and counted (Backend.ClockSteps).
+//
+//   - Forward: the lease on the store is shorter than its owner believes, by the step, so
+//     another contender may take the row before the owner's local TTL end. An owner
+//     whose answer shows a forward step gives the mutex up at once: it releases the row
+//     and answers "no owner", so that simba ends the tenure (its context is cancelled,
+//     OnReleased follows); its next acquisition begins a new tenure, with a new token.
+//     What happened between the step and that answer cannot be undone: if another
+//     contender took the row meanwhile, both believed until then, and the fencing token
+//     (the newer owner's is larger) is what protects the resource.
+//   - Back: leases written before the step last longer on the store by the step, which is
+//     safe; the owner goes on. But an owner that vanishes leaves a row that looks held
+//     for that much longer. A contender that saw the row bounds the wait: it takes a row
+//     whose version has not changed for longer than the row's lease (transition_at less
+//     acquired_at) plus 1%, counted on its own monotonic clock from the answer that
+//     first showed it, because the row's owner wrote it before then and so stopped
+//     believing by then, whatever the database's clock says. The answers it gets say
+//     so, so that simba contends again in time: failover after a step back takes at most
+//     ttl + transition (+1%, + a contend period's jitter) from when a contender first saw
+//     the row, instead of the step's length more.
 //
 // # Fencing token
 //
 // The token is the row's version as set by the tenure's first UPDATE. Renewals bump the
 // version too, so the latest version is not the token. The UPDATE returns, through
-// LAST_INSERT_ID in its own reply, the new version and whether the row was this
-// contender's renewable tenure, so no read follows a successful acquisition. A renewal
-// keeps the token the contention knows, provided the row changed at most once since the
-// last answer it got (a change it cannot account for can only be its own statement whose
-// answer was lost: only this contender's statements put its ID in the row); otherwise, and
-// when a new lifecycle finds its contender's earlier tenure still on the row, the token is
-// the new version, larger than any token handed out before, which is always safe. Tokens
-// of one mutex strictly increase across tenures; version is an int unsigned, so after
-// 4,294,967,294 changes of one row acquisitions fail instead of repeating a token.
+// LAST_INSERT_ID in its own reply, the new version and whether it renewed the tenure the
+// contention knows, so no read follows a successful acquisition. A renewal matches only
+// at the exact version of the contention's last answer: a tenure goes on, and keeps its
+// token, only while nothing has come between. A row freed behind its owner's back, or
+// deleted and created again, is taken as a new tenure, with a new token, even by the
+// contender that owned it before. When an answer is lost, the statements that follow
+// still expect the version of the last answer, so none of them renews again; the next
+// one that does not match reads the row, and the row's last write tells what happened: a
+// renewal writes ttl_at one millisecond short of what a new tenure writes, so a renewal at
+// the next version continues the tenure and its token, and a new tenure of this contender
+// gives the version it wrote as the token. A new lifecycle that finds its contender's
+// earlier tenure still on the row renews it and takes the new version as its token, larger
+// than any token handed out before. Tokens of one mutex strictly increase across tenures;
+// version is an int unsigned, so after 4,294,967,294 changes of one row acquisitions fail
+// instead of repeating a token.
+//
+// A row deleted behind the backend's back and created again at version 0, as SPEC §6
+// creates rows, would hand out tokens again that were handed out before. So a backend
+// remembers the highest version it has seen in each mutex's row (of the mutexes its
+// contentions contend for, and of up to 4,096 others), creates a missing row at that
+// version, and has every acquisition take one more than the row's version or than that,
+// whichever is larger. A backend that never saw a mutex's row cannot know its version and
+// creates it from 0; when a backend then sees the row at a lower version than one it saw,
+// it logs that at Error level, with the version seen as the token and the highest seen
+// before as the previous token, and counts it (Backend.TokenRegressions): a regression is
+// detected, never silent, and the next tenure taken through that backend has a token
+// larger than every one before again.
+//
+// # Pruning
+//
+// Neither acquisition nor release deletes a row, so with a mutex name per entity (one per
+// invoice, say) the table grows for ever. Backend.Prune deletes the rows that have had no
+// owner for longer than a given age by the database's clock: released or created that
+// long ago, or left by an owner whose transition window ended that long ago. A row JVM
+// Simba released carries no time and counts as released long ago. Run Prune now and then,
+// from one process or several; it is safe while the mutexes are in use:
+//
+//   - It deletes only rows without an owner, in transactions of up to 100 rows that lock
+//     them first, so a row acquired meanwhile is kept.
+//   - A contender that finds its row gone creates it again and acquires it; one that
+//     races a Prune retries on its next attempt at worst.
+//   - Tokens never go back: each pruning transaction raises the version of the floor row,
+//     a row whose mutex is the empty string (a name neither simba nor JVM Simba allows),
+//     to the highest version it deletes, and every row created afterwards, for a name
+//     used again or for the first time, starts at that version. A first use reads the
+//     floor row with a shared lock, which waits for a pruning transaction under way; a
+//     pruning transaction locks the floor row before the rows it deletes, so the two
+//     never wait for each other in a cycle. A row whose version reached the column's
+//     maximum is never pruned: it can never be acquired again, and the floor would
+//     leave the rows created after it no version to hand out.
+//
+// The floor row stays in the table; do not delete it by hand (tokens of pruned mutexes
+// would then start again from the versions their backends remember, or from 0).
 //
 // # Bounded statements, and statements that arrive late
 //
@@ -81,7 +204,8 @@
 // A statement the caller abandoned may still reach the server later (it sat in a socket
 // buffer, or MySQL, which has no such prefix for UPDATE, kept it waiting for a row lock).
 // That is harmless: an acquisition is one UPDATE that only takes a free row or renews this
-// contender's own (a late one is a renewal, or takes a row nobody protects); a release
+// contender's own at the version its contention last saw (a late one renews nothing that
+// changed since, or takes a row nobody protects); a release
 // names the exact version its contention last saw, or read just before, so a release that
 // arrives after the row was acquired again, by this contender ID included, finds another
 // version and changes nothing.
@@ -95,7 +219,8 @@
 // table and mutex, as a queue beside the table:
 //
 //   - A contender that may win the row takes the named lock first, without waiting, on a
-//     connection it pins from the pool; an owner holds it for its whole tenure.
+//     connection it pins from the pool (within a budget: see Connections); an owner
+//     holds it for its whole tenure.
 //   - A contender that loses waits for the lock in a goroutine of its contention, on its
 //     pinned connection (GET_LOCK with a 30 s timeout, repeated). The server queues the
 //     waiters; each release of the lock goes to one of them.
@@ -123,17 +248,34 @@
 //
 // # Connections
 //
-// With the hand-over, each contention pins one connection of the pool while its contender
-// owns the mutex, waits for it or heads its queue: a service, scheduler or acquiring Locker
-// holds one connection for its lifetime, and its statements run on it while it is not
-// waiting. A waiting contender, whose connection is blocked on the server, borrows another
-// from the pool for its attempts, and for a moment when it stops (to interrupt the wait
-// with KILL QUERY, which keeps its connection usable). Retrievers pin nothing. Size the pool
-// (SetMaxOpenConns, SetMaxIdleConns) and the server's max_connections for one connection
-// per running contender plus a few, or turn the hand-over off with WithHandOver(false):
-// then every statement borrows a connection from the pool and returns it. Turn it off,
-// too, behind a proxy that multiplexes client sessions over server sessions (ProxySQL,
-// MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
+// The hand-over holds connections of the pool, within a budget per Backend:
+// WithHandOverConnections, DefaultHandOverConnections (2) by default. A contention pins
+// one, if one of the budget's is free, when it contends, and keeps it while its contender
+// owns the mutex, waits for it or heads its queue; it gives it back when it releases the
+// mutex or stops. A contention that finds the budget spent contends without the
+// hand-over: it polls on its contend period, as JVM Simba's contenders do, until a
+// connection of the budget is free at one of its attempts. So a process that holds many
+// mutexes at once (through Mutexes, one contention per name) holds at most the budget for
+// the hand-over, whatever the number of names.
+//
+// The budget of one Backend on its pool is then:
+//
+//   - the hand-over's connections: at most WithHandOverConnections, held as long as their
+//     contentions own, wait or head a queue;
+//   - one connection per statement in flight, borrowed from the pool for its length:
+//     every contention's statements run on its pinned connection when it has one that is
+//     idle, and otherwise borrow one (a waiting contention's pinned connection is busy
+//     waiting); a contention makes one statement at a time;
+//   - one for a moment when a waiting contention stops (to interrupt its wait with KILL
+//     QUERY, which keeps its connection usable), and one for each Prune transaction.
+//
+// With the default, an application whose pool is 10 connections keeps 8 whatever the
+// number of mutexes it holds, less the statements in flight; a larger budget wakes more
+// waiters at once on release, and costs as many connections. Retrievers pin nothing. Size
+// the server's max_connections for every process's pool. WithHandOver(false) holds
+// nothing: every statement borrows a connection from the pool and returns it. Turn the
+// hand-over off, too, behind a proxy that multiplexes client sessions over server sessions
+// (ProxySQL, MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
 //
 // # Who closes what
 //

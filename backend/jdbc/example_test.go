@@ -59,7 +59,7 @@ func ExampleDDL() {
 	// -- never share a row. Times are epoch milliseconds of the database's clock.
 	// CREATE TABLE IF NOT EXISTS `app`.`simba_mutex` (
 	//     `mutex`         varchar(66)     NOT NULL COMMENT 'mutex name',
-	//     `acquired_at`   bigint unsigned NOT NULL COMMENT 'start of the last acquisition or renewal, epoch ms',
+	//     `acquired_at`   bigint unsigned NOT NULL COMMENT 'last acquisition or renewal (simba: also release, creation), epoch ms',
 	//     `ttl_at`        bigint unsigned NOT NULL COMMENT 'end of the owner''s TTL, epoch ms',
 	//     `transition_at` bigint unsigned NOT NULL COMMENT 'end of the transition window, epoch ms',
 	//     `owner_id`      varchar(128)    NOT NULL COMMENT 'owner''s contender ID; empty: no owner',

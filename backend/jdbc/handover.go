@@ -12,7 +12,7 @@ import (
 )
 
 // The fast hand-over (see the package documentation for the design): a contention pins one
-// connection and, on it, holds the mutex row's named lock while it owns the mutex or heads
+// connection, if the backend's budget allows (Backend.pin), and, on it, holds the mutex row's named lock while it owns the mutex or heads
 // the queue of contenders waiting for it; other contenders wait for that lock in a
 // goroutine, and whoever gets it contends at once. The lock is a hint only: ownership is
 // decided by the table, and a wrong or missing hint costs time, never safety.
@@ -86,8 +86,13 @@ func (c *contention) prepareLock(ctx context.Context) {
 		defer cancel()
 	}
 	if conn == nil {
+		if !c.b.pin() {
+			c.log.Debug("simba/jdbc: the hand-over's connections are all in use; polling only")
+			return
+		}
 		var err error
 		if conn, err = c.b.db.Conn(pctx); err != nil {
+			c.b.unpin()
 			c.log.Debug("simba/jdbc: no connection for the hand-over; polling only", "err", err)
 			return
 		}
@@ -95,6 +100,7 @@ func (c *contention) prepareLock(ctx context.Context) {
 		if h.gone {
 			h.mu.Unlock()
 			_ = conn.Close()
+			c.b.unpin()
 			return
 		}
 		h.conn, h.session = conn, 0
@@ -330,7 +336,25 @@ func (c *contention) free(ctx context.Context) {
 	h.mu.Unlock()
 	if conn != nil {
 		_ = conn.Close()
+		c.b.unpin()
 	}
+}
+
+// unpin returns the pinned connection to the pool, and its place in the hand-over's
+// budget, unless the contention holds or waits for the named lock: after a release, a
+// contention needs no connection until it contends again.
+func (c *contention) unpin() {
+	h := &c.hand
+	h.mu.Lock()
+	conn := h.conn
+	if conn == nil || h.holds || h.waiting {
+		h.mu.Unlock()
+		return
+	}
+	h.conn, h.session, h.other = nil, 0, false
+	h.mu.Unlock()
+	_ = conn.Close()
+	c.b.unpin()
 }
 
 // abandon frees everything without I/O, for the backend's Close: the waiter's statement
@@ -349,6 +373,7 @@ func (c *contention) abandon() {
 	h.wg.Wait()
 	if conn != nil {
 		discard(conn)
+		c.b.unpin()
 	}
 }
 
@@ -372,11 +397,15 @@ func (c *contention) idleConn(ctx context.Context) *sql.Conn {
 func (c *contention) drop(conn *sql.Conn) {
 	h := &c.hand
 	h.mu.Lock()
-	if h.conn == conn {
+	mine := h.conn == conn
+	if mine {
 		h.conn, h.session, h.holds, h.other = nil, 0, false, false
 	}
 	h.mu.Unlock()
 	discard(conn)
+	if mine {
+		c.b.unpin()
+	}
 }
 
 // discard closes a connection instead of returning it to the pool.

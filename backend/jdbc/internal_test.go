@@ -2,6 +2,7 @@ package jdbc
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +14,28 @@ import (
 )
 
 func TestDecodeAcquire(t *testing.T) {
+	enc := func(version uint64, renewed bool, now uint64) int64 {
+		return int64(version<<32 | boolBit(renewed)<<31 | now)
+	}
 	got, err := decodeAcquire(0, 0)
 	require.NoError(t, err)
 	assert.False(t, got.matched)
 
-	got, err = decodeAcquire(1, 2*7)
+	got, err = decodeAcquire(1, enc(7, false, 12345))
 	require.NoError(t, err)
-	assert.Equal(t, acquireResult{matched: true, version: 7}, got, "a new tenure at version 7")
+	assert.Equal(t, acquireResult{matched: true, version: 7, now: 12345}, got, "a new tenure at version 7")
 
-	got, err = decodeAcquire(1, 2*7+1)
+	got, err = decodeAcquire(1, enc(7, true, nowBits))
 	require.NoError(t, err)
-	assert.Equal(t, acquireResult{matched: true, version: 7, renewed: true}, got, "a renewal at version 7")
+	assert.Equal(t, acquireResult{matched: true, version: 7, renewed: true, now: nowBits}, got, "a renewal at version 7")
 
-	_, err = decodeAcquire(2, 14)
+	got, err = decodeAcquire(1, enc(maxVersion, true, 0))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(maxVersion), got.version, "the largest version, past int64's sign")
+
+	_, err = decodeAcquire(2, enc(7, false, 1))
 	assert.Error(t, err, "two rows changed")
-	_, err = decodeAcquire(1, 1)
+	_, err = decodeAcquire(1, enc(0, true, 5))
 	assert.Error(t, err, "no version")
 }
 
@@ -41,32 +49,52 @@ func TestTokenIsTheFirstVersionOfTheTenure(t *testing.T) {
 		rec = c.won(acquireResult{matched: true, version: v, renewed: true})
 		assert.Equal(t, uint64(5), rec.Token, "renewal to version %d", v)
 	}
-	// A renewal whose answer was lost landed: the row moved by one more than known.
-	rec = c.won(acquireResult{matched: true, version: 10, renewed: true})
-	assert.Equal(t, uint64(5), rec.Token, "one unknown change of this contender's own")
-	// Two or more unknown changes: another tenure may have come between; a new token,
-	// larger than any of theirs.
-	rec = c.won(acquireResult{matched: true, version: 13, renewed: true})
-	assert.Equal(t, uint64(13), rec.Token)
-	rec = c.won(acquireResult{matched: true, version: 14, renewed: true})
-	assert.Equal(t, uint64(13), rec.Token)
+	rec = c.won(acquireResult{matched: true, version: 12})
+	assert.Equal(t, uint64(12), rec.Token, "a new tenure, say after the row was freed behind the owner's back")
 
 	// Someone else owned the row in between: the next acquisition is a new tenure.
-	other := c.seen(row{owner: "other", ttlAt: 100, transitionAt: 200, version: 20, now: 50})
+	other, known := c.seen(row{owner: "other", ttlAt: 100, transitionAt: 200, version: 20, now: 50})
+	assert.True(t, known)
 	assert.Equal(t, "other", other.Owner)
 	assert.Zero(t, other.Token, "no token for another owner's tenure")
 	rec = c.won(acquireResult{matched: true, version: 22})
 	assert.Equal(t, uint64(22), rec.Token)
 }
 
+// A row of this contender read after its acquire statement did not match: the row's last
+// write tells a renewal (ttl_at marked) from a new tenure.
+func TestTokenOfARowWrittenByALostStatement(t *testing.T) {
+	mine := func(version, ttlAt uint64) row {
+		return row{owner: "me", ttlAt: ttlAt, transitionAt: 2000, version: version, now: 500}
+	}
+	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
+	c.won(acquireResult{matched: true, version: 5})
+
+	rec, known := c.seen(mine(5, 1000))
+	assert.True(t, known)
+	assert.Equal(t, uint64(5), rec.Token, "unchanged: the last millisecond of the window")
+	rec, known = c.seen(mine(6, 999))
+	assert.True(t, known)
+	assert.Equal(t, uint64(5), rec.Token, "the contention's own renewal, whose answer was lost")
+	rec, known = c.seen(mine(9, 1000))
+	assert.True(t, known)
+	assert.Equal(t, uint64(9), rec.Token, "a new tenure begun by a statement whose answer was lost")
+	_, known = c.seen(mine(11, 999))
+	assert.False(t, known, "a renewal it could not have made: taken over")
+	assert.Zero(t, c.token)
+}
+
 // A new contention (a later lifecycle) that finds its own contender's tenure still on the
-// store cannot know that tenure's first version: it takes the new one.
+// store cannot name that tenure's token: it takes the row over with a renewal, whose
+// version is its token.
 func TestTokenOfAnInheritedTenure(t *testing.T) {
 	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
-	rec := c.won(acquireResult{matched: true, version: 9, renewed: true})
-	assert.Equal(t, uint64(9), rec.Token)
-	rec = c.won(acquireResult{matched: true, version: 10, renewed: true})
-	assert.Equal(t, uint64(9), rec.Token)
+	_, known := c.seen(row{owner: "me", ttlAt: 1000, transitionAt: 2000, version: 9, now: 500})
+	assert.False(t, known)
+	rec := c.won(acquireResult{matched: true, version: 10, renewed: true})
+	assert.Equal(t, uint64(10), rec.Token)
+	rec = c.won(acquireResult{matched: true, version: 11, renewed: true})
+	assert.Equal(t, uint64(10), rec.Token)
 }
 
 func TestRecordOfRow(t *testing.T) {
@@ -126,7 +154,7 @@ func TestNoRowNeverLeaves(t *testing.T) {
 
 func FuzzDecodeAcquire(f *testing.F) {
 	f.Add(int64(0), int64(0))
-	f.Add(int64(1), int64(15))
+	f.Add(int64(1), int64(7<<32|1<<31|99))
 	f.Add(int64(1), int64(-1))
 	f.Add(int64(3), int64(1<<40))
 	f.Fuzz(func(t *testing.T, affected, lastID int64) {
@@ -140,7 +168,7 @@ func FuzzDecodeAcquire(f *testing.F) {
 			}
 			return
 		}
-		if got.version == 0 || got.version*2+boolBit(got.renewed) != uint64(lastID) {
+		if got.version == 0 || got.version<<32|boolBit(got.renewed)<<31|got.now != uint64(lastID) || got.now > nowBits {
 			t.Fatalf("decode(%d) = %+v", lastID, got)
 		}
 	})
@@ -213,4 +241,33 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("%d characters accepted", len([]rune(s)))
 		}
 	})
+}
+
+func TestMayFold(t *testing.T) {
+	for _, tz := range [][2]string{{"SYSTEM", "UTC"}, {"+00:00", "CET"}, {"-05:00", ""}, {"+5:30", ""}, {"UTC", "CEST"}, {"Etc/UTC", ""}} {
+		assert.False(t, mayFold(tz[0], tz[1]), tz)
+	}
+	for _, tz := range [][2]string{{"SYSTEM", "CET"}, {"SYSTEM", "EST"}, {"Europe/Berlin", "UTC"}, {"America/New_York", ""}} {
+		assert.True(t, mayFold(tz[0], tz[1]), tz)
+	}
+}
+
+// The database's clock between two answers moves by what the local clock allows, within
+// the margin, or it stepped; moves past the 31 bits the acquire statement hands back wrap.
+func TestClockSteps(t *testing.T) {
+	c := &contention{b: &Backend{}, log: slog.New(slog.DiscardHandler)}
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	c.clock(at(0), at(time.Millisecond), nowBits-500) // close to the wrap
+	c.clock(at(time.Second), at(time.Second+time.Millisecond), 499)
+	assert.Zero(t, c.b.ClockSteps(), "a second on both clocks, across the wrap")
+	c.clock(at(2*time.Second), at(2*time.Second+time.Millisecond), 499+1000+40)
+	assert.Zero(t, c.b.ClockSteps(), "within the margin")
+	c.clock(at(3*time.Second), at(3*time.Second+time.Millisecond), 499+1040+1000+200)
+	assert.Equal(t, uint64(1), c.b.ClockSteps(), "200 ms ahead")
+	assert.True(t, c.stepped)
+	c.stepped = false
+	c.clock(at(4*time.Second), at(4*time.Second+time.Millisecond), (499+1040+1200+1000-30000)&nowBits)
+	assert.Equal(t, uint64(2), c.b.ClockSteps(), "30 s back")
+	assert.False(t, c.stepped, "a step back is no reason to give the mutex up")
 }

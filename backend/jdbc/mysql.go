@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -41,20 +42,35 @@ func (d mysqlDialect) ddl(t tableName) string {
 
 func (d mysqlDialect) statements(t tableName) statements {
 	q := d.quote(t)
+	clocked := func(stmt string) clocked {
+		return clocked{plain: fmt.Sprintf(mysqlPlainClock.Replace(stmt), q), folding: fmt.Sprintf(mysqlFoldingClock.Replace(stmt), q)}
+	}
 	return statements{
 		ensureRow:     fmt.Sprintf(mysqlEnsureRow, q),
-		acquire:       fmt.Sprintf(mysqlAcquire, q),
-		read:          fmt.Sprintf(mysqlRead, q),
+		read:          clocked(mysqlRead),
 		release:       fmt.Sprintf(mysqlRelease, q),
 		tryLock:       mysqlTryLock,
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
 		interruptText: mysqlInterrupt,
+		ensureFloor:   fmt.Sprintf(mysqlEnsureFloor, q),
+		lockFloor:     fmt.Sprintf(mysqlLockFloor, q),
+		raiseFloor:    fmt.Sprintf(mysqlRaiseFloor, q),
+		prunable:      clocked(mysqlPrunable),
+		deleteText:    fmt.Sprintf(mysqlDelete, q, "%s"),
 	}
 }
 
+func (d mysqlDialect) acquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
+	clock := mysqlPlainClock
+	if s.folds {
+		clock = mysqlFoldingClock
+	}
+	return fmt.Sprintf(clock.Replace(mysqlAcquire), d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
+}
+
 func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error) {
-	res, err := q.ExecContext(ctx, query, a.contender, a.ttl, a.lease, a.contender, a.mutex, a.contender)
+	res, err := q.ExecContext(ctx, query, a.floor, a.contender, a.expect, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
 	if err != nil {
 		return acquireResult{}, err
 	}
@@ -70,19 +86,23 @@ func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acqu
 }
 
 // decodeAcquire decodes the rows affected by the acquire UPDATE and the LAST_INSERT_ID it
-// set: the new version times two, plus one for a renewal.
+// set: the new version in bits 32 and up, the renewal in bit 31, and the low 31 bits of
+// the database's now.
 func decodeAcquire(affected, lastID int64) (acquireResult, error) {
+	enc := uint64(lastID)
 	switch {
 	case affected == 0:
 		return acquireResult{}, nil
 	case affected != 1:
 		return acquireResult{}, fmt.Errorf("acquire changed %d rows; is mutex the primary key?", affected)
-	case lastID < 2:
-		return acquireResult{}, fmt.Errorf("acquire returned no version (last insert ID %d)", lastID)
+	case enc>>32 == 0:
+		return acquireResult{}, fmt.Errorf("acquire returned no version (last insert ID %d)", enc)
 	}
-	enc := uint64(lastID)
-	return acquireResult{matched: true, version: enc / 2, renewed: enc%2 == 1}, nil
+	return acquireResult{matched: true, version: enc >> 32, renewed: enc>>31&1 == 1, now: enc & nowBits}, nil
 }
+
+// nowBits are the bits of the database's now that the acquire statement hands back.
+const nowBits = 1<<31 - 1
 
 func (mysqlDialect) bound(s schema, d time.Duration) string {
 	if !s.mariaDB || d <= 0 {
@@ -104,13 +124,14 @@ func (mysqlDialect) lockName(s schema, t tableName, mutex string) string {
 
 func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error) {
 	var s schema
-	var version, csClient, csConn string
+	var version, csClient, csConn, timeZone, systemZone string
 	var readOnly bool
-	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly)
+	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly, &timeZone, &systemZone)
 	if err != nil {
 		return schema{}, fmt.Errorf("read server properties: %w", err)
 	}
 	s.mariaDB = strings.Contains(strings.ToLower(version), "mariadb")
+	s.folds = mayFold(timeZone, systemZone)
 	if t.schema != "" {
 		s.database = t.schema
 	}
@@ -237,3 +258,20 @@ func checkText(table string, c mysqlColumn, want string) (column, []string) {
 	}
 	return col, problems
 }
+
+// mayFold reports whether a session time zone (@@session.time_zone, with
+// @@system_time_zone for SYSTEM) may have daylight-saving folds: every zone but UTC and
+// fixed offsets.
+func mayFold(timeZone, systemZone string) bool {
+	if timeZone == "SYSTEM" {
+		timeZone = systemZone
+	}
+	switch strings.ToUpper(timeZone) {
+	case "UTC", "GMT", "ETC/UTC", "ETC/GMT", "UNIVERSAL", "ZULU":
+		return false
+	}
+	return !fixedOffset.MatchString(timeZone)
+}
+
+// fixedOffset matches a time zone given as an offset from UTC, as MySQL writes one.
+var fixedOffset = regexp.MustCompile(`^[+-]\d{1,2}:\d{2}$`)

@@ -14,10 +14,14 @@ const DefaultTable = "simba_mutex"
 type Option func(*config)
 
 type config struct {
-	table    string
-	dialect  Dialect
-	handOver bool
+	table   string
+	dialect Dialect
+	pins    int // connections the hand-over may hold; 0: no hand-over
 }
+
+// DefaultHandOverConnections is how many connections of the pool the hand-over of one
+// Backend holds at most, by default: what an application whose pool has 10 can spare.
+const DefaultHandOverConnections = 2
 
 // WithTable sets the table, optionally qualified by its schema ("db.simba_mutex"). Each
 // part must be an identifier of at most 64 ASCII letters, digits, '_' and '$', starting
@@ -28,16 +32,33 @@ func WithTable(name string) Option { return func(c *config) { c.table = name } }
 // WithDialect sets the SQL dialect. Default MySQL (MySQL and MariaDB); must not be nil.
 func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
 
-// WithHandOver turns the fast hand-over on or off. With it, each contention of a contender
-// pins one connection of the pool while it owns, waits for or heads the queue of a mutex,
-// and a waiting contender learns of a graceful release within milliseconds; without it,
-// contenders use the pool only and learn of a release at their next contend period, as
-// JVM Simba's do (ttl + transition + jitter, up to 17 s by default). Default true. See the
-// package documentation for the connections it costs.
-func WithHandOver(enabled bool) Option { return func(c *config) { c.handOver = enabled } }
+// WithHandOver turns the fast hand-over on or off. With it, a contention of a contender
+// that gets one of the backend's hand-over connections (WithHandOverConnections) holds it
+// while it owns, waits for or heads the queue of a mutex, and a waiting contender learns
+// of a graceful release within milliseconds; without it, contenders use the pool only and
+// learn of a release at their next contend period, as JVM Simba's do (ttl + transition +
+// jitter, up to 17 s by default). Default true; WithHandOver(false) is
+// WithHandOverConnections(0). See the package documentation for the connections it costs.
+func WithHandOver(enabled bool) Option {
+	return func(c *config) {
+		switch {
+		case !enabled:
+			c.pins = 0
+		case c.pins == 0:
+			c.pins = DefaultHandOverConnections
+		}
+	}
+}
+
+// WithHandOverConnections sets how many connections of the pool the backend's hand-over
+// holds at most at a time, over all its contentions: a contention that finds none free
+// contends without the hand-over (it polls on its contend period) until one is. Default
+// DefaultHandOverConnections (2); must be >= 0 (0 turns the hand-over off). Size it, with
+// the pool, from the package documentation's connection budget.
+func WithHandOverConnections(n int) Option { return func(c *config) { c.pins = n } }
 
 func newConfig(opts []Option) (config, tableName, error) {
-	c := config{table: DefaultTable, dialect: MySQL, handOver: true}
+	c := config{table: DefaultTable, dialect: MySQL, pins: DefaultHandOverConnections}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -45,6 +66,9 @@ func newConfig(opts []Option) (config, tableName, error) {
 	}
 	if c.dialect == nil {
 		return c, tableName{}, simba.InvalidArgument("dialect", nil, "must not be nil")
+	}
+	if c.pins < 0 {
+		return c, tableName{}, simba.InvalidArgument("hand-over connections", c.pins, "must be >= 0")
 	}
 	t, err := parseTable(c.table)
 	return c, t, err

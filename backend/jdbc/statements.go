@@ -1,44 +1,148 @@
 package jdbc
 
+import "strings"
+
 // Every SQL statement of the backend, for the MySQL/MariaDB dialect. %[1]s stands for the
-// table name, already validated and quoted; ? are the statement's arguments. The storage
-// format and the meaning of each statement are SPEC §6, shared with JVM Simba.
+// table name, already validated and quoted; ? are the statement's arguments; {end},
+// {shift}, {behind}, {writeShift} and {writeStart} for the clock's expressions (below).
+// The storage format and the meaning of each statement are SPEC §6, shared with JVM
+// Simba.
+
+// The clock. simba reads the database's now as mysqlNow, in UTC whatever the session's
+// time zone. JVM Simba reads it as UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)): UTC turned into
+// the session's local time and back, which in a daylight-saving fold (local times that
+// come twice) picks one of the two instants: the earlier with a zone from the server's
+// time zone tables, the later with SYSTEM. There, JVM Simba's clock reads a fold's length
+// behind in its second pass, or ahead in its first. mysqlLead measures that. The acquire
+// statement writes rows that JVM Simba reads right in its own clock, and every statement
+// reads a row as lasting as long as its writer meant it to (mysqlEnd); doc.go (Clock) says
+// under which conditions.
+
+// A session whose time zone has no folds (UTC, a fixed offset, SYSTEM on a host in UTC)
+// needs none of this, and the statements are much shorter without: mysqlPlainClock puts
+// the plain expressions in their place, mysqlFoldingClock the ones below.
+var (
+	mysqlPlainClock = strings.NewReplacer("{end}", "CAST(transition_at AS SIGNED)", "{shift}", "0", "{behind}", "0",
+		"{writeShift}", "0", "{writeStart}", mysqlNow)
+	mysqlFoldingClock = strings.NewReplacer("{end}", mysqlEnd, "{shift}", mysqlShift, "{behind}", mysqlBehind,
+		"{writeShift}", mysqlWriteShift, "{writeStart}", mysqlWriteStart)
+)
 
 // mysqlNow is the database's clock in epoch milliseconds. UTC_TIMESTAMP(3), like
 // CURRENT_TIMESTAMP(3), is read once per statement (its start), so every use in one
-// statement sees the same instant; unlike UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) it does not
-// pass through the session time zone, so it is not ambiguous in a daylight-saving fold.
+// statement sees the same instant.
 const mysqlNow = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
 
+// mysqlLead(x), how far ahead of the instant x (epoch ms) JVM Simba's clock reads at x, in
+// ms (0 outside folds), is written leadOf + x + leadMid + x + leadTo: x in seconds, read
+// as local time and back. An instant the server cannot turn (past 2038 on MariaDB 10.11)
+// counts as 0.
 const (
-	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. A row created
+	leadOf  = "(COALESCE(CAST(UNIX_TIMESTAMP(FROM_UNIXTIME(("
+	leadMid = ") DIV 1000)) AS SIGNED) - CAST(("
+	leadTo  = ") DIV 1000 AS SIGNED), 0) * 1000)"
+)
+
+// Writing. A row is written so that JVM Simba's clock, whatever it reads during the lease,
+// finds it lasting at least as long as simba's: its times are shifted by the largest lead
+// at the lease's two ends (mysqlWriteShift; the lease is assumed no longer than a fold).
+// Where JVM Simba's clock reads behind for the whole lease, the row is written in that
+// clock altogether (acquired_at too), as JVM Simba would write it, so that it reads it
+// right; mysqlEnd then tells its readers. %[2]d and %[3]d stand for ttl and ttl +
+// transition in ms.
+const (
+	mysqlLeadNow    = leadOf + mysqlNow + leadMid + mysqlNow + leadTo
+	mysqlLeadEnd    = leadOf + mysqlNow + " + %[3]d" + leadMid + mysqlNow + " + %[3]d" + leadTo
+	mysqlWriteShift = "GREATEST(" + mysqlLeadNow + ", " + mysqlLeadEnd + ")"
+	mysqlWriteStart = mysqlNow + " + IF(" + mysqlLeadNow + " = " + mysqlLeadEnd + ", LEAST(" + mysqlLeadNow + ", 0), 0)"
+)
+
+// Reading. mysqlEnd is when a row's transition window really ends, in simba's clock:
+// transition_at, moved by mysqlShift, which takes back what the two kinds of writers
+// that do not write in simba's clock did:
+//
+//   - mysqlBehind: JVM Simba (or simba, above) writing while its clock read behind, in a
+//     fold's second pass: acquired_at is then the first of two instants with the same
+//     local time, the other one a fold's length later (30 minutes, 1 or 2 hours), and
+//     the row may have been written at that later instant, unless it is still to come.
+//   - mysqlAhead: simba writing around a fold whose first pass JVM Simba's clock reads
+//     ahead in: acquired_at is then an instant JVM Simba's clock never reads (its lead is
+//     above 0), or one within an hour before a fold whose first pass the row's
+//     transition_at, less the lead, falls in (with leases no longer than an hour, no row
+//     of JVM Simba's is both).
+//
+// Rows without an owner are not moved.
+const (
+	mysqlLeadAcquired = leadOf + "acquired_at" + leadMid + "acquired_at" + leadTo
+	mysqlLeadHour     = leadOf + "acquired_at + 3600000" + leadMid + "acquired_at + 3600000" + leadTo
+	mysqlLeadBack     = leadOf + "CAST(transition_at AS SIGNED) - " + mysqlLeadHour + leadMid +
+		"CAST(transition_at AS SIGNED) - " + mysqlLeadHour + leadTo
+	mysqlAhead = "IF(" + mysqlLeadAcquired + " > 0, " + mysqlLeadAcquired + ", IF(" + mysqlLeadHour + " > 0 AND " +
+		mysqlLeadBack + " > 0, " + mysqlLeadHour + ", 0))"
+	mysqlBehind = "IF(owner_id = '', 0, GREATEST(" +
+		"IF(" + leadOf + "acquired_at + 1800000" + leadMid + "acquired_at + 1800000" + leadTo + " = -1800000 AND " +
+		mysqlNow + " >= acquired_at + 1800000, 1800000, 0), " +
+		"IF(" + mysqlLeadHour + " = -3600000 AND " + mysqlNow + " >= acquired_at + 3600000, 3600000, 0), " +
+		"IF(" + leadOf + "acquired_at + 7200000" + leadMid + "acquired_at + 7200000" + leadTo + " = -7200000 AND " +
+		mysqlNow + " >= acquired_at + 7200000, 7200000, 0)))"
+	mysqlShift = "(IF(owner_id = '', 0, " + mysqlBehind + " - " + mysqlAhead + "))"
+	mysqlEnd   = "(CAST(transition_at AS SIGNED) + " + mysqlShift + ")"
+)
+
+const (
+	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. SPEC §6
+	// creates rows at version 0, which a row deleted and created again would repeat
+	// tokens from; this one creates it at the highest version known for it: the
+	// backend's own (an argument) or the one Prune kept in the floor row (mysqlFloor),
+	// read with a shared lock so that a Prune under way is waited for. acquired_at
+	// stamps the creation, so that Prune counts the row's age from then. A row created
 	// meanwhile by someone else is left alone; unlike INSERT IGNORE, a value the column
 	// cannot hold is an error in strict mode rather than a silent truncation.
-	// Arguments: mutex.
+	// Arguments: mutex, version.
 	mysqlEnsureRow = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
-		"VALUES (?, 0, 0, 0, '', 0) ON DUPLICATE KEY UPDATE version = version"
+		"SELECT ?, " + mysqlNow + ", 0, 0, '', GREATEST(?, COALESCE(MAX(version), 0)) FROM %[1]s WHERE mutex = " + mysqlFloor +
+		" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE version = version"
 
 	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
-	// transition window has ended) or renews the contender's own. version is assigned
-	// first, so that it reads the row as it was whether the server assigns left to right
-	// (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT); through
-	// LAST_INSERT_ID it also hands back, in the statement's OK packet, the new version
-	// times two plus 1 if the row was this contender's renewable tenure (a renewal) or 0
-	// (a new tenure). The version guard keeps int unsigned from overflowing or, in
-	// non-strict mode, from sticking at its maximum and repeating a token.
-	// Arguments: contender, ttl ms, ttl+transition ms, contender, mutex, contender.
+	// transition window has ended) or renews the contender's own, but only at the exact
+	// version the contention last saw: nothing has changed the row since the
+	// contention's last answer, so the tenure it knows goes on. It also takes a row at
+	// the version the contention says it has watched unchanged for longer than the row's
+	// lease, by the local clock (contention.stale): its owner has stopped believing, even
+	// if the database's clock, stepped back since, says the row is still held. version is
+	// assigned first, so that it reads the row as it was whether the server assigns left
+	// to right (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT).
+	// Through LAST_INSERT_ID the statement hands back, in its OK packet, the new version
+	// (bits 32 and up), 1 for a renewal or 0 for a new tenure (bit 31), and the low 31
+	// bits of the database's now in ms, to notice its clock stepping (see
+	// contention.clock). ttl_at reads that back (LAST_INSERT_ID without an argument): a
+	// renewal writes ttl_at one millisecond short of a new tenure's, which leaves in the
+	// row which of the two its last write was (see contention.seen). The new version is
+	// one more than the row's or than the floor, the highest version the backend saw,
+	// whichever is larger: after the row was deleted and created again from a lower
+	// version, tokens go on above the earlier ones. The version guard keeps int unsigned
+	// from overflowing or, in non-strict mode, from sticking at its maximum and repeating
+	// a token. %[2]d and %[3]d stand for ttl and ttl + transition in ms.
+	// Arguments: floor, contender, expected version (NULL: none), contender, mutex, floor,
+	// contender, expected version, stale version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
-		"version = LAST_INSERT_ID((version + 1) * 2 + (owner_id = ? AND transition_at > " + mysqlNow + ")) DIV 2, " +
-		"acquired_at = " + mysqlNow + ", " +
-		"ttl_at = " + mysqlNow + " + ?, " +
-		"transition_at = " + mysqlNow + " + ?, " +
+		"version = LAST_INSERT_ID(((GREATEST(version, ?) + 1) << 32) | " +
+		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, " +
+		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - ((LAST_INSERT_ID() >> 31) & 1), " +
+		"acquired_at = {writeStart}, " +
+		"transition_at = " + mysqlNow + " + %[3]d + {writeShift}, " +
 		"owner_id = ? " +
-		"WHERE mutex = ? AND version < 4294967295 " +
-		"AND (transition_at < " + mysqlNow + " OR (owner_id = ? AND transition_at > " + mysqlNow + "))"
+		"WHERE mutex = ? AND GREATEST(version, ?) < 4294967295 " +
+		"AND IF(owner_id = ? AND version <=> ?, {end} <> " + mysqlNow + ", " + mysqlFree + " OR version <=> ?)"
 
-	// mysqlRead reads a row and the database's now in one statement.
-	// Arguments: mutex.
-	mysqlRead = "SELECT owner_id, acquired_at, ttl_at, transition_at, version, " + mysqlNow +
+	// mysqlFree holds when a row has no owner: its transition window has ended (a
+	// released row's is 0).
+	mysqlFree = "{end} < " + mysqlNow
+
+	// mysqlRead reads a row, its times as long as their writer meant them (mysqlEnd), and
+	// the database's now, in one statement. Arguments: mutex.
+	mysqlRead = "SELECT owner_id, GREATEST(CAST(acquired_at AS SIGNED) + {behind}, 0), " +
+		"GREATEST(CAST(ttl_at AS SIGNED) + {shift}, 0), GREATEST({end}, 0), version, " + mysqlNow +
 		" FROM %[1]s WHERE mutex = ?"
 
 	// mysqlRelease is SPEC §6's release, further conditioned on the exact version the
@@ -46,8 +150,42 @@ const (
 	// its caller, delayed in a socket buffer or behind a row lock) cannot erase a later
 	// tenure, whose acquisition changed the version.
 	// Arguments: mutex, contender, version.
-	mysqlRelease = "UPDATE %[1]s SET acquired_at = 0, ttl_at = 0, transition_at = 0, owner_id = '', " +
+	mysqlRelease = "UPDATE %[1]s SET acquired_at = " + mysqlNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 WHERE mutex = ? AND owner_id = ? AND version = ?"
+)
+
+// Pruning: deleting the rows of mutexes that have had no owner for a while (Prune). The
+// versions of the rows deleted live on in the floor row, whose mutex is the empty string
+// (a name neither simba nor JVM Simba allows): its version is the highest version of
+// every row pruned, below which no row is created again.
+const (
+	// mysqlFloor is the mutex of the floor row.
+	mysqlFloor = "''"
+
+	// mysqlEnsureFloor creates the floor row if it is missing.
+	mysqlEnsureFloor = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
+		"VALUES (" + mysqlFloor + ", 0, 0, 0, '', 0) ON DUPLICATE KEY UPDATE version = version"
+
+	// mysqlLockFloor locks the floor row for a pruning transaction, before any row it
+	// deletes: first uses read it with a shared lock before they create a row, so the
+	// two never wait for each other in a cycle.
+	mysqlLockFloor = "SELECT version FROM %[1]s WHERE mutex = " + mysqlFloor + " FOR UPDATE"
+
+	// mysqlPrunable selects, and locks, up to a number of rows that have had no owner
+	// for longer than an age: their transition window ended, or they were released or
+	// created (both stamp acquired_at), more than the age ago. A row whose version
+	// reached the column's maximum is kept: it can never be acquired again, and its
+	// version in the floor row would leave every row created after it none to hand out.
+	// Arguments: age ms, limit.
+	mysqlPrunable = "SELECT mutex, version FROM %[1]s WHERE mutex <> " + mysqlFloor + " AND " + mysqlFree +
+		" AND GREATEST(CAST(acquired_at AS SIGNED), {end}) + ? < " + mysqlNow + " AND version < 4294967295" +
+		" ORDER BY mutex LIMIT ? FOR UPDATE"
+
+	// mysqlRaiseFloor raises the floor row's version. Arguments: version.
+	mysqlRaiseFloor = "UPDATE %[1]s SET version = GREATEST(version, ?) WHERE mutex = " + mysqlFloor
+
+	// mysqlDelete deletes the rows named; %[2]s stands for as many placeholders.
+	mysqlDelete = "DELETE FROM %[1]s WHERE mutex IN (%[2]s)"
 )
 
 // Named locks: hints for a fast hand-over, never a condition of ownership (see doc.go).
@@ -80,9 +218,10 @@ const (
 // Start-up checks and the schema.
 const (
 	// mysqlServer tells the database the connection uses, the server's version (to tell
-	// MariaDB from MySQL), the character sets strings travel in, and whether the server
-	// refuses writes (a replica).
-	mysqlServer = "SELECT COALESCE(DATABASE(), ''), VERSION(), @@character_set_client, @@character_set_connection, @@read_only"
+	// MariaDB from MySQL), the character sets strings travel in, whether the server
+	// refuses writes (a replica), and the session's time zone (whether it has folds).
+	mysqlServer = "SELECT COALESCE(DATABASE(), ''), VERSION(), @@character_set_client, @@character_set_connection, @@read_only, " +
+		"@@session.time_zone, @@system_time_zone"
 
 	// mysqlColumns describes a table's columns. Arguments: schema, table.
 	mysqlColumns = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +

@@ -101,6 +101,8 @@ func TestNewRejectsBadArguments(t *testing.T) {
 	}
 	_, err = jdbc.New(db, jdbc.WithDialect(nil))
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "nil dialect")
+	_, err = jdbc.New(db, jdbc.WithHandOverConnections(-1))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "negative hand-over connections")
 	_, err = jdbc.New(db, jdbc.WithTable("simba.simba_mutex"), jdbc.WithDialect(jdbc.MySQL), jdbc.WithHandOver(false), nil)
 	assert.NoError(t, err, "a nil option is skipped")
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -28,8 +29,11 @@ type contention struct {
 	kick     chan struct{} // capacity 1: look again
 	stop     chan struct{} // closed by halt
 	stopOnce sync.Once
-	done     chan struct{} // closed when run has returned
-	started  chan struct{} // closed at the first report, or with startErr
+	life     context.Context    // bounds every request of run; ended by halt
+	endLife  context.CancelFunc // ends life
+	stopBy   atomic.Int64       // StopContend's deadline (Unix ns) for leave's requests; 0: none
+	done     chan struct{}      // closed when run has returned
+	started  chan struct{}      // closed at the first report, or with startErr
 	startErr error
 	leaveErr error // set by run before done is closed
 
@@ -70,7 +74,10 @@ func newContention(b *Backend, p simba.Participant) *contention {
 	if log == nil {
 		log = b.log
 	}
+	life, endLife := context.WithCancel(context.Background())
 	return &contention{
+		life:     life,
+		endLife:  endLife,
 		b:        b,
 		p:        p,
 		log:      log,
@@ -87,17 +94,21 @@ func newContention(b *Backend, p simba.Participant) *contention {
 var _ simba.Contention = (*contention)(nil)
 
 // StopContend deletes the contender's node and stops watching. It returns when that is
-// done, or with ctx's error when ctx ends first; the node is then deleted in the
-// background, or by ZooKeeper when the session ends. Without a session the node is left
+// done, or with ctx's error when ctx ends first (the delete then waits no longer either);
+// the node is then left to the backend, which deletes it in the background, or to
+// ZooKeeper, which deletes it when the session ends. Without a session the node is left
 // to the backend, which deletes it when the session is back; the error then wraps
 // ErrNoSession.
 func (c *contention) StopContend(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.stopBy.Store(dl.UnixNano())
+	}
 	c.halt()
 	select {
 	case <-c.done:
 		return c.leaveErr
 	case <-ctx.Done():
-		return fmt.Errorf("simba/zookeeper: stop %q: %w", c.p.Mutex, ctx.Err())
+		return fmt.Errorf("simba/zookeeper: node not deleted yet; left to the backend: %w", ctx.Err())
 	}
 }
 
@@ -107,43 +118,31 @@ var _ simba.WaitList = (*contention)(nil)
 // whether anyone waits behind this contender: the ZooKeeper queue is the wait list. A
 // retriever's answer counts every contender.
 func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
-	type answer struct {
-		kids []string
-		err  error
-	}
-	got := make(chan answer, 1)
 	b := c.b
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return false, fmt.Errorf("simba/zookeeper: %w", simba.ErrClosed)
-	}
 	mine := c.mine
-	b.wg.Go(func() { // the request cannot be cancelled; Close waits for it
-		kids, _, err := b.conn.Children(c.parent)
-		got <- answer{kids, err}
-	})
 	b.mu.Unlock()
-	select {
-	case a := <-got:
-		if errors.Is(a.err, zk.ErrNoNode) {
-			return false, nil
-		}
-		if a.err != nil {
-			return false, storeError("list", c.parent, a.err)
-		}
-		for _, l := range latches(a.kids) {
-			if l.name != mine {
-				return true, nil
-			}
-		}
+	kids, err := b.children(ctx, c.parent)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
 		return false, nil
-	case <-ctx.Done():
-		return false, fmt.Errorf("simba/zookeeper: list %s: %w", c.parent, ctx.Err())
+	case err != nil:
+		return false, storeError("list", c.parent, err)
 	}
+	for _, l := range latches(kids) {
+		if l.name != mine {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
-func (c *contention) halt() { c.stopOnce.Do(func() { close(c.stop) }) }
+func (c *contention) halt() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.endLife()
+	})
+}
 
 func (c *contention) halted() bool {
 	select {
@@ -181,7 +180,9 @@ func (c *contention) run() {
 			c.leave()
 			return
 		}
-		again, err := c.step()
+		ctx, cancel := context.WithTimeout(c.life, c.b.bound())
+		again, err := c.step(ctx)
+		cancel()
 		if err == nil {
 			failures = 0
 			if again {
@@ -210,7 +211,7 @@ func (c *contention) run() {
 
 // step evaluates the mutex once, if there is a session. again asks for another step at
 // once: something changed while it looked.
-func (c *contention) step() (again bool, err error) {
+func (c *contention) step(ctx context.Context) (again bool, err error) {
 	b := c.b
 	b.mu.Lock()
 	s, gen := b.sess, c.gen
@@ -220,9 +221,9 @@ func (c *contention) step() (again bool, err error) {
 	}
 	var v view
 	if c.p.ContenderID == "" {
-		v, again, err = c.observe()
+		v, again, err = c.observe(ctx)
 	} else {
-		v, again, err = c.contend(s)
+		v, again, err = c.contend(ctx, s)
 	}
 	if err != nil || again || c.halted() {
 		return again, err
@@ -234,12 +235,12 @@ func (c *contention) step() (again bool, err error) {
 // mutex: the lowest node. A non-owner watches the node just before its own, which is
 // deleted when that contender leaves, and, unless it only waits for its turn
 // (Participant.WaitsOnly), the owner's node, which is deleted when the mutex changes hands.
-func (c *contention) contend(s session) (view, bool, error) {
+func (c *contention) contend(ctx context.Context, s session) (view, bool, error) {
 	if c.node != "" && c.nodeSession != 0 && c.nodeSession != s.id {
 		c.forgetNode() // an ephemeral node ends with its session
 	}
 	if c.node == "" {
-		if err := c.join(); err != nil {
+		if err := c.join(ctx); err != nil {
 			return view{}, false, err
 		}
 		if c.halted() {
@@ -253,9 +254,9 @@ func (c *contention) contend(s session) (view, bool, error) {
 		own             = true
 		ownStat         *zk.Stat
 	)
-	list := func() { kids, _, kidsErr = c.b.conn.Children(c.parent) }
+	list := func() { kids, kidsErr = c.b.children(ctx, c.parent) }
 	if c.czxid == 0 || !c.b.isArmed(watch{c.node, dataWatch}) {
-		together(list, func() { own, ownStat, ownErr = c.exists(c.node) })
+		together(list, func() { own, ownStat, ownErr = c.exists(ctx, c.node) })
 	} else {
 		list()
 	}
@@ -306,18 +307,22 @@ func (c *contention) contend(s session) (view, bool, error) {
 		headErr, preErr error
 		pre             = true
 	)
-	readHead := func() { data, headStat, headErr = c.get(head) }
+	readHead := func() { data, headStat, headErr = c.get(ctx, head) }
 	watched := []string{c.node, pred, head}
 	if c.p.WaitsOnly && pred != head {
 		// Only the predecessor decides this waiter's turn: the owner is read without a
 		// watch, so that a change of owner does not wake every waiter.
-		readHead = func() { data, headStat, headErr = c.b.conn.Get(head) }
+		readHead = func() {
+			var n node
+			n, headErr = c.b.get(ctx, head)
+			data, headStat = n.data, n.st
+		}
 		watched = watched[:2]
 	}
 	if pred == head {
 		readHead()
 	} else {
-		together(readHead, func() { pre, _, preErr = c.exists(pred) })
+		together(readHead, func() { pre, _, preErr = c.exists(ctx, pred) })
 	}
 	switch {
 	case errors.Is(headErr, zk.ErrNoNode) || !pre:
@@ -331,13 +336,22 @@ func (c *contention) contend(s session) (view, bool, error) {
 		watched: watched, confirmed: sent}
 	if v.owner == c.p.ContenderID {
 		// Another node carries this contender's ID. Only its own node makes a contender
-		// the owner, so the owner is reported as unknown rather than as this contender.
+		// the owner. A node of this backend's sessions is one a contention of this
+		// contender left behind when it stopped (its delete was lost, or is under
+		// way): it is deleted, and the mutex looked at again. Any other is a
+		// contender elsewhere with the same ID, and the owner is reported as unknown
+		// rather than as this contender.
 		c.b.mu.Lock()
-		ours := c.b.past[headStat.EphemeralOwner]
+		ours := headStat.EphemeralOwner == c.b.sess.id || c.b.past[headStat.EphemeralOwner]
 		c.b.mu.Unlock()
-		if !ours {
-			c.log.Warn("simba/zookeeper: the owner's node carries this contender's ID: two contenders share an ID", "node", head)
+		if ours {
+			c.log.Info("simba/zookeeper: deleting a node this contender left behind", "node", head)
+			if err := c.b.delete(ctx, head); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return view{}, false, storeError("delete", head, err)
+			}
+			return view{}, true, nil
 		}
+		c.log.Warn("simba/zookeeper: the owner's node carries this contender's ID: two contenders share an ID", "node", head)
 		v.owner, v.token = "", 0
 	}
 	return v, false, nil
@@ -345,9 +359,9 @@ func (c *contention) contend(s session) (view, bool, error) {
 
 // join gives the contender a node: the one a create whose reply was lost made, if it
 // exists, or a new one.
-func (c *contention) join() error {
+func (c *contention) join(ctx context.Context) error {
 	if prefix := c.pending; prefix != "" {
-		kids, _, err := c.b.conn.Children(c.parent)
+		kids, err := c.b.children(ctx, c.parent)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return storeError("list", c.parent, err)
 		}
@@ -368,7 +382,7 @@ func (c *contention) join() error {
 	}
 	prefix := newProtection()
 	c.pending = prefix
-	path, err := c.create(prefix)
+	path, err := c.create(ctx, prefix)
 	if err != nil {
 		if answered(err) {
 			c.pending = ""
@@ -381,17 +395,17 @@ func (c *contention) join() error {
 }
 
 // create creates the contender's node, and the container nodes above it when missing.
-func (c *contention) create(prefix string) (string, error) {
+func (c *contention) create(ctx context.Context, prefix string) (string, error) {
 	p := c.parent + "/" + prefix + latchName
 	for range 4 {
-		path, err := c.b.conn.Create(p, c.data, zk.FlagEphemeralSequential, c.b.acl)
+		path, err := c.b.create(ctx, p, c.data, zk.FlagEphemeralSequential)
 		if !errors.Is(err, zk.ErrNoNode) {
 			if err != nil {
 				return "", storeError("create", p, err)
 			}
 			return path, nil
 		}
-		if err := c.b.makeParents(c.parent); err != nil {
+		if err := c.b.makeParents(ctx, c.parent); err != nil {
 			return "", err
 		}
 	}
@@ -400,12 +414,12 @@ func (c *contention) create(prefix string) (string, error) {
 
 // observe finds out who owns the mutex without contending, for a retriever: it watches
 // the owner's node, or, when there is none, the mutex node for the first contender.
-func (c *contention) observe() (view, bool, error) {
+func (c *contention) observe(ctx context.Context) (view, bool, error) {
 	sent := time.Now()
-	kids, _, err := c.b.conn.Children(c.parent)
+	kids, err := c.b.children(ctx, c.parent)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		ok, _, err := c.exists(c.parent)
+		ok, _, err := c.exists(ctx, c.parent)
 		if err != nil {
 			return view{}, false, storeError("watch", c.parent, err)
 		}
@@ -418,7 +432,7 @@ func (c *contention) observe() (view, bool, error) {
 	}
 	nodes := latches(kids)
 	if len(nodes) == 0 {
-		kids, err := c.children(c.parent)
+		kids, err := c.children(ctx, c.parent)
 		switch {
 		case errors.Is(err, zk.ErrNoNode) || len(latches(kids)) > 0:
 			return view{}, true, nil
@@ -428,7 +442,7 @@ func (c *contention) observe() (view, bool, error) {
 		return view{watched: []string{c.parent}, confirmed: sent}, false, nil
 	}
 	head := c.parent + "/" + nodes[0].name
-	data, st, err := c.get(head)
+	data, st, err := c.get(ctx, head)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return view{}, true, nil
@@ -440,39 +454,40 @@ func (c *contention) observe() (view, bool, error) {
 }
 
 // exists reads path's stat, with a data watch armed for this session.
-func (c *contention) exists(path string) (bool, *zk.Stat, error) {
+func (c *contention) exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
 	armed, seq := c.b.watchFor(c, path, dataWatch)
 	if armed {
-		return c.b.conn.Exists(path)
+		st, err := c.b.exists(ctx, path)
+		return st.ok, st.st, err
 	}
-	ok, st, _, err := c.b.conn.ExistsW(path)
+	st, err := c.b.existsW(ctx, path)
 	if err == nil {
 		c.b.setArmed(path, dataWatch, seq)
 	}
-	return ok, st, err
+	return st.ok, st.st, err
 }
 
 // get reads path's data and stat, with a data watch armed for this session.
-func (c *contention) get(path string) ([]byte, *zk.Stat, error) {
+func (c *contention) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	armed, seq := c.b.watchFor(c, path, dataWatch)
 	if armed {
-		return c.b.conn.Get(path)
+		n, err := c.b.get(ctx, path)
+		return n.data, n.st, err
 	}
-	data, st, _, err := c.b.conn.GetW(path)
+	n, err := c.b.getW(ctx, path)
 	if err == nil {
 		c.b.setArmed(path, dataWatch, seq)
 	}
-	return data, st, err
+	return n.data, n.st, err
 }
 
 // children lists path's children, with a child watch armed for this session.
-func (c *contention) children(path string) ([]string, error) {
+func (c *contention) children(ctx context.Context, path string) ([]string, error) {
 	armed, seq := c.b.watchFor(c, path, childWatch)
 	if armed {
-		kids, _, err := c.b.conn.Children(path)
-		return kids, err
+		return c.b.children(ctx, path)
 	}
-	kids, _, _, err := c.b.conn.ChildrenW(path)
+	kids, err := c.b.childrenW(ctx, path)
 	if err == nil {
 		c.b.setArmed(path, childWatch, seq)
 	}
@@ -556,8 +571,10 @@ func (c *contention) publish() {
 	c.p.Report(o)
 }
 
-// leave deletes the contender's node when the contention stops. Without a session, or
-// when the connection breaks during the delete, the node is left to the backend.
+// leave deletes the contender's node when the contention stops, within StopContend's
+// deadline or, without one, the bound of the backend's own requests. Without a session,
+// or when the delete's outcome is unknown (the connection broke, or no answer came in
+// time), the node is left to the backend.
 func (c *contention) leave() {
 	b := c.b
 	b.mu.Lock()
@@ -603,7 +620,13 @@ func (c *contention) deleteNode(s session) error {
 	if !s.up {
 		return fmt.Errorf("simba/zookeeper: delete %s: %w", c.node, ErrNoSession)
 	}
-	err := c.b.conn.Delete(c.node, -1)
+	dl := time.Now().Add(c.b.bound())
+	if by := c.stopBy.Load(); by != 0 {
+		dl = time.Unix(0, by)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	err := c.b.delete(ctx, c.node)
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

@@ -78,10 +78,29 @@
 // does with its connection.
 //
 // The backend runs one goroutine that sends heartbeats and deletes nodes left behind,
-// one that drains the connection's event channel, and one per contention that does all of
-// that contention's requests (two independent reads go out together on a short-lived
-// helper, so they cost one round trip). StopContend waits for its contention's goroutine
-// (within its context); Close waits for all of them and for the connection's own.
+// one that drains the connection's event channel, one per contention that makes all of
+// that contention's requests, and one per request in flight (below). StopContend waits
+// for its contention's goroutine (within its context); Close waits for all of them and for
+// the connection's own.
+//
+// # Requests that get no answer
+//
+// go-zookeeper has no per-request timeout: a request lost on a connection that stays up
+// (its pings get through) is waited for until the connection closes, which may be never.
+// So every request runs on a goroutine of its own, and whoever made it waits only until a
+// bound: the caller's context for StartContend, StopContend and OthersWaiting; the
+// negotiated session timeout for the requests the backend makes on its own (a third of it
+// for heartbeats). The request cannot be taken back; its answer, if it ever comes, is
+// dropped, and the backend cleans up what it may still do: a create is found again by its
+// protection prefix, or deleted by it, and a delete whose answer did not come in time is
+// retried in the background until it is answered or the session ends. Closing the
+// connection ends every request still in flight.
+//
+// A node of this contender in this backend's session that none of its contentions holds
+// (a stopped contention left it behind, its delete unanswered) is deleted by the backend
+// in the background and, should it head the queue first, by the contender's next
+// contention, which then looks at the mutex again. It is never taken for the owner, and
+// the owner is not reported as unknown while it holds the others back.
 //
 // Choose a session timeout of a few seconds at least: go-zookeeper waits a second before
 // it dials a lone server again, so with shorter sessions every lost connection is an
@@ -89,12 +108,13 @@
 //
 // # What Stop leaves behind
 //
-// StopContend deletes the contender's node. Without a session it cannot; the backend then
-// deletes the node as soon as the session is back, or the server deletes it when the
-// session expires. A create whose reply was lost is recognised by its protection prefix,
-// so neither a retry nor a stop leaves a second node. Watches cannot be removed with
-// go-zookeeper v1.0.4 (it lacks ZooKeeper's removeWatches): a watch of a stopped
+// StopContend deletes the contender's node, within its context. Without a session, or
+// when the delete gets no answer in time, it leaves the node to the backend, which deletes
+// it in the background (once the session is back, without one), or the server deletes it
+// when the session expires. A create whose reply was lost is recognised by its protection
+// prefix, so neither a retry nor a stop leaves a second node. Watches cannot be removed
+// with go-zookeeper v1.0.4 (it lacks ZooKeeper's removeWatches): a watch of a stopped
 // contention stays until its node changes or the session ends. The backend sets each
-// watch at most once per session and node, whatever the number of contentions, so they
-// do not pile up.
+// watch at most once per session and node, whatever the number of contentions, so they do
+// not pile up.
 package zookeeper

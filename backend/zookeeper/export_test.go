@@ -1,5 +1,11 @@
 package zookeeper
 
+import (
+	"context"
+
+	"github.com/go-zookeeper/zk"
+)
+
 // Test hooks.
 
 // Adopted returns how many nodes the backend found again by their protection prefix after
@@ -37,4 +43,14 @@ func Latches(children []string) []string {
 		out = append(out, l.name)
 	}
 	return out
+}
+
+// Leave creates a contender node for id under mutex in the backend's session, as a
+// contention that stopped without deleting it would leave behind.
+func Leave(b *Backend, mutex, id string) (string, error) {
+	parent := mutexPath(mutex)
+	if err := b.makeParents(context.Background(), parent); err != nil {
+		return "", err
+	}
+	return b.conn.Create(parent+"/"+newProtection()+latchName, []byte(id), zk.FlagEphemeralSequential, b.acl)
 }

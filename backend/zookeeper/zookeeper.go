@@ -184,7 +184,7 @@ func (b *Backend) SessionTimeout() time.Duration {
 // session it waits for one until ctx ends. See simba.Backend.
 func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("simba/zookeeper: start %q: %w", p.Mutex, err)
+		return nil, fmt.Errorf("simba/zookeeper: %w", err)
 	}
 	c := newContention(b, p)
 	b.mu.Lock()
@@ -205,11 +205,11 @@ func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.
 		return nil, c.startErr
 	case <-ctx.Done():
 		c.halt()
-		return nil, errors.Join(fmt.Errorf("simba/zookeeper: start %q: %w", p.Mutex, b.pending(c)), ctx.Err())
+		return nil, fmt.Errorf("%w: %w", b.pending(c), ctx.Err())
 	}
 }
 
-// pending explains why c has not reported yet.
+// pending explains why c has not reported yet, in an error with the package's prefix.
 func (b *Backend) pending(c *contention) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -221,7 +221,7 @@ func (b *Backend) pending(c *contention) error {
 	case c.lastErr != nil:
 		return c.lastErr
 	}
-	return errors.New("no answer from zookeeper yet")
+	return errors.New("simba/zookeeper: no answer from zookeeper yet")
 }
 
 // event receives every event of the connection, on the connection's goroutines, in
@@ -385,10 +385,11 @@ func (b *Backend) drop(c *contention, path string) {
 	}
 }
 
-// leaveBehind records a node to delete once the session is back. Called with b.mu held.
+// leaveBehind records a node for the keeper to delete, once the session is back if it is
+// not. Called with b.mu held.
 func (b *Backend) leaveBehind(o orphan) {
 	b.orphans[o] = struct{}{}
-	b.log.Warn("simba/zookeeper: node left to delete when the session resumes", "node", o.parent+"/"+o.name, "by_prefix", o.prefix)
+	b.log.Warn("simba/zookeeper: node left for the backend to delete", "node", o.parent+"/"+o.name, "by_prefix", o.prefix)
 	b.wakeKeeper()
 }
 
@@ -425,11 +426,11 @@ func (b *Backend) keep() {
 		if !s.up {
 			continue // sync wakes the keeper when the session is back
 		}
-		for _, o := range orphans {
-			b.collect(o)
-		}
 		if busy {
 			b.heartbeat(s)
+		}
+		for _, o := range orphans {
+			b.collect(o)
 		}
 		timer.Reset(max(s.timeout/3, 10*time.Millisecond))
 	}
@@ -437,10 +438,13 @@ func (b *Backend) keep() {
 
 // heartbeat asks the server something cheap. An answer within session s proves that the
 // session was alive when the request was sent, so it cannot expire before sent plus the
-// session timeout: every contention's view is confirmed as of then.
+// session timeout: every contention's view is confirmed as of then. It waits at most a
+// heartbeat period for the answer.
 func (b *Backend) heartbeat(s session) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(s.timeout/3, 10*time.Millisecond))
+	defer cancel()
 	sent := time.Now()
-	if _, _, err := b.conn.Exists("/"); err != nil {
+	if _, err := b.exists(ctx, "/"); err != nil {
 		b.log.Debug("simba/zookeeper: heartbeat failed", "err", err)
 		return
 	}
@@ -456,9 +460,11 @@ func (b *Backend) heartbeat(s session) {
 
 // collect deletes an orphan node; it is forgotten once it is surely gone.
 func (b *Backend) collect(o orphan) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.bound())
+	defer cancel()
 	name := o.name
 	if o.prefix {
-		kids, _, err := b.conn.Children(o.parent)
+		kids, err := b.children(ctx, o.parent)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return
 		}
@@ -470,7 +476,7 @@ func (b *Backend) collect(o orphan) {
 		}
 	}
 	if name != "" {
-		if err := b.conn.Delete(o.parent+"/"+name, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := b.delete(ctx, o.parent+"/"+name); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return
 		}
 	}
@@ -481,9 +487,9 @@ func (b *Backend) collect(o orphan) {
 
 // makeParents creates /simba and /simba/<mutex> as container nodes where missing, as
 // Curator does; ZooKeeper deletes a container once its last child is gone.
-func (b *Backend) makeParents(parent string) error {
+func (b *Backend) makeParents(ctx context.Context, parent string) error {
 	for _, p := range []string{rootPath, parent} {
-		if _, err := b.conn.CreateContainer(p, nil, zk.FlagContainer, b.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := b.create(ctx, p, nil, zk.FlagContainer); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return storeError("create container", p, err)
 		}
 	}
@@ -512,9 +518,11 @@ func storeError(op, path string, err error) error {
 }
 
 // transient reports whether err comes from the connection or session rather than from an
-// answer about the nodes: the call is worth repeating once the session is back.
+// answer about the nodes (or no answer came in time): the call is worth repeating, once
+// the session is back, and the outcome of one that changes nodes is unknown.
 func transient(err error) bool {
-	for _, e := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, zk.ErrClosing, ErrNoSession} {
+	for _, e := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, zk.ErrClosing, ErrNoSession,
+		context.DeadlineExceeded} {
 		if errors.Is(err, e) {
 			return true
 		}

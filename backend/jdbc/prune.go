@@ -1,0 +1,116 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// pruneBatch is how many rows one transaction of Prune deletes at most.
+const pruneBatch = 100
+
+// Prune deletes the rows of mutexes that have had no owner for longer than age, by the
+// database's clock: rows released more than age ago (a Go release stamps acquired_at
+// with its time; a JVM Simba release stamps nothing, so its rows count as released long
+// ago), and rows whose owner's transition window ended more than age ago. It returns how
+// many rows it deleted. Per-entity mutex names (one per invoice, say) would otherwise make
+// the table grow for ever. A mutex whose row was pruned gets it back at its next use.
+//
+// Prune is safe to run at any time, from any number of processes, while the mutexes are
+// in use: it never deletes a row with an owner, a contender that finds its row gone
+// creates it again, and the versions of the rows it deletes are kept in the table (see
+// the package documentation), so that a row created again hands out no token lower than
+// one handed out before. It works in transactions of up to 100 rows, each of which holds
+// the locks of the rows it deletes, and one connection of the pool, for a moment.
+//
+// ctx bounds the whole run; age must not be negative.
+func (b *Backend) Prune(ctx context.Context, age time.Duration) (int64, error) {
+	if ctx == nil {
+		return 0, simba.InvalidArgument("ctx", nil, "must not be nil")
+	}
+	if age < 0 {
+		return 0, simba.InvalidArgument("age", age, "must not be negative")
+	}
+	if err := b.usable(ctx); err != nil {
+		return 0, err
+	}
+	s, err := b.checkedSchema(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := b.db.ExecContext(ctx, b.boundFor(ctx, s, b.sql.ensureFloor)); err != nil {
+		return 0, fmt.Errorf("simba/jdbc: prune: %w", err)
+	}
+	var total int64
+	for {
+		n, err := b.pruneBatch(ctx, s, age)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("simba/jdbc: prune: %w", err)
+		}
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
+}
+
+// pruneBatch deletes up to pruneBatch rows in one transaction, and raises the floor row
+// to the highest version among them.
+func (b *Backend) pruneBatch(ctx context.Context, s schema, age time.Duration) (int64, error) {
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var floor uint64
+	if err := tx.QueryRowContext(ctx, b.boundFor(ctx, s, b.sql.lockFloor)).Scan(&floor); err != nil {
+		return 0, err
+	}
+	rows, err := tx.QueryContext(ctx, b.boundFor(ctx, s, b.sql.prunable.in(s)), age.Milliseconds(), pruneBatch)
+	if err != nil {
+		return 0, err
+	}
+	var names []any
+	for rows.Next() {
+		var name string
+		var version uint64
+		if err := rows.Scan(&name, &version); err != nil {
+			_ = rows.Close()
+			return 0, err
+		}
+		names = append(names, name)
+		floor = max(floor, version)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, b.boundFor(ctx, s, b.sql.raiseFloor), floor); err != nil {
+		return 0, err
+	}
+	del := fmt.Sprintf(b.sql.deleteText, strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", "))
+	res, err := tx.ExecContext(ctx, b.boundFor(ctx, s, del), names...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}
+
+// boundFor prefixes a statement with the server-side limit for ctx's deadline.
+func (b *Backend) boundFor(ctx context.Context, s schema, query string) string {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return query
+	}
+	return b.dialect.bound(s, time.Until(dl)) + query
+}

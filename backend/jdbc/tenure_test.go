@@ -1,0 +1,260 @@
+package jdbc_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/faultproxy"
+)
+
+// leaseOf opens a contention of b for mutex and id, stopped when the test ends, and
+// returns it for the test to call as the service would. log may be nil.
+func leaseOf(t *testing.T, b simba.Backend, mutex, id string, log ...*slog.Logger) simba.LeaseContention {
+	t.Helper()
+	p := simba.Participant{Mutex: mutex, ContenderID: id, TTL: 2 * time.Second, Transition: time.Second, Wake: func() {}}
+	if len(log) > 0 {
+		p.Logger = log[0]
+	}
+	c, err := b.StartContend(t.Context(), p)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	return c.(simba.LeaseContention)
+}
+
+// acquire calls Acquire with a deadline and requires an answer.
+func acquire(t *testing.T, c simba.LeaseContention) simba.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	rec, err := c.Acquire(ctx)
+	require.NoError(t, err)
+	return rec
+}
+
+// free frees the row behind its owner's back, as an administrator might (the version
+// stays as it is).
+func free(t *testing.T, db *sql.DB, mutex string) {
+	t.Helper()
+	_, err := db.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = '', ttl_at = 0, transition_at = 0 WHERE mutex = ?", mutex)
+	require.NoError(t, err)
+}
+
+// TestRenewalOfAFreedRowIsANewTenure (issue 15, item 2): the row is freed behind its
+// owner's back, freed by an administrator or deleted, and another contender holds it and
+// releases it. The old owner's next acquisition takes the row as a new tenure: its answer
+// carries the new tenure's token, not the old one.
+func TestRenewalOfAFreedRowIsANewTenure(t *testing.T) {
+	for _, how := range []string{"freed", "deleted"} {
+		t.Run(how, func(t *testing.T) {
+			db := openDB(t)
+			mutex := mutexName(t)
+			a := leaseOf(t, newBackend(t, jdbc.WithHandOver(false)), mutex, "a")
+			b := leaseOf(t, newBackend(t, jdbc.WithHandOver(false)), mutex, "b")
+			first := acquire(t, a)
+			require.Equal(t, "a", first.Owner)
+			renewed := acquire(t, a)
+			require.Equal(t, first.Token, renewed.Token, "a renewal keeps the token")
+
+			if how == "freed" {
+				free(t, db, mutex)
+			} else {
+				_, err := db.ExecContext(t.Context(), "DELETE FROM simba_mutex WHERE mutex = ?", mutex)
+				require.NoError(t, err)
+			}
+			other := acquire(t, b)
+			require.Equal(t, "b", other.Owner)
+			require.NoError(t, b.Release(t.Context()))
+
+			again := acquire(t, a)
+			require.Equal(t, "a", again.Owner, "the row was free")
+			assert.NotEqual(t, first.Token, again.Token, "a new tenure began: b's came between")
+			assert.Greater(t, again.Token, other.Token, "later than b's tenure")
+			again2 := acquire(t, a)
+			assert.Equal(t, again.Token, again2.Token, "and its renewals keep its token")
+		})
+	}
+}
+
+// proxy is a fault proxy between a pool and the server.
+type proxy struct {
+	*faultproxy.Proxy
+	db *sql.DB
+}
+
+// proxied returns a backend (without the hand-over) whose connections go through a fault
+// proxy, and the proxy.
+func proxied(t *testing.T) (*jdbc.Backend, proxy) {
+	t.Helper()
+	needServer(t)
+	p, err := faultproxy.New(server.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	db := openDSN(t, fmt.Sprintf("simba:simba@tcp(%s)/simba?interpolateParams=true", p.Addr()))
+	b, err := jdbc.New(db, jdbc.WithHandOver(false))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b, proxy{p, db}
+}
+
+// lostReply calls Acquire while the proxy swallows the server's replies: the statement
+// reaches the server and runs, and its answer never comes. It returns once the server has
+// answered into the void.
+func lostReply(t *testing.T, c simba.LeaseContention, p proxy) {
+	t.Helper()
+	// A connection ready in the pool, for the handshake must not be swallowed.
+	require.NoError(t, p.db.PingContext(t.Context()))
+	before := p.Stats().Swallowed
+	p.Blackhole(faultproxy.Down)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	_, err := c.Acquire(ctx)
+	cancel()
+	require.Error(t, err, "the answer was lost")
+	waitUntil(t, 5*time.Second, "the server to answer", func() bool { return p.Stats().Swallowed > before })
+	p.Blackhole(0)
+}
+
+// TestLostReplyHidingANewTenure (issue 15, items 2 and 5): the row is freed behind its
+// owner's back, and the owner's next statement takes it as a new tenure, but its answer is
+// lost. The answer after that names the owner still, and must carry the new tenure's
+// token: the old tenure ended when the row was freed.
+func TestLostReplyHidingANewTenure(t *testing.T) {
+	db := openDB(t)
+	mutex := mutexName(t)
+	b, p := proxied(t)
+	a := leaseOf(t, b, mutex, "a")
+	first := acquire(t, a)
+	require.Equal(t, "a", first.Owner)
+
+	free(t, db, mutex)
+	lostReply(t, a, p)
+	row := readRow(t, db, mutex)
+	require.Equal(t, "a", row.Owner, "the lost statement took the free row")
+
+	next := acquire(t, a)
+	require.Equal(t, "a", next.Owner)
+	assert.Equal(t, row.Version, next.Token, "the token of the tenure the lost statement began")
+	assert.NotEqual(t, first.Token, next.Token)
+}
+
+// TestLostRenewalRepliesKeepTheToken (issue 15, item 5): however many renewal answers in
+// a row are lost, the tenure goes on and so does its token.
+func TestLostRenewalRepliesKeepTheToken(t *testing.T) {
+	mutex := mutexName(t)
+	b, p := proxied(t)
+	a := leaseOf(t, b, mutex, "a")
+	first := acquire(t, a)
+	require.Equal(t, "a", first.Owner)
+	for range 3 {
+		lostReply(t, a, p)
+		rec := acquire(t, a)
+		require.Equal(t, "a", rec.Owner)
+		assert.Equal(t, first.Token, rec.Token, "one token per tenure")
+	}
+	for n := range 3 {
+		for range n + 2 {
+			lostReply(t, a, p)
+		}
+		rec := acquire(t, a)
+		require.Equal(t, "a", rec.Owner)
+		assert.Equal(t, first.Token, rec.Token, "one token per tenure, after %d lost answers in a row", n+2)
+	}
+}
+
+// TestDeletedRowNeverGivesALowerToken (issue 15, item 3): the row is deleted behind its
+// owner's back. The backend that saw it creates it again at a version no lower than the
+// highest it saw, so its next token is larger than every earlier one. A backend that never
+// saw the row cannot know better and creates it from 0; the first backend notices the
+// version going back when it next sees the row, reports it (TokenRegressions, and a log
+// line at Error), and its next tenure's token is again larger than every token before.
+func TestDeletedRowNeverGivesALowerToken(t *testing.T) {
+	db := openDB(t)
+	mutex := mutexName(t)
+	_, err := db.ExecContext(t.Context(), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 100000)", mutex)
+	require.NoError(t, err)
+	delete := func() {
+		t.Helper()
+		_, err := db.ExecContext(t.Context(), "DELETE FROM simba_mutex WHERE mutex = ?", mutex)
+		require.NoError(t, err)
+	}
+	ba := newBackend(t, jdbc.WithHandOver(false))
+	a := leaseOf(t, ba, mutex, "a")
+	first := acquire(t, a)
+	require.Equal(t, uint64(100001), first.Token)
+	acquire(t, a) // a renewal: version 100002
+	require.NoError(t, a.Release(t.Context()))
+
+	delete()
+	next := acquire(t, a)
+	require.Equal(t, "a", next.Owner)
+	assert.Greater(t, next.Token, uint64(100002), "the row came back at the highest version the backend saw")
+	require.NoError(t, a.Release(t.Context()))
+	high := readRow(t, db, mutex).Version
+
+	delete()
+	b := leaseOf(t, newBackend(t, jdbc.WithHandOver(false)), mutex, "b")
+	low := acquire(t, b)
+	require.Equal(t, "b", low.Owner)
+	assert.Less(t, low.Token, high, "b's backend never saw the row: it starts from 0")
+	assert.Zero(t, ba.TokenRegressions())
+
+	var logs records
+	seen := acquire(t, leaseOf(t, ba, mutex, "c", slog.New(&logs)))
+	assert.Equal(t, "b", seen.Owner)
+	assert.Equal(t, uint64(1), ba.TokenRegressions(), "a's backend saw the version go back")
+	errs := logs.at(slog.LevelError)
+	require.Len(t, errs, 1)
+	assert.Equal(t, high, errs[0]["previous_token"])
+	acquire(t, a)
+	assert.Equal(t, uint64(1), ba.TokenRegressions(), "reported once")
+	require.NoError(t, b.Release(t.Context()))
+	again := acquire(t, a)
+	require.Equal(t, "a", again.Owner)
+	assert.Greater(t, again.Token, high, "larger than every token the backend saw")
+}
+
+// records keeps the attributes of every record logged, by level.
+type records struct {
+	mu   sync.Mutex
+	list []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, rec)
+	return nil
+}
+
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// at returns the attributes of the records logged at level.
+func (r *records) at(level slog.Level) []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, rec := range r.list {
+		if rec.Level != level {
+			continue
+		}
+		attrs := map[string]any{"msg": rec.Message}
+		rec.Attrs(func(a slog.Attr) bool {
+			attrs[a.Key] = a.Value.Any()
+			return true
+		})
+		out = append(out, attrs)
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package zookeeper_test
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// TestNodeDeletedBehindTheOwnersBack (issue 15, item 2, on ZooKeeper): the owner's node is
+// deleted by hand, another contender owns and leaves, and the old owner owns again: with a
+// node of its own, and a token of its own, larger than both tenures before.
+func TestNodeDeletedBehindTheOwnersBack(t *testing.T) {
+	mutex := mutexName(t)
+	parent := "/simba/" + mutex
+	admin := adminConn(t)
+	ra, rb := newRecorder("a"), newRecorder("b")
+	start(t, newBackend(t), ra, mutex)
+	first := ra.next(t, true, 5*time.Second)
+	sb := start(t, newBackend(t), rb, mutex)
+
+	node := nodeOf(t, admin, parent, "a")
+	require.NoError(t, admin.Delete(node, -1))
+	lost := ra.next(t, false, 5*time.Second)
+	assert.Equal(t, first.owner.Token, lost.owner.Token)
+	assert.True(t, isDone(first.ctx))
+	other := rb.next(t, true, 5*time.Second)
+	assert.Greater(t, other.owner.Token, first.owner.Token)
+	require.NoError(t, sb.Stop(t.Context()))
+	rb.next(t, false, time.Second)
+
+	again := ra.next(t, true, 5*time.Second)
+	assert.NotEqual(t, node, nodeOf(t, admin, parent, "a"), "a node of its own")
+	assert.Greater(t, again.owner.Token, other.owner.Token)
+}
+
+// dropper passes a connection's bytes through, except that, once armed, it swallows the
+// next request of one kind whole: the server never sees it, and the connection stays up.
+type dropper struct {
+	net.Conn
+	op      int32
+	armed   *atomic.Bool
+	dropped *atomic.Int32
+	first   bool // the connect request, which has no request header, has been written
+}
+
+func (d *dropper) Write(p []byte) (int, error) {
+	if !d.first {
+		d.first = true
+		return d.Conn.Write(p)
+	}
+	if len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == d.op && d.armed.CompareAndSwap(true, false) {
+		d.dropped.Add(1)
+		return len(p), nil
+	}
+	return d.Conn.Write(p)
+}
+
+// deleteDropping returns a backend whose connection swallows the next delete request once
+// armed is set, and the count of those swallowed.
+func deleteDropping(t *testing.T) (*testBackend, *atomic.Bool, *atomic.Int32) {
+	t.Helper()
+	const opDelete = 2
+	var armed atomic.Bool
+	var dropped atomic.Int32
+	n := &network{wrap: func(c net.Conn) net.Conn {
+		return &dropper{Conn: c, op: opDelete, armed: &armed, dropped: &dropped}
+	}}
+	return newBackendOn(t, n), &armed, &dropped
+}
+
+// TestLostDeleteRequest (issue 15, item 10): a Locker's release loses its delete request
+// on a connection that stays up; go-zookeeper would wait for its answer for ever. The
+// release returns within its call timeout, the node left behind is deleted, and others
+// and the same Locker acquire again at once: the leftover node is never taken for "no
+// owner" while it holds the head of the queue.
+func TestLostDeleteRequest(t *testing.T) {
+	mutex := mutexName(t)
+	parent := "/simba/" + mutex
+	admin := adminConn(t)
+	b, armed, dropped := deleteDropping(t)
+	opts := []simba.Option{simba.WithTTL(2 * time.Second), simba.WithContenderID("x")}
+	l, err := simba.NewLocker(b, mutex, opts...)
+	require.NoError(t, err)
+	lease, err := l.Acquire(t.Context())
+	require.NoError(t, err)
+	node := nodeOf(t, admin, parent, "x")
+	require.NotEmpty(t, node)
+
+	armed.Store(true)
+	began := time.Now()
+	err = lease.Release(t.Context())
+	t.Logf("release returned after %v: %v", time.Since(began), err)
+	require.EqualValues(t, 1, dropped.Load(), "the delete request was not swallowed")
+	assert.Less(t, time.Since(began), 2*time.Second, "bounded by the call timeout")
+
+	// The same contender acquires again, soon, with a new node and a larger token.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	again, err := l.Acquire(ctx)
+	require.NoError(t, err, "the leftover node kept the mutex")
+	assert.Greater(t, again.Token(), lease.Token())
+	ok, _, err := admin.Exists(node)
+	require.NoError(t, err)
+	assert.False(t, ok, "the leftover node is gone")
+	require.NoError(t, again.Release(t.Context()))
+
+	// And so does anyone else.
+	other, err := simba.NewLocker(newBackend(t), mutex, simba.WithTTL(2*time.Second))
+	require.NoError(t, err)
+	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	next, err := other.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, next.Release(t.Context()))
+	assert.Equal(t, 0, zookeeper.Orphans(b.Backend))
+}
+
+// TestLostDeleteLeftoverIsCollected (issue 15, item 10): the node a lost delete left
+// behind is deleted by the backend even when its contender does not contend again.
+func TestLostDeleteLeftoverIsCollected(t *testing.T) {
+	mutex := mutexName(t)
+	parent := "/simba/" + mutex
+	admin := adminConn(t)
+	b, armed, dropped := deleteDropping(t)
+	l, err := simba.NewLocker(b, mutex, simba.WithTTL(2*time.Second), simba.WithContenderID("x"))
+	require.NoError(t, err)
+	lease, err := l.Acquire(t.Context())
+	require.NoError(t, err)
+	node := nodeOf(t, admin, parent, "x")
+	armed.Store(true)
+	_ = lease.Release(t.Context())
+	require.EqualValues(t, 1, dropped.Load())
+	waitGone(t, admin, node, 10*time.Second)
+}
+
+// TestOwnLeftoverNodeIsRemoved (issue 15, item 10): a node of this contender, in this
+// backend's session, that no contention of it holds (one that stopped left it behind)
+// heads the queue. The contender's next contention deletes it and owns the mutex, rather
+// than reporting the owner as unknown while the node holds everyone back.
+func TestOwnLeftoverNodeIsRemoved(t *testing.T) {
+	mutex := mutexName(t)
+	admin := adminConn(t)
+	b := newBackend(t)
+	eventually(t, 5*time.Second, "a session", func() bool { return zookeeper.SessionID(b.Backend) != 0 })
+	left, err := zookeeper.Leave(b.Backend, mutex, "x")
+	require.NoError(t, err)
+	l, err := simba.NewLocker(b, mutex, simba.WithContenderID("x"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx)
+	require.NoError(t, err, "the leftover node kept the mutex")
+	ok, _, err := admin.Exists(left)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, lease.Release(t.Context()))
+}
