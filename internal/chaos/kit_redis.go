@@ -53,9 +53,8 @@ func redisOptions(addr string) *goredis.Options {
 }
 
 // redisResidue reports an owner key, waiting-set entries, grant registrations or
-// subscribed channels left for mutex. A killed waiter stays in the waiting set (and
-// registered) until a release takes it off, as in JVM Simba (backend/redis/doc.go): its
-// entry is no residue.
+// subscribed channels left for mutex. A killed waiter's entry and registration stay until
+// they expire or a release passes them by (backend/redis/doc.go): they are no residue.
 func redisResidue(ctx context.Context, addr, mutex string, killed []string) error {
 	c := goredis.NewClient(redisOptions(addr))
 	defer c.Close()

@@ -530,16 +530,18 @@ func zookeeperContainerReaped(s *S) {
 // Start does, fixes the store and checks that Start works and the contender acquires
 // exactly once (C9; Stop then releases, C7, and nothing is left, C8).
 //
-// MariaDB and ZooKeeper fail Start within the call timeout with an error that says why.
-// The Redis backend's StartContend does no I/O (documented on the method), so Start
-// succeeds and the contender keeps trying, as Curator's testNoServerAtStart expects; the
-// store's refusal reaches the service's log as a warning.
+// Every store fails Start within the call timeout with an error that says why (the one
+// start-up rule of the package documentation): never one that matches a context error,
+// since the caller's context did not end.
 func unreachableAtStart(s *S) {
 	f := storeFaults{s}
-	retries := s.Kit.Name == "redis"
+	const retries = false
 	var noSession []error
-	if s.Kit.Name == "zookeeper" {
+	switch s.Kit.Name {
+	case "zookeeper":
 		noSession = []error{zookeeper.ErrNoSession, simba.ErrTimeout}
+	case "redis":
+		noSession = []error{redis.ErrUnreachable}
 	}
 
 	// Nothing listens at the store's address.
@@ -574,9 +576,12 @@ func unreachableAtStart(s *S) {
 	defer proxy.Close()
 	heal = s.Fault("unreachable", "a proxy that never accepts", func() { proxy.PauseAccept(true) }, func() { proxy.PauseAccept(false) })
 	c = f.direct("unanswered", proxy.Addr(), "")
-	if s.Kit.Name == "mariadb" {
+	switch s.Kit.Name {
+	case "mariadb":
 		f.startBroken("accept paused", c, simba.ErrTimeout)
-	} else {
+	case "redis":
+		f.startBroken("accept paused", c, redis.ErrUnreachable, simba.ErrTimeout)
+	default:
 		f.startBroken("accept paused", c, noSession...)
 	}
 	fixed = Now()
@@ -596,9 +601,8 @@ func unreachableAtStart(s *S) {
 }
 
 // redisWrongPassword is scenario 25's misconfiguration for Redis: the server's password
-// was changed and the contender still has the old one. Start succeeds (no I/O); every
-// attempt fails with WRONGPASS, which the service logs; once the server accepts the
-// contender's password again, it acquires exactly once.
+// was changed and the contender still has the old one. Start fails with ErrRefused; once
+// the server accepts the contender's password again, it starts and acquires exactly once.
 func (f storeFaults) redisWrongPassword() {
 	admin := goredis.NewClient(redisOptions(f.Server.Addr()))
 	defer admin.Close()
@@ -613,10 +617,10 @@ func (f storeFaults) redisWrongPassword() {
 		f.must(conn.ConfigSet(ctx, "requirepass", old).Err())
 	})
 	c := f.direct("password", f.Server.Addr(), old)
-	f.startBroken("wrong password", c)
+	f.startBroken("wrong password", c, redis.ErrRefused)
 	fixed := Now()
 	heal()
-	f.startFixed("wrong password", c, true, fixed)
+	f.startFixed("wrong password", c, false, fixed)
 	c.close()
 	f.must(conn.ConfigSet(ctx, "requirepass", "").Err())
 }
