@@ -10,7 +10,9 @@ const (
 
 // contendPeriod decides when a contender tries next.
 //
-//   - The owner renews a renewal lead before its TTL ends: TTLAt - now - lead.
+//   - The owner renews a renewal lead before its TTL ends: TTLAt - now - lead, at once once
+//     that has passed, until its transition window ends; from then on, when it can renew no
+//     more, it tries as anyone else does.
 //   - Anyone else tries after the transition window, with jitter so that waiters do not
 //     all try at once: TransitionAt - now + jitter, jitter uniform in [-200ms, 1s), or in
 //     [0, 1s) when the transition window is zero.
@@ -29,7 +31,7 @@ type contendPeriod struct {
 // next returns the delay until the next attempt of contender self, given the owner record
 // the last attempt returned.
 func (p contendPeriod) next(self string, o Owner, now time.Time) time.Duration {
-	if o.OwnedBy(self) {
+	if o.OwnedBy(self) && now.Before(o.TransitionAt) {
 		return nonNegative(until(o.TTLAt, now) - p.lead)
 	}
 	lo := jitterLow

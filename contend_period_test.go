@@ -16,7 +16,15 @@ func TestContendPeriod(t *testing.T) {
 	assert.Equal(t, 7*time.Second, p.next("me", mine, now), "owner: ttlAt - now - lead")
 	assert.Equal(t, 16*time.Second-200*time.Millisecond, p.next("me", other, now), "other: transitionAt - now + jitter")
 	assert.Equal(t, time.Duration(0), p.next("me", Owner{}, now), "no owner: jitter only, clamped")
-	assert.Equal(t, time.Duration(0), p.next("me", mine, now.Add(time.Hour)), "negative delays clamp to zero")
+	assert.Equal(t, time.Duration(0), p.next("me", mine, now.Add(12*time.Second)), "in the transition window: renew at once")
+
+	// At the end of its transition window (the store's answer names the contender, but it
+	// can renew no more), it waits like anyone else: found by the simulation, where
+	// contending again at once, on a frozen clock, saw the same answer forever.
+	p.jitter = func(_, hi time.Duration) time.Duration { return hi / 2 }
+	assert.Equal(t, 500*time.Millisecond, p.next("me", mine, now.Add(16*time.Second)), "at transitionAt: jitter, not at once")
+	assert.Equal(t, time.Duration(0), p.next("me", mine, now.Add(time.Hour)), "long after: at once (the store will say it is free)")
+	p.jitter = func(lo, hi time.Duration) time.Duration { return lo }
 
 	p.transition = 0
 	var lo time.Duration = -1

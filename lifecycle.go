@@ -215,6 +215,14 @@ func (s *Service) Stop(ctx context.Context) error {
 // to complete: it is called from inside a callback of this service (which the stop waits
 // for), or by a Locker that leaves the release to the background.
 func (s *Service) stopFrom(ctx context.Context, wait bool) error {
+	if st := s.Status(); st != StatusRunning {
+		// Not running (a Start under way, a Stop or Close under way, or stopped): an
+		// error at once, rather than a wait for the lifecycle call under way.
+		if s.isClosed() {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: status %s", ErrNotRunning, st)
+	}
 	if !wait {
 		if !s.tryLock() {
 			return fmt.Errorf("%w: another Start, Stop or Close is under way", ErrNotRunning)
@@ -348,11 +356,13 @@ func (s *Service) closeFrom(fromCallback bool) error {
 			return nil
 		}
 		s.closed = true
+		s.closing.Store(true)
 		if s.Status() == StatusRunning {
 			return s.stop(context.Background(), false)
 		}
 		return nil
 	}
+	s.closing.Store(true)
 	s.lifecycle <- struct{}{}
 	var err error
 	if !s.closed {
@@ -392,6 +402,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// isClosed reports whether Close has been called, without waiting for a lifecycle call.
+func (s *Service) isClosed() bool { return s.closing.Load() }
 
 // inCallback reports whether the caller runs inside one of the service's callbacks.
 func (s *Service) inCallback() bool {

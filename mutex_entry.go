@@ -15,7 +15,8 @@ import (
 //
 // The store side of an entry is a state machine; handle is the one place where its state
 // changes, and advance takes the steps a state calls for (each on a worker goroutine of
-// the registry, which reports back with an event):
+// the registry, which reports back with an event; one at a time, so a step that a state
+// calls for while the last one is still under way waits for its event):
 //
 //	idle        -> starting     the queue needs the mutex (after a pause, when it gave it back)
 //	starting    -> waiting      started                            (event started)
@@ -98,6 +99,7 @@ const (
 type work struct {
 	done chan struct{} // closed when the action has returned
 	err  error         // its error; read after done
+	stop bool          // the action stops the store contender
 }
 
 // handle applies ev to the entry, then takes the steps the new state calls for. It is the
@@ -174,12 +176,16 @@ func (e *entry) advance() {
 		e.grant() // the tenure that is being given back goes to a waiter
 	}
 	if e.state == entryOwning && e.holder == "" && e.waiters.Len() > 0 && !e.giveBack {
-		if !e.fresh && !e.cleared && e.handOvers >= e.m.cfg.localHandOvers {
+		switch {
+		case e.fresh || e.cleared || e.handOvers < e.m.cfg.localHandOvers:
+			e.grant()
+		case e.work == nil:
 			e.enter(entryDeciding)
 			e.spawn(e.decide)
-		} else {
-			e.grant()
 		}
+	}
+	if e.work != nil {
+		return // one action at a time: a tenure can come before its start-up returns
 	}
 	needed := e.needed()
 	switch {
@@ -258,7 +264,7 @@ func (e *entry) failQueue(onceOnly bool, err error) {
 // spawn runs action on a worker goroutine of the registry, which then hands its event to
 // handle. Called with m.mu held, while no other action of the entry is under way.
 func (e *entry) spawn(action func() event) {
-	w := &work{done: make(chan struct{})}
+	w := &work{done: make(chan struct{}), stop: e.state == entryStopping}
 	e.work = w
 	e.m.workers.Go(func() {
 		ev := action()
@@ -442,18 +448,22 @@ func (e *entry) release(ctx context.Context, l *Lease) error {
 	e.holder = ""
 	e.endHold()
 	e.handle(event{kind: evQueue})
-	var stopping *work
-	if e.state == entryStopping {
-		stopping = e.work
+	// Nobody else wants the mutex: wait for the entry to give it up on the store (after
+	// the action under way, such as a start-up whose tenure came first).
+	var err error
+	for !e.needed() && e.work != nil {
+		w := e.work
+		m.mu.Unlock()
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return fmt.Errorf("simba: release %q: the release on the store is still under way: %w", e.name, ctx.Err())
+		}
+		m.mu.Lock()
+		if w.stop {
+			err = w.err
+		}
 	}
 	m.mu.Unlock()
-	if stopping == nil {
-		return nil
-	}
-	select {
-	case <-stopping.done:
-		return stopping.err
-	case <-ctx.Done():
-		return fmt.Errorf("simba: release %q: the release on the store is still under way: %w", e.name, ctx.Err())
-	}
+	return err
 }

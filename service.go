@@ -38,6 +38,7 @@ type Service struct {
 
 	lifecycle chan struct{} // a lock held by Start, Stop and Close (see lock)
 	closed    bool          // guarded by lifecycle
+	closing   atomic.Bool   // Close has been called
 	status    atomic.Int32
 	bg        sync.WaitGroup // finishing lifecycles and abandoned starts; Close waits for them
 

@@ -29,11 +29,11 @@ type contention struct {
 	kick     chan struct{} // capacity 1: look again
 	stop     chan struct{} // closed by halt
 	stopOnce sync.Once
-	life     context.Context    // bounds every request of run; ended by halt
-	endLife  context.CancelFunc // ends life
-	stopBy   atomic.Int64       // StopContend's deadline (Unix ns) for leave's requests; 0: none
-	done     chan struct{}      // closed when run has returned
-	started  chan struct{}      // closed at the first report, or with startErr
+	life     context.Context           // bounds every request of run; ended by halt
+	endLife  context.CancelFunc        // ends life
+	stopBy   atomic.Pointer[time.Time] // StopContend's deadline for leave's requests (monotonic); nil: none
+	done     chan struct{}             // closed when run has returned
+	started  chan struct{}             // closed at the first report, or with startErr
 	startErr error
 	leaveErr error // set by run before done is closed
 
@@ -101,7 +101,7 @@ var _ simba.Contention = (*contention)(nil)
 // ErrNoSession.
 func (c *contention) StopContend(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
-		c.stopBy.Store(dl.UnixNano())
+		c.stopBy.Store(&dl)
 	}
 	c.halt()
 	select {
@@ -621,8 +621,8 @@ func (c *contention) deleteNode(s session) error {
 		return fmt.Errorf("simba/zookeeper: delete %s: %w", c.node, ErrNoSession)
 	}
 	dl := time.Now().Add(c.b.bound())
-	if by := c.stopBy.Load(); by != 0 {
-		dl = time.Unix(0, by)
+	if by := c.stopBy.Load(); by != nil {
+		dl = *by
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
