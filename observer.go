@@ -2,6 +2,7 @@ package simba
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 )
@@ -225,4 +226,36 @@ func (c *config) observeAcquire(mutex, id string, try bool, began time.Time, lea
 		a.Token = lease.Token()
 	}
 	c.observer.OnAcquire(a)
+}
+
+// Outcome names the outcome of the call for a metric label or span attribute: "ok",
+// "timeout" (cut off at the call timeout, ErrTimeout) or "error".
+func (c Call) Outcome() string {
+	switch {
+	case c.Err == nil:
+		return "ok"
+	case errors.Is(c.Err, ErrTimeout):
+		return "timeout"
+	}
+	return "error"
+}
+
+// Reason names Cause for a metric label or span attribute: "released" (Stop, Close,
+// Lease.Release: context.Canceled), "owner_changed" (ErrOwnerChanged), "store_error"
+// (the local TTL end passed while renewals failed), "expired" (it passed without a
+// failure, as after a pause of the process), or "" at the beginning of a tenure.
+func (t Tenure) Reason() string {
+	switch {
+	case t.Cause == nil:
+		return ""
+	case errors.Is(t.Cause, context.Canceled):
+		return "released"
+	case errors.Is(t.Cause, ErrOwnerChanged):
+		return "owner_changed"
+	case t.Cause == ErrLeaseExpired: //nolint:errorlint // the bare sentinel: no store error joined
+		return "expired"
+	case errors.Is(t.Cause, ErrLeaseExpired):
+		return "store_error"
+	}
+	return "unknown"
 }

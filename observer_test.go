@@ -262,6 +262,7 @@ func TestObserverTenureCauses(t *testing.T) {
 		assert.ErrorIs(t, ended.Cause, simba.ErrLeaseExpired)
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnershipLost)
 		assert.ErrorIs(t, ended.Cause, down)
+		assert.Equal(t, "store_error", ended.Reason())
 		failed := await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpRenew && c.Err != nil })
 		assert.ErrorIs(t, failed.Err, down)
 	})
@@ -313,4 +314,20 @@ func ExampleWithObserver() {
 	defer mu.Unlock()
 	fmt.Println("tenures:", began)
 	// Output: tenures: 3
+}
+
+func TestEventNames(t *testing.T) {
+	assert.Equal(t, "ok", simba.Call{}.Outcome())
+	assert.Equal(t, "timeout", simba.Call{Err: fmt.Errorf("x: %w", simba.ErrTimeout)}.Outcome())
+	assert.Equal(t, "error", simba.Call{Err: errors.New("refused")}.Outcome())
+	for cause, want := range map[error]string{
+		nil:                   "",
+		context.Canceled:      "released",
+		simba.ErrOwnerChanged: "owner_changed",
+		simba.ErrLeaseExpired: "expired",
+		fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("down")): "store_error",
+		errors.New("other"): "unknown",
+	} {
+		assert.Equal(t, want, simba.Tenure{Cause: cause}.Reason(), "%v", cause)
+	}
 }
