@@ -143,27 +143,30 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// Release releases mutex on the store whoever owns it, and returns the owner it released
-// (the zero Owner when nobody owned the mutex: nothing was done). It is an administrator's
-// tool for an owner that is stuck, and it does not stop that owner: the owner goes on
+// Release releases mutex on the store in the name of its owner o, as simba.Lookup found it,
+// whatever that owner is doing: an administrator's tool for an owner that is stuck. It
+// does nothing when o is the zero Owner, or when o no longer owns the mutex (another
+// tenure has begun since the lookup). It does not stop the owner: the owner goes on
 // believing until its next renewal tells it otherwise, up to a TTL later, while another
 // contender may acquire at once. Only a fencing token protects the resource then: the
 // next owner's token is greater, and a resource that checks tokens refuses the old
 // owner's writes; one that does not may see both write.
 //
 // On Redis and SQL the release is the owner's own release, made in its name: it frees
-// the mutex only if the owner it looked up still owns it (on Redis, it also hands it to
+// the mutex only if o still owns it (on Redis, it also hands it to
 // the oldest waiter, as a release does). On ZooKeeper it deletes the owner's node, if it is still
-// the node of the owner it looked up.
-func (s *Store) Release(ctx context.Context, mutex string) (simba.Owner, error) {
-	o, err := simba.Lookup(ctx, s.backend, mutex)
-	if err != nil || o.IsZero() {
-		return simba.Owner{}, err
+// the node of o's tenure.
+func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error {
+	if o.IsZero() {
+		return nil
+	}
+	if err := simba.ValidateMutex(mutex); err != nil {
+		return err
 	}
 	if err := s.release(ctx, mutex, o); err != nil {
-		return simba.Owner{}, fmt.Errorf("storeurl: release %q on %s: %w", mutex, s.url, err)
+		return fmt.Errorf("storeurl: release %q on %s: %w", mutex, s.url, err)
 	}
-	return o, nil
+	return nil
 }
 
 // releaseAs releases mutex on a lease store in the name of owner o: through a contention

@@ -116,19 +116,21 @@ func TestStores(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, names, mutex)
 
-			released, err := s.Release(t.Context(), mutex)
+			held, err := simba.Lookup(t.Context(), s.Backend(), mutex)
 			require.NoError(t, err)
-			assert.Equal(t, "holder-"+scheme, released.ID)
-			if released.Token != 0 {
-				assert.Equal(t, lease.Token(), released.Token)
-			}
+			assert.Equal(t, "holder-"+scheme, held.ID)
+			stale := held
+			stale.ID = "someone-else"
+			require.NoError(t, s.Release(t.Context(), mutex, stale))
 			o, err := simba.Lookup(t.Context(), s.Backend(), mutex)
 			require.NoError(t, err)
-			assert.True(t, o.IsZero(), "after the forced release: %v", o)
+			assert.Equal(t, held.ID, o.ID, "a release of another tenure than the owner's does nothing")
 
-			again, err := s.Release(t.Context(), mutex)
+			require.NoError(t, s.Release(t.Context(), mutex, held))
+			o, err = simba.Lookup(t.Context(), s.Backend(), mutex)
 			require.NoError(t, err)
-			assert.True(t, again.IsZero(), "nothing left to release")
+			assert.True(t, o.IsZero(), "after the forced release: %v", o)
+			require.NoError(t, s.Release(t.Context(), mutex, simba.Owner{}), "nothing to release")
 			if err := lease.Release(t.Context()); err != nil {
 				assert.True(t, errors.Is(err, simba.ErrOwnershipLost) || errors.Is(err, simba.ErrNotOwner), "%v", err)
 			}
