@@ -12,7 +12,6 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
@@ -27,29 +26,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		stores, storesErr = testserver.StartStores(ctx)
-		if storesErr == nil {
-			storesErr = createTable(ctx, stores.MariaDB.DSN())
-		}
-		code := m.Run()
-		if stores != nil {
-			stores.Stop()
-		}
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				return 1
-			}
-		}
-		return code
-	}())
+	os.Exit(testserver.RunWithStores(m, createTable, func(s *testserver.Stores, err error) { stores, storesErr = s, err }))
 }
 
-func createTable(ctx context.Context, dsn string) error {
-	db, err := sql.Open("mysql", dsn)
+// createTable creates simba's table in the MariaDB of s.
+func createTable(ctx context.Context, s *testserver.Stores) error {
+	db, err := sql.Open("mysql", s.MariaDB.DSN())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Stores is one server of each store simba supports (Redis, MariaDB, ZooKeeper), for the
@@ -72,4 +76,30 @@ func (s *Stores) Stop() {
 		_ = s.MariaDB.Stop()
 	}
 	_ = os.RemoveAll(s.dir)
+}
+
+// RunWithStores is a TestMain for packages whose tests need the three stores: it starts
+// them, lets prepare set them up (for example, create simba's SQL table), runs the tests,
+// stops the stores and then checks for leaked goroutines. It returns the exit code. The
+// stores, or the error that kept them from starting, are handed to set before the tests
+// run; tests report that error with Need.
+func RunWithStores(m *testing.M, prepare func(context.Context, *Stores) error, set func(*Stores, error)) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	s, err := StartStores(ctx)
+	if err == nil {
+		err = prepare(ctx, s)
+	}
+	cancel()
+	set(s, err)
+	code := m.Run()
+	if s != nil {
+		s.Stop()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
 }
