@@ -262,7 +262,7 @@ func TestObserverTenureCauses(t *testing.T) {
 		assert.ErrorIs(t, ended.Cause, simba.ErrLeaseExpired)
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnershipLost)
 		assert.ErrorIs(t, ended.Cause, down)
-		assert.Equal(t, "store_error", ended.Reason())
+		assert.Equal(t, "store_error", simba.Tenure(ended).Reason())
 		failed := await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpRenew && c.Err != nil })
 		assert.ErrorIs(t, failed.Err, down)
 	})
