@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -96,23 +95,4 @@ func TestHealthStoreError(t *testing.T) {
 
 	fb.fail(opAcquire, nil)
 	require.Eventually(t, func() bool { return svc.Health().Healthy() }, 10*time.Second, time.Millisecond)
-}
-
-// ExampleHealthHandler serves a readiness probe for a leader-elected service.
-func ExampleHealthHandler() {
-	b, _ := memory.New(memory.NewStore())
-	acquired := make(chan struct{})
-	svc, _ := simba.NewService(b, simba.ContenderFuncs{MutexName: "ingest", ID: "pod-a",
-		Acquired: func(context.Context, simba.State) { close(acquired) }})
-	_ = svc.Start(context.Background())
-	defer svc.Close()
-	<-acquired
-
-	mux := http.NewServeMux()
-	mux.Handle("/readyz", simba.HealthHandler(svc))
-
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?leading", nil))
-	fmt.Println(rec.Code, rec.Body.String())
-	// Output: 200 [{"mutex":"ingest","contender":"pod-a","leading":true,"owner":"pod-a","status":"RUNNING","healthy":true}]
 }

@@ -2,7 +2,6 @@ package simba_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -70,24 +69,4 @@ func TestObserveInvalid(t *testing.T) {
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
 	_, err = simba.Observe(t.Context(), nil, "m")
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
-}
-
-// ExampleObserve follows the leader of a mutex as a channel.
-func ExampleObserve() {
-	b, _ := memory.New(memory.NewStore())
-	l, _ := simba.NewLocker(b, "leader", simba.WithContenderID("pod-a"))
-	defer l.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	leaders, _ := simba.Observe(ctx, b, "leader")
-	lease, _ := l.Acquire(ctx)
-	fmt.Println("leader:", (<-leaders).ID)
-	_ = lease.Release(ctx)
-	fmt.Println("leader:", (<-leaders).ID == "")
-	cancel()
-	for range leaders {
-	}
-	// Output:
-	// leader: pod-a
-	// leader: true
 }

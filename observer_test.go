@@ -296,26 +296,6 @@ func TestOpString(t *testing.T) {
 	}
 }
 
-// ExampleWithObserver counts tenures with a plain function.
-func ExampleWithObserver() {
-	b, _ := memory.New(memory.NewStore())
-	var mu sync.Mutex
-	began := 0
-	l, _ := simba.NewLocker(b, "report", simba.WithObserver(simba.ObserverFuncs{
-		TenureBegan: func(simba.Tenure) { mu.Lock(); began++; mu.Unlock() },
-	}))
-	defer l.Close()
-	ctx := context.Background()
-	for range 3 {
-		lease, _ := l.Acquire(ctx)
-		_ = lease.Release(ctx)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	fmt.Println("tenures:", began)
-	// Output: tenures: 3
-}
-
 func TestEventNames(t *testing.T) {
 	assert.Equal(t, "ok", simba.Call{}.Outcome())
 	assert.Equal(t, "timeout", simba.Call{Err: fmt.Errorf("x: %w", simba.ErrTimeout)}.Outcome())

@@ -147,19 +147,3 @@ func TestNewInvalid(t *testing.T) {
 	_, err = simbaotel.New(simbaotel.WithTracerProvider(nil))
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
 }
-
-// Example records a Locker's acquisitions with the global providers.
-func Example() {
-	obs, err := simbaotel.New()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	b, _ := memory.New(memory.NewStore())
-	l, _ := simba.NewLocker(b, "payments", simba.WithObserver(obs))
-	defer l.Close()
-	lease, err := l.Acquire(context.Background())
-	fmt.Println(err)
-	_ = lease.Release(context.Background())
-	// Output: <nil>
-}

@@ -1,7 +1,6 @@
 package simbaprom_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -160,23 +159,4 @@ func TestNewInvalid(t *testing.T) {
 	_, err = simbaprom.New(reg)
 	var are prometheus.AlreadyRegisteredError
 	assert.ErrorAs(t, err, &are, "a second Observer on one registry needs another namespace")
-}
-
-// Example wires the Observer into a Scheduler.
-func Example() {
-	reg := prometheus.NewRegistry()
-	obs, err := simbaprom.New(reg)
-	if err != nil {
-		panic(err)
-	}
-	b, _ := memory.New(memory.NewStore())
-	ran := make(chan struct{})
-	s, _ := simba.NewScheduler(b, "nightly-report", simba.Schedule{Period: time.Hour},
-		func(context.Context, simba.Owner) { close(ran) }, simba.WithObserver(obs))
-	_ = s.Start(context.Background())
-	<-ran
-	_ = s.Close()
-	n, _ := testutil.GatherAndCount(reg, "simba_tenures_started_total", "simba_tenures_ended_total")
-	fmt.Println(n)
-	// Output: 2
 }
