@@ -113,7 +113,7 @@
 // Metrics and tracing: WithObserver sets an Observer that is told of every store call
 // (latency, outcome), every tenure's beginning and end (with its cause) and every
 // acquisition (its wait). Without one, nothing is built. The adapters for Prometheus and
-// OpenTelemetry are modules of their own (observe/prometheus, observe/otel), so this
+// OpenTelemetry are modules of their own (observe/simbaprom, observe/simbaotel), so this
 // module depends on neither. Lookup reads a mutex's owner once, without a service;
 // Observe follows it as a channel; Health reports a service's state for probes.
 //

@@ -10,7 +10,8 @@ import (
 // Observer is told what services, Lockers, Schedulers and Mutexes do, for metrics and
 // tracing: every store call with its latency and outcome, every tenure's beginning and
 // end with its cause, and every acquisition with its wait. Set it with WithObserver;
-// the adapters in observe/prometheus and observe/otel (modules of their own) implement it.
+// the adapters in observe/simbaprom and observe/simbaotel (modules of their own)
+// implement it.
 //
 // Calls are synchronous, made on the goroutine where the event happens: the goroutine
 // that talks to the store, a timer's goroutine, or the caller of Start, Stop, Acquire or
