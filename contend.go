@@ -30,6 +30,7 @@ func (s *Service) attempt(r *run) time.Duration {
 	r.begun++
 	timeout := s.callTimeout(r, sent)
 	lease := r.lease
+	renewing := r.tenure != nil
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	var (
@@ -43,6 +44,9 @@ func (s *Service) attempt(r *run) time.Duration {
 	}
 	err = callError(err, ctx, r.ctx, timeout)
 	cancel()
+	if s.cfg.observer != nil {
+		s.observeCall(attemptOp(s.id, renewing), sent, rec, err)
+	}
 	if r.ctx.Err() != nil {
 		return 0 // stopping: the result belongs to an ended lifecycle; Stop releases
 	}
@@ -108,7 +112,9 @@ func (s *Service) grant(r *run, rec Record, sent time.Time) {
 		r.grantedSent = sent
 	}
 	r.lastErr = nil
+	r.granting = true
 	d := s.answer(r, rec, sent)
+	r.granting = false
 	s.markAttempted(r)
 	r.rounds.reschedule(d)
 	if s.logs(slog.LevelDebug) {
@@ -189,7 +195,7 @@ func (s *Service) isOver(r *run) bool {
 func (s *Service) releaseAfterTenure(r *run) {
 	ctx, cancel := context.WithTimeout(r.ctx, s.cfg.callTimeout)
 	defer cancel()
-	if err := r.lease.Release(ctx); err != nil && r.ctx.Err() == nil {
+	if err := s.call(ctx, r.ctx, OpRelease, r.lease.Release); err != nil && r.ctx.Err() == nil {
 		s.log.Warn("simba: release after lost tenure failed", "err", err)
 	}
 }

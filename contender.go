@@ -19,7 +19,8 @@ type Contender interface {
 	// on the store (see HostContenderID). It must not change.
 	ContenderID() string
 	// OnAcquired is called when the contender has become the owner. ctx is the tenure
-	// context: it is cancelled, with cause ErrOwnershipLost or context.Canceled (on Stop),
+	// context: it is cancelled, with a cause matching ErrOwnershipLost (ErrOwnerChanged,
+	// ErrLeaseExpired) or context.Canceled (on Stop),
 	// as soon as the contender stops believing it owns the mutex, which can be before
 	// OnReleased is delivered. Work done for the tenure should use it.
 	OnAcquired(ctx context.Context, s State)

@@ -110,6 +110,13 @@
 // logs only when asked to. Failures are not hidden by that: Start and the acquisitions
 // return them, and Err reports those of a running service.
 //
+// Metrics and tracing: WithObserver sets an Observer that is told of every store call
+// (latency, outcome), every tenure's beginning and end (with its cause) and every
+// acquisition (its wait). Without one, nothing is built. The adapters for Prometheus and
+// OpenTelemetry are modules of their own (observe/simbaprom, observe/simbaotel), so this
+// module depends on neither. Lookup reads a mutex's owner once, without a service;
+// Observe follows it as a channel; Health reports a service's state for probes.
+//
 // Clocks: simba never turns a store timestamp into a local instant. Stores answer with
 // durations (time left until ttlAt and transitionAt, by the store's own clock), and simba
 // adds them to the local monotonic time at which it sent the request. A wall-clock jump

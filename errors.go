@@ -38,11 +38,23 @@ var (
 	// names another owner for an operation that needs this contender to own the mutex.
 	ErrNotOwner = errors.New("simba: not the owner")
 
-	// ErrOwnershipLost is the cause (see context.Cause) of a tenure context that ended
-	// because ownership was lost: the store named another owner, or the local TTL end
-	// passed without a successful renewal. Lease.Release returns it, wrapped, when the
-	// lease had been lost before it was released.
+	// ErrOwnershipLost is matched by the cause (see context.Cause) of a tenure context
+	// that ended because ownership was lost: the store named another owner
+	// (ErrOwnerChanged), or the local TTL end passed without a successful renewal
+	// (ErrLeaseExpired). Lease.Release returns it, wrapped, when the lease had been lost
+	// before it was released.
 	ErrOwnershipLost = errors.New("simba: ownership lost")
+
+	// ErrOwnerChanged is the cause of a tenure context that ended because the store named
+	// another owner, or none (a session store that lost its session names none). It
+	// matches ErrOwnershipLost.
+	ErrOwnerChanged = fmt.Errorf("%w: the store named another owner", ErrOwnershipLost)
+
+	// ErrLeaseExpired is the cause of a tenure context that ended because its local TTL
+	// end passed without a successful renewal. It matches ErrOwnershipLost. When
+	// renewals failed, the cause Observer.OnTenureEnded is told also wraps the last store
+	// error.
+	ErrLeaseExpired = fmt.Errorf("%w: the local ttl end passed", ErrOwnershipLost)
 
 	// ErrTimeout marks a store call that simba cut off at its call timeout
 	// (WithCallTimeout) while the caller's context was still live. Such errors do not

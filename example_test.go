@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -259,4 +261,86 @@ func ExampleNewMutexes() {
 	// Output:
 	// same tenure: true
 	// balance: 40 entries left: 0
+}
+
+// ExampleHealthHandler serves a readiness probe for a leader-elected service.
+func ExampleHealthHandler() {
+	b, _ := memory.New(memory.NewStore())
+	acquired := make(chan struct{})
+	svc, _ := simba.NewService(b, simba.ContenderFuncs{MutexName: "ingest", ID: "pod-a",
+		Acquired: func(context.Context, simba.State) { close(acquired) }})
+	_ = svc.Start(context.Background())
+	defer svc.Close()
+	<-acquired
+
+	mux := http.NewServeMux()
+	mux.Handle("/readyz", simba.HealthHandler(svc))
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?leading", nil))
+	fmt.Println(rec.Code, rec.Body.String())
+	// Output: 200 [{"mutex":"ingest","contender":"pod-a","leading":true,"owner":"pod-a","status":"RUNNING","healthy":true}]
+}
+
+// ExampleObserve follows the leader of a mutex as a channel.
+func ExampleObserve() {
+	b, _ := memory.New(memory.NewStore())
+	l, _ := simba.NewLocker(b, "leader", simba.WithContenderID("pod-a"))
+	defer l.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	leaders, _ := simba.Observe(ctx, b, "leader")
+	lease, _ := l.Acquire(ctx)
+	fmt.Println("leader:", (<-leaders).ID)
+	_ = lease.Release(ctx)
+	fmt.Println("leader:", (<-leaders).ID == "")
+	cancel()
+	for range leaders {
+	}
+	// Output:
+	// leader: pod-a
+	// leader: true
+}
+
+// ExampleWithObserver counts tenures with a plain function.
+func ExampleWithObserver() {
+	b, _ := memory.New(memory.NewStore())
+	var mu sync.Mutex
+	began := 0
+	l, _ := simba.NewLocker(b, "report", simba.WithObserver(simba.ObserverFuncs{
+		TenureBegan: func(simba.Tenure) { mu.Lock(); began++; mu.Unlock() },
+	}))
+	defer l.Close()
+	ctx := context.Background()
+	for range 3 {
+		lease, _ := l.Acquire(ctx)
+		_ = lease.Release(ctx)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println("tenures:", began)
+	// Output: tenures: 3
+}
+
+// ExampleLookup reads who owns a mutex without running a service.
+func ExampleLookup() {
+	store := memory.NewStore()
+	b, _ := memory.New(store)
+	ctx := context.Background()
+	l, _ := simba.NewLocker(b, "nightly-report", simba.WithContenderID("worker-1"))
+	defer l.Close()
+	lease, _ := l.Acquire(ctx)
+
+	o, err := simba.Lookup(ctx, b, "nightly-report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(o.ID, o.Token == lease.Token())
+	_ = lease.Release(ctx)
+	o, _ = simba.Lookup(ctx, b, "nightly-report")
+	fmt.Println(o.IsZero())
+	// Output:
+	// worker-1 true
+	// true
 }

@@ -26,7 +26,8 @@ func (l *Lease) Token() uint64 { return l.owner.Token }
 func (l *Lease) Owner() Owner { return l.owner }
 
 // Context returns the tenure context. It is cancelled as soon as the lease's holder can no
-// longer be sure it owns the mutex (context.Cause returns ErrOwnershipLost), or when the
+// longer be sure it owns the mutex (context.Cause returns an error matching
+// ErrOwnershipLost: ErrOwnerChanged or ErrLeaseExpired), or when the
 // lease is released (context.Canceled). It is a lifetime context owned by the lease.
 //
 // The context checks the local TTL end itself whenever it is read (Err, Done, Value and

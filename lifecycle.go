@@ -135,11 +135,8 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, error) 
 	if ctx.Done() == nil {
 		// A context that cannot end has no deadline to keep: no goroutine is needed to
 		// keep it (the call timeout still bounds a backend that honours contexts).
-		c, err := s.backend.StartContend(cctx, p)
+		c, err := s.open(ctx, cctx, p)
 		cancel()
-		if err == nil && isNil(c) {
-			err = errors.New("backend returned no contention")
-		}
 		if err != nil {
 			s.halt(r)
 			s.finish(r, ctx)
@@ -154,11 +151,8 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, error) 
 		abandon = nil // wait for the store, whatever the caller's deadline
 	}
 	s.bg.Go(func() {
-		c, err := s.backend.StartContend(cctx, p)
+		c, err := s.open(ctx, cctx, p)
 		cancel()
-		if err == nil && isNil(c) {
-			c, err = nil, errors.New("backend returned no contention")
-		}
 		out <- opened{c, err}
 	})
 	select {
@@ -181,6 +175,20 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, error) 
 		})
 		return nil, ctx.Err()
 	}
+}
+
+// open calls the backend's StartContend with cctx, the call context derived from the
+// caller's ctx.
+func (s *Service) open(ctx, cctx context.Context, p Participant) (Contention, error) {
+	sent := s.cfg.now()
+	c, err := s.backend.StartContend(cctx, p)
+	if err == nil && isNil(c) {
+		c, err = nil, errors.New("backend returned no contention")
+	}
+	if s.cfg.observer != nil {
+		s.observeCall(OpStart, sent, Record{}, callError(err, cctx, ctx, s.cfg.callTimeout))
+	}
+	return c, err
 }
 
 func (s *Service) setContention(r *run, c Contention) {
@@ -309,13 +317,13 @@ func (s *Service) finish(r *run, values context.Context) {
 	s.mu.Unlock()
 	var errs []error
 	if lease != nil && s.id != "" {
-		if err := lease.Release(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("release: %w", callError(err, ctx, nil, s.cfg.callTimeout)))
+		if err := s.call(ctx, nil, OpRelease, lease.Release); err != nil {
+			errs = append(errs, fmt.Errorf("release: %w", err))
 		}
 	}
 	if c != nil && !left {
-		if err := c.StopContend(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop contend: %w", callError(err, ctx, nil, s.cfg.callTimeout)))
+		if err := s.call(ctx, nil, OpStop, c.StopContend); err != nil {
+			errs = append(errs, fmt.Errorf("stop contend: %w", err))
 		}
 	}
 	if s.id != "" {

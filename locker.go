@@ -69,7 +69,19 @@ func (l *Locker) Acquire(ctx context.Context) (*Lease, error) { return l.acquire
 // store's error when the attempt (or the start-up before it) failed.
 func (l *Locker) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
 
+// acquire is Acquire (once: TryAcquire), told to the Observer if there is one.
 func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
+	cfg := &l.svc.cfg
+	if cfg.observer == nil || ctx == nil {
+		return l.obtain(ctx, once)
+	}
+	began := cfg.now()
+	lease, err := l.obtain(ctx, once)
+	cfg.observeAcquire(l.Mutex(), l.ContenderID(), once, began, lease, err)
+	return lease, err
+}
+
+func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", nil, "must not be nil")
 	}

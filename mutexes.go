@@ -182,7 +182,19 @@ func (m *Mutexes) Close() error {
 	return errors.Join(m.errs...)
 }
 
+// acquire is Acquire, TryAcquire (once) and AcquireAs, told to the Observer if there is
+// one.
 func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) (*Lease, error) {
+	if m.cfg.observer == nil || ctx == nil {
+		return m.obtain(ctx, mutex, holder, once)
+	}
+	began := m.cfg.now()
+	lease, err := m.obtain(ctx, mutex, holder, once)
+	m.cfg.observeAcquire(mutex, m.id, once, began, lease, err)
+	return lease, err
+}
+
+func (m *Mutexes) obtain(ctx context.Context, mutex, holder string, once bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", nil, "must not be nil")
 	}

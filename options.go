@@ -42,11 +42,12 @@ type config struct {
 	logger       *slog.Logger
 	contenderID  string // Locker, Scheduler and Mutexes only; empty: HostContenderID()
 
+	observer       Observer    // nil: none
 	localHandOvers int         // Mutexes only
 	leaderHooks    leaderHooks // Scheduler only
 
 	// explicitly set, to be validated rather than defaulted
-	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet, localHandOversSet, leaderHooksSet bool
+	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet, localHandOversSet, leaderHooksSet, observerSet bool
 
 	// for tests and the simulation: where time is read and timers are set, and the jitter
 	clock  clock.Clock
@@ -199,6 +200,8 @@ func (c *config) validate() error {
 		return invalid("local hand-overs", c.localHandOvers, "must be >= 0")
 	case c.loggerSet && c.logger == nil:
 		return invalid("logger", nil, "must not be nil")
+	case c.observerSet && isNil(c.observer):
+		return invalid("observer", nil, "must not be nil")
 	case c.contenderIDSet:
 		return ValidateContenderID(c.contenderID)
 	}

@@ -67,8 +67,9 @@ type leaderHooks struct {
 // WithLeaderHooks sets functions a Scheduler calls when it starts leading, before the
 // first run of a tenure (with the tenure context and owner record), and when it stops
 // leading, after the last run of the tenure has returned (with the owner record and the
-// cause: ErrOwnershipLost, or context.Canceled on Stop). Both run on the goroutine of the
-// schedule; either may be nil. Default: none. Only NewScheduler accepts it.
+// cause: an error matching ErrOwnershipLost, or context.Canceled on Stop). Both run on
+// the goroutine of the schedule; either may be nil. Default: none. Only NewScheduler
+// accepts it.
 func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) Option {
 	return func(c *config) {
 		c.leaderHooks, c.leaderHooksSet = leaderHooks{started: started, stopped: stopped}, true

@@ -31,7 +31,7 @@ func (s *Service) leaveIfOver(r *run) bool {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, s.cfg.callTimeout)
-	err := r.contention.StopContend(ctx)
+	err := s.call(ctx, r.ctx, OpStop, r.contention.StopContend)
 	cancel()
 	s.mu.Lock()
 	r.contendDone = true

@@ -48,7 +48,7 @@ func (t *tenure) believes(now time.Time) bool {
 	return int64(now.Sub(t.base)) < t.end.Load()
 }
 
-// lapse cancels the tenure's context, with cause ErrOwnershipLost, if its local end has
+// lapse cancels the tenure's context, with cause ErrLeaseExpired, if its local end has
 // passed. The service's timer does the same, and ends the tenure; lapse makes every reader
 // of the context see the end at once, even when that timer has not run yet (a process
 // resumed after a pause runs its goroutines in any order).
@@ -57,7 +57,7 @@ func (t *tenure) lapse() {
 		return
 	}
 	if !t.believes(t.clock.Now()) {
-		t.cancel(ErrOwnershipLost)
+		t.cancel(ErrLeaseExpired)
 	}
 }
 
@@ -104,12 +104,17 @@ func (c tenureContext) Value(key any) any {
 // names this contender (zero: none). Called with s.mu held.
 func (s *Service) apply(r *run, o Owner, end time.Time) {
 	now := s.cfg.now()
-	if t := r.tenure; t != nil && (!t.believes(now) || (o.OwnedBy(s.id) && otherTenure(t.owner, o))) {
-		// The tenure is over whatever the answer says: its local end passed before the
-		// answer could be applied (its context may have said so already), or the store
-		// answers with another tenure of this contender's (the mutex was freed and taken
-		// again behind its back).
-		s.endTenure(r, ErrOwnershipLost, Owner{})
+	if t := r.tenure; t != nil {
+		// The tenure is over whatever the answer says when its local end passed before the
+		// answer could be applied (its context may have said so already), or when the
+		// store answers with another tenure of this contender's (the mutex was freed and
+		// taken again behind its back).
+		switch {
+		case !t.believes(now):
+			s.endTenure(r, s.expiredCause(r), Owner{})
+		case o.OwnedBy(s.id) && otherTenure(t.owner, o):
+			s.endTenure(r, ErrOwnerChanged, Owner{})
+		}
 	}
 	if o.OwnedBy(s.id) {
 		if !r.over && (end.IsZero() || now.Before(end)) {
@@ -126,7 +131,7 @@ func (s *Service) apply(r *run, o Owner, end time.Time) {
 		o = Owner{}
 	}
 	if r.tenure != nil {
-		s.endTenure(r, ErrOwnershipLost, o)
+		s.endTenure(r, ErrOwnerChanged, o)
 		return
 	}
 	if o.ID != r.owner.ID {
@@ -163,6 +168,9 @@ func (s *Service) beginTenure(r *run, o Owner, end, now time.Time) {
 	}
 	if s.logs(slog.LevelInfo) {
 		s.logAcquired(o)
+	}
+	if s.cfg.observer != nil {
+		s.cfg.observer.OnTenureBegan(Tenure{Mutex: s.mutex, Contender: s.id, Owner: o, Granted: r.granting})
 	}
 	if s.contender != nil {
 		r.events.Push(func() { s.contender.OnAcquired(t.ctx, st) })
@@ -218,6 +226,11 @@ func (s *Service) endTenure(r *run, cause error, after Owner) {
 	if s.logs(slog.LevelInfo) {
 		s.log.Info("simba: released", "token", t.owner.Token, "cause", cause, "owner", after.ID)
 	}
+	if s.cfg.observer != nil {
+		s.cfg.observer.OnTenureEnded(Tenure{
+			Mutex: s.mutex, Contender: s.id, Owner: t.owner, Held: s.cfg.now().Sub(t.base), Cause: cause,
+		})
+	}
 	if s.contender != nil {
 		r.events.Push(func() { s.contender.OnReleased(st) })
 	}
@@ -231,6 +244,15 @@ func (s *Service) expire(r *run, t *tenure) {
 	if r.tenure != t || r.stopped || t.believes(s.cfg.now()) {
 		return
 	}
-	s.endTenure(r, ErrOwnershipLost, Owner{})
+	s.endTenure(r, s.expiredCause(r), Owner{})
 	r.rounds.poke() // the renewal may still succeed: contend now
+}
+
+// expiredCause is the cause of a tenure of r whose local TTL end passed: ErrLeaseExpired,
+// with the last store error if the renewals failed. Called with s.mu held.
+func (s *Service) expiredCause(r *run) error {
+	if r.lastErr == nil {
+		return ErrLeaseExpired
+	}
+	return describe(ErrLeaseExpired, "", r.lastErr)
 }

@@ -32,6 +32,7 @@ var checks = []check{
 	{name: "stale_lifecycle", parallel: true, run: checkStaleLifecycle},
 	{name: "panicking_callback", parallel: true, run: checkPanickingCallback},
 	{name: "retriever", parallel: true, run: checkRetriever},
+	{name: "lookup", parallel: true, run: checkLookup},
 	{name: "wait_list", parallel: true, run: checkWaitList},
 }
 
@@ -995,6 +996,62 @@ func checkRetriever(e *env) error {
 	}
 	mu.Unlock()
 	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkLookup: simba.Lookup reads the owner once, without a service: nobody, then a
+// Locker's (with the lease's token, where the store tells it to a reader), then nobody
+// again once the lease is released.
+func checkLookup(e *env) error {
+	mutex := e.mutex()
+	b := e.backend()
+	look := func(when string) (simba.Owner, error) {
+		o, err := simba.Lookup(e.ctx, b, mutex, e.options()...)
+		if err != nil {
+			return o, fmt.Errorf("Lookup %s: %w", when, err)
+		}
+		return o, nil
+	}
+	if o, err := look("before any use"); err != nil || !o.IsZero() {
+		return errors.Join(err, nonZero(o))
+	}
+	l, err := e.locker(e.backend(), mutex, "holder")
+	if err != nil {
+		return err
+	}
+	e.cleanup(func() { _ = l.Close() })
+	lease, err := l.Acquire(e.ctx)
+	if err != nil {
+		return err
+	}
+	o, err := look("while held")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if o.ID != l.ContenderID() {
+		errs = append(errs, fmt.Errorf("Lookup while held names %q, want %q", o.ID, l.ContenderID()))
+	}
+	if o.Token != 0 && o.Token != lease.Token() {
+		errs = append(errs, fmt.Errorf("Lookup while held tells token %d, the lease has %d", o.Token, lease.Token()))
+	}
+	if !o.HasOwner(time.Now()) {
+		errs = append(errs, fmt.Errorf("Lookup while held: the record %v has lapsed already", o))
+	}
+	if err := lease.Release(e.ctx); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if o, err := look("after release"); err != nil || !o.IsZero() {
+		errs = append(errs, err, nonZero(o))
+	}
+	return errors.Join(errs...)
+}
+
+// nonZero returns an error when a lookup that should find no owner found o.
+func nonZero(o simba.Owner) error {
+	if o.IsZero() {
+		return nil
+	}
+	return fmt.Errorf("Lookup found %v, want no owner", o)
 }
 
 // checkLeaks: after a warm-up round, rounds of every way of use leave no goroutine behind.

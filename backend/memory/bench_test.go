@@ -12,12 +12,20 @@ import (
 )
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release.
-func BenchmarkLockerCycle(b *testing.B) {
+func BenchmarkLockerCycle(b *testing.B) { lockerCycle(b) }
+
+// BenchmarkLockerCycleObserved is BenchmarkLockerCycle with an Observer that does nothing:
+// the cost of building and delivering the events.
+func BenchmarkLockerCycleObserved(b *testing.B) {
+	lockerCycle(b, simba.WithObserver(simba.ObserverFuncs{}))
+}
+
+func lockerCycle(b *testing.B, opts ...simba.Option) {
 	be, err := memory.New(memory.NewStore())
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := simba.NewLocker(be, "bench")
+	l, err := simba.NewLocker(be, "bench", opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

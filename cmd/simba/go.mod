@@ -1,0 +1,22 @@
+module github.com/simba-go/simba/cmd/simba
+
+go 1.25.0
+
+replace github.com/simba-go/simba => ../..
+
+require (
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/simba-go/simba v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-zookeeper/zk v1.0.4 // indirect
+	github.com/redis/go-redis/v9 v9.22.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)

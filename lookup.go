@@ -1,0 +1,95 @@
+package simba
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lookup reads who owns mutex on b once, without running a service: for a health page, an
+// admin tool (cmd/simba get) or a test. It opens a retriever's contention (the start-up
+// I/O of one, such as a subscription or a schema check), reads the owner record and
+// closes the contention again. The zero Owner means that nobody owns the mutex.
+//
+// What the record holds depends on what the store can tell a reader:
+//
+//   - TTLAt and TransitionAt count, like every instant of simba's, from the local time at
+//     which the read was sent. A store that keeps one expiry (Redis) tells only
+//     TransitionAt; TTLAt is then derived with WithTransition's value, exact for owners
+//     configured alike.
+//   - AcquiredAt is the zero Time where the store does not keep when the tenure began
+//     (Redis, ZooKeeper).
+//   - Token is zero where the store does not tell a reader the fencing token (SQL, whose
+//     token is the row's version at the tenure's first update).
+//
+// A session store (ZooKeeper) must report the owner before its StartContend returns, as
+// backend/zookeeper does; the record is then what it reported (a ZooKeeper owner's TTLAt
+// is the end of the session's guaranteed life).
+//
+// Lookup takes the options of NewRetrievalService. The store calls are bounded by ctx and
+// the call timeout (WithCallTimeout), as far as the backend honours its context, as every
+// backend of this module does. Errors wrap the backend's; bad input wraps
+// ErrInvalidArgument.
+func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner, error) {
+	if ctx == nil {
+		return Owner{}, invalid("ctx", nil, "must not be nil")
+	}
+	cfg, err := checkedConfig(b, opts, forRetrievalService)
+	if err != nil {
+		return Owner{}, err
+	}
+	if err := validateNames(b, mutex, "", false); err != nil {
+		return Owner{}, err
+	}
+	var (
+		mu       sync.Mutex
+		reported Owner
+	)
+	p := Participant{
+		Mutex:      mutex,
+		TTL:        cfg.ttl,
+		Transition: cfg.transition,
+		Logger:     cfg.logger.With("mutex", mutex),
+		Wake:       func() {},
+		Report: func(o Owner) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported = o
+		},
+		Grant: func(Record, time.Time) {},
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.callTimeout)
+	defer cancel()
+	c, err := b.StartContend(cctx, p)
+	if err != nil {
+		return Owner{}, wrapf(callError(err, cctx, ctx, cfg.callTimeout), "simba: look up %q", mutex)
+	}
+	if isNil(c) {
+		return Owner{}, fmt.Errorf("simba: look up %q: backend returned no contention", mutex)
+	}
+	var (
+		o       Owner
+		readErr error
+	)
+	if lc, ok := c.(LeaseContention); ok {
+		sent := cfg.now()
+		rec, err := lc.Lookup(cctx)
+		if err != nil {
+			readErr = wrapf(callError(err, cctx, ctx, cfg.callTimeout), "simba: look up %q", mutex)
+		} else if o = rec.At(sent); rec.Held == 0 {
+			o.AcquiredAt = time.Time{}
+		}
+	} else {
+		mu.Lock()
+		o = reported
+		mu.Unlock()
+		o.AcquiredAt = time.Time{} // the time it was first seen, by this read: not the store's
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.callTimeout)
+	defer scancel()
+	if err := c.StopContend(sctx); err != nil && readErr == nil {
+		cfg.logger.Warn("simba: ending a lookup's contention failed", "mutex", mutex, "err", err)
+	}
+	return o, readErr
+}

@@ -1,0 +1,39 @@
+package simbagocron_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/simbagocron"
+)
+
+// Example runs a gocron job on the leader only.
+func Example() {
+	b, _ := memory.New(memory.NewStore())
+	leading := make(chan struct{})
+	svc, _ := simba.NewService(b, simba.ContenderFuncs{MutexName: "nightly-report", ID: simba.HostContenderID(),
+		Acquired: func(context.Context, simba.State) { close(leading) }})
+	_ = svc.Start(context.Background())
+	defer svc.Close()
+	elector, _ := simbagocron.NewElector(svc)
+	<-leading // only so that the example shows a run: a follower's scheduler runs nothing
+
+	ran := make(chan struct{}, 1)
+	s, _ := gocron.NewScheduler(gocron.WithDistributedElector(elector))
+	_, _ = s.NewJob(gocron.DurationJob(time.Millisecond), gocron.NewTask(func() {
+		select {
+		case ran <- struct{}{}:
+		default:
+		}
+	}), gocron.WithName("nightly-report"))
+	s.Start()
+	<-ran
+	_ = s.Shutdown()
+	fmt.Println("ran on the leader")
+	// Output: ran on the leader
+}

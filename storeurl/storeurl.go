@@ -1,0 +1,457 @@
+// Package storeurl opens a simba.Backend from one URL, with the client it dials for it,
+// for tools and configuration files that name a store by a string (cmd/simba does). It
+// also does what a store's administrator asks of it: list the mutexes the store holds
+// records for, and release a mutex whatever its owner.
+//
+// The URL schemes:
+//
+//	redis://[user:password@]host:port[/db][?option=value...]
+//	rediss://...                                   (TLS)
+//	redis-sentinel://[user:password@]sentinel:port[/db]?master_name=name[&addr=sentinel2:port...]
+//	mysql://user:password@host:port/database[?table=simba_mutex&param=value...]
+//	mariadb://...                                  (the same as mysql://)
+//	zk://host:port[,host:port...][?session_timeout=10s]
+//
+// Redis URLs take go-redis's options as query parameters (redis.ParseURL); a
+// redis-sentinel URL is go-redis's failover URL (redis.ParseFailoverURL) with the
+// sentinels' credentials in the user info and the master's in the "username" and
+// "password" parameters. A mysql URL becomes a go-sql-driver DSN over TCP with
+// interpolateParams=true (one round trip per statement) unless the URL says otherwise;
+// "table" names simba's table. zk URLs list the ensemble; a chroot path is not supported.
+//
+// Unlike simba's backends, which never dial and never close a client they are given,
+// a Store dials its client itself and owns it: Close closes the backend and the client.
+package storeurl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// Store is a backend opened from a URL, with the client it dialed. It is safe for
+// concurrent use.
+type Store struct {
+	url     string // the URL without its password, for messages
+	backend simba.Backend
+	closers []func() error // the backend's first, then the client's
+
+	list    func(ctx context.Context) ([]string, error)
+	release func(ctx context.Context, mutex string, o simba.Owner) error
+}
+
+// Open returns the store the URL names. It dials nothing before the first store call
+// (a ZooKeeper connection starts establishing its session in the background). Errors
+// for a malformed URL wrap simba.ErrInvalidArgument and never show the password.
+func Open(rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, simba.InvalidArgument("store URL", redact(rawURL), "must be a URL")
+	}
+	s := &Store{url: u.Redacted()}
+	switch u.Scheme {
+	case "redis", "rediss":
+		opts, err := goredis.ParseURL(rawURL)
+		if err != nil {
+			return nil, s.invalid(err)
+		}
+		err = s.openRedis(goredis.NewClient(opts))
+		return s.opened(err)
+	case "redis-sentinel", "rediss-sentinel":
+		v := *u
+		v.Scheme = strings.TrimSuffix(u.Scheme, "-sentinel")
+		opts, err := goredis.ParseFailoverURL(v.String())
+		if err != nil {
+			return nil, s.invalid(err)
+		}
+		if opts.MasterName == "" {
+			return nil, simba.InvalidArgument("store URL", s.url, "a redis-sentinel URL needs master_name")
+		}
+		return s.opened(s.openRedis(goredis.NewFailoverClient(opts)))
+	case "mysql", "mariadb":
+		dsn, table, err := mysqlDSN(u)
+		if err != nil {
+			return nil, s.invalid(err)
+		}
+		return s.opened(s.openSQL(dsn, table))
+	case "zk", "zookeeper":
+		servers, timeout, err := zkServers(u)
+		if err != nil {
+			return nil, s.invalid(err)
+		}
+		return s.opened(s.openZooKeeper(servers, timeout))
+	}
+	return nil, simba.InvalidArgument("store URL scheme", u.Scheme, "must be redis, rediss, redis-sentinel, mysql, mariadb or zk")
+}
+
+// opened returns s, or closes what was opened and returns err.
+func (s *Store) opened(err error) (*Store, error) {
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) invalid(err error) error {
+	return simba.InvalidArgument("store URL", s.url, strings.ReplaceAll(err.Error(), "\n", "; "))
+}
+
+// Backend returns the backend, for services, Lockers, Lookup and the like.
+func (s *Store) Backend() simba.Backend { return s.backend }
+
+// String returns the URL without its password.
+func (s *Store) String() string { return s.url }
+
+// Close closes the backend and then the client the store dialed. Stop the services that
+// use the backend first. Close is idempotent.
+func (s *Store) Close() error {
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// List returns the names of the mutexes the store holds records for, sorted: on Redis
+// those with an owner (an owner key simba:{name}), in SQL every row of the table, in
+// ZooKeeper every child of /simba (a mutex whose contenders have all gone may stay listed
+// until ZooKeeper reaps its container node).
+func (s *Store) List(ctx context.Context) ([]string, error) {
+	names, err := s.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("storeurl: list %s: %w", s.url, err)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// Release releases mutex on the store in the name of its owner o, as simba.Lookup found it,
+// whatever that owner is doing: an administrator's tool for an owner that is stuck. It
+// does nothing when o is the zero Owner, or when o no longer owns the mutex (another
+// tenure has begun since the lookup). It does not stop the owner: the owner goes on
+// believing until its next renewal tells it otherwise, up to a TTL later, while another
+// contender may acquire at once. Only a fencing token protects the resource then: the
+// next owner's token is greater, and a resource that checks tokens refuses the old
+// owner's writes; one that does not may see both write.
+//
+// On Redis and SQL the release is the owner's own release, made in its name: it frees
+// the mutex only if o still owns it (on Redis, it also hands it to
+// the oldest waiter, as a release does). On ZooKeeper it deletes the owner's node, if it is still
+// the node of o's tenure.
+func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error {
+	if o.IsZero() {
+		return nil
+	}
+	if err := simba.ValidateMutex(mutex); err != nil {
+		return err
+	}
+	if err := s.release(ctx, mutex, o); err != nil {
+		return fmt.Errorf("storeurl: release %q on %s: %w", mutex, s.url, err)
+	}
+	return nil
+}
+
+// releaseAs releases mutex on a lease store in the name of owner o: through a contention
+// of o's ID, whose Release frees the mutex only if o owns it. Redis's release checks the
+// owner on the server; a SQL contention releases only what it knows it owns, so with
+// claim it first makes an acquire call in o's name, which renews o's tenure if o still
+// owns the mutex (and takes it if it is free: released at once, the same outcome).
+func (s *Store) releaseAs(ctx context.Context, mutex string, o simba.Owner, claim bool) error {
+	c, err := s.backend.StartContend(ctx, simba.Participant{
+		Mutex: mutex, ContenderID: o.ID, TTL: simba.DefaultTTL, Transition: simba.DefaultTransition,
+		Logger: discard, Wake: func() {}, Report: func(simba.Owner) {}, Grant: func(simba.Record, time.Time) {},
+	})
+	if err != nil {
+		return err
+	}
+	lc, ok := c.(simba.LeaseContention)
+	if !ok {
+		_ = c.StopContend(ctx)
+		return errors.New("not a lease store")
+	}
+	if claim {
+		rec, err := lc.Acquire(ctx)
+		if err == nil && rec.Owner != o.ID {
+			return c.StopContend(ctx) // owned by another tenure meanwhile: not the one looked up
+		}
+		if err != nil {
+			return errors.Join(err, lc.Release(ctx), c.StopContend(context.WithoutCancel(ctx)))
+		}
+	}
+	err = lc.Release(ctx)
+	return errors.Join(err, c.StopContend(context.WithoutCancel(ctx)))
+}
+
+// openRedis opens the Redis backend on client.
+func (s *Store) openRedis(client goredis.UniversalClient) error {
+	s.closers = append(s.closers, client.Close)
+	b, err := redis.New(client)
+	if err != nil {
+		return err
+	}
+	s.backend = b
+	s.closers = append([]func() error{b.Close}, s.closers...)
+	s.list = func(ctx context.Context) ([]string, error) {
+		var names []string
+		iter := client.Scan(ctx, 0, "simba:{*}", 1000).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			if name, ok := strings.CutPrefix(key, "simba:{"); ok && strings.HasSuffix(name, "}") {
+				names = append(names, strings.TrimSuffix(name, "}"))
+			}
+		}
+		return names, iter.Err()
+	}
+	s.release = func(ctx context.Context, mutex string, o simba.Owner) error {
+		return s.releaseAs(ctx, mutex, o, false)
+	}
+	return nil
+}
+
+// openSQL opens the SQL backend on a pool of its own.
+func (s *Store) openSQL(dsn, table string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return s.invalid(err)
+	}
+	s.closers = append(s.closers, db.Close)
+	b, err := jdbc.New(db, jdbc.WithTable(table))
+	if err != nil {
+		return err
+	}
+	s.backend = b
+	s.closers = append([]func() error{b.Close}, s.closers...)
+	query := "SELECT mutex FROM " + quoteTable(table) // validated by jdbc.New
+	s.list = func(ctx context.Context) ([]string, error) {
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				return nil, err
+			}
+			names = append(names, name)
+		}
+		return names, rows.Err()
+	}
+	s.release = func(ctx context.Context, mutex string, o simba.Owner) error {
+		return s.releaseAs(ctx, mutex, o, true)
+	}
+	return nil
+}
+
+// quoteTable quotes "table" or "schema.table" for MySQL.
+func quoteTable(t string) string {
+	parts := strings.Split(t, ".")
+	for i, p := range parts {
+		parts[i] = "`" + p + "`"
+	}
+	return strings.Join(parts, ".")
+}
+
+// mysqlDSN turns a mysql:// URL into a go-sql-driver DSN and the table name.
+func mysqlDSN(u *url.URL) (dsn, table string, err error) {
+	q := u.Query()
+	table = jdbc.DefaultTable
+	if t := q.Get("table"); t != "" {
+		table = t
+	}
+	q.Del("table")
+	if !q.Has("interpolateParams") {
+		q.Set("interpolateParams", "true")
+	}
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" {
+		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+		return "", "", errors.New("the path must name one database")
+	}
+	// The driver parses its parameters from a DSN only: format one without them, append
+	// them, and parse it back to check them.
+	dsn = cfg.FormatDSN()
+	if len(q) > 0 {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + q.Encode()
+	}
+	if _, err := mysql.ParseDSN(dsn); err != nil {
+		return "", "", err
+	}
+	return dsn, table, nil
+}
+
+// openZooKeeper opens the ZooKeeper backend on a connection to servers.
+func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
+	var conn *zk.Conn
+	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+		c, ch, err := zk.Connect(servers, timeout, zk.WithEventCallback(events), zk.WithLogger(silent{}), zk.WithLogInfo(false))
+		conn = c
+		return c, ch, err
+	})
+	if err != nil {
+		return err
+	}
+	s.backend = b
+	s.closers = append(s.closers, b.Close) // closes the connection too
+	s.list = func(ctx context.Context) ([]string, error) {
+		if err := waitSession(ctx, conn); err != nil {
+			return nil, err
+		}
+		names, _, err := conn.Children("/simba")
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		return names, err
+	}
+	s.release = func(ctx context.Context, mutex string, o simba.Owner) error {
+		return deleteOwnerNode(ctx, conn, mutex, o)
+	}
+	return nil
+}
+
+// waitSession waits until conn has a ZooKeeper session, or ctx ends.
+func waitSession(ctx context.Context, conn *zk.Conn) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no zookeeper session: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// deleteOwnerNode deletes the node of the owner of mutex, the one with the lowest
+// sequence number (SPEC: Curator's LeaderLatch), if it still carries o's ID.
+func deleteOwnerNode(ctx context.Context, conn *zk.Conn, mutex string, o simba.Owner) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	parent := "/simba/" + mutex
+	children, _, err := conn.Children(parent)
+	if err != nil {
+		return err
+	}
+	owner, ok := lowestLatch(children)
+	if !ok {
+		return nil
+	}
+	data, stat, err := conn.Get(parent + "/" + owner)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil // gone meanwhile
+	case err != nil:
+		return err
+	case string(data) != o.ID || (o.Token != 0 && uint64(stat.Czxid) != o.Token):
+		return nil // another tenure meanwhile: not the one looked up
+	}
+	if err := conn.Delete(parent+"/"+owner, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// lowestLatch returns the latch node with the lowest sequence number: the 10 digits after
+// "latch-" that end its name.
+func lowestLatch(children []string) (string, bool) {
+	best, bestSeq := "", ""
+	for _, name := range children {
+		i := strings.LastIndex(name, "latch-")
+		if i < 0 || len(name)-i-len("latch-") != 10 {
+			continue
+		}
+		seq := name[i+len("latch-"):]
+		if strings.Trim(seq, "0123456789") != "" {
+			continue
+		}
+		if best == "" || seq < bestSeq {
+			best, bestSeq = name, seq
+		}
+	}
+	return best, best != ""
+}
+
+// zkServers reads the ensemble and the session timeout from a zk:// URL.
+func zkServers(u *url.URL) ([]string, time.Duration, error) {
+	if u.Path != "" && u.Path != "/" {
+		return nil, 0, errors.New("a chroot path is not supported")
+	}
+	timeout := 10 * time.Second
+	q := u.Query()
+	if v := q.Get("session_timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, 0, fmt.Errorf("session_timeout %q must be a positive duration", v)
+		}
+		timeout = d
+		q.Del("session_timeout")
+	}
+	if len(q) > 0 {
+		return nil, 0, fmt.Errorf("unknown parameters %q", q.Encode())
+	}
+	var servers []string
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, "2181")
+		}
+		servers = append(servers, h)
+	}
+	if len(servers) == 0 {
+		return nil, 0, errors.New("no server")
+	}
+	return servers, timeout, nil
+}
+
+// redact removes the password from a URL that does not parse, as far as it can tell.
+func redact(raw string) string {
+	if at := strings.LastIndex(raw, "@"); at >= 0 {
+		if scheme := strings.Index(raw, "://"); scheme >= 0 && scheme < at {
+			return raw[:scheme+3] + "xxxxx" + raw[at:]
+		}
+	}
+	return raw
+}
+
+// discard is the logger of the contentions a Store opens itself.
+var discard = slog.New(slog.DiscardHandler)
+
+// silent is a zk.Logger that discards: a library writes to the application's output only
+// when asked to.
+type silent struct{}
+
+func (silent) Printf(string, ...any) {}

@@ -1,0 +1,133 @@
+package storeurl_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/testserver"
+	"github.com/simba-go/simba/storeurl"
+)
+
+// stores are the servers of the tests; storesErr is why they are missing.
+var (
+	stores    *testserver.Stores
+	storesErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.RunWithStores(m, createTable, func(s *testserver.Stores, err error) { stores, storesErr = s, err }))
+}
+
+// createTable creates simba's table in the MariaDB of s.
+func createTable(ctx context.Context, s *testserver.Stores) error {
+	db, err := sql.Open("mysql", s.MariaDB.DSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return jdbc.CreateTable(ctx, db)
+}
+
+func TestOpenInvalid(t *testing.T) {
+	for _, raw := range []string{
+		"ftp://host",
+		"redis://:secret@host:notaport",
+		"redis://host?no_such_option=1",
+		"redis-sentinel://:secret@host:26379",
+		"mysql://user:secret@host",
+		"mysql://user:secret@host/a/b",
+		"zk://host:2181/chroot",
+		"zk://host:2181?session_timeout=soon",
+		"zk://host:2181?unknown=1",
+		"zk://",
+		"::not a url",
+	} {
+		s, err := storeurl.Open(raw)
+		if !assert.ErrorIs(t, err, simba.ErrInvalidArgument, raw) {
+			_ = s.Close()
+			continue
+		}
+		assert.NotContains(t, err.Error(), "secret", "the password never shows")
+	}
+}
+
+func TestOpenWithoutIO(t *testing.T) {
+	for _, raw := range []string{
+		"redis://127.0.0.1:1/2?dial_timeout=1s",
+		"rediss://user:pw@127.0.0.1:1",
+		"mysql://user:pw@127.0.0.1/db?table=my_locks&timeout=1s",
+		"mariadb://user:pw@127.0.0.1:1/db",
+	} {
+		s, err := storeurl.Open(raw)
+		require.NoError(t, err, raw)
+		assert.NotContains(t, s.String(), "pw")
+		assert.NotNil(t, s.Backend())
+		require.NoError(t, s.Close())
+		require.NoError(t, s.Close(), "idempotent")
+	}
+}
+
+// TestStores lists and force-releases a held mutex on every store.
+func TestStores(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for scheme, raw := range stores.URLs() {
+		t.Run(scheme, func(t *testing.T) {
+			s, err := storeurl.Open(raw)
+			require.NoError(t, err)
+			defer s.Close()
+			mutex := "storeurl-" + scheme
+			l, err := simba.NewLocker(s.Backend(), mutex, simba.WithContenderID("holder-"+scheme),
+				simba.WithTTL(2*time.Second), simba.WithTransition(time.Second))
+			require.NoError(t, err)
+			defer l.Close()
+			lease, err := l.Acquire(t.Context())
+			require.NoError(t, err)
+
+			names, err := s.List(t.Context())
+			require.NoError(t, err)
+			assert.Contains(t, names, mutex)
+
+			held, err := simba.Lookup(t.Context(), s.Backend(), mutex)
+			require.NoError(t, err)
+			assert.Equal(t, "holder-"+scheme, held.ID)
+			stale := held
+			stale.ID = "someone-else"
+			require.NoError(t, s.Release(t.Context(), mutex, stale))
+			o, err := simba.Lookup(t.Context(), s.Backend(), mutex)
+			require.NoError(t, err)
+			assert.Equal(t, held.ID, o.ID, "a release of another tenure than the owner's does nothing")
+
+			require.NoError(t, s.Release(t.Context(), mutex, held))
+			o, err = simba.Lookup(t.Context(), s.Backend(), mutex)
+			require.NoError(t, err)
+			assert.True(t, o.IsZero(), "after the forced release: %v", o)
+			require.NoError(t, s.Release(t.Context(), mutex, simba.Owner{}), "nothing to release")
+			if err := lease.Release(t.Context()); err != nil {
+				assert.True(t, errors.Is(err, simba.ErrOwnershipLost) || errors.Is(err, simba.ErrNotOwner), "%v", err)
+			}
+		})
+	}
+}
+
+// ExampleOpen opens a backend from a URL, as a configuration file would name it.
+func ExampleOpen() {
+	s, err := storeurl.Open("redis://127.0.0.1:6379/0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	fmt.Println(s)
+	// Output: redis://127.0.0.1:6379/0
+}
