@@ -209,24 +209,43 @@ func (p *Proxy) accept() {
 	}
 }
 
-// link is one proxied connection.
+// link is one proxied connection. Its server side is attached once dialled; a link
+// closed before that (a Reset while dialling) closes the server as it is attached.
 type link struct {
-	client, server net.Conn
-	once           sync.Once
+	client net.Conn
+	mu     sync.Mutex
+	server net.Conn
+	closed bool
+}
+
+// attach gives l its server side; false, with server closed, when l was closed first.
+func (l *link) attach(server net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = server.Close()
+		return false
+	}
+	l.server = server
+	return true
 }
 
 func (l *link) close(reset bool) {
-	l.once.Do(func() {
-		if reset {
-			if tc, ok := l.client.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0)
-			}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if reset {
+		if tc, ok := l.client.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
 		}
-		_ = l.client.Close()
-		if l.server != nil {
-			_ = l.server.Close()
-		}
-	})
+	}
+	_ = l.client.Close()
+	if l.server != nil {
+		_ = l.server.Close()
+	}
 }
 
 func (p *Proxy) serve(client net.Conn, wait time.Duration) {
@@ -255,11 +274,13 @@ func (p *Proxy) serve(client net.Conn, wait time.Duration) {
 		return
 	}
 	p.mu.Lock()
-	l.server = server
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
 		_ = server.Close()
+		return
+	}
+	if !l.attach(server) {
 		return
 	}
 	var pumps sync.WaitGroup

@@ -173,3 +173,26 @@ func TestStallHoldsAndDelivers(t *testing.T) {
 	assert.Equal(t, []string{"a\n", "b\n", "c\n"}, got)
 	assert.Zero(t, p.Stats().Swallowed)
 }
+
+// A reset while connections are being made closes each of them, whether its upstream side
+// was dialled before the reset or after (then it is closed at once): no race between the
+// reset and the connection's own set-up, and no upstream connection left open.
+func TestResetWhileConnecting(t *testing.T) {
+	p, err := New(echoServer(t))
+	require.NoError(t, err)
+	defer p.Close()
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = roundTrip(c, bufio.NewReader(c), "ping", time.Second)
+		})
+		wg.Go(p.Reset)
+	}
+	wg.Wait()
+	require.NoError(t, p.Close())
+}
