@@ -7,7 +7,7 @@ export GOTRACEBACK := all
 
 FUZZTIME ?= 20s
 
-.PHONY: test vet unit setup fuzz bench gobench quickstart lint chaos
+.PHONY: test vet unit setup fuzz bench gobench quickstart lint chaos sim
 
 ## test: set up, vet, and run every test with the race detector.
 test: setup vet unit
@@ -41,6 +41,14 @@ chaos: setup
 	SIMBA_REQUIRE_SERVERS=1 SIMBA_CHAOS=full SIMBA_CHAOS_REPORT=$(CURDIR)/chaos-report.md \
 		$(GO) test -race -count=1 -timeout 90m -run '^TestChaos$$' ./internal/chaos
 	@cat chaos-report.md
+
+SEEDS ?= 2000
+FIRST ?= 1
+
+## sim: the deterministic simulation of the core over SEEDS seeds from FIRST (make test
+## runs 400); a failure prints its seed, the shortest failing history and how to replay it.
+sim:
+	$(GO) test -race -count=1 -timeout 0 -run 'TestSimulation$$' -v . -args -sim.seeds=$(SEEDS) -sim.first=$(FIRST)
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:
