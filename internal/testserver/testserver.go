@@ -41,6 +41,9 @@ type Server struct {
 	Dir string
 
 	args   func() []string                 // program and arguments, computed at every start
+	attr   func(*syscall.SysProcAttr)      // adjusts the process's attributes (the user it runs as), if set
+	stop   syscall.Signal                  // the signal Stop sends; SIGTERM if zero
+	group  bool                            // signal the whole process group, not only the process
 	before func(ctx context.Context) error // runs before every start, if set
 	ready  func(ctx context.Context) error
 	setup  func(ctx context.Context) error // runs once, after the first start is ready
@@ -114,6 +117,9 @@ func (s *Server) start(ctx context.Context) error {
 	// A session of its own, so that signals meant for the test binary's group do not
 	// reach it; killed with the test binary if that dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if s.attr != nil {
+		s.attr(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
 		_ = logf.Close()
@@ -172,12 +178,18 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	}
 }
 
-// Stop sends SIGTERM (and SIGCONT, in case it is paused), waits up to 30s, then kills.
+// Stop sends SIGTERM (or the server's own shutdown signal; and SIGCONT, in case it is
+// paused), waits up to 30s, then kills.
 func (s *Server) Stop() error {
-	return s.signalAndWait(syscall.SIGTERM, 30*time.Second)
+	sig := s.stop
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	return s.signalAndWait(sig, 30*time.Second)
 }
 
-// Kill sends SIGKILL and waits for the process to exit: a crash.
+// Kill sends SIGKILL and waits for the process to exit: a crash. A server whose work is
+// done by child processes (PostgreSQL) loses them all at once.
 func (s *Server) Kill() error {
 	return s.signalAndWait(syscall.SIGKILL, 30*time.Second)
 }
@@ -190,19 +202,36 @@ func (s *Server) signalAndWait(sig syscall.Signal, grace time.Duration) error {
 	if cmd == nil {
 		return nil
 	}
-	_ = cmd.Process.Signal(sig)
-	_ = cmd.Process.Signal(syscall.SIGCONT)
+	s.send(cmd, sig)
+	s.send(cmd, syscall.SIGCONT)
 	select {
 	case <-exited:
-		return nil
 	case <-time.After(grace):
+		s.send(cmd, syscall.SIGKILL)
+		<-exited
 	}
-	_ = cmd.Process.Kill()
-	<-exited
+	if s.group && sig == syscall.SIGKILL {
+		// The children may outlive the process for a moment: wait until the group is
+		// gone, so that a restart finds the data directory free.
+		for deadline := time.Now().Add(grace); syscall.Kill(-cmd.Process.Pid, 0) == nil && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	return nil
 }
 
-// Pause stops the process with SIGSTOP: connections stay open and nothing answers.
+// send signals the process, or its process group (its PID: it leads a session of its
+// own).
+func (s *Server) send(cmd *exec.Cmd, sig syscall.Signal) {
+	if s.group {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+}
+
+// Pause stops the process (and, for PostgreSQL, its children) with SIGSTOP: connections
+// stay open and nothing answers.
 func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 
 // Resume continues a paused process with SIGCONT.
@@ -213,6 +242,9 @@ func (s *Server) signal(sig syscall.Signal) error {
 	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return fmt.Errorf("testserver: %s not running", s.Name)
+	}
+	if s.group {
+		return syscall.Kill(-s.cmd.Process.Pid, sig)
 	}
 	return s.cmd.Process.Signal(sig)
 }

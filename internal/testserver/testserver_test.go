@@ -79,3 +79,20 @@ func TestRedisCluster(t *testing.T) {
 	}
 	require.NoError(t, FormCluster(ctx, nodes...))
 }
+
+func TestPostgresStartKillRestart(t *testing.T) {
+	p, err := NewPostgres(shortDir(t))
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, p.Start(ctx))
+	t.Cleanup(func() { _ = p.Stop() })
+	require.NoError(t, p.Exec(ctx, "CREATE TABLE t (a int); INSERT INTO t VALUES (7);"))
+	require.NoError(t, p.Kill())
+	assert.Zero(t, p.PID())
+	require.NoError(t, p.Start(ctx), "restart on the same port and data directory after a crash")
+	assert.NoError(t, p.Exec(ctx, "DO $$ BEGIN IF (SELECT a FROM t) <> 7 THEN RAISE 'lost'; END IF; END $$"), "data kept across a crash")
+	assert.Contains(t, p.DSN(), "sslmode=disable")
+	require.NoError(t, p.Stop())
+	assert.Zero(t, p.PID())
+}
