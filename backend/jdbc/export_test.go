@@ -15,3 +15,7 @@ func (b *Backend) Waiting(mutex string) int {
 	}
 	return n
 }
+
+// TimedOut reports whether err is d's server ending a wait for a named lock at its
+// timeout.
+func TimedOut(d Dialect, err error) bool { return d.timedOut(err) }

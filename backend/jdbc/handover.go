@@ -220,6 +220,9 @@ func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan stru
 	for {
 		var got sql.NullInt64
 		err := conn.QueryRowContext(ctx, c.b.sql.waitLock, c.lock, waitSeconds).Scan(&got)
+		if err != nil && c.b.dialect.timedOut(err) {
+			got, err = sql.NullInt64{Valid: true}, nil // PostgreSQL: lock_timeout, an error
+		}
 		stopping := closed(stop)
 		h.mu.Lock()
 		switch {
