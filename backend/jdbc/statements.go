@@ -233,8 +233,7 @@ const (
 // statement's arguments. Every table statement's first argument is its server-side limit
 // (pgBound), so that the statements' texts do not change with it: the driver prepares each
 // text once per connection. Times are pgNow; a session's time zone changes nothing
-// (timestamptz is UTC inside), so there are no folds to work out, and JVM Simba, which
-// speaks MySQL only, never shares these tables.
+// (timestamptz is UTC inside), so there are no folds to work out.
 const (
 	// pgNow is the database's clock in epoch milliseconds: statement_timestamp(), the
 	// instant the server received the statement, fixed for the whole statement (every
