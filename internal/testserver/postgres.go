@@ -29,7 +29,8 @@ type Postgres struct {
 // to run it; the first start runs initdb and creates the role and the database.
 //
 // PostgreSQL refuses to run as root: as root, the server runs as the postgres user of
-// Debian's package (or nobody), which is given dir.
+// Debian's package (or nobody), which is given dir, and dir's parents are made searchable
+// by every user.
 func NewPostgres(dir string, extra ...string) (*Postgres, error) {
 	bin, err := lookPostgres("postgres")
 	if err != nil {
@@ -60,6 +61,9 @@ func NewPostgres(dir string, extra ...string) (*Postgres, error) {
 			return nil, err
 		}
 		if err := os.Chown(dir, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+			return nil, err
+		}
+		if err := traversable(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
 	}
@@ -160,6 +164,26 @@ func lookPostgres(name string) (string, error) {
 func version(dir string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
 	return v
+}
+
+// traversable lets every user search dir and its parents (o+x, not read), so that a
+// server running as another user reaches its directory below them; a temporary
+// directory's parents are often 0700.
+func traversable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("testserver: let the server's user reach %s: %w", d, err)
+			}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // unprivileged returns the credentials of the user a server started by root runs as.
