@@ -390,3 +390,38 @@ func TestPostgresPrune(t *testing.T) {
 	require.NoError(t, fresh.Release(t.Context()))
 	require.NoError(t, held.Release(t.Context()))
 }
+
+// FuzzPostgresNames (FAULTS 26, 27a) fuzzes the name and ID limits on the real schema: a
+// name and ID that a Locker accepts are stored and read back exactly, owned and released
+// by their contender; one that it rejects fails with ErrInvalidArgument.
+// The seeds run with the package's tests; make fuzz runs it against a PostgreSQL of each
+// fuzz worker's own.
+func FuzzPostgresNames(f *testing.F) {
+	for _, r := range []string{"m", "é", "界", "😀"} {
+		f.Add(strings.Repeat(r, jdbc.MaxMutexLength), strings.Repeat(r, jdbc.MaxContenderIDLength))
+		f.Add(strings.Repeat(r, jdbc.MaxMutexLength+1), "c")
+		f.Add("m", strings.Repeat(r, jdbc.MaxContenderIDLength+1))
+	}
+	for _, s := range []string{"Lock-E", "lock-é", "a\x00b", "a\xffb", " m", "m ", "'; DROP TABLE simba_mutex; --", `"quoted"`, "$1"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, mutex, id string) {
+		b := newPGBackend(t, jdbc.WithHandOver(false))
+		l, err := simba.NewLocker(b, mutex, simba.WithContenderID(id))
+		if err != nil {
+			require.ErrorIs(t, err, simba.ErrInvalidArgument) // NewLocker does no I/O
+			return
+		}
+		assert.LessOrEqual(t, len([]rune(mutex)), jdbc.MaxMutexLength)
+		assert.LessOrEqual(t, len([]rune(id)), jdbc.MaxContenderIDLength)
+		lease, err := l.TryAcquire(t.Context())
+		require.NoError(t, err, "%q as %q", mutex, id)
+		var owner string
+		var version uint64
+		require.NoError(t, openPG(t).QueryRowContext(t.Context(), "SELECT owner_id, version FROM simba_mutex WHERE mutex = $1", mutex).
+			Scan(&owner, &version))
+		assert.Equal(t, id, owner, "stored exactly")
+		assert.Equal(t, lease.Token(), version)
+		require.NoError(t, lease.Release(t.Context()))
+	})
+}
