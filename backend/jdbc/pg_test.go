@@ -425,3 +425,30 @@ func FuzzPostgresNames(f *testing.F) {
 		require.NoError(t, lease.Release(t.Context()))
 	})
 }
+
+// TestPostgresReleaseLetsTheLockGo: an owner holds its advisory lock for its tenure; its
+// release lets it go in the same round trip, and a release that finds the row taken from
+// it lets it go too.
+func TestPostgresReleaseLetsTheLockGo(t *testing.T) {
+	db := openPG(t)
+	advisory := func() int {
+		var n int
+		require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").Scan(&n))
+		return n
+	}
+	before := advisory()
+	mutex := mutexName(t)
+	c := leaseOf(t, newPGBackend(t), mutex, "a")
+	require.Equal(t, "a", acquire(t, c).Owner)
+	assert.Equal(t, before+1, advisory(), "the owner holds its advisory lock")
+	require.NoError(t, c.Release(t.Context()))
+	assert.Equal(t, before, advisory(), "released with the row")
+	assert.Empty(t, pgRow(t, db, mutex).Owner)
+
+	require.Equal(t, "a", acquire(t, c).Owner)
+	_, err := db.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = 'x', version = version + 1 WHERE mutex = $1", mutex)
+	require.NoError(t, err)
+	require.NoError(t, c.Release(t.Context()))
+	assert.Equal(t, before, advisory(), "let go although the row was not the contender's any more")
+	assert.Equal(t, "x", pgRow(t, db, mutex).Owner, "another's row is left alone")
+}
