@@ -424,30 +424,17 @@ func (c *contention) releaseRow(ctx context.Context) error {
 		}
 		version = r.version
 	}
-	var n int64
-	err := c.run(ctx, func(q querier) error {
-		if c.b.sql.releaseUnlock != "" && c.holdsOn(q) {
-			// The named lock goes in the same round trip (PostgreSQL).
-			query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.releaseUnlock, c.mutex, c.id, version, c.lock)
-			var unlocked sql.NullBool
-			if err := q.QueryRowContext(ctx, query, args...).Scan(&n, &unlocked); err != nil {
-				return err
-			}
-			c.unlocked()
-			return nil
-		}
+	var res sql.Result
+	err := c.run(ctx, func(q querier) (err error) {
 		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.release, c.mutex, c.id, version)
-		res, err := q.ExecContext(ctx, query, args...)
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
+		res, err = q.ExecContext(ctx, query, args...)
 		return err
 	})
 	if err != nil {
 		c.doubt = true
 		return err
 	}
-	if n == 1 {
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		c.version, c.token = version+1, 0
 		c.observe(version, version+1)
 	}

@@ -48,7 +48,6 @@ type Dialect interface {
 // server-side bound go through Dialect.bound.
 type statements struct {
 	ensureRow, release                       string
-	releaseUnlock                            string // the release and the named lock's unlock in one; "": none
 	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
 	ensureFloor, lockFloor, raiseFloor       string

@@ -337,6 +337,9 @@
 // by a 64-bit hash of the database, schema, table and mutex) play the part of GET_LOCK,
 // with the same queue and the same rules; a wait lasts 30 s on the server (lock_timeout),
 // and stopping a waiter cancels its wait with pg_cancel_backend from another connection.
+// The release lets the lock go only once it has committed: a woken waiter's UPDATE reads
+// the row as its snapshot has it, and would find the old owner's row, not wait for it, if
+// the release were not committed yet (InnoDB's UPDATE waits and reads the latest row).
 // LISTEN/NOTIFY would need the driver's own API to receive notifications, which
 // database/sql does not have. Advisory locks are shared by every application of a
 // database: a key another application happens to use costs hand-overs their speed, never

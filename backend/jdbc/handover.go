@@ -329,22 +329,6 @@ func (c *contention) letGo(ctx context.Context) {
 	}
 }
 
-// holdsOn reports whether the contention holds the named lock on q, its pinned connection.
-func (c *contention) holdsOn(q querier) bool {
-	h := &c.hand
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.holds && h.conn != nil && q == querier(h.conn)
-}
-
-// unlocked records that a statement on the pinned connection let the named lock go.
-func (c *contention) unlocked() {
-	h := &c.hand
-	h.mu.Lock()
-	h.holds = false
-	h.mu.Unlock()
-}
-
 // free lets everything go for good and returns the pinned connection to the pool.
 func (c *contention) free(ctx context.Context) {
 	c.letGo(ctx)

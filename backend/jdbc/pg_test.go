@@ -272,10 +272,24 @@ func TestPostgresTokens(t *testing.T) {
 }
 
 // TestPostgresHandOverWakesTheWaiter: a waiter polls only every 16 s or so with the default
-// TTL; the advisory lock hands the mutex over when its owner stops.
+// TTL; the advisory lock hands the mutex over when its owner stops. Also when commits are
+// slow (a trigger makes each take 50 ms): the lock goes only once the release committed,
+// since a woken waiter's UPDATE reads the row as of its snapshot and does not wait for an
+// uncommitted release.
 func TestPostgresHandOverWakesTheWaiter(t *testing.T) {
+	handOvers(t)
+	needPostgres(t)
+	pgTable(t, "slow_commits", pgGoodColumns+")")
+	pgExec(t, `CREATE OR REPLACE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT OR UPDATE ON slow_commits DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();`)
+	handOvers(t, jdbc.WithTable("slow_commits"))
+}
+
+// handOvers hands a mutex back and forth between two contenders on backends with opts.
+func handOvers(t *testing.T, opts ...jdbc.Option) {
+	t.Helper()
 	mutex := mutexName(t)
-	ba, bb := newPGBackend(t), newPGBackend(t)
+	ba, bb := newPGBackend(t, opts...), newPGBackend(t, opts...)
 	a := newContender(t, ba, mutex, "a")
 	b := newContender(t, bb, mutex, "b")
 	require.NoError(t, a.svc.Start(t.Context()))
@@ -427,8 +441,7 @@ func FuzzPostgresNames(f *testing.F) {
 }
 
 // TestPostgresReleaseLetsTheLockGo: an owner holds its advisory lock for its tenure; its
-// release lets it go in the same round trip, and a release that finds the row taken from
-// it lets it go too.
+// release lets it go, and so does a release that finds the row taken from it.
 func TestPostgresReleaseLetsTheLockGo(t *testing.T) {
 	db := openPG(t)
 	advisory := func() int {
@@ -451,4 +464,33 @@ func TestPostgresReleaseLetsTheLockGo(t *testing.T) {
 	require.NoError(t, c.Release(t.Context()))
 	assert.Equal(t, before, advisory(), "let go although the row was not the contender's any more")
 	assert.Equal(t, "x", pgRow(t, db, mutex).Owner, "another's row is left alone")
+}
+
+// TestPostgresPollingFallback: without the hand-over (behind a transaction-pooling proxy)
+// nothing takes an advisory lock, and a waiter learns of a release at its next contend
+// period.
+func TestPostgresPollingFallback(t *testing.T) {
+	db := openPG(t)
+	advisory := func() int {
+		var n int
+		require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&n))
+		return n
+	}
+	before := advisory()
+	mutex := mutexName(t)
+	opts := []simba.Option{simba.WithTTL(500 * time.Millisecond), simba.WithTransition(250 * time.Millisecond)}
+	a := newContender(t, newPGBackend(t, jdbc.WithHandOver(false)), mutex, "a", opts...)
+	cb := &counting{Backend: newPGBackend(t, jdbc.WithHandOver(false))}
+	b := newContender(t, cb, mutex, "b", opts...)
+	require.NoError(t, a.svc.Start(t.Context()))
+	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
+	require.NoError(t, b.svc.Start(t.Context()))
+	waitUntil(t, 10*time.Second, "b to find a owning the mutex", func() bool { return cb.acquires.Load() > 0 })
+	assert.Equal(t, before, advisory(), "no advisory lock taken or waited for")
+	began := time.Now()
+	require.NoError(t, a.svc.Stop(t.Context()))
+	next := wait(t, b.acquired, 10*time.Second, "b at its next contend period")
+	t.Logf("hand-over by polling took %v (ttl + transition + jitter at most: 1.75 s)", time.Since(began))
+	assert.Greater(t, next.After.Token, first.After.Token)
+	require.NoError(t, b.svc.Stop(t.Context()))
 }

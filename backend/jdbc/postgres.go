@@ -51,7 +51,6 @@ func (d postgresDialect) statements(t tableName) statements {
 		ensureRow:     fmt.Sprintf(pgEnsureRow, q),
 		read:          same(pgRead),
 		release:       fmt.Sprintf(pgRelease, q),
-		releaseUnlock: fmt.Sprintf(pgReleaseUnlock, q),
 		tryLock:       pgTryLock,
 		waitLock:      pgWaitLock,
 		unlock:        pgUnlock,

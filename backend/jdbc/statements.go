@@ -287,15 +287,6 @@ const (
 	pgRelease = "UPDATE %[1]s SET acquired_at = " + pgNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 WHERE " + pgBound + " AND mutex = $2 AND owner_id = $3 AND version = $4"
 
-	// pgReleaseUnlock is pgRelease and pgUnlock in one round trip, for a contention that
-	// holds the advisory lock on the connection the release runs on: the rows it
-	// released (0 or 1), then the unlock's result. CASE lets the lock go after the UPDATE
-	// has run (before it commits: a waiter woken by it, whose UPDATE then waits for the
-	// row until the commit, overlaps its wake-up with the commit). Arguments: limit,
-	// mutex, contender, version, key.
-	pgReleaseUnlock = "WITH r AS (" + pgRelease + " RETURNING 1) " +
-		"SELECT n, CASE WHEN n >= 0 THEN pg_advisory_unlock($5::text::bigint) END FROM (SELECT count(*) AS n FROM r) AS c"
-
 	// pgEnsureRow is mysqlEnsureRow: the floor row is read with a shared lock, which
 	// waits for a Prune under way. Arguments: limit, mutex, version.
 	pgEnsureRow = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
