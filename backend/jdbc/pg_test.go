@@ -444,11 +444,7 @@ func FuzzPostgresNames(f *testing.F) {
 // release lets it go, and so does a release that finds the row taken from it.
 func TestPostgresReleaseLetsTheLockGo(t *testing.T) {
 	db := openPG(t)
-	advisory := func() int {
-		var n int
-		require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").Scan(&n))
-		return n
-	}
+	advisory := func() int { return advisoryLocks(t, db, "AND granted") }
 	before := advisory()
 	mutex := mutexName(t)
 	c := leaseOf(t, newPGBackend(t), mutex, "a")
@@ -471,11 +467,7 @@ func TestPostgresReleaseLetsTheLockGo(t *testing.T) {
 // period.
 func TestPostgresPollingFallback(t *testing.T) {
 	db := openPG(t)
-	advisory := func() int {
-		var n int
-		require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&n))
-		return n
-	}
+	advisory := func() int { return advisoryLocks(t, db, "") }
 	before := advisory()
 	mutex := mutexName(t)
 	opts := []simba.Option{simba.WithTTL(500 * time.Millisecond), simba.WithTransition(250 * time.Millisecond)}
@@ -493,4 +485,13 @@ func TestPostgresPollingFallback(t *testing.T) {
 	t.Logf("hand-over by polling took %v (ttl + transition + jitter at most: 1.75 s)", time.Since(began))
 	assert.Greater(t, next.After.Token, first.After.Token)
 	require.NoError(t, b.svc.Stop(t.Context()))
+}
+
+// advisoryLocks counts the advisory locks on the server, held or waited for, that match
+// the condition on pg_locks and ("AND granted": held).
+func advisoryLocks(t *testing.T, db *sql.DB, and string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "+and).Scan(&n))
+	return n
 }
