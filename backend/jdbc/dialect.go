@@ -50,6 +50,7 @@ type statements struct {
 	ensureRow, release                       string
 	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
+	settle                                   string // lets the named lock go if the session holds it
 	ensureFloor, lockFloor, raiseFloor       string
 	deleteText                               string
 }

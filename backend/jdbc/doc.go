@@ -337,6 +337,11 @@
 // by a 64-bit hash of the database, schema, table and mutex) play the part of GET_LOCK,
 // with the same queue and the same rules; a wait lasts 30 s on the server (lock_timeout),
 // and stopping a waiter cancels its wait with pg_cancel_backend from another connection.
+// Advisory locks are not transactional, and PostgreSQL may grant a waiter the lock and then
+// fail its statement on a cancellation or lock_timeout that struck at that moment: after a
+// wait that ended in an error, the contention lets the lock go if its session holds it,
+// before it tries the lock again or returns the connection to the pool (a session that
+// kept it would take it again at once, re-entrantly, and starve the queue).
 // The release lets the lock go only once it has committed: a woken waiter's UPDATE reads
 // the row as its snapshot has it, and would find the old owner's row, not wait for it, if
 // the release were not committed yet (InnoDB's UPDATE waits and reads the latest row).

@@ -53,6 +53,7 @@ func (d mysqlDialect) statements(t tableName) statements {
 		tryLock:       mysqlTryLock,
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
+		settle:        mysqlUnlock,
 		interruptText: mysqlInterrupt,
 		ensureFloor:   fmt.Sprintf(mysqlEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(mysqlLockFloor, q),

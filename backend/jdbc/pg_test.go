@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -494,4 +496,53 @@ func advisoryLocks(t *testing.T, db *sql.DB, and string) int {
 	var n int
 	require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "+and).Scan(&n))
 	return n
+}
+
+// TestPostgresContendedIsFair: eight Lockers on one mutex take turns. A wait for the
+// advisory lock that ends in an error (a cancellation, lock_timeout) may have taken the
+// lock all the same; a connection that went back to the pool holding it would let its
+// next contention take it again at once, re-entrantly, for ever, while the others starve.
+func TestPostgresContendedIsFair(t *testing.T) {
+	mutex := mutexName(t)
+	const n = 8
+	var counts [n]atomic.Int64
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range n {
+		l, err := simba.NewLocker(newPGBackend(t), mutex)
+		require.NoError(t, err)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lease, err := l.Acquire(ctx)
+				if err != nil {
+					return
+				}
+				counts[i].Add(1)
+				_ = lease.Release(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	var lo, hi int64 = 1 << 62, 0
+	for i := range counts {
+		lo, hi = min(lo, counts[i].Load()), max(hi, counts[i].Load())
+	}
+	t.Logf("sections per client: %d to %d", lo, hi)
+	assert.GreaterOrEqual(t, float64(lo), 0.2*float64(hi), "the clients take turns")
+
+	// The statement that settles a session that may hold the lock.
+	db := openPG(t)
+	conn, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	defer conn.Close()
+	const key, held = "-8070450527952961534", "AND granted AND classid = 2415919105 AND objid = 2" // 0x90000001_00000002
+	_, err = conn.ExecContext(t.Context(), "SELECT pg_advisory_lock($1::text::bigint)", key)
+	require.NoError(t, err)
+	require.Equal(t, 1, advisoryLocks(t, db, held))
+	for range 2 { // let go, then nothing to do
+		_, err = conn.ExecContext(t.Context(), jdbc.SettleSQL(jdbc.Postgres), key)
+		require.NoError(t, err)
+		assert.Zero(t, advisoryLocks(t, db, held))
+	}
 }

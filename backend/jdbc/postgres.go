@@ -54,6 +54,7 @@ func (d postgresDialect) statements(t tableName) statements {
 		tryLock:       pgTryLock,
 		waitLock:      pgWaitLock,
 		unlock:        pgUnlock,
+		settle:        pgSettle,
 		interruptText: pgInterrupt,
 		ensureFloor:   fmt.Sprintf(pgEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(pgLockFloor, q),

@@ -328,6 +328,16 @@ const (
 	// pgUnlock lets an advisory lock go. Arguments: key.
 	pgUnlock = "SELECT pg_advisory_unlock($1::text::bigint)"
 
+	// pgSettle lets the advisory lock go if the session holds it, and otherwise does
+	// nothing (pgUnlock would warn). A wait that ends in an error may have taken the
+	// lock: advisory locks are not transactional, and PostgreSQL can grant the lock and
+	// then fail the statement on a cancellation or lock_timeout that struck as it did. A
+	// bigint key is classid (high 32 bits) and objid (low 32 bits) with objsubid 1 in
+	// pg_locks. Arguments: key.
+	pgSettle = "SELECT pg_advisory_unlock(k) FROM (SELECT $1::text::bigint AS k) AS key JOIN pg_locks l ON l.locktype = 'advisory' " +
+		"AND l.pid = pg_backend_pid() AND l.granted AND l.objsubid = 1 AND l.classid::bigint = (k >> 32) & 4294967295 " +
+		"AND l.objid::bigint = k & 4294967295"
+
 	// pgInterrupt cancels the statement a session is running, if any; %[1]d is its
 	// process ID (an integer from pg_backend_pid, so the text is safe). A session that
 	// runs nothing ignores it.
