@@ -69,7 +69,7 @@ func NewPostgres(dir string, extra ...string) (*Postgres, error) {
 	}
 	s.attr = func(a *syscall.SysProcAttr) { a.Credential = p.cred }
 	// SIGINT is PostgreSQL's fast shutdown: SIGTERM (smart) would wait for every client.
-	s.stop, s.group = syscall.SIGINT, true
+	s.stop, s.tree = syscall.SIGINT, true
 	data := filepath.Join(dir, "data")
 	s.args = func() []string {
 		return append([]string{bin, "-D", data, "-p", strconv.Itoa(s.Port), "-h", s.Host, "-k", p.socketDir,

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,7 @@ type Server struct {
 	args   func() []string                 // program and arguments, computed at every start
 	attr   func(*syscall.SysProcAttr)      // adjusts the process's attributes (the user it runs as), if set
 	stop   syscall.Signal                  // the signal Stop sends; SIGTERM if zero
-	group  bool                            // signal the whole process group, not only the process
+	tree   bool                            // signal the process's children too (PostgreSQL's backends)
 	before func(ctx context.Context) error // runs before every start, if set
 	ready  func(ctx context.Context) error
 	setup  func(ctx context.Context) error // runs once, after the first start is ready
@@ -202,32 +203,87 @@ func (s *Server) signalAndWait(sig syscall.Signal, grace time.Duration) error {
 	if cmd == nil {
 		return nil
 	}
-	s.send(cmd, sig)
+	killed := s.send(cmd, sig)
 	s.send(cmd, syscall.SIGCONT)
 	select {
 	case <-exited:
 	case <-time.After(grace):
-		s.send(cmd, syscall.SIGKILL)
+		killed = s.send(cmd, syscall.SIGKILL)
 		<-exited
 	}
-	if s.group && sig == syscall.SIGKILL {
-		// The children may outlive the process for a moment: wait until the group is
-		// gone, so that a restart finds the data directory free.
-		for deadline := time.Now().Add(grace); syscall.Kill(-cmd.Process.Pid, 0) == nil && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+	// Killed children may outlive the process for a moment: wait until they are gone,
+	// so that a restart finds the data directory free.
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline) && slices.ContainsFunc(killed, running); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
 }
 
-// send signals the process, or its process group (its PID: it leads a session of its
-// own).
-func (s *Server) send(cmd *exec.Cmd, sig syscall.Signal) {
-	if s.group {
-		_ = syscall.Kill(-cmd.Process.Pid, sig)
-		return
+// send signals the process and, for a server whose children each lead a process group of
+// their own (PostgreSQL's backends), its children; it returns the children it killed.
+// The process is stopped while its children are listed and signalled, so that it starts
+// no new one meanwhile. SIGINT and SIGTERM go to the process alone: it stops its children
+// itself.
+func (s *Server) send(cmd *exec.Cmd, sig syscall.Signal) (killed []int) {
+	pid := cmd.Process.Pid
+	if !s.tree || sig == syscall.SIGINT || sig == syscall.SIGTERM {
+		_ = syscall.Kill(pid, sig)
+		return nil
 	}
-	_ = cmd.Process.Signal(sig)
+	if sig != syscall.SIGCONT {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	kids := children(pid)
+	for _, c := range kids {
+		_ = syscall.Kill(c, sig)
+	}
+	_ = syscall.Kill(pid, sig)
+	if sig == syscall.SIGKILL {
+		return kids
+	}
+	return nil
+}
+
+// children returns the PIDs of the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := stat(child); ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// stat returns a process's parent PID and state ('R', 'S', 'Z', ...) from
+// /proc/<pid>/stat; 0 and 0 when it is gone.
+func stat(pid int) (ppid int, state byte) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 || len(f[0]) == 0 {
+		return 0, 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0][0]
+}
+
+// running reports whether a process exists and is not a zombie (which holds no memory).
+func running(pid int) bool {
+	_, state := stat(pid)
+	return state != 0 && state != 'Z'
 }
 
 // Pause stops the process (and, for PostgreSQL, its children) with SIGSTOP: connections
@@ -243,8 +299,9 @@ func (s *Server) signal(sig syscall.Signal) error {
 	if s.cmd == nil {
 		return fmt.Errorf("testserver: %s not running", s.Name)
 	}
-	if s.group {
-		return syscall.Kill(-s.cmd.Process.Pid, sig)
+	if s.tree {
+		s.send(s.cmd, sig)
+		return nil
 	}
 	return s.cmd.Process.Signal(sig)
 }

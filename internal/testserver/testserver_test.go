@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -95,4 +96,33 @@ func TestPostgresStartKillRestart(t *testing.T) {
 	assert.Contains(t, p.DSN(), "sslmode=disable")
 	require.NoError(t, p.Stop())
 	assert.Zero(t, p.PID())
+}
+
+// A paused PostgreSQL answers nothing, not even on a connection opened before the pause
+// (its backends are paused too); Kill leaves no backend behind.
+func TestPostgresPauseReachesTheBackends(t *testing.T) {
+	p, err := NewPostgres(shortDir(t))
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, p.Start(ctx))
+	t.Cleanup(func() { _ = p.Stop() })
+	require.NoError(t, p.Exec(ctx, "SELECT 1"))
+	pid := p.PID()
+	kids := children(pid)
+	require.NotEmpty(t, kids, "the postmaster's background processes")
+	require.NoError(t, p.Pause())
+	for _, c := range append(kids, pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		t.Logf("%s", b)
+		assert.Eventually(t, func() bool { _, state := stat(c); return state == 'T' || state == 0 }, 5*time.Second, 5*time.Millisecond, "process %d stopped (or gone)", c)
+	}
+	require.NoError(t, p.Resume())
+	require.NoError(t, p.Exec(ctx, "SELECT 1"))
+	kids = children(pid)
+	require.NoError(t, p.Kill())
+	for _, c := range kids {
+		assert.False(t, running(c), "backend %d left running", c)
+	}
+	require.NoError(t, p.Start(ctx), "restart after a crash")
 }
