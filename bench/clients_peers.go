@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	_ "github.com/go-sql-driver/mysql" // the MariaDB driver
 	"github.com/go-zookeeper/zk"
+	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -251,6 +253,62 @@ func (c *getLockClient) waiting(ctx context.Context) (bool, error) {
 }
 
 func (c *getLockClient) close() error { return errors.Join(c.conn.Close(), c.db.Close()) }
+
+// advisoryClient takes a PostgreSQL session-level advisory lock on a connection pinned from
+// a pool of its own: the lock belongs to the server session. It waits in
+// pg_advisory_lock, which the server queues and grants in turn.
+type advisoryClient struct {
+	giveUpCounter
+	db   *sql.DB
+	conn *sql.Conn
+	key  int64
+	e    *env
+}
+
+func openAdvisory(ctx context.Context, e *env, mutex string, _ openOptions) (client, error) {
+	db, err := sql.Open("pgx", e.PgDSN)
+	if err != nil {
+		return nil, fmt.Errorf("pg_advisory_lock: %w", err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("pg_advisory_lock: pin a connection: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(mutex))
+	return &advisoryClient{db: db, conn: conn, key: int64(h.Sum64()), e: e}, nil
+}
+
+func (c *advisoryClient) acquire(ctx context.Context) (func(context.Context) error, error) {
+	if _, err := c.conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", c.key); err != nil {
+		return nil, fmt.Errorf("pg_advisory_lock: %w", err)
+	}
+	return c.release, nil
+}
+
+func (c *advisoryClient) release(ctx context.Context) error {
+	var ok bool
+	if err := c.conn.QueryRowContext(ctx, "SELECT pg_advisory_unlock($1)", c.key).Scan(&ok); err != nil {
+		return fmt.Errorf("pg_advisory_unlock: %w", err)
+	}
+	if !ok {
+		return errors.New("pg_advisory_unlock: lock was not held")
+	}
+	return nil
+}
+
+func (c *advisoryClient) armWait(context.Context) error { return nil }
+
+func (c *advisoryClient) waiting(ctx context.Context) (bool, error) {
+	if c.e.pg == nil {
+		return true, nil
+	}
+	n, err := advisoryWaiters(ctx, c.e.pg)
+	return n > 0, err
+}
+
+func (c *advisoryClient) close() error { return errors.Join(c.conn.Close(), c.db.Close()) }
 
 // zkLockClient is go-zookeeper's lock recipe on a connection (session) of its own.
 type zkLockClient struct {

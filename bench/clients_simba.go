@@ -272,25 +272,9 @@ func openSimbaRedis(_ context.Context, e *env, mutex string, o openOptions) (cli
 	return c, nil
 }
 
-func openSimbaSQL(ctx context.Context, e *env, mutex string, o openOptions) (client, error) {
-	db, err := sql.Open("mysql", e.DSN)
-	if err != nil {
-		return nil, fmt.Errorf("simba sql: %w", err)
-	}
-	be, err := jdbc.New(db)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("simba sql: %w", err)
-	}
-	cb := &counting{Backend: be}
-	l, err := simba.NewLocker(cb, mutex, simbaOptions(o)...)
-	if err != nil {
-		_ = be.Close()
-		_ = db.Close()
-		return nil, fmt.Errorf("simba sql: %w", err)
-	}
-	c := &simbaClient{locker: l, backend: cb, closers: []func() error{db.Close, be.Close}}
-	if e.db != nil {
+func openSimbaSQL(_ context.Context, e *env, mutex string, o openOptions) (client, error) {
+	c, err := openJDBC("mysql", e.DSN, mutex, o)
+	if err == nil && e.db != nil {
 		// A waiter of backend/jdbc waits in GET_LOCK on the server; only one client
 		// waits at a time in the figures that ask.
 		c.check = func(ctx context.Context) (bool, error) {
@@ -298,7 +282,49 @@ func openSimbaSQL(ctx context.Context, e *env, mutex string, o openOptions) (cli
 			return n > 0, err
 		}
 	}
-	return c, nil
+	return c, err
+}
+
+func openSimbaPostgres(_ context.Context, e *env, mutex string, o openOptions) (client, error) {
+	c, err := openJDBC("pgx", e.PgDSN, mutex, o, jdbc.WithDialect(jdbc.Postgres))
+	if err == nil && e.pg != nil {
+		// A waiter waits in pg_advisory_lock on the server; only one client waits at a
+		// time in the figures that ask.
+		c.check = func(ctx context.Context) (bool, error) {
+			n, err := advisoryWaiters(ctx, e.pg)
+			return n > 0, err
+		}
+	}
+	return c, err
+}
+
+// openJDBC opens a Locker of backend/jdbc on a pool of its own.
+func openJDBC(driver, dsn, mutex string, o openOptions, opts ...jdbc.Option) (*simbaClient, error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("simba %s: %w", driver, err)
+	}
+	be, err := jdbc.New(db, opts...)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("simba %s: %w", driver, err)
+	}
+	cb := &counting{Backend: be}
+	l, err := simba.NewLocker(cb, mutex, simbaOptions(o)...)
+	if err != nil {
+		_ = be.Close()
+		_ = db.Close()
+		return nil, fmt.Errorf("simba %s: %w", driver, err)
+	}
+	return &simbaClient{locker: l, backend: cb, closers: []func() error{db.Close, be.Close}}, nil
+}
+
+// advisoryWaiters counts the sessions of the PostgreSQL server that wait for an advisory
+// lock.
+func advisoryWaiters(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'").Scan(&n)
+	return n, err
 }
 
 // lockWaiters counts the sessions of the server that wait in GET_LOCK, for the lock

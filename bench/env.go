@@ -24,7 +24,8 @@ type env struct {
 	endpoints
 	memory *memory.Store
 	redis  *goredis.Client
-	db     *sql.DB
+	db     *sql.DB // MariaDB
+	pg     *sql.DB // PostgreSQL
 	zk     *zk.Conn
 	run    string       // random prefix of this run's mutex names
 	names  atomic.Int64 // numbers the mutex names
@@ -46,6 +47,14 @@ func newEnv(ep endpoints, need map[string]bool) (*env, error) {
 		}
 		e.db = db
 	}
+	if need[storePostgres] {
+		db, err := sql.Open("pgx", ep.PgDSN)
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("admin connection: %w", err)
+		}
+		e.pg = db
+	}
 	if need[storeZooKeeper] {
 		conn, _, err := zkConnect(ep.ZooKeeper, nil)
 		if err != nil {
@@ -63,6 +72,9 @@ func (e *env) close() {
 	}
 	if e.db != nil {
 		_ = e.db.Close()
+	}
+	if e.pg != nil {
+		_ = e.pg.Close()
 	}
 	if e.zk != nil {
 		e.zk.Close()

@@ -87,8 +87,8 @@ func newFloor(ctx context.Context, e *env, store string) (name string, _ stepper
 		rc := newRedisClient(e.Redis)
 		rc.AddHook(&commands{})
 		return "PING", &opStepper{op: func() error { return rc.Ping(ctx).Err() }, closeFn: func() { _ = rc.Close() }}, nil
-	case storeSQL:
-		db, err := sql.Open("mysql", e.DSN)
+	case storeSQL, storePostgres:
+		db, err := openSQL(e, store)
 		if err != nil {
 			return "", nil, err
 		}
@@ -116,11 +116,11 @@ func newFloor(ctx context.Context, e *env, store string) (name string, _ stepper
 	return "", nil, fmt.Errorf("no floor for store %q", store)
 }
 
-// newWriteFloor returns a stepper for one autocommitted UPDATE of a one-row InnoDB table
-// on a pinned connection: a round trip plus a transaction commit, the least a lease kept
-// in a table costs per change.
-func newWriteFloor(ctx context.Context, e *env) (stepper, error) {
-	db, err := sql.Open("mysql", e.DSN)
+// newWriteFloor returns a stepper for one autocommitted UPDATE of a one-row table (InnoDB
+// on MariaDB) on a pinned connection: a round trip plus a transaction commit, the least a
+// lease kept in a table costs per change.
+func newWriteFloor(ctx context.Context, e *env, store string) (stepper, error) {
+	db, err := openSQL(e, store)
 	if err != nil {
 		return nil, err
 	}
@@ -130,20 +130,37 @@ func newWriteFloor(ctx context.Context, e *env) (stepper, error) {
 		return nil, err
 	}
 	closeFn := func() { _ = conn.Close(); _ = db.Close() }
-	for _, stmt := range []string{
+	setup := []string{
 		"CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, v bigint NOT NULL) ENGINE = InnoDB",
 		"INSERT IGNORE INTO bench_floor VALUES (1, 0)",
-	} {
+	}
+	update := "UPDATE bench_floor SET v = v + 1 WHERE id = ?"
+	if store == storePostgres {
+		setup = []string{
+			"CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, v bigint NOT NULL)",
+			"INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING",
+		}
+		update = "UPDATE bench_floor SET v = v + 1 WHERE id = $1"
+	}
+	for _, stmt := range setup {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			closeFn()
 			return nil, fmt.Errorf("write floor: %w", err)
 		}
 	}
 	op := func() error {
-		_, err := conn.ExecContext(ctx, "UPDATE bench_floor SET v = v + 1 WHERE id = 1")
+		_, err := conn.ExecContext(ctx, update, 1)
 		return err
 	}
 	return &opStepper{op: op, closeFn: closeFn}, nil
+}
+
+// openSQL opens a pool of its own on an SQL store: MariaDB or PostgreSQL.
+func openSQL(e *env, store string) (*sql.DB, error) {
+	if store == storePostgres {
+		return sql.Open("pgx", e.PgDSN)
+	}
+	return sql.Open("mysql", e.DSN)
 }
 
 // handOverResult is the hand-over figure of one library.
@@ -406,7 +423,7 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 
 // serverOps returns the server's count of work done so far: Redis commands processed,
 // MariaDB statements (Questions), ZooKeeper packets received (requests and pings); 0 for
-// memory.
+// memory and PostgreSQL (whose statistics reach the server's views up to seconds late).
 func serverOps(ctx context.Context, e *env, store string) (int64, error) {
 	switch store {
 	case storeRedis:

@@ -12,10 +12,11 @@ const (
 	storeMemory    = "memory"
 	storeRedis     = "redis"
 	storeSQL       = "sql"
+	storePostgres  = "postgres"
 	storeZooKeeper = "zookeeper"
 )
 
-var allStores = []string{storeMemory, storeRedis, storeSQL, storeZooKeeper}
+var allStores = []string{storeMemory, storeRedis, storeSQL, storePostgres, storeZooKeeper}
 
 // storeTitle names a store in the results.
 func storeTitle(store string) string {
@@ -26,6 +27,8 @@ func storeTitle(store string) string {
 		return "Redis"
 	case storeSQL:
 		return "MariaDB"
+	case storePostgres:
+		return "PostgreSQL"
 	case storeZooKeeper:
 		return "ZooKeeper"
 	}
@@ -148,6 +151,18 @@ func libraries() []library {
 			id: "getlock", name: "GET_LOCK", store: storeSQL, process: true,
 			settings: "SELECT GET_LOCK(name, 30) (asked again on timeout) and SELECT RELEASE_LOCK(name) on a connection pinned with db.Conn; one *sql.DB per client",
 			open:     openGetLock,
+			bound:    0, // the server frees the lock when the dead owner's connection closes
+		},
+		{
+			id: "simba-postgres", name: "simba", store: storePostgres, simba: true, process: true,
+			settings: "Locker on backend/jdbc with the Postgres dialect (advisory-lock hand-over on), pgx's database/sql driver, one *sql.DB and backend per client; ttl 10s, transition 6s (defaults)",
+			open:     openSimbaPostgres,
+			bound:    simbaFailoverBound,
+		},
+		{
+			id: "advisory", name: "pg_advisory_lock", store: storePostgres, process: true,
+			settings: "SELECT pg_advisory_lock(key) and SELECT pg_advisory_unlock(key) on a connection pinned with db.Conn, pgx's database/sql driver; one *sql.DB per client",
+			open:     openAdvisory,
 			bound:    0, // the server frees the lock when the dead owner's connection closes
 		},
 		{

@@ -20,6 +20,7 @@ type machine struct {
 	Simba     string            `json:"simba"` // commit of the working tree
 	Redis     string            `json:"redis,omitempty"`
 	MariaDB   string            `json:"mariadb,omitempty"`
+	Postgres  string            `json:"postgres,omitempty"`
 	ZooKeeper string            `json:"zookeeper,omitempty"`
 	Modules   map[string]string `json:"modules"` // the peers' and clients' module versions
 }
@@ -38,7 +39,7 @@ func describeMachine() machine {
 		for _, d := range bi.Deps {
 			switch d.Path {
 			case "github.com/go-redsync/redsync/v4", "github.com/bsm/redislock", "github.com/go-zookeeper/zk",
-				"github.com/redis/go-redis/v9", "github.com/go-sql-driver/mysql":
+				"github.com/redis/go-redis/v9", "github.com/go-sql-driver/mysql", "github.com/jackc/pgx/v5":
 				m.Modules[d.Path] = d.Version
 			}
 		}

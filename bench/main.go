@@ -1,12 +1,12 @@
 // Command bench measures simba against the lock libraries its users would otherwise
 // pick, side by side, in one run, on the same real servers: every simba backend (memory,
-// Redis, MariaDB, ZooKeeper) through its Locker, go-redsync/redsync, bsm/redislock,
-// go-zookeeper's lock recipe and MariaDB's GET_LOCK, and one raw round trip per store as
-// the floor.
+// Redis, MariaDB, PostgreSQL, ZooKeeper) through its Locker, go-redsync/redsync,
+// bsm/redislock, go-zookeeper's lock recipe, MariaDB's GET_LOCK and PostgreSQL's
+// pg_advisory_lock, and one raw round trip per store as the floor.
 //
-// It starts redis-server, MariaDB and ZooKeeper on free loopback ports with private
-// directories (internal/testserver, as simba's tests do), or uses the ones given with
-// -redis, -mysql and -zookeeper, and stops what it started when it ends or is
+// It starts redis-server, MariaDB, PostgreSQL and ZooKeeper on free loopback ports with
+// private directories (internal/testserver, as simba's tests do), or uses the ones given
+// with -redis, -mysql, -postgres and -zookeeper, and stops what it started when it ends or is
 // interrupted. It prints the results, writes them with SVG plots to the results
 // directory (results.md, handover-<store>.svg, scale.svg; runs/ keeps the raw data of
 // every run), and, with -readme, replaces the README's performance section.
@@ -85,11 +85,12 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: small samples, short windows, 1,000 contenders with ttl 2s")
 	fs.StringVar(&stores, "stores", strings.Join(allStores, ","), "stores to measure")
 	fs.StringVar(&figures, "figures", strings.Join(allFigures, ","), "figures to measure")
-	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, simba-sql, getlock, simba-zookeeper, zklock); empty: all")
+	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock); empty: all")
 	fs.StringVar(&o.from, "from", "", "render the results, plots and README section from the raw data of an earlier run (results/runs/*.json) instead of measuring")
 	fs.StringVar(&o.profile, "profile", "", "directory for a CPU profile of every measurement and heap profiles of the scale runs (profiling slows the run down)")
 	fs.StringVar(&o.reuse.Redis, "redis", "", "use this Redis (host:port) instead of starting one")
 	fs.StringVar(&o.reuse.DSN, "mysql", "", "use this MySQL/MariaDB (go-sql-driver DSN, with interpolateParams=true) instead of starting one")
+	fs.StringVar(&o.reuse.PgDSN, "postgres", "", "use this PostgreSQL (pgx DSN of a database simba's role may create its table in) instead of starting one")
 	fs.StringVar(&o.reuse.ZooKeeper, "zookeeper", "", "use this ZooKeeper (host:port) instead of starting one")
 	s := &o.sizes
 	fs.IntVar(&s.Cycles, "cycles", 2000, "uncontended cycles per library")
@@ -191,7 +192,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.stop()
-	res.Machine.Redis, res.Machine.MariaDB, res.Machine.ZooKeeper = srv.redisVersion, srv.mariaVersion, srv.zkVersion
+	res.Machine.Redis, res.Machine.MariaDB, res.Machine.Postgres, res.Machine.ZooKeeper = srv.redisVersion, srv.mariaVersion, srv.pgVersion, srv.zkVersion
 	e, err := newEnv(srv.endpoints, need)
 	if err != nil {
 		return err
@@ -399,12 +400,13 @@ func uncontendedOn(ctx context.Context, e *env, res *results, store string, libs
 			return fmt.Errorf("floor: %w", err)
 		}
 		turns, entries = append(turns, &turn{name: "floor-" + store, s: f}), append(entries, entry{true, "floor: " + name, "floor-" + store})
-		if store == storeSQL {
-			w, err := newWriteFloor(ctx, e)
+		if store == storeSQL || store == storePostgres {
+			w, err := newWriteFloor(ctx, e, store)
 			if err != nil {
 				return err
 			}
-			turns, entries = append(turns, &turn{name: "floor-sql-write", s: w}), append(entries, entry{true, "floor: UPDATE (commit)", "floor-sql-write"})
+			id := "floor-" + store + "-write"
+			turns, entries = append(turns, &turn{name: id, s: w}), append(entries, entry{true, "floor: UPDATE (commit)", id})
 		}
 	}
 	for _, l := range libs {

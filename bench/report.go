@@ -195,6 +195,9 @@ func (r *results) writeMachine(b *bytes.Buffer) {
 	if m.MariaDB != "" {
 		servers = append(servers, "MariaDB "+m.MariaDB+" (InnoDB defaults: a commit is flushed to the log)")
 	}
+	if m.Postgres != "" {
+		servers = append(servers, "PostgreSQL "+m.Postgres+" (defaults: a commit is flushed to the WAL)")
+	}
 	if m.ZooKeeper != "" {
 		servers = append(servers, fmt.Sprintf("ZooKeeper %s (standalone, tickTime %v, forceSync=no, as the tests run it)", m.ZooKeeper, zkTick))
 	}
@@ -284,7 +287,6 @@ func (r *results) contended(id string) (contendedResult, bool) {
 // goals evaluates the issue's goals on this run's figures.
 func (r *results) goals() []goal {
 	var gs []goal
-	missing := func(text string) goal { return goal{text: text, measured: "not measured", met: -1} }
 
 	text := "Redis uncontended cycle ≤ 1.1 × redsync's (p50)"
 	if s, ok := r.cycle("simba-redis"); ok {
@@ -322,6 +324,7 @@ func (r *results) goals() []goal {
 	} else {
 		gs = append(gs, missing(text))
 	}
+	gs = append(gs, r.postgresGoals()...)
 	text = "ZooKeeper hand-over ≤ 1.2 × zk.Lock's (p50)"
 	if h, ok := r.handOver("simba-zookeeper"); ok {
 		if p, ok := r.handOver("zklock"); ok {
@@ -342,7 +345,7 @@ func (r *results) goals() []goal {
 		gs = append(gs, missing(text))
 	}
 
-	for _, store := range []string{storeRedis, storeSQL, storeZooKeeper} {
+	for _, store := range []string{storeRedis, storeSQL, storeZooKeeper} { // PostgreSQL: postgresGoals
 		text := fmt.Sprintf("%s, %d clients: throughput ≥ 0.8 × the best peer's, fairness ≥ 0.5", storeTitle(store), r.Settings.Clients)
 		var mine *contendedResult
 		var best *contendedResult
@@ -396,6 +399,52 @@ func (r *results) goals() []goal {
 	}
 	return gs
 }
+
+// postgresGoals are issue 18's goals for PostgreSQL: hand-over p50 ≤ 2 ms, an uncontended
+// cycle ≤ 2 × one UPDATE with its commit, and 8 clients ≥ 0.5 × pg_advisory_lock's
+// throughput with fairness ≥ 0.5.
+func (r *results) postgresGoals() []goal {
+	var gs []goal
+	text := "PostgreSQL hand-over p50 ≤ 2 ms"
+	if h, ok := r.handOver("simba-postgres"); ok {
+		g := goal{text, ms(h.P50), verdict(h.P50 <= 2*time.Millisecond)}
+		if p, ok := r.handOver("advisory"); ok {
+			g.measured += fmt.Sprintf(" (pg_advisory_lock alone: %s)", ms(p.P50))
+		}
+		gs = append(gs, g)
+	} else {
+		gs = append(gs, missing(text))
+	}
+	text = "PostgreSQL uncontended cycle ≤ 2 × one UPDATE with its commit (p50)"
+	s, sok := r.cycle("simba-postgres")
+	var w cycleResult
+	wok := false
+	for _, f := range r.Floors {
+		if f.ID == "floor-"+storePostgres+"-write" {
+			w, wok = f, true
+		}
+	}
+	if sok && wok {
+		ratio := float64(s.P50) / float64(w.P50)
+		gs = append(gs, goal{text, fmt.Sprintf("simba %s, UPDATE %s: %.2f ×", ms(s.P50), ms(w.P50), ratio), verdict(ratio <= 2)})
+	} else {
+		gs = append(gs, missing(text))
+	}
+	text = fmt.Sprintf("PostgreSQL, %d clients: throughput ≥ 0.5 × pg_advisory_lock's, fairness ≥ 0.5", r.Settings.Clients)
+	c, cok := r.contended("simba-postgres")
+	a, aok := r.contended("advisory")
+	if cok && aok && a.PerSecond > 0 {
+		ratio := c.PerSecond / a.PerSecond
+		gs = append(gs, goal{text, fmt.Sprintf("simba %.0f/s, fairness %.2f; pg_advisory_lock %.0f/s, fairness %.2f: %.2f ×",
+			c.PerSecond, c.Fairness, a.PerSecond, a.Fairness, ratio), verdict(ratio >= 0.5 && c.Fairness >= 0.5 && c.Overlaps == 0)})
+	} else {
+		gs = append(gs, missing(text))
+	}
+	return gs
+}
+
+// missing is a goal this run did not measure.
+func missing(text string) goal { return goal{text: text, measured: "not measured", met: -1} }
 
 func thousands(n int) string {
 	s := fmt.Sprint(n)
@@ -462,7 +511,7 @@ func (r *results) writeHandOver(b *bytes.Buffer, links string) {
 }
 
 func (r *results) writeContended(b *bytes.Buffer) {
-	fmt.Fprintf(b, "%d clients, each with a connection of its own, loop acquire, empty critical section, release on one mutex for %v (after %v of warm-up). Fairness is the fewest sections of a client over the most; an overlap is a client entering while another was between its acquire's return and its release call. Server ops per section: Redis commands processed (those run inside scripts included), MariaDB statements or ZooKeeper requests, from the server's counters; lost attempts: simba's acquire calls that found the mutex owned by another client.\n\n",
+	fmt.Fprintf(b, "%d clients, each with a connection of its own, loop acquire, empty critical section, release on one mutex for %v (after %v of warm-up). Fairness is the fewest sections of a client over the most; an overlap is a client entering while another was between its acquire's return and its release call. Server ops per section: Redis commands processed (those run inside scripts included), MariaDB statements or ZooKeeper requests, from the server's counters (not counted on PostgreSQL, whose statistics arrive late); lost attempts: simba's acquire calls that found the mutex owned by another client.\n\n",
 		r.Settings.Clients, r.Settings.ContendWindow, r.Settings.ContendWarm)
 	b.WriteString("| store | library | sections/s | per client (min–max) | fairness | overlaps | gave up | errors | server ops / section | lost attempts / section |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Contended {
@@ -531,9 +580,9 @@ func (r *results) writeMethod(b *bytes.Buffer) {
 	st := r.Settings
 	fmt.Fprintf(b, `Everything runs in one process of this program (bench/, a Go module of its own), against servers it starts on free loopback ports with private data directories, the same server programs simba's tests use, one after the other: no two measurements overlap. ZooKeeper's JVM is warmed up with 3,000 create/list/read/delete cycles before anything is timed, and every measurement has untimed warm-up of its own. Every client has a connection (pool, session, backend) of its own, as separate processes would. Times are taken with Go's monotonic clock in this process.
 
-- **Floor**: one raw round trip on a connection of its own: Redis PING, MariaDB SELECT 1 on a pinned connection, ZooKeeper exists("/"). It is the unit to read the other figures in, since the machine's load moves them all.
+- **Floor**: one raw round trip on a connection of its own: Redis PING, MariaDB and PostgreSQL SELECT 1 on a pinned connection, ZooKeeper exists("/"); on the SQL stores also one autocommitted UPDATE of a one-row table on a pinned connection (a round trip and a commit). It is the unit to read the other figures in, since the machine's load moves them all.
 - **Uncontended**: one client acquires and releases %d times after %d untimed cycles; p50 and p99 of a cycle, and cycles per second (the inverse of the mean cycle). The libraries of a store and its floors take turns in blocks of 100 cycles, so that changes of the machine's load fall on all of them alike. simba uses a Locker (Acquire, then Lease.Release), as an application would.
-- **Hand-over**: two clients take turns. The waiter starts acquiring; the run waits until the waiter is seen waiting the way its library waits: for simba on Redis, an attempt has found the mutex owned and PUBSUB NUMSUB shows its inbox channel subscribed (a stale subscription of its previous wait is first seen gone); on MariaDB (simba and GET_LOCK) an attempt has found it owned and the server's process list shows a session in GET_LOCK ("User lock"); on ZooKeeper (simba and zk.Lock) the server's wchc list shows the waiter's session watching the holder's node; on memory an attempt has found it owned (the store then queues the waiter); for the polling libraries (redsync, redislock), the client has completed its first attempt. The holder then holds on for a random time, uniform below %v for libraries woken by the store and below the longest retry delay for polling ones (250 ms, 100 ms, 5 ms), so that the release falls at a random phase of the poll. The time runs from the holder's release call to the waiter's acquire returning. %d hand-overs per library after %d untimed; the libraries of a store take turns in blocks of 10. The CDF plots show every sample.
+- **Hand-over**: two clients take turns. The waiter starts acquiring; the run waits until the waiter is seen waiting the way its library waits: for simba on Redis, an attempt has found the mutex owned and PUBSUB NUMSUB shows its inbox channel subscribed (a stale subscription of its previous wait is first seen gone); on MariaDB (simba and GET_LOCK) an attempt has found it owned and the server's process list shows a session in GET_LOCK ("User lock"); on PostgreSQL (simba and pg_advisory_lock) pg_stat_activity shows a session waiting for an advisory lock; on ZooKeeper (simba and zk.Lock) the server's wchc list shows the waiter's session watching the holder's node; on memory an attempt has found it owned (the store then queues the waiter); for the polling libraries (redsync, redislock), the client has completed its first attempt. The holder then holds on for a random time, uniform below %v for libraries woken by the store and below the longest retry delay for polling ones (250 ms, 100 ms, 5 ms), so that the release falls at a random phase of the poll. The time runs from the holder's release call to the waiter's acquire returning. %d hand-overs per library after %d untimed; the libraries of a store take turns in blocks of 10. The CDF plots show every sample.
 - **Contended**: %d clients loop acquire, an empty critical section, release, on one mutex, for %v after %v of warm-up. A client's section runs from its acquire's return to its release call; an atomic counter of clients in their section counts overlaps. A polling library that gives up (redsync after its tries, redislock after its retries) is asked again at once, as an application would; that is counted as "gave up".
 - **Crash failover**: a holder process (this program re-run in a holder role) acquires the mutex with the library and holds it, renewing where the library does not on its own (redsync Extend, redislock Refresh, each every third of the lease); the waiter is waiting, verified as above; the holder is killed with SIGKILL after a random time, uniform below the lease, so that it dies at a random point of its renewal cycle. The time runs from the kill to the waiter's acquire returning. All libraries get the same lease of %v, so that the figure compares designs, not defaults: simba ttl 2s and transition 1s (a successor may acquire only after both; the waiter's contend period adds up to 1s of jitter), redsync and redislock an expiry of 3s, ZooKeeper a session timeout of 3s (expiry is checked every tick, %v). With their defaults the lease is longer (simba 10s + 6s, redsync 8s) and the figure scales with it. GET_LOCK has no lease: the server frees the lock when the dead process's connection closes, which it does at once on a crash of the process (not on a network partition or a frozen host, where simba's lease and ZooKeeper's session still bound the wait). %d kills per library.
 - **Scale**: %s Lockers in this process, each acquiring a mutex of its own, on one backend (memory; Redis with one go-redis client), ttl %v. Heap (HeapAlloc after two GCs), heap + goroutine stacks (StackInuse) and goroutines per contender are measured against a baseline taken before the Lockers were made (the Redis client's connection pool is dialed before the baseline), after the load window, so every owner has renewed at least once (on Redis, that is when an owner subscribes its channels). Renewals come in waves, one per renewal period (ttl − lead), each as wide as the acquisitions took; the load window starts in the quiet middle after the first wave (every owner has renewed once) and lasts a whole number of periods, up to %v, so that every owner renews exactly as often within it: calls/window is the steady rate, compared with the ideal N/ttl (one renewal per TTL). It is run with simba's default lead (ttl/3: a renewal every 2/3 ttl, so 1.5 × N/ttl by construction) and with WithRenewalLead(ttl/20). Calls are counted by a wrapper around the backend's contention; on Redis the server's INFO commandstats (EVALSHA + EVAL) confirms them. A renewal interval is the time between two renewal calls of one owner; an owner is late when its lease context has ended (it stopped believing it owns).

@@ -35,6 +35,7 @@ const zkSession = 3 * time.Second
 type endpoints struct {
 	Redis     string `json:"redis"`     // host:port
 	DSN       string `json:"dsn"`       // go-sql-driver DSN of the simba database
+	PgDSN     string `json:"pgdsn"`     // pgx DSN of the simba database on PostgreSQL
 	ZooKeeper string `json:"zookeeper"` // host:port
 }
 
@@ -45,7 +46,7 @@ type servers struct {
 	dir     string
 	started []*testserver.Server
 	// Versions of the servers, as they report them.
-	redisVersion, mariaVersion, zkVersion string
+	redisVersion, mariaVersion, pgVersion, zkVersion string
 }
 
 // startServers starts what stores need and is not given. reuse holds the endpoints passed
@@ -81,6 +82,16 @@ func startServers(ctx context.Context, need map[string]bool, reuse endpoints) (*
 			return nil, err
 		}
 		s.DSN = m.DSN()
+	}
+	if need[storePostgres] && s.PgDSN == "" {
+		p, err := testserver.NewPostgres(filepath.Join(dir, "pg"))
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		if err := s.start(ctx, p.Server); err != nil {
+			return nil, err
+		}
+		s.PgDSN = p.DSN()
 	}
 	if need[storeZooKeeper] && s.ZooKeeper == "" {
 		srv, err := testserver.ZooKeeper(filepath.Join(dir, "zk"), testserver.ZooKeeperOptions{TickTime: zkTick})
@@ -141,6 +152,19 @@ func (s *servers) prepare(ctx context.Context, need map[string]bool) error {
 		}
 		if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&s.mariaVersion); err != nil {
 			return fmt.Errorf("mariadb: %w", err)
+		}
+	}
+	if need[storePostgres] {
+		db, err := sql.Open("pgx", s.PgDSN)
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		defer db.Close()
+		if err := jdbc.CreateTable(ctx, db, jdbc.WithDialect(jdbc.Postgres)); err != nil {
+			return fmt.Errorf("postgres: create simba's table: %w", err)
+		}
+		if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&s.pgVersion); err != nil {
+			return fmt.Errorf("postgres: %w", err)
 		}
 	}
 	if need[storeZooKeeper] {

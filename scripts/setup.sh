@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on a Debian machine when it is missing: Go must be
-# there; redis-server, MariaDB and ZooKeeper come from Debian's packages. Nothing is
+# there; redis-server, MariaDB, PostgreSQL and ZooKeeper come from Debian's packages. Nothing is
 # started here: each test package starts its own servers on free loopback ports.
 set -euo pipefail
 
@@ -14,6 +14,8 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+# PostgreSQL's programs live in /usr/lib/postgresql/<version>/bin, off the PATH.
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql-15)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 [ -f /usr/share/java/slf4j-simple.jar ] || missing+=(libslf4j-java)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
@@ -38,4 +40,5 @@ fi
 go version
 redis-server --version
 mariadbd --version
+"$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version
 echo "zookeeper: $(readlink -f /usr/share/java/zookeeper.jar)"

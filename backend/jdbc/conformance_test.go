@@ -21,18 +21,24 @@ func TestConformance(t *testing.T) {
 		return newBackend(t)
 	})
 
-	// Nothing is left owning a row once the suite's leases have lapsed (owners that
-	// vanished on purpose could not release theirs).
 	db := openDB(t)
+	noResidue(t, func() []storedRow { return readRows(t, db, "simba_mutex", "tck-") }, func() int { return openConns(t, db) })
+}
+
+// noResidue checks that nothing is left owning a row once the suite's leases have lapsed
+// (owners that vanished on purpose could not release theirs), and that the server has no
+// connection of the suite's pools left.
+func noResidue(t *testing.T, rows func() []storedRow, conns func() int) {
+	t.Helper()
 	require.Eventually(t, func() bool {
-		for _, r := range readRows(t, db, "simba_mutex", "tck-") {
+		for _, r := range rows() {
 			if r.Owner != "" && r.Live {
 				return false
 			}
 		}
 		return true
 	}, 10*time.Second, 50*time.Millisecond, "a tck row still has a live owner")
-	require.Eventually(t, func() bool { return openConns(t, db) == 0 }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return conns() == 0 }, 10*time.Second, 50*time.Millisecond,
 		"connections of the suite's pools still open on the server")
 }
 

@@ -217,7 +217,7 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 	var res acquireResult
 	sent := time.Now()
 	err := c.run(ctx, func(q querier) (err error) {
-		res, err = c.b.dialect.acquire(ctx, q, c.bounded(ctx, c.acquire), a)
+		res, err = c.b.dialect.acquire(ctx, q, c.schema, limit(ctx), c.acquire, a)
 		return err
 	})
 	if err != nil {
@@ -426,7 +426,8 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	}
 	var res sql.Result
 	err := c.run(ctx, func(q querier) (err error) {
-		res, err = q.ExecContext(ctx, c.bounded(ctx, c.b.sql.release), c.mutex, c.id, version)
+		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.release, c.mutex, c.id, version)
+		res, err = q.ExecContext(ctx, query, args...)
 		return err
 	})
 	if err != nil {
@@ -514,8 +515,8 @@ func (c *contention) read(ctx context.Context) (row, error) {
 	before := c.b.floors.get(c.mutex)
 	sent := time.Now()
 	err := c.run(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, c.bounded(ctx, c.b.sql.read.in(c.schema)), c.mutex).
-			Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
+		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.read.in(c.schema), c.mutex)
+		return q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
 	})
 	r.got = time.Now()
 	if errors.Is(err, sql.ErrNoRows) {
@@ -533,7 +534,8 @@ func (c *contention) read(ctx context.Context) (row, error) {
 func (c *contention) ensureRow(ctx context.Context) error {
 	floor := c.b.floors.get(c.mutex)
 	return c.run(ctx, func(q querier) error {
-		_, err := q.ExecContext(ctx, c.bounded(ctx, c.b.sql.ensureRow), c.mutex, floor)
+		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.ensureRow, c.mutex, floor)
+		_, err := q.ExecContext(ctx, query, args...)
 		return err
 	})
 }
@@ -572,11 +574,12 @@ func pause(ctx context.Context, d time.Duration, done <-chan struct{}) error {
 	}
 }
 
-// bounded prefixes a statement with the server-side limit for ctx's deadline.
-func (c *contention) bounded(ctx context.Context, query string) string {
+// limit returns the time left until ctx's deadline, the server-side limit of a statement
+// run under ctx, or 0 (no limit) when ctx has no deadline.
+func limit(ctx context.Context) time.Duration {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		return query
+		return 0
 	}
-	return c.b.dialect.bound(c.schema, time.Until(dl)) + query
+	return time.Until(dl)
 }

@@ -6,12 +6,11 @@ import (
 	"time"
 )
 
-// Dialect is the SQL of one database family. MySQL, for MySQL and MariaDB, is the only one
-// so far and the default. A dialect renders the statements of one table, runs the one
+// Dialect is the SQL of one database family: MySQL (MySQL and MariaDB), the default, or
+// Postgres (PostgreSQL). A dialect renders the statements of one table, runs the one
 // statement whose result has a database-specific shape (the acquire), reads what Start
 // checks, and bounds statements on the server; everything else (the protocol, tokens,
-// hand-over, validation) is shared. Another family, such as PostgreSQL, is one more value
-// that implements these methods.
+// hand-over, validation) is shared.
 type Dialect interface {
 	// String names the dialect in messages.
 	String() string
@@ -23,23 +22,35 @@ type Dialect interface {
 	// acquireStatement renders the acquire statement for t, a server and session like
 	// s, and a contention's ttl and ttl + transition.
 	acquireStatement(t tableName, s schema, ttl, lease time.Duration) string
-	// acquire runs the acquire statement with q and decodes its result.
-	acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error)
+	// acquire runs the acquire statement with q, bounded on the server to d (see bound),
+	// and decodes its result.
+	acquire(ctx context.Context, q querier, s schema, d time.Duration, query string, a acquireArgs) (acquireResult, error)
 	// inspect reads the server's properties and the table's columns and checks them
 	// against the format; it returns a *SchemaError when the table does not match.
 	inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error)
-	// bound returns a prefix that makes the server give a statement up after d, or "" if
-	// the server cannot.
-	bound(s schema, d time.Duration) string
+	// bound returns a table statement of the dialect and its arguments, made for the
+	// server to give the statement up, row-lock waits included, after d (d <= 0: no limit
+	// of its own), as far as the server can.
+	bound(s schema, d time.Duration, query string, args ...any) (string, []any)
+	// list returns the placeholders of n arguments that follow a statement's own, for
+	// the IN list of statements.deleteText.
+	list(n int) string
 	// lockName returns the name of the server-side named lock of a mutex's row.
 	lockName(s schema, t tableName, mutex string) string
+	// timedOut reports whether err is the server ending a wait for a named lock
+	// (statements.waitLock) at its timeout, after which the waiter waits again.
+	timedOut(err error) bool
+	// maxIdentifier is the longest table or schema name the server keeps as given.
+	maxIdentifier() int
 }
 
-// statements is the SQL of a dialect for one table; see statements.go.
+// statements is the SQL of a dialect for one table; see statements.go. Statements with a
+// server-side bound go through Dialect.bound.
 type statements struct {
 	ensureRow, release                       string
 	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
+	settle                                   string // lets the named lock go if the session holds it
 	ensureFloor, lockFloor, raiseFloor       string
 	deleteText                               string
 }
@@ -85,7 +96,7 @@ type acquireResult struct {
 
 // schema is what Start learned about the server and the table, once per backend.
 type schema struct {
-	database string // the schema (MySQL: database) holding the table
+	database string // MySQL: the database holding the table; PostgreSQL: "database.schema"
 	mariaDB  bool   // the server is MariaDB, which can bound statements itself
 	folds    bool   // the session's time zone may have daylight-saving folds
 	mutex    column // the mutex column's limit

@@ -1,7 +1,8 @@
 // Package jdbc is simba's database/sql backend: mutexes kept in a table of the
 // relational database a team already runs, shared with JVM Simba services (whose module
-// gives the package its name) that use the same table. It ships the MySQL/MariaDB dialect
-// (MySQL), and takes the caller's *sql.DB:
+// gives the package its name) that use the same table. It has two dialects, MySQL (MySQL
+// and MariaDB, the default) and Postgres (PostgreSQL 13 and later), and takes the
+// caller's *sql.DB:
 //
 //	db, err := sql.Open("mysql", "app:secret@tcp(db:3306)/app?interpolateParams=true")
 //	...
@@ -10,7 +11,11 @@
 //
 // With go-sql-driver/mysql, set interpolateParams=true in the DSN: otherwise every
 // statement with arguments costs a server-side prepare, execute and close, three round
-// trips instead of one.
+// trips instead of one. PostgreSQL takes the dialect as an option (see PostgreSQL below);
+// the package imports no driver.
+//
+// The sections up to PostgreSQL describe the format and the protocol, shared by both
+// dialects, in MySQL's terms; PostgreSQL says what differs there.
 //
 // # Storage
 //
@@ -276,6 +281,85 @@
 // nothing: every statement borrows a connection from the pool and returns it. Turn the
 // hand-over off, too, behind a proxy that multiplexes client sessions over server sessions
 // (ProxySQL, MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
+//
+// # PostgreSQL
+//
+// With pgx's database/sql driver (github.com/jackc/pgx/v5/stdlib):
+//
+//	db, err := sql.Open("pgx", "postgres://app:secret@db:5432/app")
+//	...
+//	err = jdbc.CreateTable(ctx, db, jdbc.WithDialect(jdbc.Postgres))
+//	backend, err := jdbc.New(db, jdbc.WithDialect(jdbc.Postgres))
+//
+// Storage: the same columns with the same meaning, in PostgreSQL's types, which have no
+// unsigned integers: mutex varchar(66) and owner_id varchar(128), both COLLATE "C";
+// acquired_at, ttl_at, transition_at and version bigint, with CHECK constraints for the
+// ranges of the unsigned columns (DDL). Start checks the table through pg_catalog: the
+// columns' types, NOT NULL, mutex alone as the primary key, a deterministic collation (a
+// nondeterministic ICU collation could make different names equal), not char(n) (it
+// pads an owner's ID with spaces), a UTF8 database, a writable server, and the role's
+// privileges; each problem comes with the ALTER TABLE (or GRANT) that fixes it, and a
+// missing table with the CREATE TABLE. An unqualified table name is looked up on the
+// session's search_path; WithTable("schema.table") names a schema. varchar limits count
+// characters, as MySQL's do, and the server refuses an over-long value it would store;
+// but in a WHERE clause an over-long value is no error, it matches nothing, so names are
+// still checked before any I/O.
+//
+// Clock: statement_timestamp() in epoch milliseconds. It is read once per statement, when
+// the server receives it, so every use within the acquire statement sees the same
+// instant (as UTC_TIMESTAMP(3) does on MySQL), and it is read after the client sent the
+// statement, so a lease counted from the local send time never outlasts the store's.
+// now() is fixed when the transaction begins, earlier than the statement within
+// Prune's transactions; clock_timestamp() moves while the statement runs, so a statement
+// that waited for a row lock would compare at one instant and write at another. A session's
+// time zone changes nothing (timestamptz is UTC inside): there are no daylight-saving
+// folds to work out. Clock steps are noticed as on MySQL.
+//
+// The acquire is one UPDATE ... RETURNING: one round trip that hands back the new
+// version, whether it renewed the tenure the contention knows (from the renewal mark in
+// ttl_at), and the database's now; the release, tokens, floors and pruning are MySQL's.
+//
+// Bounded statements: every table statement sets its own lock_timeout (set_config(...,
+// true) in its WHERE clause, which the server evaluates before it locks, updates or deletes
+// a row, and which lasts only as long as the statement's transaction), a little shorter
+// than the caller's deadline. So the server gives a statement up when it waits for a row
+// lock longer than that (an administrator's SELECT ... FOR UPDATE, a Prune transaction),
+// with the connection intact. It cannot set statement_timeout for itself without a
+// transaction of its own (BEGIN, SET LOCAL, the statement, COMMIT: three round trips
+// instead of one); a single-row statement has nothing else to wait for, short of a table
+// lock held by DDL (ALTER TABLE), which is taken before the statement starts and which
+// only the caller's context then bounds. A statement that arrives late is harmless, as on
+// MySQL. pgx closes the connection when a context ends; to have the server cancel the
+// statement as well, configure its context watcher to send a cancel request
+// (pgconn.CancelRequestContextWatcherHandler).
+//
+// Hand-over: session-level advisory locks (pg_try_advisory_lock, pg_advisory_lock, keyed
+// by a 64-bit hash of the database, schema, table and mutex) play the part of GET_LOCK,
+// with the same queue and the same rules; a wait lasts 30 s on the server (lock_timeout),
+// and stopping a waiter cancels its wait with pg_cancel_backend from another connection.
+// Advisory locks are not transactional, and PostgreSQL may grant a waiter the lock and then
+// fail its statement on a cancellation or lock_timeout that struck at that moment: after a
+// wait that ended in an error, the contention lets the lock go if its session holds it,
+// before it tries the lock again or returns the connection to the pool (a session that
+// kept it would take it again at once, re-entrantly, and starve the queue).
+// The release lets the lock go only once it has committed: a woken waiter's UPDATE reads
+// the row as its snapshot has it, and would find the old owner's row, not wait for it, if
+// the release were not committed yet (InnoDB's UPDATE waits and reads the latest row).
+// LISTEN/NOTIFY would need the driver's own API to receive notifications, which
+// database/sql does not have. Advisory locks are shared by every application of a
+// database: a key another application happens to use costs hand-overs their speed, never
+// safety.
+//
+// Behind a proxy that pools transactions (PgBouncer with pool_mode = transaction, and
+// other poolers in that mode), consecutive statements of one client connection may run in
+// different server sessions: an advisory lock stays with whichever session took it (held
+// for another client, and never let go by the contention that took it), a wait for it
+// holds a server connection, and pg_backend_pid names a session the contention no longer
+// has. Turn the hand-over off there (WithHandOver(false)): contenders then poll on their
+// contend period, as JVM Simba's do, and a graceful release reaches a waiter within ttl +
+// transition + jitter. Everything else works behind such a proxy provided its driver does
+// not rely on prepared statements across transactions (pgx: default_query_exec_mode=exec,
+// or a PgBouncer that keeps them, max_prepared_statements). Session pooling is no problem.
 //
 // # Who closes what
 //

@@ -15,3 +15,10 @@ func (b *Backend) Waiting(mutex string) int {
 	}
 	return n
 }
+
+// TimedOut reports whether err is d's server ending a wait for a named lock at its
+// timeout.
+func TimedOut(d Dialect, err error) bool { return d.timedOut(err) }
+
+// SettleSQL returns d's statement that lets a named lock go if the session holds it.
+func SettleSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).settle }

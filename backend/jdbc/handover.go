@@ -47,6 +47,7 @@ type handOver struct {
 	inAcquire bool               // an Acquire call is under way: it sees a grant itself
 	unwoken   bool               // the lock was taken during that call, which did not wake the service
 	waiting   bool               // the waiter goroutine is using conn
+	unsure    bool               // a wait ended in an error on conn, which may hold the lock all the same (see pgSettle)
 	stop      chan struct{}      // closed to ask the waiter to stop
 	done      chan struct{}      // closed when the waiter has returned
 	granted   chan struct{}      // closed when the waiter has taken the lock
@@ -69,11 +70,11 @@ func (c *contention) prepareLock(ctx context.Context) {
 		h.mu.Unlock()
 		return
 	}
-	conn, holds := h.conn, h.holds
+	conn, holds, unsure := h.conn, h.holds, h.unsure
 	h.mu.Unlock()
 	if conn != nil && !alive(ctx, conn) {
 		c.drop(conn) // the server restarted, say: its lock went with the session
-		conn, holds = nil, false
+		conn, holds, unsure = nil, false, false
 	}
 	if holds {
 		return
@@ -84,6 +85,9 @@ func (c *contention) prepareLock(ctx context.Context) {
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/2))
 		defer cancel()
+	}
+	if unsure && !c.settle(pctx, conn) {
+		return
 	}
 	if conn == nil {
 		if !c.b.pin() {
@@ -220,6 +224,13 @@ func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan stru
 	for {
 		var got sql.NullInt64
 		err := conn.QueryRowContext(ctx, c.b.sql.waitLock, c.lock, waitSeconds).Scan(&got)
+		if err != nil && c.b.dialect.timedOut(err) {
+			// PostgreSQL: lock_timeout, an error, which may have struck as the lock was
+			// granted; let it go if so, and wait again.
+			if _, err = conn.ExecContext(ctx, c.b.sql.settle, c.lock); err == nil {
+				got = sql.NullInt64{Valid: true}
+			}
+		}
 		stopping := closed(stop)
 		h.mu.Lock()
 		switch {
@@ -236,6 +247,7 @@ func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan stru
 			return
 		case err != nil:
 			h.waiting = false
+			h.unsure = true // see pgSettle; drop forgets it with the session
 			h.mu.Unlock()
 			if !valid(conn) {
 				c.drop(conn) // polling until the next acquisition pins another
@@ -312,7 +324,7 @@ func (c *contention) letGo(ctx context.Context) {
 	clean := c.stopWaiting(ctx)
 	h := &c.hand
 	h.mu.Lock()
-	conn, holds := h.conn, h.holds
+	conn, holds, unsure := h.conn, h.holds, h.unsure
 	h.holds = false
 	h.mu.Unlock()
 	switch {
@@ -323,7 +335,27 @@ func (c *contention) letGo(ctx context.Context) {
 		if _, err := conn.ExecContext(ctx, c.b.sql.unlock, c.lock); err != nil {
 			c.drop(conn) // closing the session lets the lock go
 		}
+	case unsure:
+		c.settle(ctx, conn)
 	}
+}
+
+// settle lets the named lock go on conn if its session holds it after a wait that ended in
+// an error (handOver.unsure), so that the session holds it no more and a later try cannot
+// take it a second time; on failure it drops conn, whose session then lets it go. It
+// reports whether conn is still pinned.
+func (c *contention) settle(ctx context.Context, conn *sql.Conn) bool {
+	if _, err := conn.ExecContext(ctx, c.b.sql.settle, c.lock); err != nil {
+		c.drop(conn)
+		return false
+	}
+	h := &c.hand
+	h.mu.Lock()
+	if h.conn == conn {
+		h.unsure = false
+	}
+	h.mu.Unlock()
+	return true
 }
 
 // free lets everything go for good and returns the pinned connection to the pool.
@@ -347,7 +379,7 @@ func (c *contention) unpin() {
 	h := &c.hand
 	h.mu.Lock()
 	conn := h.conn
-	if conn == nil || h.holds || h.waiting {
+	if conn == nil || h.holds || h.waiting || h.unsure {
 		h.mu.Unlock()
 		return
 	}
@@ -399,7 +431,7 @@ func (c *contention) drop(conn *sql.Conn) {
 	h.mu.Lock()
 	mine := h.conn == conn
 	if mine {
-		h.conn, h.session, h.holds, h.other = nil, 0, false, false
+		h.conn, h.session, h.holds, h.other, h.unsure = nil, 0, false, false, false
 	}
 	h.mu.Unlock()
 	discard(conn)

@@ -109,21 +109,37 @@ func TestRecordOfRow(t *testing.T) {
 
 func TestParseTable(t *testing.T) {
 	for _, ok := range []string{"simba_mutex", "db.simba_mutex", "T1", "_x$", strings.Repeat("a", 64)} {
-		_, err := parseTable(ok)
+		_, err := parseTable(ok, MySQL.maxIdentifier())
 		assert.NoError(t, err, ok)
 	}
 	for _, bad := range []string{"", ".", "a.", ".a", "a.b.c", "1abc", "$a", "a-b", "a b", "a`b", "tàble", strings.Repeat("a", 65), "a;DROP"} {
-		_, err := parseTable(bad)
+		_, err := parseTable(bad, MySQL.maxIdentifier())
 		assert.ErrorIs(t, err, simba.ErrInvalidArgument, bad)
 	}
+	_, err := parseTable(strings.Repeat("a", 64), Postgres.maxIdentifier())
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "PostgreSQL truncates identifiers to 63 bytes")
 }
 
 func TestBound(t *testing.T) {
 	maria := schema{mariaDB: true}
-	assert.Empty(t, MySQL.bound(schema{}, time.Second), "MySQL has no statement prefix")
-	assert.Empty(t, MySQL.bound(maria, 0))
-	assert.Equal(t, "SET STATEMENT max_statement_time = 0.225 FOR ", MySQL.bound(maria, 250*time.Millisecond))
-	assert.Equal(t, "SET STATEMENT max_statement_time = 0.001 FOR ", MySQL.bound(maria, 10*time.Microsecond))
+	prefix := func(s schema, d time.Duration) string {
+		q, args := MySQL.bound(s, d, "SELECT ?", 1)
+		assert.Equal(t, []any{1}, args)
+		return strings.TrimSuffix(q, "SELECT ?")
+	}
+	assert.Empty(t, prefix(schema{}, time.Second), "MySQL has no statement prefix")
+	assert.Empty(t, prefix(maria, 0))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 0.225 FOR ", prefix(maria, 250*time.Millisecond))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 0.001 FOR ", prefix(maria, 10*time.Microsecond))
+
+	// PostgreSQL: the limit is the statement's first argument, lock_timeout in ms.
+	q, args := Postgres.bound(schema{}, 250*time.Millisecond, "SELECT $2", 1)
+	assert.Equal(t, "SELECT $2", q)
+	assert.Equal(t, []any{"225", 1}, args)
+	_, args = Postgres.bound(schema{}, 0, "SELECT $2", 1)
+	assert.Equal(t, []any{nil, 1}, args, "no limit of its own: the session's lock_timeout")
+	_, args = Postgres.bound(schema{}, 10*time.Microsecond, "SELECT $2")
+	assert.Equal(t, []any{"1"}, args)
 }
 
 func TestLockName(t *testing.T) {
@@ -213,13 +229,16 @@ func FuzzParseTable(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		tn, err := parseTable(s)
+		tn, err := parseTable(s, Postgres.maxIdentifier()+1)
 		if err != nil {
 			return
 		}
 		q := mysqlDialect{}.quote(tn)
 		if strings.Count(q, "`") != 2*len(strings.Split(s, ".")) {
 			t.Fatalf("%q quoted as %q", s, q)
+		}
+		if q := (postgresDialect{}).quote(tn); strings.Count(q, `"`) != 2*len(strings.Split(s, ".")) {
+			t.Fatalf("%q quoted as %q for PostgreSQL", s, q)
 		}
 		if tn.String() != s {
 			t.Fatalf("%q parsed as %q", s, tn.String())

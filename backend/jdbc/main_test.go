@@ -14,6 +14,7 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -24,20 +25,14 @@ import (
 // The MariaDB the package's tests share, started by the first test that needs it (unit
 // tests and fuzz workers never start it) and stopped when the tests end.
 var (
-	serverOnce sync.Once
-	server     *testserver.MariaDB
-	serverErr  error
-	serverDir  string
+	maria  = shared{name: "MariaDB", prefix: "simba-my-"}
+	server *testserver.MariaDB
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if server != nil {
-		_ = server.Stop()
-	}
-	if serverDir != "" {
-		_ = os.RemoveAll(serverDir)
-	}
+	maria.stop()
+	postgres.stop()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak: goroutines left after the tests:", err)
@@ -47,22 +42,51 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needServer starts the shared server if needed. A missing program fails the test, except
+// shared is a server the package's tests share: started once, by the first test that
+// needs it, in a directory of its own, and stopped by TestMain.
+type shared struct {
+	name, prefix string
+	once         sync.Once
+	srv          interface{ Stop() error }
+	err          error
+	dir          string
+}
+
+// need starts the server with start if needed. A missing program fails the test, except
 // in a -short run without SIMBA_REQUIRE_SERVERS=1, where it skips.
-func needServer(t testing.TB) {
+func (s *shared) need(t testing.TB, start func(dir string) (interface{ Stop() error }, error)) {
 	t.Helper()
-	serverOnce.Do(func() {
-		serverDir, serverErr = os.MkdirTemp("", "simba-my-")
-		if serverErr == nil {
-			server, serverErr = startServer(serverDir)
+	s.once.Do(func() {
+		s.dir, s.err = os.MkdirTemp("", s.prefix)
+		if s.err == nil {
+			s.srv, s.err = start(s.dir)
 		}
 	})
-	if errors.Is(serverErr, testserver.ErrMissing) && !testserver.Required() && testing.Short() {
-		t.Skip(serverErr)
+	if errors.Is(s.err, testserver.ErrMissing) && !testserver.Required() && testing.Short() {
+		t.Skip(s.err)
 	}
-	if serverErr != nil {
-		t.Fatalf("MariaDB: %v", serverErr)
+	if s.err != nil {
+		t.Fatalf("%s: %v", s.name, s.err)
 	}
+}
+
+func (s *shared) stop() {
+	if s.err == nil && s.srv != nil {
+		_ = s.srv.Stop()
+	}
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// needServer starts the shared MariaDB if needed (see shared.need).
+func needServer(t testing.TB) {
+	t.Helper()
+	maria.need(t, func(dir string) (interface{ Stop() error }, error) {
+		s, err := startServer(dir)
+		server = s
+		return s, err
+	})
 }
 
 // startServer starts a MariaDB in dir (which must be short: the socket path is limited)
@@ -72,21 +96,30 @@ func startServer(dir string) (*testserver.MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s, startWithTable(s, "mysql")
+}
+
+// startWithTable starts s and creates the simba_mutex table on it through driver, with
+// opts; it stops s again on failure.
+func startWithTable(s interface {
+	Start(ctx context.Context) error
+	Stop() error
+	DSN(params ...string) string
+}, driver string, opts ...jdbc.Option) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	db, err := sql.Open("mysql", s.DSN())
+	db, err := sql.Open(driver, s.DSN())
 	if err == nil {
-		err = jdbc.CreateTable(ctx, db)
+		err = jdbc.CreateTable(ctx, db, opts...)
 		_ = db.Close()
 	}
 	if err != nil {
 		_ = s.Stop()
-		return nil, err
 	}
-	return s, nil
+	return err
 }
 
 // openDB opens a pool of its own on the shared server (a process of its own, as far as
@@ -152,6 +185,13 @@ func readRows(t testing.TB, db *sql.DB, table, prefix string) []storedRow {
 	rows, err := db.QueryContext(t.Context(), "SELECT mutex, owner_id, ttl_at, transition_at, version, "+
 		"transition_at >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000 FROM "+table+
 		" WHERE LEFT(mutex, CHAR_LENGTH(?)) = ? ORDER BY mutex", prefix, prefix)
+	return scanRows(t, rows, err)
+}
+
+// scanRows reads the rows of a query for mutex, owner_id, ttl_at, transition_at, version
+// and whether the row is live.
+func scanRows(t testing.TB, rows *sql.Rows, err error) []storedRow {
+	t.Helper()
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []storedRow
@@ -167,7 +207,13 @@ func readRows(t testing.TB, db *sql.DB, table, prefix string) []storedRow {
 // readRow returns the row of mutex, which must exist.
 func readRow(t testing.TB, db *sql.DB, mutex string) storedRow {
 	t.Helper()
-	for _, r := range readRows(t, db, "simba_mutex", mutex) {
+	return rowOf(t, readRows(t, db, "simba_mutex", mutex), mutex)
+}
+
+// rowOf returns the row of mutex among rows, which must have it.
+func rowOf(t testing.TB, rows []storedRow, mutex string) storedRow {
+	t.Helper()
+	for _, r := range rows {
 		if r.Mutex == mutex {
 			return r
 		}

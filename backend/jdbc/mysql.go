@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -52,6 +53,7 @@ func (d mysqlDialect) statements(t tableName) statements {
 		tryLock:       mysqlTryLock,
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
+		settle:        mysqlUnlock,
 		interruptText: mysqlInterrupt,
 		ensureFloor:   fmt.Sprintf(mysqlEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(mysqlLockFloor, q),
@@ -69,8 +71,9 @@ func (d mysqlDialect) acquireStatement(t tableName, s schema, ttl, lease time.Du
 	return fmt.Sprintf(clock.Replace(mysqlAcquire), d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
 }
 
-func (mysqlDialect) acquire(ctx context.Context, q querier, query string, a acquireArgs) (acquireResult, error) {
-	res, err := q.ExecContext(ctx, query, a.floor, a.contender, a.expect, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
+func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
+	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
+	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return acquireResult{}, err
 	}
@@ -104,7 +107,13 @@ func decodeAcquire(affected, lastID int64) (acquireResult, error) {
 // nowBits are the bits of the database's now that the acquire statement hands back.
 const nowBits = 1<<31 - 1
 
-func (mysqlDialect) bound(s schema, d time.Duration) string {
+func (d mysqlDialect) bound(s schema, limit time.Duration, query string, args ...any) (string, []any) {
+	return d.prefix(s, limit) + query, args
+}
+
+// prefix returns the prefix that makes MariaDB give a statement up after d, or "" where
+// the server cannot (MySQL).
+func (mysqlDialect) prefix(s schema, d time.Duration) string {
 	if !s.mariaDB || d <= 0 {
 		return ""
 	}
@@ -114,6 +123,16 @@ func (mysqlDialect) bound(s schema, d time.Duration) string {
 	limit := max(d*9/10, time.Millisecond).Truncate(time.Millisecond)
 	return fmt.Sprintf(mysqlBoundPrefix, strconv.FormatFloat(limit.Seconds(), 'f', 3, 64))
 }
+
+func (mysqlDialect) list(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// timedOut: GET_LOCK answers 0 at its timeout; no error means it.
+func (mysqlDialect) timedOut(error) bool { return false }
+
+// maxIdentifier is the longest identifier MySQL and MariaDB accept.
+func (mysqlDialect) maxIdentifier() int { return 64 }
 
 func (mysqlDialect) lockName(s schema, t tableName, mutex string) string {
 	// Named locks are server-wide and their names at most 64 characters: hash the
@@ -127,7 +146,11 @@ func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (sch
 	var version, csClient, csConn, timeZone, systemZone string
 	var readOnly bool
 	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly, &timeZone, &systemZone)
-	if err != nil {
+	var pg sqlState
+	switch {
+	case errors.As(err, &pg): // only PostgreSQL's drivers tell a SQLSTATE this way
+		return schema{}, fmt.Errorf("read server properties: the server answers as PostgreSQL does, use WithDialect(Postgres): %w", err)
+	case err != nil:
 		return schema{}, fmt.Errorf("read server properties: %w", err)
 	}
 	s.mariaDB = strings.Contains(strings.ToLower(version), "mariadb")

@@ -23,13 +23,16 @@ type config struct {
 // Backend holds at most, by default: what an application whose pool has 10 can spare.
 const DefaultHandOverConnections = 2
 
-// WithTable sets the table, optionally qualified by its schema ("db.simba_mutex"). Each
-// part must be an identifier of at most 64 ASCII letters, digits, '_' and '$', starting
-// with a letter or '_'; it is quoted in every statement. Default "simba_mutex"; without a
-// schema, the table is looked up in the DSN's database.
+// WithTable sets the table, optionally qualified by its schema ("db.simba_mutex"; on
+// PostgreSQL the schema is a schema of the DSN's database). Each part must be an
+// identifier of at most 64 ASCII letters, digits, '_' and '$' (PostgreSQL: 63), starting
+// with a letter or '_'; it is quoted in every statement, so on PostgreSQL it is
+// case-sensitive. Default "simba_mutex"; without a schema, the table is looked up in the
+// DSN's database (PostgreSQL: on the session's search_path).
 func WithTable(name string) Option { return func(c *config) { c.table = name } }
 
-// WithDialect sets the SQL dialect. Default MySQL (MySQL and MariaDB); must not be nil.
+// WithDialect sets the SQL dialect: MySQL (MySQL and MariaDB) or Postgres (PostgreSQL).
+// Default MySQL; must not be nil.
 func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
 
 // WithHandOver turns the fast hand-over on or off. With it, a contention of a contender
@@ -70,7 +73,7 @@ func newConfig(opts []Option) (config, tableName, error) {
 	if c.pins < 0 {
 		return c, tableName{}, simba.InvalidArgument("hand-over connections", c.pins, "must be >= 0")
 	}
-	t, err := parseTable(c.table)
+	t, err := parseTable(c.table, c.dialect.maxIdentifier())
 	return c, t, err
 }
 
@@ -87,17 +90,15 @@ func (t tableName) String() string {
 	return t.schema + "." + t.name
 }
 
-// maxIdentifier is the longest identifier MySQL and MariaDB accept.
-const maxIdentifier = 64
-
-// parseTable validates a table name of the form "table" or "schema.table".
-func parseTable(s string) (tableName, error) {
+// parseTable validates a table name of the form "table" or "schema.table", whose parts
+// have at most maxLen characters.
+func parseTable(s string, maxLen int) (tableName, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) > 2 {
 		return tableName{}, simba.InvalidArgument("table", s, "must be \"table\" or \"schema.table\"")
 	}
 	for _, p := range parts {
-		if err := checkIdentifier(p); err != nil {
+		if err := checkIdentifier(p, maxLen); err != nil {
 			return tableName{}, simba.InvalidArgument("table", s, err.Error())
 		}
 	}
@@ -107,9 +108,9 @@ func parseTable(s string) (tableName, error) {
 	return tableName{name: parts[0]}, nil
 }
 
-func checkIdentifier(p string) error {
-	if p == "" || len(p) > maxIdentifier {
-		return fmt.Errorf("each part must have 1 to %d characters", maxIdentifier)
+func checkIdentifier(p string, maxLen int) error {
+	if p == "" || len(p) > maxLen {
+		return fmt.Errorf("each part must have 1 to %d characters", maxLen)
 	}
 	for i, r := range p {
 		switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/simba-go/simba"
@@ -42,7 +41,7 @@ func (b *Backend) Prune(ctx context.Context, age time.Duration) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := b.db.ExecContext(ctx, b.boundFor(ctx, s, b.sql.ensureFloor)); err != nil {
+	if _, err := b.exec(ctx, b.db, s, b.sql.ensureFloor); err != nil {
 		return 0, fmt.Errorf("simba/jdbc: prune: %w", err)
 	}
 	var total int64
@@ -67,10 +66,12 @@ func (b *Backend) pruneBatch(ctx context.Context, s schema, age time.Duration) (
 	}
 	defer func() { _ = tx.Rollback() }()
 	var floor uint64
-	if err := tx.QueryRowContext(ctx, b.boundFor(ctx, s, b.sql.lockFloor)).Scan(&floor); err != nil {
+	query, args := b.dialect.bound(s, limit(ctx), b.sql.lockFloor)
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&floor); err != nil {
 		return 0, err
 	}
-	rows, err := tx.QueryContext(ctx, b.boundFor(ctx, s, b.sql.prunable.in(s)), age.Milliseconds(), pruneBatch)
+	query, args = b.dialect.bound(s, limit(ctx), b.sql.prunable.in(s), age.Milliseconds(), pruneBatch)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -91,11 +92,10 @@ func (b *Backend) pruneBatch(ctx context.Context, s schema, age time.Duration) (
 	if len(names) == 0 {
 		return 0, nil
 	}
-	if _, err := tx.ExecContext(ctx, b.boundFor(ctx, s, b.sql.raiseFloor), floor); err != nil {
+	if _, err := b.exec(ctx, tx, s, b.sql.raiseFloor, floor); err != nil {
 		return 0, err
 	}
-	del := fmt.Sprintf(b.sql.deleteText, strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", "))
-	res, err := tx.ExecContext(ctx, b.boundFor(ctx, s, del), names...)
+	res, err := b.exec(ctx, tx, s, fmt.Sprintf(b.sql.deleteText, b.dialect.list(len(names))), names...)
 	if err != nil {
 		return 0, err
 	}
@@ -106,11 +106,10 @@ func (b *Backend) pruneBatch(ctx context.Context, s schema, age time.Duration) (
 	return n, tx.Commit()
 }
 
-// boundFor prefixes a statement with the server-side limit for ctx's deadline.
-func (b *Backend) boundFor(ctx context.Context, s schema, query string) string {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return query
-	}
-	return b.dialect.bound(s, time.Until(dl)) + query
+// exec runs a statement with q, bounded on the server by ctx's deadline.
+func (b *Backend) exec(ctx context.Context, q interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}, s schema, query string, args ...any) (sql.Result, error) {
+	query, args = b.dialect.bound(s, limit(ctx), query, args...)
+	return q.ExecContext(ctx, query, args...)
 }

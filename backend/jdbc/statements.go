@@ -2,11 +2,11 @@ package jdbc
 
 import "strings"
 
-// Every SQL statement of the backend, for the MySQL/MariaDB dialect. %[1]s stands for the
-// table name, already validated and quoted; ? are the statement's arguments; {end},
-// {shift}, {behind}, {writeShift} and {writeStart} for the clock's expressions (below).
-// The storage format and the meaning of each statement are SPEC §6, shared with JVM
-// Simba.
+// Every SQL statement of the backend: first the MySQL/MariaDB dialect's, then PostgreSQL's
+// (below, pg...). In the MySQL dialect %[1]s stands for the table name, already validated
+// and quoted; ? are the statement's arguments; {end}, {shift}, {behind}, {writeShift} and
+// {writeStart} for the clock's expressions (below). The storage format and the meaning of
+// each statement are SPEC §6, shared with JVM Simba.
 
 // The clock. simba reads the database's now as mysqlNow, in UTC whatever the session's
 // time zone. JVM Simba reads it as UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)): UTC turned into
@@ -227,4 +227,147 @@ const (
 	mysqlColumns = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +
 		"COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY, IS_NULLABLE " +
 		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"
+)
+
+// PostgreSQL. %[1]s stands for the table name, already validated and quoted; $n are the
+// statement's arguments. Every table statement's first argument is its server-side limit
+// (pgBound), so that the statements' texts do not change with it: the driver prepares each
+// text once per connection. Times are pgNow; a session's time zone changes nothing
+// (timestamptz is UTC inside), so there are no folds to work out.
+const (
+	// pgNow is the database's clock in epoch milliseconds: statement_timestamp(), the
+	// instant the server received the statement, fixed for the whole statement (every
+	// use in one statement sees the same instant, which the acquire's conditions and
+	// writes rely on), and read after the client sent the statement (durations counted
+	// from the client's send time never outlast the store's). now() is fixed at the
+	// start of the transaction, which in Prune's transactions is earlier than their
+	// statements; clock_timestamp() moves during the statement, so that a statement
+	// that waited for a row lock would compare at one instant and write another.
+	pgNow = "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint"
+
+	// pgBound makes the server give the statement up when it waits longer than $1 ms
+	// for a lock (lock_timeout, set for the statement's transaction only: a statement
+	// outside a transaction leaves the session as it was). It is a condition of the
+	// statement's WHERE clause, evaluated before a row is passed on to be locked,
+	// updated or deleted, so it bounds every row-lock wait of the statement (an admin's
+	// SELECT ... FOR UPDATE, a Prune transaction). $1 NULL: the session's own
+	// lock_timeout. A statement has nothing else to wait for, short of a table lock
+	// taken by DDL (ALTER TABLE), which is waited for before the statement starts, and
+	// which only the caller's context then bounds.
+	pgBound = "set_config('lock_timeout', COALESCE($1, current_setting('lock_timeout')), true) IS NOT NULL"
+
+	// pgOwns holds when the row is the contender's ($3) at the version the contention
+	// last saw ($4; NULL: none).
+	pgOwns = "owner_id = $3 AND version IS NOT DISTINCT FROM $4"
+
+	// pgAcquire is SPEC §6's one conditional UPDATE, as mysqlAcquire, in one round trip:
+	// RETURNING hands back the new version, the renewal mark (1 for a renewal of the
+	// tenure the contention knows, 0 for a new tenure: a renewal writes ttl_at one
+	// millisecond short, which leaves in the row which of the two its last write was),
+	// and the database's now. PostgreSQL evaluates every SET expression on the row as it
+	// was. %[2]d and %[3]d stand for ttl and ttl + transition in ms.
+	// Arguments: limit, floor, contender, expected version (NULL: none), mutex, stale
+	// version (NULL: none).
+	pgAcquire = "UPDATE %[1]s SET " +
+		"version = GREATEST(version, $2) + 1, " +
+		"ttl_at = " + pgNow + " + %[2]d - CASE WHEN " + pgOwns + " AND transition_at > " + pgNow + " THEN 1 ELSE 0 END, " +
+		"acquired_at = " + pgNow + ", " +
+		"transition_at = " + pgNow + " + %[3]d, " +
+		"owner_id = $3 " +
+		"WHERE " + pgBound + " AND mutex = $5 AND GREATEST(version, $2) < 4294967295 " +
+		"AND CASE WHEN " + pgOwns + " THEN transition_at <> " + pgNow +
+		" ELSE transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6 END " +
+		"RETURNING version, " + pgNow + " + %[2]d - ttl_at, " + pgNow
+
+	// pgRead reads a row and the database's now. Arguments: limit, mutex.
+	pgRead = "SELECT owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " +
+		pgNow + " FROM %[1]s WHERE " + pgBound + " AND mutex = $2"
+
+	// pgRelease is mysqlRelease. Arguments: limit, mutex, contender, version.
+	pgRelease = "UPDATE %[1]s SET acquired_at = " + pgNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
+		"version = version + 1 WHERE " + pgBound + " AND mutex = $2 AND owner_id = $3 AND version = $4"
+
+	// pgEnsureRow is mysqlEnsureRow: the floor row is read with a shared lock, which
+	// waits for a Prune under way. Arguments: limit, mutex, version.
+	pgEnsureRow = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
+		"SELECT $2::text, " + pgNow + ", 0, 0, '', GREATEST($3::bigint, COALESCE((SELECT version FROM %[1]s WHERE mutex = " +
+		pgFloor + " FOR SHARE), 0)) WHERE " + pgBound + " ON CONFLICT (mutex) DO NOTHING"
+
+	// pgFloor is the mutex of the floor row (see mysqlFloor).
+	pgFloor = "''"
+
+	// pgFree holds when a row has no owner.
+	pgFree = "transition_at < " + pgNow
+
+	// The statements of Prune, as MySQL's. Arguments: limit, then as MySQL's.
+	pgEnsureFloor = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
+		"SELECT " + pgFloor + ", 0, 0, 0, '', 0 WHERE " + pgBound + " ON CONFLICT (mutex) DO NOTHING"
+	pgLockFloor = "SELECT version FROM %[1]s WHERE " + pgBound + " AND mutex = " + pgFloor + " FOR UPDATE"
+	pgPrunable  = "SELECT mutex, version FROM %[1]s WHERE " + pgBound + " AND mutex <> " + pgFloor + " AND " + pgFree +
+		" AND GREATEST(acquired_at, transition_at) + $2 < " + pgNow + " AND version < 4294967295" +
+		" ORDER BY mutex LIMIT $3 FOR UPDATE"
+	pgRaiseFloor = "UPDATE %[1]s SET version = GREATEST(version, $2) WHERE " + pgBound + " AND mutex = " + pgFloor
+	pgDelete     = "DELETE FROM %[1]s WHERE " + pgBound + " AND mutex IN (%[2]s)"
+)
+
+// PostgreSQL's named locks: session-level advisory locks on a bigint key (Dialect.lockName
+// gives its decimal digits), hints for a fast hand-over as with MySQL.
+const (
+	// pgTryLock takes the advisory lock if it is free (1) and returns the session's
+	// process ID, with which a waiting pgWaitLock of the same session can be cancelled.
+	// Arguments: key.
+	pgTryLock = "SELECT pg_try_advisory_lock($1::text::bigint)::int, pg_backend_pid()"
+
+	// pgWaitLock waits until the advisory lock is free and takes it (1). After $2
+	// seconds the server ends the wait with lock_timeout's error (Dialect.timedOut); a
+	// cancelled wait ends with an error too. CASE evaluates the limit first.
+	// Arguments: key, timeout s.
+	pgWaitLock = "SELECT CASE WHEN set_config('lock_timeout', ($2::int * 1000)::text, true) IS NULL THEN NULL " +
+		"ELSE (pg_advisory_lock($1::text::bigint) IS NOT NULL)::int END"
+
+	// pgUnlock lets an advisory lock go. Arguments: key.
+	pgUnlock = "SELECT pg_advisory_unlock($1::text::bigint)"
+
+	// pgSettle lets the advisory lock go if the session holds it, and otherwise does
+	// nothing (pgUnlock would warn). A wait that ends in an error may have taken the
+	// lock: advisory locks are not transactional, and PostgreSQL can grant the lock and
+	// then fail the statement on a cancellation or lock_timeout that struck as it did. A
+	// bigint key is classid (high 32 bits) and objid (low 32 bits) with objsubid 1 in
+	// pg_locks. Arguments: key.
+	pgSettle = "SELECT pg_advisory_unlock(k) FROM (SELECT $1::text::bigint AS k) AS key JOIN pg_locks l ON l.locktype = 'advisory' " +
+		"AND l.pid = pg_backend_pid() AND l.granted AND l.objsubid = 1 AND l.classid::bigint = (k >> 32) & 4294967295 " +
+		"AND l.objid::bigint = k & 4294967295"
+
+	// pgInterrupt cancels the statement a session is running, if any; %[1]d is its
+	// process ID (an integer from pg_backend_pid, so the text is safe). A session that
+	// runs nothing ignores it.
+	pgInterrupt = "SELECT pg_cancel_backend(%[1]d)"
+)
+
+// PostgreSQL's start-up checks.
+const (
+	// pgServer tells the database, the session's schema, the server's version, the
+	// encodings names are stored and travel in, whether the server refuses writes (a
+	// standby, or a read-only session), and the table (a quoted name, resolved on the
+	// search_path if not qualified): its schema (NULL: it does not exist), whether it is
+	// a table, and whether the session's role may read, insert and update it.
+	// Arguments: quoted name.
+	pgServer = "SELECT current_database(), COALESCE(current_schema(), ''), current_setting('server_version_num')::int, " +
+		"current_setting('server_encoding'), current_setting('client_encoding'), " +
+		"current_setting('transaction_read_only') = 'on' OR pg_is_in_recovery(), current_user, " +
+		"n.nspname, c.relkind IN ('r', 'p'), has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE') " +
+		"FROM (SELECT to_regclass($1) AS oid) AS r LEFT JOIN pg_class c ON c.oid = r.oid " +
+		"LEFT JOIN pg_namespace n ON n.oid = c.relnamespace"
+
+	// pgColumns describes the table's columns: name, type, declared type, length limit
+	// (-1: none), NOT NULL, collation and whether it is deterministic (different
+	// strings never equal), and whether the column alone is the primary key.
+	// Arguments: quoted name.
+	pgColumns = "SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod), " +
+		"CASE WHEN t.typname IN ('varchar', 'bpchar') AND a.atttypmod > 4 THEN a.atttypmod - 4 ELSE -1 END, " +
+		"a.attnotnull, COALESCE(co.collname, ''), COALESCE(co.collisdeterministic, true), " +
+		"EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND i.indnkeyatts = 1 " +
+		"AND i.indkey[0] = a.attnum) " +
+		"FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation co ON co.oid = a.attcollation " +
+		"WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped"
 )

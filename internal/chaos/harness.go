@@ -30,9 +30,9 @@ type ServerProcess interface {
 
 // Kit is what the fault suite needs to know about one store.
 type Kit struct {
-	// Name is the store's name in reports: "redis", "mariadb", "zookeeper".
+	// Name is the store's name in reports: "redis", "mariadb", "postgres", "zookeeper".
 	Name string
-	// Letter is the store's letter in FAULTS.md: R, M or Z.
+	// Letter is the store's letter in FAULTS.md: R, M or Z; P for PostgreSQL.
 	Letter string
 	// Server prepares a fresh server in dir; the harness starts it.
 	Server func(dir string) (ServerProcess, error)
@@ -49,6 +49,10 @@ type Kit struct {
 	// Session reports whether the store ties ownership to a session (ZooKeeper) rather
 	// than to a TTL.
 	Session bool
+	// Short names the scenarios ("02_graceful_handover") the short run (make test) runs
+	// on this store, to keep its time; nil: every scenario of the store. The full run
+	// (make chaos) runs them all.
+	Short []string
 }
 
 var (

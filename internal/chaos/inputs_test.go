@@ -85,6 +85,16 @@ func TestBadInputCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jb.Close()
+	pdb, err := sql.Open("pgx", postgresDSN(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	pb, err := jdbc.New(pdb, jdbcOptions("postgres")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
 	// The ZooKeeper backend connects at once, whatever its input: its session goes to a
 	// listener of its own, which is not counted.
 	zkServer := listen(t)
@@ -99,7 +109,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backends := map[string]simba.Backend{"memory": mb, "redis": rb, "mariadb": jb, "zookeeper": zb}
+	backends := map[string]simba.Backend{"memory": mb, "redis": rb, "mariadb": jb, "postgres": pb, "zookeeper": zb}
 	long := func(n int) string { return strings.Repeat("m", n) }
 	common := []struct {
 		name, mutex, id string
@@ -124,6 +134,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	specific := map[string][]struct{ name, mutex, id string }{
 		"redis":     {{"{ in name", "a{b", "c"}, {"} in name", "}a", "c"}, {"@@ in ID", "m", "a@@b"}},
 		"mariadb":   {{"name of 67 characters", long(67), "c"}, {"ID of 129 characters", "m", long(129)}},
+		"postgres":  {{"name of 67 characters", long(67), "c"}, {"ID of 129 characters", "m", long(129)}},
 		"zookeeper": {{"/ in name", "a/b", "c"}, {". as name", ".", "c"}, {".. as name", "..", "c"}},
 	}
 	before := goleak.IgnoreCurrent()

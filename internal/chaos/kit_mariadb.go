@@ -35,7 +35,7 @@ func init() {
 			}
 			return b, func() { _ = b.Close(); _ = db.Close() }, nil
 		},
-		Residue: mariadbResidue,
+		Residue: rowResidue("mariadb", mariadbOwner),
 		Owner:   mariadbOwner,
 	})
 }
@@ -46,13 +46,16 @@ func mariadbDSN(addr string) string {
 	return "simba:simba@tcp(" + addr + ")/simba?interpolateParams=true&timeout=5s&readTimeout=10s&writeTimeout=10s"
 }
 
-// mariadbResidue reports a row that still names an owner whose lease has not lapsed.
-func mariadbResidue(ctx context.Context, addr, mutex string, killed []string) error {
-	owner, err := mariadbOwner(ctx, addr, mutex)
-	if err != nil || owner == "" || slices.Contains(killed, owner) { // a killed owner's lease lapses by itself
-		return err
+// rowResidue returns the Residue of an SQL kit, whose owner function reads the row: a row
+// that still names an owner whose lease has not lapsed.
+func rowResidue(store string, owner func(ctx context.Context, addr, mutex string) (string, error)) func(ctx context.Context, addr, mutex string, killed []string) error {
+	return func(ctx context.Context, addr, mutex string, killed []string) error {
+		o, err := owner(ctx, addr, mutex)
+		if err != nil || o == "" || slices.Contains(killed, o) { // a killed owner's lease lapses by itself
+			return err
+		}
+		return fmt.Errorf("%s: the row of %q still names %q", store, mutex, o)
 	}
-	return fmt.Errorf("mariadb: the row of %q still names %q", mutex, owner)
 }
 
 // mariadbOwner returns the owner the row of mutex names while its lease lasts.

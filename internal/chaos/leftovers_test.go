@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,12 @@ import (
 // of another store's, and it was not there at the baseline.
 
 // libraries names the packages each store's goroutines run: the backend and its client.
+// The two SQL stores share the backend and database/sql; only their drivers tell them
+// apart.
 var libraries = map[string][]string{
 	"redis":     {"github.com/simba-go/simba/backend/redis", "github.com/redis/go-redis/"},
 	"mariadb":   {"github.com/simba-go/simba/backend/jdbc", "github.com/go-sql-driver/mysql", "database/sql."},
+	"postgres":  {"github.com/simba-go/simba/backend/jdbc", "github.com/jackc/pgx/", "database/sql."},
 	"zookeeper": {"github.com/simba-go/simba/backend/zookeeper", "github.com/go-zookeeper/zk"},
 }
 
@@ -47,11 +51,12 @@ func goroutineStacks() map[uint64]string {
 	return out
 }
 
-// ownedBy reports whether stack runs code of the library under test for store.
+// ownedBy reports whether stack runs code of the library under test for store: none of
+// another store's own packages (those store does not share).
 func ownedBy(stack, store string) bool {
 	for other, pkgs := range libraries {
 		for _, p := range pkgs {
-			if strings.Contains(stack, p) && other != store {
+			if other != store && strings.Contains(stack, p) && !slices.Contains(libraries[store], p) {
 				return false
 			}
 		}

@@ -15,14 +15,14 @@ import (
 
 func init() {
 	addScenarios(
-		scenario{num: 2, name: "graceful_handover", stores: "RMZ", run: gracefulHandOver},
-		scenario{num: 3, name: "start_stop_cycling", stores: "RMZ", run: startStopCycling},
-		scenario{num: 4, name: "stop_while_store_hangs", stores: "RMZ", run: stopWhileHung},
-		scenario{num: 5, name: "late_results", stores: "RMZ", run: lateResults},
-		scenario{num: 6, name: "slow_and_panicking_callbacks", stores: "RMZ", run: slowCallbacks},
-		scenario{num: 8, name: "short_pause", stores: "RMZ", run: shortPause},
-		scenario{num: 9, name: "long_pause", stores: "RMZ", out: true, run: longPause},
-		scenario{num: 10, name: "churn_soak", stores: "RMZ", run: churnSoak},
+		scenario{num: 2, name: "graceful_handover", stores: "RMPZ", run: gracefulHandOver},
+		scenario{num: 3, name: "start_stop_cycling", stores: "RMPZ", run: startStopCycling},
+		scenario{num: 4, name: "stop_while_store_hangs", stores: "RMPZ", run: stopWhileHung},
+		scenario{num: 5, name: "late_results", stores: "RMPZ", run: lateResults},
+		scenario{num: 6, name: "slow_and_panicking_callbacks", stores: "RMPZ", run: slowCallbacks},
+		scenario{num: 8, name: "short_pause", stores: "RMPZ", run: shortPause},
+		scenario{num: 9, name: "long_pause", stores: "RMPZ", out: true, run: longPause},
+		scenario{num: 10, name: "churn_soak", stores: "RMPZ", run: churnSoak},
 	)
 }
 

@@ -11,14 +11,14 @@ import (
 
 func init() {
 	addScenarios(
-		scenario{num: 11, name: "owner_cut_off", stores: "RMZ", run: ownerCutOff},
-		scenario{num: 12, name: "short_blips", stores: "RMZ", run: shortBlips, timing: sessionOfTwoSeconds},
+		scenario{num: 11, name: "owner_cut_off", stores: "RMPZ", run: ownerCutOff},
+		scenario{num: 12, name: "short_blips", stores: "RMPZ", run: shortBlips, timing: sessionOfTwoSeconds},
 		scenario{num: 12, name: "short_stalls", stores: "Z", run: shortStalls, timing: sessionOfTwoSeconds},
-		scenario{num: 13, name: "latency", stores: "RMZ", run: latency},
-		scenario{num: 13, name: "late_replies_then_cut", stores: "RMZ", run: lateRepliesThenCut, timing: lateReplyTiming},
-		scenario{num: 14, name: "connection_resets", stores: "RMZ", run: connectionResets},
-		scenario{num: 15, name: "one_way_partitions", stores: "RMZ", run: oneWayPartitions},
-		scenario{num: 16, name: "accept_paused_slow_connect", stores: "RMZ", run: acceptPaused},
+		scenario{num: 13, name: "latency", stores: "RMPZ", run: latency},
+		scenario{num: 13, name: "late_replies_then_cut", stores: "RMPZ", run: lateRepliesThenCut, timing: lateReplyTiming},
+		scenario{num: 14, name: "connection_resets", stores: "RMPZ", run: connectionResets},
+		scenario{num: 15, name: "one_way_partitions", stores: "RMPZ", run: oneWayPartitions},
+		scenario{num: 16, name: "accept_paused_slow_connect", stores: "RMPZ", run: acceptPaused},
 	)
 }
 

@@ -30,15 +30,15 @@ func init() {
 		scenario{num: 17, name: "restart_at_once", stores: "R", out: true, run: redisRestartAtOnce},
 		scenario{num: 17, name: "restart_delayed", stores: "R", run: redisRestartDelayed},
 		scenario{num: 18, name: "stall", stores: "R", run: redisStall},
-		scenario{num: 19, name: "crash_short", stores: "M", run: mariadbCrashShort},
-		scenario{num: 19, name: "crash_long", stores: "M", run: mariadbCrashLong},
-		scenario{num: 20, name: "stall", stores: "M", run: mariadbStall},
-		scenario{num: 20, name: "row_lock", stores: "M", run: mariadbRowLock},
+		scenario{num: 19, name: "crash_short", stores: "MP", run: sqlCrashShort},
+		scenario{num: 19, name: "crash_long", stores: "MP", run: sqlCrashLong},
+		scenario{num: 20, name: "stall", stores: "MP", run: sqlStall},
+		scenario{num: 20, name: "row_lock", stores: "MP", run: sqlRowLock},
 		scenario{num: 21, name: "restart_within_session", stores: "Z", run: zookeeperRestartWithinSession, timing: sessionOfTwoSeconds},
 		scenario{num: 21, name: "server_down_past_session", stores: "Z", run: zookeeperServerDownPastSession, timing: sessionOfTwoSeconds},
 		scenario{num: 21, name: "session_expiry", stores: "Z", run: zookeeperSessionExpiry, timing: sessionOfTwoSeconds},
 		scenario{num: 21, name: "container_reaped", stores: "Z", run: zookeeperContainerReaped, timing: sessionOfTwoSeconds},
-		scenario{num: 25, name: "unreachable_at_start", stores: "RMZ", run: unreachableAtStart},
+		scenario{num: 25, name: "unreachable_at_start", stores: "RMPZ", run: unreachableAtStart},
 	)
 }
 
@@ -156,12 +156,13 @@ func redisStall(s *S) {
 	f.noteLosses()
 }
 
-// 19a. MariaDB crash and restart after 0.3 T: InnoDB keeps the row, and a renewal that
+// 19a. SQL server crash and restart after 0.3 T (mariadbd; postgres and its backends): the
+// server keeps the row, and a renewal that
 // fell into the outage should be retried and succeed before the local TTL end, so the
 // owner should not change. The outage is 0.3 T plus the server's start-up (crash
 // recovery), which may exceed the third of T that renewals are sent early: hand-overs are
 // counted and reported as spurious (target 0), not asserted. Asserted: C2 = 0, C3.
-func mariadbCrashShort(s *S) {
+func sqlCrashShort(s *S) {
 	f := storeFaults{s}
 	procs := s.spawn(4)
 	n := rounds(3, 10)
@@ -172,7 +173,7 @@ func mariadbCrashShort(s *S) {
 		f.awaitWrite(owner.ID)
 		time.Sleep(rand.N(2 * s.Timing.TTL / 3)) // vary the crash's phase against the renewals
 		var t0 int64
-		heal := s.Fault("store crash", "kill -9 mariadbd, restart after 0.3 T", func() {
+		heal := s.Fault("store crash", "kill -9 the server, restart after 0.3 T", func() {
 			t0 = Now()
 			f.must(s.Server.Kill())
 		}, f.startServer)
@@ -193,11 +194,11 @@ func mariadbCrashShort(s *S) {
 		n, handOvers, flaps, durationSpread(outages))
 }
 
-// 19b. MariaDB crash, restart after 2 (T + G): the owner stops believing by its local TTL
+// 19b. SQL server crash, restart after 2 (T + G): the owner stops believing by its local TTL
 // end (C5); whoever acquires first afterwards has a larger token, since the row's version
 // survived (C3); the pools recover: after that first acquisition the owner stops, and a
 // waiter, on its own pool, takes over.
-func mariadbCrashLong(s *S) {
+func sqlCrashLong(s *S) {
 	f := storeFaults{s}
 	procs := s.spawn(4)
 	outage := 2 * (s.Timing.TTL + s.Timing.Transition)
@@ -205,7 +206,7 @@ func mariadbCrashLong(s *S) {
 		owner := s.owner(procs, s.failoverBound()+2*time.Second)
 		tok := f.awaitWrite(owner.ID)
 		var t0 int64
-		heal := s.Fault("store crash", "kill -9 mariadbd, restart after 2 (T + G)", func() {
+		heal := s.Fault("store crash", "kill -9 the server, restart after 2 (T + G)", func() {
 			t0 = Now()
 			f.must(s.Server.Kill())
 		}, f.startServer)
@@ -233,11 +234,12 @@ func mariadbCrashLong(s *S) {
 	f.noteLosses()
 }
 
-// 20a. MariaDB stall: mariadbd is stopped (SIGSTOP) for 2 (T + G), twice. First the owner
+// 20a. SQL server stall: the server (postgres: with its backends) is stopped (SIGSTOP)
+// for 2 (T + G), twice. First the owner
 // is left alone: it stops believing by its local TTL end although no call returns (C5),
 // and a contender acquires after SIGCONT (C6). Then the owner is stopped during the
 // stall: Stop returns within the call timeout, having delivered OnReleased (C7, C1).
-func mariadbStall(s *S) {
+func sqlStall(s *S) {
 	f := storeFaults{s}
 	procs := s.spawn(3)
 	stall := 2 * (s.Timing.TTL + s.Timing.Transition)
@@ -251,7 +253,7 @@ func mariadbStall(s *S) {
 
 	owner := s.owner(procs, s.failoverBound()+2*time.Second)
 	f.awaitWrite(owner.ID)
-	heal, t0 := stallServer("SIGSTOP mariadbd for 2 (T + G)")
+	heal, t0 := stallServer("SIGSTOP the server for 2 (T + G)")
 	f.awaitLoss(owner.ID, t0, f.lossLimit())
 	sleepUntilNs(t0 + int64(stall))
 	resumed, _ := healAt(heal)
@@ -259,7 +261,7 @@ func mariadbStall(s *S) {
 
 	owner = s.owner(procs, s.failoverBound()+2*time.Second)
 	f.awaitWrite(owner.ID)
-	heal, t0 = stallServer("SIGSTOP mariadbd for 2 (T + G), Stop the owner meanwhile")
+	heal, t0 = stallServer("SIGSTOP the server for 2 (T + G), Stop the owner meanwhile")
 	time.Sleep(s.Timing.TTL / 10) // the owner still believes: its TTL end is at least T/3 away
 	f.stopDuring(owner, "the stall", true)
 	sleepUntilNs(t0 + int64(stall))
@@ -271,19 +273,19 @@ func mariadbStall(s *S) {
 }
 
 // 20b. Row-lock wait: an admin transaction holds SELECT ... FOR UPDATE on the mutex row for
-// 2 T. Every statement stays bounded by its context (not by InnoDB's 50s lock wait): the
+// 2 T. Every statement stays bounded by its context (not by InnoDB's 50s lock wait, nor
+// by PostgreSQL's, which has no limit unless lock_timeout sets one): the
 // owner stops believing by its local TTL end (C5); then, still inside the lock, it stops
 // (C7: within the call timeout although its release waits for the row) and starts again
 // at once, so that a late release of the stopped lifecycle could erase a newer tenure of
 // the same contender. After the commit one contender acquires, and the row names the
 // contender that believes, and nobody else (no record naming an inactive lifecycle).
-func mariadbRowLock(s *S) {
+func sqlRowLock(s *S) {
 	f := storeFaults{s}
 	procs := s.spawn(3)
 	owner := s.owner(procs, s.failoverBound()+2*time.Second)
 	f.awaitWrite(owner.ID)
-	db, err := sql.Open("mysql", mariadbDSN(s.Server.Addr()))
-	f.must(err)
+	db, sqlOf := f.sqlAdmin()
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -293,7 +295,7 @@ func mariadbRowLock(s *S) {
 	var t0 int64
 	heal := s.Fault("row lock", "an admin transaction holds SELECT ... FOR UPDATE on the mutex row for 2 T", func() {
 		var version uint64
-		f.must(tx.QueryRowContext(ctx, "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", s.Mutex).Scan(&version))
+		f.must(tx.QueryRowContext(ctx, sqlOf("SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE"), s.Mutex).Scan(&version))
 		t0 = Now()
 	}, func() { f.must(tx.Commit()) })
 	f.awaitLoss(owner.ID, t0, f.lossLimit())
@@ -309,9 +311,9 @@ func mariadbRowLock(s *S) {
 	// Late statements of the stopped lifecycle have landed by now, if any could; the row
 	// must name the believer, twice a renewal apart.
 	time.Sleep(s.Timing.TTL + s.Timing.Transition)
-	f.rowNamesHolder(db)
+	f.rowNamesHolder(db, sqlOf)
 	time.Sleep(s.Timing.TTL)
-	f.rowNamesHolder(db)
+	f.rowNamesHolder(db, sqlOf)
 	s.finish()
 	f.noteLosses()
 }
@@ -548,20 +550,19 @@ func unreachableAtStart(s *S) {
 	heal := s.Fault("unreachable", "closed port: the server is down at Start", func() { f.must(s.Server.Kill()) }, f.startServer)
 	c := f.direct("closed", s.Server.Addr(), "")
 	switch s.Kit.Name {
-	case "mariadb":
+	case "mariadb", "postgres":
 		f.startBroken("closed port", c, syscall.ECONNREFUSED)
 	default:
 		f.startBroken("closed port", c, noSession...)
 	}
 	fixed := Now()
 	heal()
-	if s.Kit.Name == "mariadb" {
+	if s.Kit.Name == "mariadb" || s.Kit.Name == "postgres" {
 		// The server is back, but no contender has created the table yet.
 		f.startBroken("missing table", c, jdbc.ErrSchema)
-		db, err := sql.Open("mysql", mariadbDSN(s.Server.Addr()))
-		f.must(err)
+		db, _ := f.sqlAdmin()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		f.must(jdbc.CreateTable(ctx, db))
+		f.must(jdbc.CreateTable(ctx, db, jdbcOptions(s.Kit.Name)...))
 		cancel()
 		_ = db.Close()
 		fixed = Now()
@@ -577,7 +578,7 @@ func unreachableAtStart(s *S) {
 	heal = s.Fault("unreachable", "a proxy that never accepts", func() { proxy.PauseAccept(true) }, func() { proxy.PauseAccept(false) })
 	c = f.direct("unanswered", proxy.Addr(), "")
 	switch s.Kit.Name {
-	case "mariadb":
+	case "mariadb", "postgres":
 		f.startBroken("accept paused", c, simba.ErrTimeout)
 	case "redis":
 		f.startBroken("accept paused", c, redis.ErrUnreachable, simba.ErrTimeout)
@@ -594,6 +595,8 @@ func unreachableAtStart(s *S) {
 		f.redisWrongPassword()
 	case "mariadb":
 		f.mariadbReadOnly()
+	case "postgres":
+		f.postgresReadOnly()
 	case "zookeeper":
 		f.note("25: missing chroot not tested: go-zookeeper v1.0.4 has no chroot, and the backend's paths are absolute (/simba/<mutex>)")
 	}
@@ -635,17 +638,45 @@ func (f storeFaults) mariadbReadOnly() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	heal := f.Fault("misconfigured", "read_only = ON", func() {
+	f.readOnly("read_only = ON", func() {
 		f.must(m.Exec(ctx, "SET GLOBAL read_only = ON"))
 	}, func() {
 		f.must(m.Exec(ctx, "SET GLOBAL read_only = OFF"))
 	})
+}
+
+// readOnly makes the SQL store read-only with set, checks that Start fails with a
+// *SchemaError, undoes it with unset and checks that Start works.
+func (f storeFaults) readOnly(what string, set, unset func()) {
+	heal := f.Fault("misconfigured", what, set, unset)
 	c := f.direct("readonly", f.Server.Addr(), "")
-	f.startBroken("read_only", c, jdbc.ErrSchema)
+	f.startBroken(what, c, jdbc.ErrSchema)
 	fixed := Now()
 	heal()
-	f.startFixed("read_only", c, false, fixed)
+	f.startFixed(what, c, false, fixed)
 	c.close()
+}
+
+// postgresReadOnly is scenario 25's misconfiguration for PostgreSQL: every transaction is
+// read-only (default_transaction_read_only, as on a standby). Start fails with a
+// *SchemaError that says so; once the server is writable, Start works.
+func (f storeFaults) postgresReadOnly() {
+	p, ok := f.Server.(*testserver.Postgres)
+	if !ok {
+		f.T.Fatalf("the PostgreSQL kit's server is a %T", f.Server)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	set := func(value string) {
+		f.must(p.Exec(ctx, "ALTER SYSTEM SET default_transaction_read_only = "+value+"; SELECT pg_reload_conf();"))
+		// The server reloads its configuration in the background: wait until new
+		// sessions have it.
+		check := "DO $$ BEGIN IF current_setting('default_transaction_read_only') <> '" + value + "' THEN RAISE 'not yet'; END IF; END $$"
+		if !f.poll(10*time.Second, func() bool { return p.Exec(ctx, check) == nil }) {
+			f.T.Fatalf("default_transaction_read_only is not %s after a reload", value)
+		}
+	}
+	f.readOnly("default_transaction_read_only = on", func() { set("on") }, func() { set("off") })
 }
 
 // storeFaults carries the helpers of the store-fault scenarios.
@@ -813,11 +844,11 @@ func stoppedEventAfter(events []Event, proc string, t int64) *Event {
 	return nil
 }
 
-// rowNamesHolder checks the MariaDB row of the mutex against the events: the contender
-// the row names as a live owner is the one that believes, and the other way round. A
+// rowNamesHolder checks the SQL row of the mutex against the events: the contender the
+// row names as a live owner is the one that believes, and the other way round. A
 // contender may acquire on the store shortly before its OnAcquired is logged, so the two
-// are compared until they agree, for up to T.
-func (f storeFaults) rowNamesHolder(db *sql.DB) {
+// are compared until they agree, for up to T. sqlOf is sqlAdmin's.
+func (f storeFaults) rowNamesHolder(db *sql.DB, sqlOf func(string) string) {
 	f.T.Helper()
 	var row, holder string
 	var version uint64
@@ -826,8 +857,7 @@ func (f storeFaults) rowNamesHolder(db *sql.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var live bool
-		rowErr = db.QueryRowContext(ctx, "SELECT owner_id, version, transition_at > "+
-			"(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) FROM simba_mutex WHERE mutex = ?",
+		rowErr = db.QueryRowContext(ctx, sqlOf("SELECT owner_id, version, transition_at > {now} FROM simba_mutex WHERE mutex = ?"),
 			f.Mutex).Scan(&row, &version, &live)
 		if !live {
 			row = ""
@@ -841,6 +871,31 @@ func (f storeFaults) rowNamesHolder(db *sql.DB) {
 	case !agree:
 		f.T.Errorf("the row names %q (version %d) while %q believes it owns the mutex: a record of an inactive lifecycle", row, version, holder)
 	}
+}
+
+// sqlAdmin opens a pool of the harness's own on the SQL store, and returns it with a
+// function that turns a statement written with ? placeholders and {now} (the database's
+// clock in epoch ms) into the store's dialect.
+func (f storeFaults) sqlAdmin() (*sql.DB, func(string) string) {
+	f.T.Helper()
+	switch f.Kit.Name {
+	case "mariadb":
+		db, err := sql.Open("mysql", mariadbDSN(f.Server.Addr()))
+		f.must(err)
+		return db, strings.NewReplacer("{now}", "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)").Replace
+	case "postgres":
+		db, err := sql.Open("pgx", postgresDSN(f.Server.Addr()))
+		f.must(err)
+		return db, func(stmt string) string {
+			stmt = strings.ReplaceAll(stmt, "{now}", "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint")
+			for n := 1; strings.Contains(stmt, "?"); n++ {
+				stmt = strings.Replace(stmt, "?", fmt.Sprintf("$%d", n), 1)
+			}
+			return stmt
+		}
+	}
+	f.T.Fatalf("store %s has no SQL", f.Kit.Name)
+	return nil, nil
 }
 
 // poll checks cond every 20ms until it holds or within has passed.
@@ -1022,12 +1077,18 @@ func (f storeFaults) openBackend(addr, password string) (simba.Backend, func(), 
 			return nil, nil, err
 		}
 		return b, func() { _ = b.Close(); _ = client.Close() }, nil
-	case "mariadb":
-		db, err := sql.Open("mysql", mariadbDSN(addr))
+	case "mariadb", "postgres":
+		var db *sql.DB
+		var err error
+		if f.Kit.Name == "mariadb" {
+			db, err = sql.Open("mysql", mariadbDSN(addr))
+		} else {
+			db, err = sql.Open("pgx", postgresDSN(addr))
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := jdbc.New(db)
+		b, err := jdbc.New(db, jdbcOptions(f.Kit.Name)...)
 		if err != nil {
 			_ = db.Close()
 			return nil, nil, err

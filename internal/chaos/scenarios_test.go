@@ -17,9 +17,9 @@ func addScenarios(list ...scenario) {
 
 func init() {
 	addScenarios(
-		scenario{num: 1, name: "steady", stores: "RMZ", run: steady},
-		scenario{num: 1, name: "steady_no_transition", stores: "RMZ", run: steady, timing: noTransition},
-		scenario{num: 7, name: "kill_owner", stores: "RMZ", run: killOwner},
+		scenario{num: 1, name: "steady", stores: "RMPZ", run: steady},
+		scenario{num: 1, name: "steady_no_transition", stores: "RMPZ", run: steady, timing: noTransition},
+		scenario{num: 7, name: "kill_owner", stores: "RMPZ", run: killOwner},
 	)
 }
 

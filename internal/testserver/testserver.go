@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ type Server struct {
 	Dir string
 
 	args   func() []string                 // program and arguments, computed at every start
+	attr   func(*syscall.SysProcAttr)      // adjusts the process's attributes (the user it runs as), if set
+	stop   syscall.Signal                  // the signal Stop sends; SIGTERM if zero
+	tree   bool                            // signal the process's children too (PostgreSQL's backends)
 	before func(ctx context.Context) error // runs before every start, if set
 	ready  func(ctx context.Context) error
 	setup  func(ctx context.Context) error // runs once, after the first start is ready
@@ -114,6 +118,9 @@ func (s *Server) start(ctx context.Context) error {
 	// A session of its own, so that signals meant for the test binary's group do not
 	// reach it; killed with the test binary if that dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if s.attr != nil {
+		s.attr(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
 		_ = logf.Close()
@@ -172,12 +179,18 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	}
 }
 
-// Stop sends SIGTERM (and SIGCONT, in case it is paused), waits up to 30s, then kills.
+// Stop sends SIGTERM (or the server's own shutdown signal; and SIGCONT, in case it is
+// paused), waits up to 30s, then kills.
 func (s *Server) Stop() error {
-	return s.signalAndWait(syscall.SIGTERM, 30*time.Second)
+	sig := s.stop
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	return s.signalAndWait(sig, 30*time.Second)
 }
 
-// Kill sends SIGKILL and waits for the process to exit: a crash.
+// Kill sends SIGKILL and waits for the process to exit: a crash. A server whose work is
+// done by child processes (PostgreSQL) loses them all at once.
 func (s *Server) Kill() error {
 	return s.signalAndWait(syscall.SIGKILL, 30*time.Second)
 }
@@ -190,19 +203,91 @@ func (s *Server) signalAndWait(sig syscall.Signal, grace time.Duration) error {
 	if cmd == nil {
 		return nil
 	}
-	_ = cmd.Process.Signal(sig)
-	_ = cmd.Process.Signal(syscall.SIGCONT)
+	killed := s.send(cmd, sig)
+	s.send(cmd, syscall.SIGCONT)
 	select {
 	case <-exited:
-		return nil
 	case <-time.After(grace):
+		killed = s.send(cmd, syscall.SIGKILL)
+		<-exited
 	}
-	_ = cmd.Process.Kill()
-	<-exited
+	// Killed children may outlive the process for a moment: wait until they are gone,
+	// so that a restart finds the data directory free.
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline) && slices.ContainsFunc(killed, running); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	return nil
 }
 
-// Pause stops the process with SIGSTOP: connections stay open and nothing answers.
+// send signals the process and, for a server whose children each lead a process group of
+// their own (PostgreSQL's backends), its children; it returns the children it killed.
+// The process is stopped while its children are listed and signalled, so that it starts
+// no new one meanwhile. SIGINT and SIGTERM go to the process alone: it stops its children
+// itself.
+func (s *Server) send(cmd *exec.Cmd, sig syscall.Signal) (killed []int) {
+	pid := cmd.Process.Pid
+	if !s.tree || sig == syscall.SIGINT || sig == syscall.SIGTERM {
+		_ = syscall.Kill(pid, sig)
+		return nil
+	}
+	if sig != syscall.SIGCONT {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	kids := children(pid)
+	for _, c := range kids {
+		_ = syscall.Kill(c, sig)
+	}
+	_ = syscall.Kill(pid, sig)
+	if sig == syscall.SIGKILL {
+		return kids
+	}
+	return nil
+}
+
+// children returns the PIDs of the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := stat(child); ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// stat returns a process's parent PID and state ('R', 'S', 'Z', ...) from
+// /proc/<pid>/stat; 0 and 0 when it is gone.
+func stat(pid int) (ppid int, state byte) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 || len(f[0]) == 0 {
+		return 0, 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0][0]
+}
+
+// running reports whether a process exists and is not a zombie (which holds no memory).
+func running(pid int) bool {
+	_, state := stat(pid)
+	return state != 0 && state != 'Z'
+}
+
+// Pause stops the process (and, for PostgreSQL, its children) with SIGSTOP: connections
+// stay open and nothing answers.
 func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 
 // Resume continues a paused process with SIGCONT.
@@ -213,6 +298,10 @@ func (s *Server) signal(sig syscall.Signal) error {
 	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return fmt.Errorf("testserver: %s not running", s.Name)
+	}
+	if s.tree {
+		s.send(s.cmd, sig)
+		return nil
 	}
 	return s.cmd.Process.Signal(sig)
 }

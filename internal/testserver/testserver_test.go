@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -78,4 +79,50 @@ func TestRedisCluster(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	require.NoError(t, FormCluster(ctx, nodes...))
+}
+
+func TestPostgresStartKillRestart(t *testing.T) {
+	p, err := NewPostgres(shortDir(t))
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, p.Start(ctx))
+	t.Cleanup(func() { _ = p.Stop() })
+	require.NoError(t, p.Exec(ctx, "CREATE TABLE t (a int); INSERT INTO t VALUES (7);"))
+	require.NoError(t, p.Kill())
+	assert.Zero(t, p.PID())
+	require.NoError(t, p.Start(ctx), "restart on the same port and data directory after a crash")
+	assert.NoError(t, p.Exec(ctx, "DO $$ BEGIN IF (SELECT a FROM t) <> 7 THEN RAISE 'lost'; END IF; END $$"), "data kept across a crash")
+	assert.Contains(t, p.DSN(), "sslmode=disable")
+	require.NoError(t, p.Stop())
+	assert.Zero(t, p.PID())
+}
+
+// A paused PostgreSQL answers nothing, not even on a connection opened before the pause
+// (its backends are paused too); Kill leaves no backend behind.
+func TestPostgresPauseReachesTheBackends(t *testing.T) {
+	p, err := NewPostgres(shortDir(t))
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, p.Start(ctx))
+	t.Cleanup(func() { _ = p.Stop() })
+	require.NoError(t, p.Exec(ctx, "SELECT 1"))
+	pid := p.PID()
+	kids := children(pid)
+	require.NotEmpty(t, kids, "the postmaster's background processes")
+	require.NoError(t, p.Pause())
+	for _, c := range append(kids, pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		t.Logf("%s", b)
+		assert.Eventually(t, func() bool { _, state := stat(c); return state == 'T' || state == 0 }, 5*time.Second, 5*time.Millisecond, "process %d stopped (or gone)", c)
+	}
+	require.NoError(t, p.Resume())
+	require.NoError(t, p.Exec(ctx, "SELECT 1"))
+	kids = children(pid)
+	require.NoError(t, p.Kill())
+	for _, c := range kids {
+		assert.False(t, running(c), "backend %d left running", c)
+	}
+	require.NoError(t, p.Start(ctx), "restart after a crash")
 }

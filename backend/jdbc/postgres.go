@@ -1,0 +1,298 @@
+package jdbc
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// postgresDDL creates the table; see postgres.sql.
+//
+//go:embed postgres.sql
+var postgresDDL string
+
+// Postgres is the dialect of PostgreSQL 13 and later, through a database/sql driver such
+// as pgx's (github.com/jackc/pgx/v5/stdlib); simba's tests run it against PostgreSQL 15.
+// Its table has the columns of JVM Simba's format in PostgreSQL's types (bigint where
+// MySQL has unsigned integers), its clock is statement_timestamp(), the acquire is one
+// UPDATE ... RETURNING, every table statement sets its own lock_timeout, and the hand-over
+// queues on session-level advisory locks. See the package documentation.
+var Postgres Dialect = postgresDialect{}
+
+type postgresDialect struct{}
+
+func (postgresDialect) String() string { return "postgres" }
+
+func (postgresDialect) quote(t tableName) string {
+	if t.schema == "" {
+		return `"` + t.name + `"`
+	}
+	return `"` + t.schema + `"."` + t.name + `"`
+}
+
+func (d postgresDialect) ddl(t tableName) string {
+	return strings.Replace(postgresDDL, `"simba_mutex"`, d.quote(t), 1)
+}
+
+func (d postgresDialect) statements(t tableName) statements {
+	q := d.quote(t)
+	same := func(stmt string) clocked {
+		s := fmt.Sprintf(stmt, q)
+		return clocked{plain: s, folding: s}
+	}
+	return statements{
+		ensureRow:     fmt.Sprintf(pgEnsureRow, q),
+		read:          same(pgRead),
+		release:       fmt.Sprintf(pgRelease, q),
+		tryLock:       pgTryLock,
+		waitLock:      pgWaitLock,
+		unlock:        pgUnlock,
+		settle:        pgSettle,
+		interruptText: pgInterrupt,
+		ensureFloor:   fmt.Sprintf(pgEnsureFloor, q),
+		lockFloor:     fmt.Sprintf(pgLockFloor, q),
+		raiseFloor:    fmt.Sprintf(pgRaiseFloor, q),
+		prunable:      same(pgPrunable),
+		deleteText:    fmt.Sprintf(pgDelete, q, "%s"),
+	}
+}
+
+func (d postgresDialect) acquireStatement(t tableName, _ schema, ttl, lease time.Duration) string {
+	return fmt.Sprintf(pgAcquire, d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
+}
+
+func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
+	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale)
+	var version, mark, now int64
+	err := q.QueryRowContext(ctx, query, args...).Scan(&version, &mark, &now)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return acquireResult{}, nil
+	case err != nil:
+		return acquireResult{}, err
+	case version <= 0 || now < 0 || mark < 0 || mark > 1:
+		return acquireResult{}, fmt.Errorf("acquire returned version %d, renewal mark %d, now %d", version, mark, now)
+	}
+	return acquireResult{matched: true, version: uint64(version), renewed: mark == 1, now: uint64(now) & nowBits}, nil
+}
+
+// bound passes the limit as the statement's first argument ($1): lock_timeout in whole
+// milliseconds, a little less than d so that, as a rule, the server gives up first and
+// the connection survives with a clean error; nil (the session's own) without a limit.
+func (postgresDialect) bound(_ schema, d time.Duration, query string, args ...any) (string, []any) {
+	var ms any
+	if d > 0 {
+		ms = strconv.FormatInt(max(d*9/10, time.Millisecond).Milliseconds(), 10)
+	}
+	return query, append([]any{ms}, args...)
+}
+
+// list numbers the placeholders from $2: $1 is the limit.
+func (postgresDialect) list(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(i+2))
+	}
+	return b.String()
+}
+
+// sqlState is implemented by the errors of PostgreSQL drivers (pgx's *pgconn.PgError,
+// lib/pq's *pq.Error), so that the package reads error codes without importing a driver.
+type sqlState interface{ SQLState() string }
+
+// lockNotAvailable is the SQLSTATE of lock_timeout's error.
+const lockNotAvailable = "55P03"
+
+func (postgresDialect) timedOut(err error) bool {
+	var e sqlState
+	return errors.As(err, &e) && e.SQLState() == lockNotAvailable
+}
+
+// maxIdentifier: PostgreSQL truncates longer names to 63 bytes.
+func (postgresDialect) maxIdentifier() int { return 63 }
+
+// lockName returns the advisory lock's key, a bigint in decimal digits: the first 8 bytes
+// of a hash of the database, schema, table and mutex. Advisory locks are shared by every
+// application of a database: a key another application uses by chance costs hand-overs
+// their speed, never safety.
+func (postgresDialect) lockName(s schema, t tableName, mutex string) string {
+	sum := sha256.Sum256([]byte(s.database + "\x00" + t.name + "\x00" + mutex))
+	return strconv.FormatInt(int64(binary.BigEndian.Uint64(sum[:8])), 10)
+}
+
+func (d postgresDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error) {
+	var s schema
+	var current, defaultSchema, serverEncoding, clientEncoding, role string
+	var version int
+	var readOnly bool
+	var nspace sql.NullString
+	var isTable, allowed sql.NullBool
+	quoted := d.quote(t)
+	err := db.QueryRowContext(ctx, pgServer, quoted).Scan(&current, &defaultSchema, &version, &serverEncoding, &clientEncoding,
+		&readOnly, &role, &nspace, &isTable, &allowed)
+	if err != nil {
+		return schema{}, fmt.Errorf("read server properties (is it PostgreSQL? the dialect is Postgres): %w", err)
+	}
+	if !nspace.Valid {
+		where := "on the search_path (schema " + defaultSchema + ")"
+		if t.schema != "" {
+			where = "in schema " + t.schema
+		}
+		return schema{}, &SchemaError{Table: t.String(), Problems: []string{
+			"the table does not exist " + where + ": create it with CreateTable, or run " + oneLine(d.ddl(t))}}
+	}
+	s.database = current + "." + nspace.String
+	table := nspace.String + "." + t.name
+	cols, err := d.columns(ctx, db, quoted)
+	if err != nil {
+		return schema{}, err
+	}
+	var problems []string
+	if version < 130000 {
+		problems = append(problems, fmt.Sprintf("the server is PostgreSQL %d.%d; simba needs 13 or later", version/10000, version%10000))
+	}
+	if readOnly {
+		problems = append(problems, "the server is read-only (a standby, or default_transaction_read_only=on); mutexes need a writable primary")
+	}
+	if serverEncoding != "UTF8" {
+		problems = append(problems, fmt.Sprintf("the database's encoding is %s, which cannot hold every name (SQL_ASCII does not even check them); create the database with ENCODING 'UTF8'", serverEncoding))
+	}
+	if clientEncoding != "UTF8" {
+		problems = append(problems, fmt.Sprintf("the session's client_encoding is %s: names would be converted on the way; use UTF8 (pgx always does)", clientEncoding))
+	}
+	if !isTable.Bool {
+		problems = append(problems, "it is not a table (a view?)")
+	}
+	if !allowed.Bool {
+		problems = append(problems, fmt.Sprintf("role %s may not read, insert or update it; fix: GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s", role, quoted, role))
+	}
+	s.mutex, s.owner, problems = checkPgColumns(quoted, cols, problems)
+	if len(problems) > 0 {
+		return schema{}, &SchemaError{Table: table, Problems: problems}
+	}
+	return s, nil
+}
+
+// oneLine returns a statement without its comment lines, on one line.
+func oneLine(stmt string) string {
+	var lines []string
+	for _, l := range strings.Split(stmt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(strings.Fields(strings.Join(lines, " ")), " ")
+}
+
+// pgColumn is one row of pgColumns.
+type pgColumn struct {
+	name, typ, declared string
+	maxLen              int
+	notNull             bool
+	collation           string
+	deterministic       bool
+	primary             bool
+}
+
+func (postgresDialect) columns(ctx context.Context, db *sql.DB, quoted string) (map[string]pgColumn, error) {
+	rows, err := db.QueryContext(ctx, pgColumns, quoted)
+	if err != nil {
+		return nil, fmt.Errorf("read the columns of %s: %w", quoted, err)
+	}
+	defer rows.Close()
+	cols := make(map[string]pgColumn)
+	for rows.Next() {
+		var c pgColumn
+		if err := rows.Scan(&c.name, &c.typ, &c.declared, &c.maxLen, &c.notNull, &c.collation, &c.deterministic, &c.primary); err != nil {
+			return nil, fmt.Errorf("read the columns of %s: %w", quoted, err)
+		}
+		cols[c.name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the columns of %s: %w", quoted, err)
+	}
+	return cols, nil
+}
+
+// checkPgColumns checks a table's columns against the format and returns the capacities
+// of its two string columns and every problem found, appended to problems, each with the
+// ALTER TABLE that fixes it.
+func checkPgColumns(table string, cols map[string]pgColumn, problems []string) (mutex, owner column, _ []string) {
+	primary := 0
+	for _, c := range cols {
+		if c.primary {
+			primary++
+		}
+	}
+	for _, name := range []string{"mutex", "acquired_at", "ttl_at", "transition_at", "owner_id", "version"} {
+		c, ok := cols[name]
+		want := "bigint"
+		switch name {
+		case "mutex":
+			want = `varchar(66) COLLATE "C"`
+		case "owner_id":
+			want = `varchar(128) COLLATE "C"`
+		}
+		if !ok {
+			problems = append(problems, fmt.Sprintf("column %s is missing; fix: ALTER TABLE %s ADD COLUMN %s %s NOT NULL", name, table, name, want))
+			continue
+		}
+		if !c.notNull {
+			problems = append(problems, fmt.Sprintf("column %s must be NOT NULL; fix: ALTER TABLE %s ALTER COLUMN %s SET NOT NULL", name, table, name))
+		}
+		alter := fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s", table, name, want)
+		switch name {
+		case "mutex", "owner_id":
+			col, p := checkPgText(c, alter)
+			problems = append(problems, p...)
+			if name == "mutex" {
+				mutex = col
+				if !c.primary || primary != 1 {
+					problems = append(problems, fmt.Sprintf("column mutex must be the primary key, alone; fix: ALTER TABLE %s ADD PRIMARY KEY (mutex)", table))
+				}
+			} else {
+				owner = col
+			}
+		default:
+			if c.typ != "int8" {
+				problems = append(problems, fmt.Sprintf("column %s is %s; want bigint; fix: %s", name, c.declared, alter))
+			}
+		}
+	}
+	return mutex, owner, problems
+}
+
+// checkPgText checks a string column: varchar or text, under a deterministic collation
+// (different strings never equal), holding at least one character. char(n) is refused: it
+// pads values with spaces, which an owner would then not recognise as its own ID.
+func checkPgText(c pgColumn, alter string) (column, []string) {
+	col := column{name: c.name, max: c.maxLen, typ: c.declared}
+	if col.max < 0 {
+		col.max = 1 << 20
+	}
+	var problems []string
+	switch c.typ {
+	case "varchar", "text":
+		if !c.deterministic {
+			problems = append(problems, fmt.Sprintf("column %s uses the nondeterministic collation %s, under which different names may be equal and would share a row; fix: %s", c.name, c.collation, alter))
+		}
+	case "bpchar":
+		problems = append(problems, fmt.Sprintf("column %s is %s, which pads values with spaces; fix: %s", c.name, c.declared, alter))
+	default:
+		problems = append(problems, fmt.Sprintf("column %s is %s; fix: %s", c.name, c.declared, alter))
+	}
+	if col.max < 1 {
+		problems = append(problems, fmt.Sprintf("column %s holds no characters; fix: %s", c.name, alter))
+	}
+	return col, problems
+}
