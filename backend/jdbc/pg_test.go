@@ -138,6 +138,29 @@ func TestPostgresCreateTable(t *testing.T) {
 	assert.Contains(t, ddl, `CREATE TABLE IF NOT EXISTS "app"."simba_mutex"`)
 }
 
+// TestPostgresConcurrentCreateTable: processes that start together each call CreateTable;
+// PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself (the loser of the
+// race fails on the catalogue's unique index), and every one of them must still succeed.
+func TestPostgresConcurrentCreateTable(t *testing.T) {
+	needPostgres(t)
+	db := openPG(t)
+	for round := range 5 {
+		table := fmt.Sprintf("racing_%d", round)
+		t.Cleanup(func() { pgExec(t, "DROP TABLE IF EXISTS "+table) })
+		var wg sync.WaitGroup
+		errs := make([]error, 6)
+		for i := range errs {
+			wg.Go(func() {
+				errs[i] = jdbc.CreateTable(t.Context(), db, jdbc.WithDialect(jdbc.Postgres), jdbc.WithTable(table))
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d, caller %d", round, i)
+		}
+	}
+}
+
 // TestPostgresStartFailsFast: a read-only session (a standby, say), a wrong password and a
 // closed port each fail Start at once with a one-line error that says which; a missing
 // table is ErrSchema (TestPostgresStartRefusesAWrongTable).

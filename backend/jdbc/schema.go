@@ -34,8 +34,13 @@ func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if err != nil {
 		return err
 	}
+	// PostgreSQL's CREATE TABLE IF NOT EXISTS fails the loser of a race between two
+	// creators (on the catalogue's unique index) once the winner has committed: the
+	// second try finds the winner's table.
 	if _, err := db.ExecContext(ctx, cfg.dialect.ddl(t)); err != nil {
-		return fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
+		if _, again := db.ExecContext(ctx, cfg.dialect.ddl(t)); again != nil {
+			return fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
+		}
 	}
 	_, err = cfg.dialect.inspect(ctx, db, t)
 	var se *SchemaError
