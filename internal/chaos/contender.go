@@ -88,7 +88,17 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 		return err
 	}
 	defer log.Close()
-	backend, closeBackend, err := k.Backend(ctx, cfg)
+	// A contender started while its store's connections are slow (scenario 16) or the
+	// server restarts may fail to check the store at first, as Start may.
+	var (
+		backend      simba.Backend
+		closeBackend func()
+	)
+	err = retrying(log, func() error {
+		var err error
+		backend, closeBackend, err = k.Backend(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		log.Add(KindError, 0, 0, "backend: "+err.Error())
 		return err
@@ -140,13 +150,24 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 }
 
 // startRetrying starts svc, retrying a failed start-up (Start fails fast, and a server
-// restarted by the previous fault may still be warming up) for up to startPatience, as
-// a service would at its own start.
+// restarted by the previous fault may still be warming up), as a service would at its
+// own start.
 func startRetrying(ctx context.Context, svc *simba.Service, log *Log) error {
+	return retrying(log, func() error {
+		if err := svc.Start(ctx); !errors.Is(err, simba.ErrAlreadyStarted) {
+			return err
+		}
+		return nil
+	})
+}
+
+// retrying calls f until it succeeds or startPatience has passed, logging each failure
+// as a retry, and returns f's last error.
+func retrying(log *Log, f func() error) error {
 	deadline := time.Now().Add(startPatience)
 	for {
-		err := svc.Start(ctx)
-		if err == nil || errors.Is(err, simba.ErrAlreadyStarted) || time.Now().After(deadline) {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
 			return err
 		}
 		log.Add(KindRetry, 0, 0, err.Error())
@@ -154,7 +175,8 @@ func startRetrying(ctx context.Context, svc *simba.Service, log *Log) error {
 	}
 }
 
-// startPatience is how long a contender process retries its start-up.
+// startPatience is how long a contender process retries its start-up (the backend's
+// checks, then Start).
 const startPatience = 10 * time.Second
 
 func errText(err error) string {
