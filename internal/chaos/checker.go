@@ -353,10 +353,6 @@ func lockLinearizable(iv []Interval, eps time.Duration) bool {
 // refereeLinearizable checks the referee's writes against a fenced register: a write is
 // accepted exactly when its token is at least the highest accepted so far.
 func refereeLinearizable(events []Event) bool {
-	type write struct {
-		token uint64
-		ok    bool
-	}
 	var ops []porcupine.Operation
 	for _, e := range events {
 		if e.Kind != KindWriteOK && e.Kind != KindWriteStale {
