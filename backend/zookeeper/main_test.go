@@ -19,6 +19,7 @@ import (
 
 	"github.com/simba-go/simba/backend/zookeeper"
 	"github.com/simba-go/simba/internal/testserver"
+	"github.com/simba-go/simba/internal/zkdial"
 )
 
 // server is the ZooKeeper the tests share (tickTime 100ms: sessions of 200ms to 2s,
@@ -107,7 +108,7 @@ func startServer(dir string) (*testserver.Server, error) {
 // warmUp runs n create/list/delete cycles so that the JVM has compiled the request path
 // before benchmarks time it.
 func warmUp(addr string, n int) error {
-	conn, _, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quiet{}))
+	conn, _, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(zkdial.Dial))
 	if err != nil {
 		return err
 	}
@@ -219,9 +220,9 @@ func (n *network) dial(network, addr string, timeout time.Duration) (net.Conn, e
 	}
 	n.conns = append(n.conns, c)
 	if n.wrap != nil {
-		return n.wrap(c), nil
+		return n.wrap(zkdial.Wrap(c)), nil
 	}
-	return c, nil
+	return zkdial.Wrap(c), nil
 }
 
 // cut closes every connection; with refuse, new ones fail until heal.
@@ -251,7 +252,7 @@ func adminConn(t testing.TB) *zk.Conn {
 
 func adminConnAt(t testing.TB, srv *testserver.Server) *zk.Conn {
 	t.Helper()
-	conn, _, err := zk.Connect([]string{srv.Addr()}, 2*time.Second, zk.WithLogger(quiet{}))
+	conn, _, err := zk.Connect([]string{srv.Addr()}, 2*time.Second, zk.WithLogger(quiet{}), zk.WithDialer(zkdial.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/zookeeper"
+	"github.com/simba-go/simba/internal/zkdial"
 )
 
 // callback is one OnAcquired or OnReleased.
@@ -511,7 +512,7 @@ func TestStartWithoutSession(t *testing.T) {
 
 	// A Connect that forgets the callback: the error points at it.
 	forgot, err := zookeeper.New(func(zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-		return zk.Connect([]string{server.Addr()}, sessionTimeout, zk.WithLogger(quiet{}))
+		return zk.Connect([]string{server.Addr()}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(zkdial.Dial))
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = forgot.Close() })

@@ -25,6 +25,7 @@ import (
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/backend/zookeeper"
+	"github.com/simba-go/simba/internal/zkdial"
 )
 
 // countingListener stands for a server and counts the connections made to it: bad input
@@ -99,7 +100,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	// listener of its own, which is not counted.
 	zkServer := listen(t)
 	zb, err := zookeeper.New(func(ev zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-		return zk.Connect([]string{zkServer.Addr().String()}, time.Second, zk.WithEventCallback(ev), zk.WithLogger(quietZK{}))
+		return zk.Connect([]string{zkServer.Addr().String()}, time.Second, zk.WithEventCallback(ev), zk.WithLogger(quietZK{}), zk.WithDialer(zkdial.Dial))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/zookeeper"
 	"github.com/simba-go/simba/internal/testserver"
+	"github.com/simba-go/simba/internal/zkdial"
 )
 
 func init() {
@@ -29,7 +30,8 @@ func init() {
 				session = time.Second
 			}
 			b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-				return zk.Connect([]string{cfg.Addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}))
+				return zk.Connect([]string{cfg.Addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}),
+					zk.WithDialer(zkdial.Dial))
 			}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				return nil, nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/simba-go/simba/backend/zookeeper"
 	"github.com/simba-go/simba/internal/faultproxy"
 	"github.com/simba-go/simba/internal/testserver"
+	"github.com/simba-go/simba/internal/zkdial"
 )
 
 // The store faults of FAULTS.md §4: 17–21 and 25.
@@ -965,7 +966,7 @@ type zookeeperAdmin struct {
 
 func (f storeFaults) zookeeperAdmin() *zookeeperAdmin {
 	f.T.Helper()
-	conn, _, err := zk.Connect([]string{f.Server.Addr()}, 2*time.Second, zk.WithLogger(quietZK{}))
+	conn, _, err := zk.Connect([]string{f.Server.Addr()}, 2*time.Second, zk.WithLogger(quietZK{}), zk.WithDialer(zkdial.Dial))
 	f.must(err)
 	f.T.Cleanup(conn.Close)
 	return &zookeeperAdmin{f: f, conn: conn}
@@ -1097,7 +1098,7 @@ func (f storeFaults) openBackend(addr, password string) (simba.Backend, func(), 
 	case "zookeeper":
 		session := f.Timing.Session
 		b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-			return zk.Connect([]string{addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}))
+			return zk.Connect([]string{addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}), zk.WithDialer(zkdial.Dial))
 		}, zookeeper.WithLogger(quiet))
 		if err != nil {
 			return nil, nil, err
