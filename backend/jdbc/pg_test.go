@@ -528,14 +528,23 @@ func advisoryLocks(t *testing.T, db *sql.DB, and string) int {
 func TestPostgresContendedIsFair(t *testing.T) {
 	mutex := mutexName(t)
 	const n = 8
-	var counts [n]atomic.Int64
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := range n {
+	lockers := make([]*simba.Locker, n)
+	for i := range lockers {
 		l, err := simba.NewLocker(newPGBackend(t), mutex)
 		require.NoError(t, err)
+		lockers[i] = l
+	}
+	// Turns are counted once every client has had one, so that the clients that started
+	// first (their backends set up, the others' still starting) do not count as favoured.
+	var counts [n]atomic.Int64
+	var started sync.WaitGroup
+	started.Add(n)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, l := range lockers {
 		wg.Go(func() {
+			first := true
 			for ctx.Err() == nil {
 				lease, err := l.Acquire(ctx)
 				if err != nil {
@@ -543,15 +552,34 @@ func TestPostgresContendedIsFair(t *testing.T) {
 				}
 				counts[i].Add(1)
 				_ = lease.Release(context.Background())
+				if first {
+					first = false
+					started.Done()
+				}
 			}
 		})
 	}
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-ctx.Done():
+		wg.Wait()
+		t.Fatalf("a client never had a turn in 30s: %v", &counts)
+	}
+	var base [n]int64
+	for i := range counts {
+		base[i] = counts[i].Load()
+	}
+	time.Sleep(2 * time.Second) // the window the turns are counted in
+	cancel()
 	wg.Wait()
 	var lo, hi int64 = 1 << 62, 0
 	for i := range counts {
-		lo, hi = min(lo, counts[i].Load()), max(hi, counts[i].Load())
+		c := counts[i].Load() - base[i]
+		lo, hi = min(lo, c), max(hi, c)
 	}
-	t.Logf("sections per client: %d to %d", lo, hi)
+	t.Logf("sections per client in the window: %d to %d", lo, hi)
 	assert.GreaterOrEqual(t, float64(lo), 0.2*float64(hi), "the clients take turns")
 
 	// The statement that settles a session that may hold the lock.
