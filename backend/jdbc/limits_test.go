@@ -34,25 +34,7 @@ func TestNamesAtTheLimits(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close() })
 
 			prefix := mutexName(t)
-			for _, r := range []string{"m", "é", "界", "😀"} {
-				mutex := prefix + strings.Repeat(r, jdbc.MaxMutexLength-len([]rune(prefix)))
-				id := strings.Repeat(r, jdbc.MaxContenderIDLength)
-				l, err := simba.NewLocker(b, mutex, simba.WithContenderID(id))
-				require.NoError(t, err)
-				lease, err := l.Acquire(t.Context())
-				require.NoError(t, err, "%q", r)
-				row := readRow(t, db, mutex)
-				assert.Equal(t, mutex, row.Mutex, "stored as given")
-				assert.Equal(t, id, row.Owner, "stored as given")
-				assert.Equal(t, lease.Token(), row.Version)
-				require.NoError(t, lease.Release(t.Context()), "the owner recognises its own row")
-				assert.Empty(t, readRow(t, db, mutex).Owner, "released")
-
-				_, err = simba.NewLocker(b, mutex+r, simba.WithContenderID(id))
-				assert.ErrorIs(t, err, simba.ErrInvalidArgument, "a 67-character name")
-				_, err = simba.NewLocker(b, mutex, simba.WithContenderID(id+r))
-				assert.ErrorIs(t, err, simba.ErrInvalidArgument, "a 129-character ID")
-			}
+			namesAtTheLimits(t, b, prefix, func(mutex string) storedRow { return readRow(t, db, mutex) })
 			assert.Len(t, readRows(t, db, "simba_mutex", prefix), 4, "one row per name, nothing truncated")
 		})
 	}
@@ -145,4 +127,30 @@ func TestVersionExhausted(t *testing.T) {
 	require.Error(t, err, "got %+v", rec)
 	t.Log(err)
 	assert.Equal(t, uint64(4294967295), readRow(t, db, mutex).Version, "nothing written")
+}
+
+// namesAtTheLimits takes and releases, on b, mutexes of prefix and the longest names and
+// IDs in characters of one to four bytes, reading the rows with row: each is stored
+// exactly and released by its owner; one character more is refused before the store.
+func namesAtTheLimits(t *testing.T, b simba.Backend, prefix string, row func(mutex string) storedRow) {
+	t.Helper()
+	for _, r := range []string{"m", "é", "界", "😀"} {
+		mutex := prefix + strings.Repeat(r, jdbc.MaxMutexLength-len([]rune(prefix)))
+		id := strings.Repeat(r, jdbc.MaxContenderIDLength)
+		l, err := simba.NewLocker(b, mutex, simba.WithContenderID(id))
+		require.NoError(t, err)
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err, "%q", r)
+		stored := row(mutex)
+		assert.Equal(t, mutex, stored.Mutex, "stored as given")
+		assert.Equal(t, id, stored.Owner, "stored as given")
+		assert.Equal(t, lease.Token(), stored.Version)
+		require.NoError(t, lease.Release(t.Context()), "the owner recognises its own row")
+		assert.Empty(t, row(mutex).Owner, "released")
+
+		_, err = simba.NewLocker(b, mutex+r, simba.WithContenderID(id))
+		assert.ErrorIs(t, err, simba.ErrInvalidArgument, "a 67-character name")
+		_, err = simba.NewLocker(b, mutex, simba.WithContenderID(id+r))
+		assert.ErrorIs(t, err, simba.ErrInvalidArgument, "a 129-character ID")
+	}
 }

@@ -201,24 +201,7 @@ func TestPostgresNamesAtTheLimits(t *testing.T) {
 	db := openPG(t)
 	b := newPGBackend(t)
 	prefix := mutexName(t)
-	for _, r := range []string{"m", "é", "界", "😀"} {
-		mutex := prefix + strings.Repeat(r, jdbc.MaxMutexLength-len([]rune(prefix)))
-		id := strings.Repeat(r, jdbc.MaxContenderIDLength)
-		l, err := simba.NewLocker(b, mutex, simba.WithContenderID(id))
-		require.NoError(t, err)
-		lease, err := l.Acquire(t.Context())
-		require.NoError(t, err, "%q", r)
-		row := pgRow(t, db, mutex)
-		assert.Equal(t, id, row.Owner, "stored as given")
-		assert.Equal(t, lease.Token(), row.Version)
-		require.NoError(t, lease.Release(t.Context()), "the owner recognises its own row")
-		assert.Empty(t, pgRow(t, db, mutex).Owner, "released")
-
-		_, err = simba.NewLocker(b, mutex+r, simba.WithContenderID(id))
-		assert.ErrorIs(t, err, simba.ErrInvalidArgument, "a 67-character name")
-		_, err = simba.NewLocker(b, mutex, simba.WithContenderID(id+r))
-		assert.ErrorIs(t, err, simba.ErrInvalidArgument, "a 129-character ID")
-	}
+	namesAtTheLimits(t, b, prefix, func(mutex string) storedRow { return pgRow(t, db, mutex) })
 	names := []string{prefix + "-lock-e", prefix + "-Lock-E", prefix + "-lock-é", prefix + "-LOCK-É", prefix + "-lock-ｅ"}
 	for i, name := range names {
 		l, err := simba.NewLocker(newPGBackend(t), name, simba.WithContenderID(fmt.Sprintf("c%d", i)))
