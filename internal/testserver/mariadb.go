@@ -47,8 +47,14 @@ func NewMariaDB(dir string, extra ...string) (*MariaDB, error) {
 		return nil, fmt.Errorf("testserver: socket path %q too long; use a shorter directory", m.socket)
 	}
 	data := filepath.Join(dir, "data")
+	// A temporary directory of the server's own: bootstraps of two servers at once (the
+	// tests of two packages) sharing /tmp removed each other's temporary tables.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
 	s.args = func() []string {
-		return append([]string{bin, "--no-defaults", "--user=root", "--datadir=" + data,
+		return append([]string{bin, "--no-defaults", "--user=root", "--datadir=" + data, "--tmpdir=" + tmp,
 			"--socket=" + m.socket, "--port=" + strconv.Itoa(s.Port), "--bind-address=" + s.Host,
 			"--pid-file=" + filepath.Join(dir, "mariadbd.pid"), "--log-error=" + filepath.Join(dir, "error.log"),
 			"--skip-name-resolve", "--max-connections=500", "--innodb-buffer-pool-size=64M",
@@ -58,8 +64,10 @@ func NewMariaDB(dir string, extra ...string) (*MariaDB, error) {
 		if _, err := os.Stat(filepath.Join(data, "mysql")); err == nil {
 			return nil
 		}
-		out, err := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+data, "--user=root",
-			"--auth-root-authentication-method=socket", "--skip-test-db").CombinedOutput()
+		cmd := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+data, "--user=root",
+			"--auth-root-authentication-method=socket", "--skip-test-db")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp) // the bootstrap server's tmpdir
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("mariadb-install-db: %w: %s", err, out)
 		}
