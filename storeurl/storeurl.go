@@ -10,6 +10,8 @@
 //	redis-sentinel://[user:password@]sentinel:port[/db]?master_name=name[&addr=sentinel2:port...]
 //	mysql://user:password@host:port/database[?table=simba_mutex&param=value...]
 //	mariadb://...                                  (the same as mysql://)
+//	postgres://user:password@host:port/database[?table=simba_mutex&param=value...]
+//	postgresql://...                               (the same as postgres://)
 //	zk://host:port[,host:port...][?session_timeout=10s]
 //
 // Redis URLs take go-redis's options as query parameters (redis.ParseURL); a
@@ -17,7 +19,9 @@
 // sentinels' credentials in the user info and the master's in the "username" and
 // "password" parameters. A mysql URL becomes a go-sql-driver DSN over TCP with
 // interpolateParams=true (one round trip per statement) unless the URL says otherwise;
-// "table" names simba's table. zk URLs list the ensemble; a chroot path is not supported.
+// "table" names simba's table. A postgres URL is pgx's connection URL (its parameters,
+// sslmode for one, as pgx takes them), opened through pgx's database/sql driver with the
+// Postgres dialect; "table" names simba's table, "schema.table" a schema's. zk URLs list the ensemble; a chroot path is not supported.
 //
 // Unlike simba's backends, which never dial and never close a client they are given,
 // a Store dials its client itself and owns it: Close closes the backend and the client.
@@ -37,6 +41,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for postgres:// URLs
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
@@ -89,7 +94,13 @@ func Open(rawURL string) (*Store, error) {
 		if err != nil {
 			return nil, s.invalid(err)
 		}
-		return s.opened(s.openSQL(dsn, table))
+		return s.opened(s.openSQL("mysql", dsn, table, quoteMySQL))
+	case "postgres", "postgresql":
+		dsn, table, err := postgresDSN(u)
+		if err != nil {
+			return nil, s.invalid(err)
+		}
+		return s.opened(s.openSQL("pgx", dsn, table, quotePostgres, jdbc.WithDialect(jdbc.Postgres)))
 	case "zk", "zookeeper":
 		servers, timeout, err := zkServers(u)
 		if err != nil {
@@ -97,7 +108,7 @@ func Open(rawURL string) (*Store, error) {
 		}
 		return s.opened(s.openZooKeeper(servers, timeout))
 	}
-	return nil, simba.InvalidArgument("store URL scheme", u.Scheme, "must be redis, rediss, redis-sentinel, mysql, mariadb or zk")
+	return nil, simba.InvalidArgument("store URL scheme", u.Scheme, "must be redis, rediss, redis-sentinel, mysql, mariadb, postgres or zk")
 }
 
 // opened returns s, or closes what was opened and returns err.
@@ -226,20 +237,21 @@ func (s *Store) openRedis(client goredis.UniversalClient) error {
 	return nil
 }
 
-// openSQL opens the SQL backend on a pool of its own.
-func (s *Store) openSQL(dsn, table string) error {
-	db, err := sql.Open("mysql", dsn)
+// openSQL opens the SQL backend on a pool of its own, with driver, on the table that
+// quote quotes for the statement that lists it.
+func (s *Store) openSQL(driver, dsn, table string, quote func(string) string, opts ...jdbc.Option) error {
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return s.invalid(err)
 	}
 	s.closers = append(s.closers, db.Close)
-	b, err := jdbc.New(db, jdbc.WithTable(table))
+	b, err := jdbc.New(db, append(opts, jdbc.WithTable(table))...)
 	if err != nil {
 		return err
 	}
 	s.backend = b
 	s.closers = append([]func() error{b.Close}, s.closers...)
-	query := "SELECT mutex FROM " + quoteTable(table) // validated by jdbc.New
+	query := "SELECT mutex FROM " + quote(table) // validated by jdbc.New
 	s.list = func(ctx context.Context) ([]string, error) {
 		rows, err := db.QueryContext(ctx, query)
 		if err != nil {
@@ -262,13 +274,40 @@ func (s *Store) openSQL(dsn, table string) error {
 	return nil
 }
 
-// quoteTable quotes "table" or "schema.table" for MySQL.
-func quoteTable(t string) string {
+// quoteMySQL quotes "table" or "schema.table" for MySQL.
+func quoteMySQL(t string) string { return quoteParts(t, "`") }
+
+// quotePostgres quotes "table" or "schema.table" for PostgreSQL.
+func quotePostgres(t string) string { return quoteParts(t, `"`) }
+
+// quoteParts quotes each dot-separated part of t with q (jdbc.New has checked that the
+// parts hold no quote).
+func quoteParts(t, q string) string {
 	parts := strings.Split(t, ".")
 	for i, p := range parts {
-		parts[i] = "`" + p + "`"
+		parts[i] = q + p + q
 	}
 	return strings.Join(parts, ".")
+}
+
+// postgresDSN takes the table name out of a postgres:// URL and checks that the rest
+// names one database; pgx parses the rest when it connects.
+func postgresDSN(u *url.URL) (dsn, table string, err error) {
+	q := u.Query()
+	table = jdbc.DefaultTable
+	if t := q.Get("table"); t != "" {
+		table = t
+	}
+	q.Del("table")
+	if db := strings.TrimPrefix(u.Path, "/"); db == "" || strings.Contains(db, "/") {
+		return "", "", errors.New("the path must name one database")
+	}
+	if u.Host == "" {
+		return "", "", errors.New("the URL must name a host")
+	}
+	c := *u
+	c.RawQuery = q.Encode()
+	return c.String(), table, nil
 }
 
 // mysqlDSN turns a mysql:// URL into a go-sql-driver DSN and the table name.

@@ -29,14 +29,26 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.RunWithStores(m, createTable, func(s *testserver.Stores, err error) { stores, storesErr = s, err }))
 }
 
-// createTable creates simba's table in the MariaDB of s.
+// createTable creates simba's table in the MariaDB and the PostgreSQL of s.
 func createTable(ctx context.Context, s *testserver.Stores) error {
-	db, err := sql.Open("mysql", s.MariaDB.DSN())
-	if err != nil {
-		return err
+	for _, c := range []struct {
+		driver, dsn string
+		opts        []jdbc.Option
+	}{
+		{"mysql", s.MariaDB.DSN(), nil},
+		{"pgx", s.Postgres.DSN(), []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
+	} {
+		db, err := sql.Open(c.driver, c.dsn)
+		if err != nil {
+			return err
+		}
+		err = jdbc.CreateTable(ctx, db, c.opts...)
+		_ = db.Close()
+		if err != nil {
+			return err
+		}
 	}
-	defer db.Close()
-	return jdbc.CreateTable(ctx, db)
+	return nil
 }
 
 func TestOpenInvalid(t *testing.T) {
@@ -47,6 +59,9 @@ func TestOpenInvalid(t *testing.T) {
 		"redis-sentinel://:secret@host:26379",
 		"mysql://user:secret@host",
 		"mysql://user:secret@host/a/b",
+		"postgres://user:secret@host:5432",
+		"postgres://user:secret@host:5432/a/b",
+		"postgresql://user:secret@/db",
 		"zk://host:2181/chroot",
 		"zk://host:2181?session_timeout=soon",
 		"zk://host:2181?unknown=1",
@@ -68,6 +83,8 @@ func TestOpenWithoutIO(t *testing.T) {
 		"rediss://user:pw@127.0.0.1:1",
 		"mysql://user:pw@127.0.0.1/db?table=my_locks&timeout=1s",
 		"mariadb://user:pw@127.0.0.1:1/db",
+		"postgres://user:pw@127.0.0.1:1/db?sslmode=disable&table=app.my_locks",
+		"postgresql://user:pw@127.0.0.1:1/db",
 	} {
 		s, err := storeurl.Open(raw)
 		require.NoError(t, err, raw)

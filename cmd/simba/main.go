@@ -13,6 +13,7 @@
 //	redis://host:6379/0
 //	redis-sentinel://sentinel:26379/0?master_name=mymaster
 //	mysql://user:password@host:3306/database?table=simba_mutex
+//	postgres://user:password@host:5432/database?sslmode=require&table=simba_mutex
 //	zk://zk1:2181,zk2:2181,zk3:2181
 //
 // Flags (before or after the command):

@@ -51,14 +51,26 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-// createTable creates simba's table in the MariaDB of s.
+// createTable creates simba's table in the MariaDB and the PostgreSQL of s.
 func createTable(ctx context.Context, s *testserver.Stores) error {
-	db, err := sql.Open("mysql", s.MariaDB.DSN())
-	if err != nil {
-		return err
+	for _, c := range []struct {
+		driver, dsn string
+		opts        []jdbc.Option
+	}{
+		{"mysql", s.MariaDB.DSN(), nil},
+		{"pgx", s.Postgres.DSN(), []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
+	} {
+		db, err := sql.Open(c.driver, c.dsn)
+		if err != nil {
+			return err
+		}
+		err = jdbc.CreateTable(ctx, db, c.opts...)
+		_ = db.Close()
+		if err != nil {
+			return err
+		}
 	}
-	defer db.Close()
-	return jdbc.CreateTable(ctx, db)
+	return nil
 }
 
 // result is what one run of the command gave.

@@ -34,7 +34,7 @@ commands:
   release <mutex>   release a mutex whoever owns it (asks for confirmation)
 
 flags (before or after the command):
-  --store URL       the store: redis://, redis-sentinel://, mysql://, zk:// (default $SIMBA_STORE)
+  --store URL       the store: redis://, redis-sentinel://, mysql://, postgres://, zk:// (default $SIMBA_STORE)
   --json            print JSON (watch: one object a line)
   --timeout D       bound every store call but watch's (default 10s)
   --yes             release without asking

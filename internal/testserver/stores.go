@@ -12,16 +12,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Stores is one server of each store simba supports (Redis, MariaDB, ZooKeeper), for the
-// tests of what takes a store URL (storeurl, cmd/simba). The servers start in parallel.
+// Stores is one server of each store simba supports (Redis, MariaDB, PostgreSQL,
+// ZooKeeper), for the tests of what takes a store URL (storeurl, cmd/simba). The servers
+// start in parallel.
 type Stores struct {
 	Redis     *Server
 	MariaDB   *MariaDB
+	Postgres  *Postgres
 	ZooKeeper *Server
 	dir       string
 }
 
-// StartStores starts the three servers, each in a directory of its own under a new
+// StartStores starts the four servers, each in a directory of its own under a new
 // temporary directory (short: MariaDB's socket path is limited). On error, what started is
 // stopped again.
 func StartStores(ctx context.Context) (*Stores, error) {
@@ -32,14 +34,16 @@ func StartStores(ctx context.Context) (*Stores, error) {
 	s := &Stores{dir: dir}
 	if s.Redis, err = Redis(filepath.Join(dir, "r")); err == nil {
 		if s.MariaDB, err = NewMariaDB(filepath.Join(dir, "m")); err == nil {
-			s.ZooKeeper, err = ZooKeeper(filepath.Join(dir, "z"), ZooKeeperOptions{})
+			if s.Postgres, err = NewPostgres(filepath.Join(dir, "p")); err == nil {
+				s.ZooKeeper, err = ZooKeeper(filepath.Join(dir, "z"), ZooKeeperOptions{})
+			}
 		}
 	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	starts := []interface{ Start(context.Context) error }{s.Redis, s.MariaDB, s.ZooKeeper}
+	starts := []interface{ Start(context.Context) error }{s.Redis, s.MariaDB, s.Postgres, s.ZooKeeper}
 	errs := make(chan error, len(starts))
 	for _, srv := range starts {
 		go func() { errs <- srv.Start(ctx) }()
@@ -55,13 +59,14 @@ func StartStores(ctx context.Context) (*Stores, error) {
 	return s, nil
 }
 
-// URLs returns a store URL for each server, by scheme: "redis", "mysql" (the database
-// simba, user simba) and "zk".
+// URLs returns a store URL for each server, by scheme: "redis", "mysql" and "postgres"
+// (the database simba, user simba) and "zk".
 func (s *Stores) URLs() map[string]string {
 	return map[string]string{
-		"redis": "redis://" + s.Redis.Addr(),
-		"mysql": fmt.Sprintf("mysql://simba:simba@%s/simba", s.MariaDB.Addr()),
-		"zk":    "zk://" + s.ZooKeeper.Addr(),
+		"redis":    "redis://" + s.Redis.Addr(),
+		"mysql":    fmt.Sprintf("mysql://simba:simba@%s/simba", s.MariaDB.Addr()),
+		"postgres": s.Postgres.DSN(),
+		"zk":       "zk://" + s.ZooKeeper.Addr(),
 	}
 }
 
@@ -75,10 +80,13 @@ func (s *Stores) Stop() {
 	if s.MariaDB != nil && s.MariaDB.PID() != 0 {
 		_ = s.MariaDB.Stop()
 	}
+	if s.Postgres != nil && s.Postgres.PID() != 0 {
+		_ = s.Postgres.Stop()
+	}
 	_ = os.RemoveAll(s.dir)
 }
 
-// RunWithStores is a TestMain for packages whose tests need the three stores: it starts
+// RunWithStores is a TestMain for packages whose tests need the four stores: it starts
 // them, lets prepare set them up (for example, create simba's SQL table), runs the tests,
 // stops the stores and then checks for leaked goroutines. It returns the exit code. The
 // stores, or the error that kept them from starting, are handed to set before the tests
