@@ -251,7 +251,8 @@ func (s *Store) openSQL(driver, dsn, table string, quote func(string) string, op
 	}
 	s.backend = b
 	s.closers = append([]func() error{b.Close}, s.closers...)
-	query := "SELECT mutex FROM " + quote(table) // validated by jdbc.New
+	// The row whose mutex is '' is the table's floor (see backend/jdbc), not a mutex.
+	query := "SELECT mutex FROM " + quote(table) + " WHERE mutex <> ''" // table validated by jdbc.New
 	s.list = func(ctx context.Context) ([]string, error) {
 		rows, err := db.QueryContext(ctx, query)
 		if err != nil {

@@ -111,9 +111,14 @@ func TestStores(t *testing.T) {
 			lease, err := l.Acquire(t.Context())
 			require.NoError(t, err)
 
+			if b, ok := s.Backend().(*jdbc.Backend); ok {
+				_, err := b.Prune(t.Context(), time.Hour) // writes the table's floor row
+				require.NoError(t, err)
+			}
 			names, err := s.List(t.Context())
 			require.NoError(t, err)
 			assert.Contains(t, names, mutex)
+			assert.NotContains(t, names, "", "an SQL table's floor row is no mutex")
 
 			held, err := simba.Lookup(t.Context(), s.Backend(), mutex)
 			require.NoError(t, err)
