@@ -2,7 +2,6 @@ package storeurl_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -29,27 +28,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.RunWithStores(m, createTable, func(s *testserver.Stores, err error) { stores, storesErr = s, err }))
 }
 
-// createTable creates simba's table in the MariaDB and the PostgreSQL of s.
-func createTable(ctx context.Context, s *testserver.Stores) error {
-	for _, c := range []struct {
-		driver, dsn string
-		opts        []jdbc.Option
-	}{
-		{"mysql", s.MariaDB.DSN(), nil},
-		{"pgx", s.Postgres.DSN(), []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
-	} {
-		db, err := sql.Open(c.driver, c.dsn)
-		if err != nil {
-			return err
-		}
-		err = jdbc.CreateTable(ctx, db, c.opts...)
-		_ = db.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// createTable creates simba's table in the SQL stores of s.
+func createTable(ctx context.Context, s *testserver.Stores) error { return s.CreateTables(ctx) }
 
 func TestOpenInvalid(t *testing.T) {
 	for _, raw := range []string{

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
-	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/internal/testserver"
 	"github.com/simba-go/simba/storeurl"
 )
@@ -51,27 +49,8 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-// createTable creates simba's table in the MariaDB and the PostgreSQL of s.
-func createTable(ctx context.Context, s *testserver.Stores) error {
-	for _, c := range []struct {
-		driver, dsn string
-		opts        []jdbc.Option
-	}{
-		{"mysql", s.MariaDB.DSN(), nil},
-		{"pgx", s.Postgres.DSN(), []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
-	} {
-		db, err := sql.Open(c.driver, c.dsn)
-		if err != nil {
-			return err
-		}
-		err = jdbc.CreateTable(ctx, db, c.opts...)
-		_ = db.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// createTable creates simba's table in the SQL stores of s.
+func createTable(ctx context.Context, s *testserver.Stores) error { return s.CreateTables(ctx) }
 
 // result is what one run of the command gave.
 type result struct {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba/backend/jdbc"
 )
 
 // Stores is one server of each store simba supports (Redis, MariaDB, PostgreSQL,
@@ -68,6 +70,23 @@ func (s *Stores) URLs() map[string]string {
 		"postgres": s.Postgres.DSN(),
 		"zk":       "zk://" + s.ZooKeeper.Addr(),
 	}
+}
+
+// CreateTables creates simba's table in the database simba of the MariaDB and of the
+// PostgreSQL, owned by (PostgreSQL) or open to (MariaDB) the user simba.
+func (s *Stores) CreateTables(ctx context.Context) error {
+	mysqlDDL, err := jdbc.DDL()
+	if err != nil {
+		return err
+	}
+	pgDDL, err := jdbc.DDL(jdbc.WithDialect(jdbc.Postgres))
+	if err != nil {
+		return err
+	}
+	if err := s.MariaDB.Exec(ctx, "USE simba;\n"+mysqlDDL); err != nil {
+		return err
+	}
+	return s.Postgres.Exec(ctx, "SET ROLE simba;\n"+pgDDL)
 }
 
 // Stop stops the servers that run and removes their directories.
