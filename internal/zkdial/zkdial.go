@@ -9,6 +9,9 @@
 // receive loop's first read until the client has written its watch reset (or, for a
 // session without watches, which sends none, until Hold has passed), so that the write
 // of lastZxid happens after the read in the race detector's order as it does in time.
+// A client that closes the session while its first read is held writes its close
+// request instead of the watch reset, which then never comes: that read fails (the
+// connection is going anyway), so that no reply on it writes lastZxid.
 //
 // This is a test fixture: applications keep the race until go-zookeeper fixes it; it is
 // harmless on 64-bit platforms, where the word is read and written whole.
@@ -25,8 +28,11 @@ import (
 // watch reset.
 const Hold = 200 * time.Millisecond
 
-// opSetWatches is the operation code of ZooKeeper's SetWatches request.
-const opSetWatches = 101
+// The operation codes of ZooKeeper's SetWatches and CloseSession requests.
+const (
+	opSetWatches = 101
+	opClose      = -11
+)
 
 // Dial is a zk.Dialer (pass it with zk.WithDialer).
 func Dial(network, address string, timeout time.Duration) (net.Conn, error) {
@@ -39,7 +45,7 @@ func Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 
 // Wrap returns c, ordered as the package describes.
 func Wrap(c net.Conn) net.Conn {
-	return &conn{Conn: c, reset: make(chan struct{})}
+	return &conn{Conn: c, reset: make(chan struct{}), closing: make(chan struct{})}
 }
 
 // conn watches the client's packets (go-zookeeper writes each whole, in one Write) and
@@ -54,8 +60,10 @@ type conn struct {
 	header  []byte
 	held    bool // the first read after the handshake has waited
 
-	once  sync.Once
-	reset chan struct{} // closed once the watch reset is written
+	once    sync.Once
+	reset   chan struct{} // closed once the watch reset is written
+	closed  sync.Once
+	closing chan struct{} // closed once the close request is written
 }
 
 func (c *conn) Write(p []byte) (int, error) {
@@ -68,8 +76,13 @@ func (c *conn) Write(p []byte) (int, error) {
 		c.resumed = len(p) >= 28 && binary.BigEndian.Uint64(p[20:28]) != 0
 	}
 	c.mu.Unlock()
-	if !first && len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opSetWatches {
-		c.once.Do(func() { close(c.reset) })
+	if !first && len(p) >= 12 {
+		switch int32(binary.BigEndian.Uint32(p[8:12])) {
+		case opSetWatches:
+			c.once.Do(func() { close(c.reset) })
+		case opClose:
+			c.closed.Do(func() { close(c.closing) })
+		}
 	}
 	return c.Conn.Write(p)
 }
@@ -83,11 +96,17 @@ func (c *conn) Read(p []byte) (int, error) {
 	c.mu.Unlock()
 	if wait {
 		t := time.NewTimer(Hold)
+		defer t.Stop()
 		select {
 		case <-c.reset:
+		case <-c.closing:
+			select {
+			case <-c.reset: // written before the close after all
+			default:
+				return 0, net.ErrClosed
+			}
 		case <-t.C:
 		}
-		t.Stop()
 	}
 	n, err := c.Conn.Read(p)
 	c.mu.Lock()

@@ -106,3 +106,40 @@ func TestWaitIsBounded(t *testing.T) {
 		_ = server.Close()
 	}
 }
+
+// A client that closes a resumed session while its first read is held writes the close
+// request instead of the watch reset: the read fails at once rather than deliver a reply
+// (which would write lastZxid unordered with the reset's read of it).
+func TestCloseWhileHeldFailsTheRead(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	c := Wrap(client)
+	defer c.Close()
+	exchange(t, c, server, 42)
+	type read struct {
+		n   int
+		err error
+		d   time.Duration
+	}
+	got := make(chan read, 1)
+	go func() {
+		began := time.Now()
+		n, err := c.Read(make([]byte, 5))
+		got <- read{n, err, time.Since(began)}
+	}()
+	go func() { _, _ = io.ReadFull(server, make([]byte, 12)) }()
+	if _, err := c.Write(request(opClose)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.err == nil || r.n != 0 {
+			t.Fatalf("the held read returned %d bytes, %v after the close request; want an error", r.n, r.err)
+		}
+		if r.d > Hold/2 {
+			t.Errorf("the held read failed after %v, want at once", r.d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held read still waits after the close request was written")
+	}
+}
