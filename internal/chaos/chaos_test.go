@@ -90,6 +90,7 @@ type Result struct {
 	Losses    []time.Duration // fault to OnReleased of the owner cut off
 	Notes     []string
 	Failed    bool
+	Failures  []string // what it reported failing, when Failed
 	Took      time.Duration
 }
 
@@ -124,6 +125,10 @@ func TestChaos(t *testing.T) {
 					sc.run(s)
 					res.Faults = s.Counts()
 					res.Failed = t.Failed()
+					res.Failures = s.T.Failures()
+					if res.Failed && len(res.Failures) == 0 {
+						res.Failures = []string{"no failure of its own: the race detector reported a data race while it ran (its report is in the test output)"}
+					}
 					res.Took = time.Since(began)
 					resultsMu.Lock()
 					results = append(results, res)

@@ -94,7 +94,7 @@ var DefaultTiming = Timing{TTL: time.Second, Transition: 500 * time.Millisecond,
 
 // Run is one scenario on one store: its server, referee, contenders and logs.
 type Run struct {
-	T      *testing.T
+	T      *Test
 	Kit    Kit
 	Timing Timing
 	Mutex  string
@@ -107,6 +107,53 @@ type Run struct {
 	procs    map[string]*Proc
 	logPaths []string
 	counts   map[string]int // fault injections by kind
+}
+
+// Test is a scenario's *testing.T that keeps the failures it reports, so the report can
+// say why a scenario failed where a reader of a long log looks first.
+type Test struct {
+	*testing.T
+
+	mu       sync.Mutex
+	failures []string
+}
+
+func (t *Test) Errorf(format string, args ...any) {
+	t.Helper()
+	t.keep(fmt.Sprintf(format, args...))
+	t.T.Errorf(format, args...)
+}
+
+func (t *Test) Error(args ...any) {
+	t.Helper()
+	t.keep(fmt.Sprint(args...))
+	t.T.Error(args...)
+}
+
+func (t *Test) Fatalf(format string, args ...any) {
+	t.Helper()
+	t.keep(fmt.Sprintf(format, args...))
+	t.T.Fatalf(format, args...)
+}
+
+func (t *Test) Fatal(args ...any) {
+	t.Helper()
+	t.keep(fmt.Sprint(args...))
+	t.T.Fatal(args...)
+}
+
+func (t *Test) keep(msg string) {
+	t.mu.Lock()
+	t.failures = append(t.failures, msg)
+	t.mu.Unlock()
+}
+
+// Failures returns what the scenario reported failing so far. A scenario can fail with
+// none: a data race detected while it ran fails every test running at the time.
+func (t *Test) Failures() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.failures...)
 }
 
 // Proc is one contender: a separate OS process (or a goroutine, for the in-process
@@ -132,7 +179,7 @@ func NewRun(t *testing.T, kit Kit, timing Timing, fenced bool) *Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Run{T: t, Kit: kit, Timing: timing, Dir: dir, procs: map[string]*Proc{}, counts: map[string]int{},
+	r := &Run{T: &Test{T: t}, Kit: kit, Timing: timing, Dir: dir, procs: map[string]*Proc{}, counts: map[string]int{},
 		Mutex: "chaos-" + filepath.Base(dir)}
 	t.Cleanup(func() {
 		if !t.Failed() {

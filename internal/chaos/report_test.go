@@ -37,6 +37,7 @@ func writeReport(out io.Writer) error {
 	for _, store := range stores(list) {
 		b.WriteString(summary(store, list) + "\n\n")
 	}
+	b.WriteString(failures(list))
 	b.WriteString("## Scenarios\n\n")
 	b.WriteString("| # | scenario | store | faults | tenures | max overlap | stale accepted | stale rejected | shadow lost | failover p50 / max (bound) | result |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -68,6 +69,30 @@ func writeReport(out io.Writer) error {
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// failures lists why each failed scenario failed, ahead of the tables: a CI log shows a
+// part of the report, and this is the part that matters when a run is red.
+func failures(list []*Result) string {
+	var b strings.Builder
+	for _, r := range list {
+		if !r.Failed {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("## Failures\n\n")
+		}
+		for _, f := range r.Failures {
+			if len(f) > 400 {
+				f = f[:400] + "..."
+			}
+			fmt.Fprintf(&b, "- %d %s (%s): %s\n", r.Scenario, r.Name, r.Store, strings.ReplaceAll(f, "\n", " / "))
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // mutationTable reports the mutation runs of scenario 27b, when they ran.
