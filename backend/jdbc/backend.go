@@ -28,6 +28,8 @@ type Backend struct {
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded
 	contentions map[*contention]struct{}
+
+	sweeps sync.WaitGroup // rows to check after abandoned acquisitions (stray.go)
 }
 
 var (
@@ -65,7 +67,10 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 // releases no mutex on the table and does not close the pool. Later calls of the
 // backend's contentions fail with an error matching simba.ErrClosed, as does StartContend;
 // services stopped after Close therefore leave their leases to lapse after ttl +
-// transition, so stop them first. Close is idempotent and returns nil.
+// transition, so stop them first. Close waits for the sweeps that stopped contentions
+// left behind (a row an acquisition given up on may still take, released once the
+// server has given that statement up: at most the call timeout and a little more). Close
+// is idempotent and returns nil.
 func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil
@@ -77,6 +82,7 @@ func (b *Backend) Close() error {
 	for c := range live {
 		c.abandon()
 	}
+	b.sweeps.Wait()
 	return nil
 }
 

@@ -48,6 +48,7 @@ type contention struct {
 	version uint64
 	token   uint64
 	doubt   bool
+	stray   time.Time // until when an abandoned UPDATE may still take the row (stray.go)
 
 	// The database's clock as the last answer that told it read it (its low 31 bits, in
 	// ms), and when that answer's statement was sent and its answer came; stepped is set
@@ -222,6 +223,7 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 	})
 	if err != nil {
 		c.doubt = true
+		c.abandoned(ctx)
 	}
 	if res.matched {
 		c.clock(sent, time.Now(), res.now)
@@ -457,12 +459,15 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 }
 
 // StopContend frees the contention's hand-over resources (its waiting goroutine, named
-// lock and pinned connection); it does not touch the row. It never fails: with ctx ended,
+// lock and pinned connection); it does not touch the row, but leaves a sweep behind when
+// an abandoned acquisition may still take it (stray.go). It never fails: with ctx ended,
 // the pinned connection is closed instead of returned to the pool.
 func (c *contention) StopContend(ctx context.Context) error {
 	c.free(ctx)
 	c.b.forget(c)
-	c.b.floors.leave(c.mutex)
+	if !c.sweepLater() {
+		c.b.floors.leave(c.mutex)
+	}
 	return nil
 }
 

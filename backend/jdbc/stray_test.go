@@ -1,0 +1,63 @@
+package jdbc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCancelledAcquireTakesNoRowAfterRelease: an acquisition's UPDATE waits behind a row
+// lock (an administrator's SELECT ... FOR UPDATE) when its caller gives up on it, as Stop
+// does with the round under way; the release that follows finds the row free. When the
+// row lock goes, the abandoned UPDATE takes the row for a contender that has stopped (the
+// server runs it all the same, until the statement's deadline): the sweep the stopped
+// contention left behind releases it once that deadline has passed, and the backend's
+// Close waits for it. Found by the fault suite (scenario 13, MariaDB, C8: "the row still
+// names p3" after every contender had stopped).
+func TestCancelledAcquireTakesNoRowAfterRelease(t *testing.T) {
+	needServer(t)
+	db := openDB(t)
+	mutex := mutexName(t)
+	b := newBackend(t)
+	other := leaseOf(t, b, mutex, "other")
+	acquire(t, other) // the row exists, free once released
+	require.NoError(t, other.Release(t.Context()))
+
+	tx, err := db.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	var v uint64
+	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
+
+	c := leaseOf(t, b, mutex, "stopped")
+	const window = 2 * time.Second // the UPDATE's deadline, and its server-side limit
+	ctx, cancel := context.WithTimeout(t.Context(), window)
+	done := make(chan error, 1)
+	go func() { _, err := c.Acquire(ctx); done <- err }()
+	time.Sleep(300 * time.Millisecond) // the UPDATE waits for the row lock
+	cancel()
+	select {
+	case err := <-done:
+		require.Error(t, err, "the acquisition was given up")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Acquire did not return when its context was cancelled")
+	}
+	rctx, rcancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer rcancel()
+	require.NoError(t, c.Release(rctx))
+	require.NoError(t, c.StopContend(rctx))
+
+	require.NoError(t, tx.Commit())
+	waitUntil(t, 5*time.Second, "the abandoned UPDATE to take the row", func() bool {
+		return readRow(t, db, mutex).Owner == "stopped"
+	})
+	began := time.Now()
+	require.NoError(t, b.Close())
+	t.Logf("Close returned after %v", time.Since(began))
+	assert.Less(t, time.Since(began), window+time.Second, "Close waits for the sweep, no longer")
+	r := readRow(t, db, mutex)
+	assert.NotEqual(t, "stopped", r.Owner, "the row an abandoned UPDATE took after the release is left held: %+v", r)
+}
