@@ -215,6 +215,17 @@
 // arrives after the row was acquired again, by this contender ID included, finds another
 // version and changes nothing.
 //
+// One case is not harmless by itself: an acquisition abandoned as its contender stops
+// (Stop cuts the round under way short) that the server runs after the release which
+// followed it found the row free. It takes the row for a contender that has stopped, and
+// the mutex would stay held until that lease lapsed. StopContend therefore leaves a sweep
+// behind whenever one of the contention's UPDATEs may still run: once the statement's
+// deadline has passed (and with it the server's limit, on MariaDB and PostgreSQL), the
+// sweep reads the row and releases it if it names the stopped contender, unless a
+// contention of the same contender ID has started since on the same backend (that one
+// takes such a row over as its own). Backend.Close waits for the sweeps, at most the call
+// timeout and a little more; close the backend before the pool.
+//
 // # Hand-over
 //
 // JVM Simba's contenders learn that a mutex was released only when they next poll, up to
