@@ -35,14 +35,23 @@ func (c *contention) abandoned(ctx context.Context) {
 }
 
 // sweepLater, from StopContend, the contention's last call, leaves a sweep behind if an
-// abandoned UPDATE of the contention may still take the row. It reports whether it did;
-// the sweep then leaves the mutex's floor when done, which StopContend would otherwise.
+// abandoned UPDATE of the contention may still take the row and the backend is not
+// closed. It reports whether it did; the sweep then leaves the mutex's floor when done,
+// which StopContend would otherwise.
 func (c *contention) sweepLater() bool {
 	if c.id == "" || !time.Now().Before(c.stray) {
 		return false
 	}
 	b := c.b
+	b.mu.Lock()
+	if b.contentions == nil {
+		// Closed: Close has stopped waiting for sweeps, and the pool may be closed
+		// next; the lease lapses by itself.
+		b.mu.Unlock()
+		return false
+	}
 	b.sweeps.Add(1)
+	b.mu.Unlock()
 	go func() {
 		defer b.sweeps.Done()
 		defer b.floors.leave(c.mutex)
