@@ -267,17 +267,34 @@ func stat(pid int) (ppid int, state byte) {
 	if err != nil {
 		return 0, 0
 	}
-	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 || len(f[0]) == 0 {
+	f := statFields(b)
+	if len(f) < 2 {
 		return 0, 0
 	}
 	ppid, _ = strconv.Atoi(f[1])
 	return ppid, f[0][0]
+}
+
+// stateOf returns the state in a /proc stat line; 0 when it cannot be read.
+func stateOf(b []byte) byte {
+	if f := statFields(b); len(f) > 0 {
+		return f[0][0]
+	}
+	return 0
+}
+
+// statFields returns the fields of a /proc stat line after the command name: state, ppid,
+// ...; nil when there are none. The name may hold spaces and parentheses.
+func statFields(b []byte) []string {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) == 0 || len(f[0]) == 0 {
+		return nil
+	}
+	return f
 }
 
 // running reports whether a process exists and is not a zombie (which holds no memory).
@@ -287,8 +304,53 @@ func running(pid int) bool {
 }
 
 // Pause stops the process (and, for PostgreSQL, its children) with SIGSTOP: connections
-// stay open and nothing answers.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+// stay open and nothing answers. It returns once every thread of those processes has
+// stopped: kill(2) returns before they do, and a thread that runs on meanwhile can still
+// answer a request sent after Pause returned.
+func (s *Server) Pause() error {
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	procs := []int{pid}
+	if s.tree {
+		procs = append(procs, children(pid)...)
+	}
+	deadline := time.Now().Add(pauseWait)
+	for !allStopped(procs) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testserver: %s not stopped %v after SIGSTOP", s.Name, pauseWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// pauseWait bounds Pause's wait for the threads to stop.
+const pauseWait = 5 * time.Second
+
+// allStopped reports whether every thread of each process is stopped ('T'), or the
+// process is a zombie or gone (either runs nothing).
+func allStopped(procs []int) bool {
+	for _, pid := range procs {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			continue // gone
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+			if err != nil {
+				continue
+			}
+			if state := stateOf(b); state != 'T' && state != 't' && state != 'Z' && state != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }

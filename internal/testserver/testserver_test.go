@@ -128,3 +128,22 @@ func TestPostgresPauseReachesTheBackends(t *testing.T) {
 	}
 	require.NoError(t, p.Start(ctx), "restart after a crash")
 }
+
+// TestPauseReturnsOnceStopped: every thread of a paused server is stopped when Pause
+// returns. kill(2) returns before they stop, and jdbc's TestStopWhileTheServerStalls saw
+// MariaDB answer a release sent right after Pause (1 run in 25).
+func TestPauseReturnsOnceStopped(t *testing.T) {
+	s, err := Redis(shortDir(t))
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, s.Start(ctx))
+	t.Cleanup(func() { _ = s.Stop() })
+	for i := range 30 {
+		require.NoError(t, s.Pause())
+		if !allStopped([]int{s.PID()}) {
+			t.Fatalf("pause %d: a thread of the server still runs after Pause returned", i)
+		}
+		require.NoError(t, s.Resume())
+	}
+}
