@@ -18,13 +18,21 @@ func shortDir(t *testing.T) string {
 	return d
 }
 
-func TestRedisStartKillRestartPause(t *testing.T) {
+// startRedis starts a Redis of the test's own, stopped when the test ends; ctx bounds
+// the test's calls.
+func startRedis(t *testing.T) (s *Server, ctx context.Context) {
+	t.Helper()
 	s, err := Redis(shortDir(t))
 	Need(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	require.NoError(t, s.Start(ctx))
 	t.Cleanup(func() { _ = s.Stop() })
+	return s, ctx
+}
+
+func TestRedisStartKillRestartPause(t *testing.T) {
+	s, ctx := startRedis(t)
 	pid := s.PID()
 	require.NotZero(t, pid)
 	require.NoError(t, s.Kill())
@@ -133,12 +141,7 @@ func TestPostgresPauseReachesTheBackends(t *testing.T) {
 // returns. kill(2) returns before they stop, and jdbc's TestStopWhileTheServerStalls saw
 // MariaDB answer a release sent right after Pause (1 run in 25).
 func TestPauseReturnsOnceStopped(t *testing.T) {
-	s, err := Redis(shortDir(t))
-	Need(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, s.Start(ctx))
-	t.Cleanup(func() { _ = s.Stop() })
+	s, _ := startRedis(t)
 	for i := range 30 {
 		require.NoError(t, s.Pause())
 		if !allStopped([]int{s.PID()}) {
