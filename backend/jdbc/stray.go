@@ -45,8 +45,8 @@ func (c *contention) sweepLater() bool {
 	b := c.b
 	b.mu.Lock()
 	if b.contentions == nil {
-		// Closed: Close has stopped waiting for sweeps, and the pool may be closed
-		// next; the lease lapses by itself.
+		// Closed, or closing: the pool may be closed once Close returns, so no sweep
+		// is left behind after it; the lease lapses by itself.
 		b.mu.Unlock()
 		return false
 	}
@@ -63,7 +63,10 @@ func (c *contention) sweepLater() bool {
 }
 
 // sweep releases the row if it names the stopped contention's contender. The backend's
-// lock keeps a contention of the same contender from starting until it is done.
+// lock keeps a contention of the same contender from starting until it is done (and
+// every other StartContend and StopContend of the backend waits too, at most
+// sweepTimeout: sweeps are rare, one per acquisition given up on as its contender
+// stopped).
 func (c *contention) sweep() {
 	b := c.b
 	b.mu.Lock()
