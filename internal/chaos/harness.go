@@ -190,26 +190,26 @@ func NewRun(t *testing.T, kit Kit, timing Timing, fenced bool) *Run {
 	})
 	srv, err := kit.Server(filepath.Join(dir, "server"))
 	if err != nil {
-		t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	r.Server = srv
 	t.Cleanup(func() { _ = srv.Stop() })
 	r.Log, err = r.newLog("harness")
 	if err != nil {
-		t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	reflog, err := r.newLog("referee")
 	if err != nil {
-		t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	r.Ref, err = NewReferee(reflog, fenced)
 	if err != nil {
-		t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Ref.Close(); _ = reflog.Close(); _ = r.Log.Close() })
 	return r
