@@ -291,15 +291,22 @@ func quoteParts(t, q string) string {
 	return strings.Join(parts, ".")
 }
 
+// takeTable removes the table parameter from an SQL URL's query and returns the table it
+// names, jdbc.DefaultTable without one.
+func takeTable(q url.Values) string {
+	t := q.Get("table")
+	q.Del("table")
+	if t == "" {
+		return jdbc.DefaultTable
+	}
+	return t
+}
+
 // postgresDSN takes the table name out of a postgres:// URL and checks that the rest
 // names one database; pgx parses the rest when it connects.
 func postgresDSN(u *url.URL) (dsn, table string, err error) {
 	q := u.Query()
-	table = jdbc.DefaultTable
-	if t := q.Get("table"); t != "" {
-		table = t
-	}
-	q.Del("table")
+	table = takeTable(q)
 	if db := strings.TrimPrefix(u.Path, "/"); db == "" || strings.Contains(db, "/") {
 		return "", "", errors.New("the path must name one database")
 	}
@@ -314,11 +321,7 @@ func postgresDSN(u *url.URL) (dsn, table string, err error) {
 // mysqlDSN turns a mysql:// URL into a go-sql-driver DSN and the table name.
 func mysqlDSN(u *url.URL) (dsn, table string, err error) {
 	q := u.Query()
-	table = jdbc.DefaultTable
-	if t := q.Get("table"); t != "" {
-		table = t
-	}
-	q.Del("table")
+	table = takeTable(q)
 	if !q.Has("interpolateParams") {
 		q.Set("interpolateParams", "true")
 	}

@@ -37,7 +37,12 @@ func TestCancelledAcquireTakesNoRowAfterRelease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), window)
 	done := make(chan error, 1)
 	go func() { _, err := c.Acquire(ctx); done <- err }()
-	time.Sleep(300 * time.Millisecond) // the UPDATE waits for the row lock
+	waitUntil(t, 5*time.Second, "the UPDATE to wait for the row lock", func() bool {
+		var n int
+		err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
+			"WHERE INFO LIKE '%UPDATE `simba_mutex`%' AND INFO LIKE ?", "%owner_id = 'stopped'%").Scan(&n)
+		return err == nil && n > 0
+	})
 	cancel()
 	select {
 	case err := <-done:
