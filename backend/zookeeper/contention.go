@@ -65,7 +65,7 @@ type view struct {
 	watched   []string
 	epoch     uint64    // the session epoch it was read in
 	gen       uint64    // the contention's gen when the evaluation began
-	confirmed time.Time // send time of the latest request that confirmed it
+	confirmed time.Time // the backend's proof that the session is alive (Backend.alive)
 	timeout   time.Duration
 }
 
@@ -247,7 +247,6 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 			return view{}, false, nil
 		}
 	}
-	sent := time.Now()
 	var (
 		kids            []string
 		kidsErr, ownErr error
@@ -297,7 +296,7 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 			token = uint64(nodes[0].seq) + 1 // restarts when the reaped parent is created again
 		}
 		return view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: token,
-			watched: []string{c.node}, confirmed: sent}, false, nil
+			watched: []string{c.node}}, false, nil
 	}
 	pred := c.parent + "/" + nodes[i-1].name
 	head := c.parent + "/" + nodes[0].name
@@ -333,7 +332,7 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		return view{}, false, storeError("watch", pred, preErr)
 	}
 	v := view{ownerPath: head, owner: string(data), token: uint64(headStat.Czxid),
-		watched: watched, confirmed: sent}
+		watched: watched}
 	if v.owner == c.p.ContenderID {
 		// Another node carries this contender's ID. Only its own node makes a contender
 		// the owner. A node of this backend's sessions is one a contention of this
@@ -415,7 +414,6 @@ func (c *contention) create(ctx context.Context, prefix string) (string, error) 
 // observe finds out who owns the mutex without contending, for a retriever: it watches
 // the owner's node, or, when there is none, the mutex node for the first contender.
 func (c *contention) observe(ctx context.Context) (view, bool, error) {
-	sent := time.Now()
 	kids, err := c.b.children(ctx, c.parent)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -426,7 +424,7 @@ func (c *contention) observe(ctx context.Context) (view, bool, error) {
 		if ok {
 			return view{}, true, nil
 		}
-		return view{watched: []string{c.parent}, confirmed: sent}, false, nil
+		return view{watched: []string{c.parent}}, false, nil
 	case err != nil:
 		return view{}, false, storeError("list", c.parent, err)
 	}
@@ -439,7 +437,7 @@ func (c *contention) observe(ctx context.Context) (view, bool, error) {
 		case err != nil:
 			return view{}, false, storeError("watch", c.parent, err)
 		}
-		return view{watched: []string{c.parent}, confirmed: sent}, false, nil
+		return view{watched: []string{c.parent}}, false, nil
 	}
 	head := c.parent + "/" + nodes[0].name
 	data, st, err := c.get(ctx, head)
@@ -450,7 +448,7 @@ func (c *contention) observe(ctx context.Context) (view, bool, error) {
 		return view{}, false, storeError("read", head, err)
 	}
 	return view{ownerPath: head, owner: string(data), token: uint64(st.Czxid),
-		watched: []string{head}, confirmed: sent}, false, nil
+		watched: []string{head}}, false, nil
 }
 
 // exists reads path's stat, with a data watch armed for this session.
@@ -518,6 +516,9 @@ func (c *contention) install(s session, gen uint64, v view) (again bool) {
 	}
 	b.setInterest(c, v.watched)
 	v.valid, v.epoch, v.gen, v.timeout = true, s.epoch, gen, s.timeout
+	// The reads may have been answered by a server cut off from the leader; only the
+	// proof that the session is alive bounds how long the view can be believed.
+	v.confirmed = b.proof
 	if v.ownerPath != c.sincePath {
 		c.since, c.sincePath = time.Now(), v.ownerPath
 	}
@@ -531,14 +532,14 @@ func (c *contention) install(s session, gen uint64, v view) (again bool) {
 	return false
 }
 
-// confirm renews the local bound of c's view with a heartbeat sent at sent, if nothing
-// has made the view stale. Called with b.mu held.
-func (c *contention) confirm(epoch uint64, sent time.Time) {
+// confirm renews the local bound of c's view with a new proof that the session is alive
+// (Backend.alive), if nothing has made the view stale. Called with b.mu held.
+func (c *contention) confirm(epoch uint64, proof time.Time) {
 	v := &c.view
-	if !v.valid || v.epoch != epoch || v.gen != c.gen || !sent.After(v.confirmed) {
+	if !v.valid || v.epoch != epoch || v.gen != c.gen || !proof.After(v.confirmed) {
 		return
 	}
-	v.confirmed = sent
+	v.confirmed = proof
 	c.publish()
 }
 
@@ -553,10 +554,10 @@ func (c *contention) suspend() {
 	}
 }
 
-// publish reports c's view. An owner record is believed until its TTLAt: the send time
-// of the latest request that proved the session alive, plus the session timeout, less 1%
-// for clock-rate drift. The session cannot expire on the server before then, so the
-// owner's node cannot be gone and succeeded before then either. Called with b.mu held.
+// publish reports c's view. An owner record is believed until its TTLAt: the proof that
+// the session is alive (Backend.alive), plus the session timeout, less 1% for clock-rate
+// drift. The session cannot expire on the ensemble's leader before then, so the owner's
+// node cannot be gone and succeeded before then either. Called with b.mu held.
 func (c *contention) publish() {
 	v := c.view
 	o := simba.Owner{}

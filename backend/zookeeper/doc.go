@@ -53,11 +53,25 @@
 //
 // # TTL fields of reported owners
 //
-// Every owner a contention reports has TTLAt = TransitionAt = the send time of the latest
-// request that proved the backend's session alive (a heartbeat goes out every third of
-// the session timeout), plus the session timeout, minus 1% for clock-rate drift, on the
-// local monotonic clock. The session cannot expire on the server before then, so an
-// owner's node cannot be deleted, and nobody can succeed it, before then either. For the
+// Every owner a contention reports has TTLAt = TransitionAt = the latest proof that the
+// backend's session is alive on the ensemble's leader, plus the session timeout, minus 1%
+// for clock-rate drift, on the local monotonic clock. Only the leader expires sessions, so
+// an owner's node cannot be deleted, and nobody can succeed it, before then either.
+//
+// What counts as proof: the moment the connection was made (its handshake reaches the
+// leader), and heartbeats. A heartbeat is a sync, sent every sixth of the session timeout,
+// which the server passes to the leader. A read or a ping is no proof: a follower cut off
+// from its leader goes on answering them for up to syncLimit × tickTime (10 s with
+// ZooKeeper's defaults), while the leader expires the session after its timeout. When a
+// heartbeat is answered, the send time of the latest earlier heartbeat answered at least
+// a third of the timeout before it was sent becomes the proof: in between, the server
+// answered one of the leader's pings (sent every half tick) naming the session, and the
+// leader read that answer before the sync. This holds when the session timeout is at
+// least two ticks (ZooKeeper's default minimum; a server whose minSessionTimeout was set
+// lower voids it) and the links between the servers deliver within a twelfth of the
+// session timeout. So an owner believes at most about half a timeout less than the session
+// lives, and a connection cut off, from its server or its server from the leader, ends
+// belief within one session timeout. For the
 // owner this is a local bound on belief that holds even when no event arrives (a paused
 // process, a connection that stalls without breaking); for everyone else it says how
 // fresh the view is. Owner.InTTL and HasOwner are therefore true while the session is
@@ -89,7 +103,7 @@
 // (its pings get through) is waited for until the connection closes, which may be never.
 // So every request runs on a goroutine of its own, and whoever made it waits only until a
 // bound: the caller's context for StartContend, StopContend and OthersWaiting; the
-// negotiated session timeout for the requests the backend makes on its own (a third of it
+// negotiated session timeout for the requests the backend makes on its own (a sixth of it
 // for heartbeats). The request cannot be taken back; its answer, if it ever comes, is
 // dropped, and the backend cleans up what it may still do: a create is found again by its
 // protection prefix, or deleted by it, and a delete whose answer did not come in time is

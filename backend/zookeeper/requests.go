@@ -142,3 +142,12 @@ func (b *Backend) delete(ctx context.Context, path string) error {
 	})
 	return err
 }
+
+// syncLeader sends a sync of path, which the server passes to the ensemble's leader: its
+// answer comes through the leader, never from a server cut off from it.
+func (b *Backend) syncLeader(ctx context.Context, path string) error {
+	_, err := ask(ctx, b, func() (string, error) {
+		return b.conn.Sync(path)
+	})
+	return err
+}

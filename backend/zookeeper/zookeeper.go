@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Connect opens the ZooKeeper connection a Backend runs on. New calls it once with the
@@ -60,7 +61,15 @@ type Backend struct {
 	events      uint64                              // node events seen so far
 	orphans     map[orphan]struct{}                 // nodes to delete once the session is back
 	adopted     int                                 // nodes found again after a lost create reply (tests)
+
+	// What proves the session alive on the ensemble's leader; see alive.
+	connectedAt time.Time // when the connection last reported StateConnected
+	proof       time.Time // the session cannot expire before proof + its timeout
+	beats       []beat    // heartbeats answered on this connection, oldest first
 }
+
+// beat is a heartbeat that was answered: when it was sent and when its answer came.
+type beat struct{ sent, answered time.Time }
 
 // session is what the backend knows of its ZooKeeper session.
 type session struct {
@@ -232,6 +241,11 @@ func (b *Backend) event(ev zk.Event) {
 	defer b.mu.Unlock()
 	b.sawEvent = true
 	if ev.Type == zk.EventSession {
+		if ev.State == zk.StateConnected {
+			// Reported before the handshake is sent: its answer proves the session
+			// alive on the leader as of now (see alive).
+			b.connectedAt = time.Now()
+		}
 		b.sync()
 		return
 	}
@@ -256,6 +270,7 @@ func (b *Backend) sync() {
 	was := b.sess
 	b.sess.epoch++
 	b.sess.up = up
+	b.beats = nil // a new connection, or none
 	if id != was.id {
 		if was.id != 0 {
 			b.past[was.id] = true
@@ -274,6 +289,7 @@ func (b *Backend) sync() {
 		return
 	}
 	b.sess.timeout = negotiatedTimeout(b.conn)
+	b.proof = b.connectedAt
 	b.log.Info("simba/zookeeper: connected", "session", fmt.Sprintf("0x%x", id),
 		"resumed", id == was.id, "session_timeout", b.sess.timeout)
 	// A reconnect may fail to restore watches (go-zookeeper only logs that), so every
@@ -401,9 +417,11 @@ func (b *Backend) wakeKeeper() {
 }
 
 // keep runs while the backend is open. While there is a session it sends a heartbeat
-// every third of the session timeout, which renews the local bound on every contention's
-// view (see the package documentation), and it deletes the nodes that contentions left
-// behind when they stopped without a connection.
+// every sixth of the session timeout, which renews the local bound on every contention's
+// view (see alive), and it deletes the nodes that contentions left behind when they
+// stopped without a connection. It beats while no contention runs too: the proof of a
+// heartbeat lags its send time by a third of the timeout, and a contention that starts
+// must find a recent one, not wait for three beats of its own before its owner may believe.
 func (b *Backend) keep() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -417,7 +435,6 @@ func (b *Backend) keep() {
 		}
 		b.mu.Lock()
 		s := b.sess
-		busy := len(b.contentions) > 0
 		orphans := make([]orphan, 0, len(b.orphans))
 		for o := range b.orphans {
 			orphans = append(orphans, o)
@@ -426,36 +443,99 @@ func (b *Backend) keep() {
 		if !s.up {
 			continue // sync wakes the keeper when the session is back
 		}
-		if busy {
-			b.heartbeat(s)
-		}
+		b.heartbeat(s)
 		for _, o := range orphans {
 			b.collect(o)
 		}
-		timer.Reset(max(s.timeout/3, 10*time.Millisecond))
+		timer.Reset(beatPeriod(s.timeout))
 	}
 }
 
-// heartbeat asks the server something cheap. An answer within session s proves that the
-// session was alive when the request was sent, so it cannot expire before sent plus the
-// session timeout: every contention's view is confirmed as of then. It waits at most a
+// beatPeriod is how often the keeper sends a heartbeat, and how long it waits for one.
+func beatPeriod(timeout time.Duration) time.Duration { return max(timeout/6, 10*time.Millisecond) }
+
+// heartbeat sends a sync, which the server the connection is on passes to the ensemble's
+// leader, and, when it is answered within session s, moves the proof that the session is
+// alive forward (see alive) and every contention's view with it. It waits at most a
 // heartbeat period for the answer.
 func (b *Backend) heartbeat(s session) {
-	ctx, cancel := context.WithTimeout(context.Background(), max(s.timeout/3, 10*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), beatPeriod(s.timeout))
 	defer cancel()
 	sent := time.Now()
-	if _, err := b.exists(ctx, "/"); err != nil {
+	var err error
+	if mutation.On("follower-heartbeat") {
+		_, err = b.exists(ctx, "/") // answered by the server itself, cut off from its leader or not
+	} else {
+		err = b.syncLeader(ctx, "/")
+	}
+	if err != nil {
 		b.log.Debug("simba/zookeeper: heartbeat failed", "err", err)
 		return
 	}
+	answered := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.sess.epoch != s.epoch {
 		return
 	}
-	for c := range b.contentions {
-		c.confirm(s.epoch, sent)
+	proof := b.alive(beat{sent, answered}, s.timeout)
+	if !proof.After(b.proof) {
+		return
 	}
+	b.proof = proof
+	for c := range b.contentions {
+		c.confirm(s.epoch, proof)
+	}
+}
+
+// alive records the heartbeat hb, answered on the current connection, and returns what it
+// proves: an instant p such that the session cannot expire on the ensemble's leader before
+// p plus the session timeout. Called with b.mu held.
+//
+// Only the leader expires sessions, and it learns that a session is alive from the
+// session's own server: a follower (or observer) answers reads and the client's pings
+// itself, and tells the leader which sessions it heard from in its answer to the leader's
+// next ping, which the leader sends every half tick. A follower cut off from its leader
+// goes on answering for up to syncLimit × tickTime (10 s with ZooKeeper's defaults),
+// while the leader expires its sessions after their timeout (as low as 2 ticks, 4 s by
+// default): an answer of that follower proves nothing.
+//
+// A sync is different: the follower passes it to the leader over the link that carries
+// its answers to the leader's pings, and the leader reads that link in order. So when
+// the sync of heartbeat k is answered, the leader has read every ping answer that the
+// follower wrote before it passed the sync on. If the follower answered a ping of the
+// leader between receiving an earlier heartbeat j and receiving k, that answer named the
+// session (j had just been heard from), so the leader heard of the session after j was
+// sent, and it cannot expire it before j's send time plus the timeout. The leader pings
+// every half tick; so any earlier heartbeat j answered at least a third of the session
+// timeout before k was sent will do, provided half a tick plus the delays of the links
+// between the servers is less than that third. With ZooKeeper's default minimum session
+// timeout of 2 ticks, half a tick is at most a quarter of any session timeout the server
+// grants, which leaves a twelfth of the timeout for those delays.
+//
+// The handshake of a connection is a proof of its own: the server passes it to the leader
+// (as a new session, or to revalidate a known one), which renews the session then; sync
+// makes the time at which the connection reported StateConnected, just before the
+// handshake was sent, the first proof of a connection.
+//
+// Connected to the leader itself, or to a standalone server, every answer would prove the
+// session alive at its send time; the backend cannot tell and applies the rule above
+// everywhere, at the cost of a bound a third of a timeout shorter.
+func (b *Backend) alive(hb beat, timeout time.Duration) time.Time {
+	if mutation.On("follower-heartbeat") {
+		return hb.sent // the mutation: any answer proves the session alive at its send time
+	}
+	threshold := hb.sent.Add(-timeout / 3)
+	var proof time.Time
+	keep := 0
+	for i, j := range b.beats {
+		if j.answered.After(threshold) {
+			break
+		}
+		proof, keep = j.sent, i // a later heartbeat proves more; older ones are not needed again
+	}
+	b.beats = append(b.beats[keep:], hb)
+	return proof
 }
 
 // collect deletes an orphan node; it is forgotten once it is surely gone.

@@ -241,7 +241,19 @@ func (r *Run) Spawn(id string) *Proc { return r.SpawnWith(id, nil) }
 // SpawnWith is Spawn with the contender's configuration adjusted by adjust (if not nil).
 func (r *Run) SpawnWith(id string, adjust func(*ContenderConfig)) *Proc {
 	r.T.Helper()
-	proxy, err := faultproxy.New(r.Server.Addr())
+	return r.spawnVia(id, r.Server.Addr(), adjust)
+}
+
+// SpawnOn is Spawn with the contender's proxy in front of upstream, one server of a
+// store of several (a member of a ZooKeeper ensemble), rather than the run's server.
+func (r *Run) SpawnOn(id, upstream string) *Proc {
+	r.T.Helper()
+	return r.spawnVia(id, upstream, nil)
+}
+
+func (r *Run) spawnVia(id, upstream string, adjust func(*ContenderConfig)) *Proc {
+	r.T.Helper()
+	proxy, err := faultproxy.New(upstream)
 	if err != nil {
 		r.T.Fatal(err)
 	}

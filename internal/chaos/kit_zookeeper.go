@@ -24,23 +24,27 @@ func init() {
 		Server: func(dir string) (ServerProcess, error) {
 			return testserver.ZooKeeper(dir, testserver.ZooKeeperOptions{TickTime: 100 * time.Millisecond})
 		},
-		Backend: func(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
-			session := cfg.SessionTTL
-			if session <= 0 {
-				session = time.Second
-			}
-			b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-				return zk.Connect([]string{cfg.Addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}),
-					zk.WithDialer(zkdial.Dial))
-			}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close() }, nil
-		},
+		Backend: zookeeperBackend,
 		Residue: zookeeperResidue,
 		Owner:   zookeeperOwner,
 	})
+}
+
+// zookeeperBackend opens a backend on the servers of cfg.Addr (a ZooKeeper connect
+// string: addresses separated by commas).
+func zookeeperBackend(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
+	session := cfg.SessionTTL
+	if session <= 0 {
+		session = time.Second
+	}
+	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+		return zk.Connect(strings.Split(cfg.Addr, ","), session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}),
+			zk.WithDialer(zkdial.Dial))
+	}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { _ = b.Close() }, nil
 }
 
 type quietZK struct{}
@@ -50,7 +54,7 @@ func (quietZK) Printf(string, ...any) {}
 // zookeeperResidue reports latch nodes left under the mutex's node, except those of
 // killed contenders, which their sessions' expiry removes.
 func zookeeperResidue(ctx context.Context, addr, mutex string, killed []string) error {
-	conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(quietZK{}))
+	conn, _, err := zk.Connect(strings.Split(addr, ","), 2*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		return err
 	}
@@ -89,7 +93,7 @@ func zookeeperResidue(ctx context.Context, addr, mutex string, killed []string) 
 
 // zookeeperOwner returns the data of the lowest latch node under the mutex's node.
 func zookeeperOwner(ctx context.Context, addr, mutex string) (string, error) {
-	conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(quietZK{}))
+	conn, _, err := zk.Connect(strings.Split(addr, ","), 2*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		return "", err
 	}

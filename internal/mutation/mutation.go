@@ -10,6 +10,9 @@
 //	unfenced-referee     the fault suite's referee accepts stale tokens (internal/chaos)
 //	latest-version-token the SQL token is the row's latest version (backend/jdbc)
 //	sequence-token       the ZooKeeper token is the node's sequence number (backend/zookeeper)
+//	follower-heartbeat   any answer to a ZooKeeper heartbeat proves the session alive at its
+//	                     send time, even one from a follower cut off from its leader
+//	                     (backend/zookeeper)
 //
 // The core's bugs that the core's tests and the simulation must catch, each as it was
 // found (issue "Trustworthy core"):

@@ -150,3 +150,39 @@ func TestPauseReturnsOnceStopped(t *testing.T) {
 		require.NoError(t, s.Resume())
 	}
 }
+
+// TestEnsembleIsolatesAFollower checks the ensemble's fault switch: a follower cut off from
+// the others stops serving once it gives up on its leader, and serves again once it
+// rejoins, while the leader goes on with the third server.
+func TestEnsembleIsolatesAFollower(t *testing.T) {
+	e, err := NewZooKeeperEnsemble(shortDir(t), 3, ZooKeeperOptions{TickTime: 100 * time.Millisecond, SyncLimit: 5})
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = e.Stop() })
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := (leader + 1) % 3
+	e.Isolate(follower)
+	for {
+		if _, err := zkMode(ctx, e.Servers[follower].Addr()); err != nil {
+			break // it gave up on its leader
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s still serves after it was cut off from its leader", e.Servers[follower].Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, err := e.Leader(ctx); err != nil || got != leader {
+		t.Fatalf("leader %d (%v), want %d: the other two keep their quorum", got, err, leader)
+	}
+	e.Rejoin(follower)
+	if err := e.AwaitServing(ctx, follower); err != nil {
+		t.Fatal(err)
+	}
+}
