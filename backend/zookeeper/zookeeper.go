@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -599,15 +601,19 @@ func storeError(op, path string, err error) error {
 
 // transient reports whether err comes from the connection or session rather than from an
 // answer about the nodes (or no answer came in time): the call is worth repeating, once
-// the session is back, and the outcome of one that changes nodes is unknown.
+// the session is back, and the outcome of one that changes nodes is unknown. Besides
+// go-zookeeper's own errors, a request that was being written when its connection broke
+// gets the raw error of the write (a *net.OpError: "connection reset by peer", "broken
+// pipe").
 func transient(err error) bool {
 	for _, e := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, zk.ErrClosing, ErrNoSession,
-		context.DeadlineExceeded} {
+		context.DeadlineExceeded, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed} {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
-	return false
+	var opErr *net.OpError
+	return errors.As(err, &opErr)
 }
 
 // answered reports whether a failed create surely did not create its node: the server
