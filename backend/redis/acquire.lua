@@ -9,7 +9,7 @@
 -- contender as waiting (ZADD NX keeps its place in the queue) and answers the owner.
 -- Beyond JVM Simba: a contender that finds itself the owner (its earlier acquire went
 -- through but the answer was lost, or a release granted it the mutex) renews instead of
--- waiting; a new owner leaves the waiting set, so that its own release cannot pick it as
+-- waiting, and begins a new tenure when that is the first call of its contention; a new owner leaves the waiting set, so that its own release cannot pick it as
 -- the next waiter; waiting scores carry microseconds, so that the queue is first come,
 -- first served, JVM waiters included (see below); and a waiter registers (see the
 -- prelude), for a grant if it takes them (see release.lua). The registration expires
@@ -36,8 +36,17 @@ if not owner then
 end
 if owner == id then
   redis.call('set', ownerKey, id, 'xx', 'px', lease)
-  keepFence(id, lease)
   leaveQueue()
+  if fresh then
+    -- A new contention that finds its own ID owning: a key an earlier lifecycle left, or
+    -- one a failover brought back after later tenures were lost. Either way a new
+    -- tenure begins, with a new token: the old tenure's may be smaller than a lost
+    -- successor's, who may still believe.
+    local token = newToken(id, lease)
+    redis.call('publish', ownerKey, 'acquired@@' .. id)
+    return { id .. '@@' .. lease, token }
+  end
+  keepFence(id, lease)
   return { id .. '@@' .. lease, tokenOf(id) }
 end
 

@@ -184,7 +184,9 @@
 //
 // A tenure's token is the Redis server's clock, in microseconds since the Unix epoch,
 // read by the script that began the tenure, or the previous tenure's token + 1 if that is
-// not larger. Renewals keep it. It is stored in the fence key and read back with every
+// not larger. Renewals keep it. A new contention whose first call finds its own contender
+// ID owning the mutex (a key an earlier lifecycle left, or one a failover brought back)
+// begins a new tenure with a new token rather than resuming the old one. It is stored in the fence key and read back with every
 // answer. While the fence key exists, tokens increase whatever the clock does; when it is
 // gone (it expired, or Redis ran without persistence and restarted empty) the clock alone
 // keeps them increasing, because it has moved on since the last tenure began. The token
@@ -201,7 +203,17 @@
 // Redis replication is asynchronous: after a failover the new master may lack the last
 // acquisition, and a second contender may then acquire while the first still believes it
 // owns the mutex, until its next renewal. That is inherent to a single Redis deployment;
-// fencing tokens are what protects the resource then.
+// fencing tokens are what protects the resource then. With Sentinel (go-redis's
+// FailoverClient) the fault suite measures it (internal/chaos, store redis-sentinel,
+// down-after 500 ms, failovers of about 2 s): a hand-over the replica never received,
+// then the primary killed, with a 5 s TTL, gave the promoted replica the former owner's
+// key back; that contender contended again and began a new tenure while the lost
+// successor still believed, for about 1.2 s, and the fenced resource rejected the
+// successor's writes after the new token (0 stale writes accepted). The new tenure's
+// token was larger because the promoted replica's clock had moved on since the lost
+// tenure began; on hosts whose clocks differ by more than the time between those two
+// tenures, it can be smaller, and only the contention that sees it smaller than one it
+// saw before detects it (TokenRegressions).
 //
 // # Names and limits
 //
