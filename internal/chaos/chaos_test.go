@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba/internal/mutation"
+	"github.com/simba-go/simba/internal/testserver"
 )
 
 func TestMain(m *testing.M) {
@@ -207,6 +209,41 @@ func (s *S) awaitSuccessor(old string, t0 int64, bound time.Duration) time.Durat
 	s.result.Failovers = append(s.result.Failovers, d)
 	s.result.Bound = bound
 	return d
+}
+
+// awaitHolder waits, once a loss of belief the fault at t0 caused has had time to reach
+// the logs (a TTL), up to 30 s for someone to believe, and notes since when: an owner
+// that believed throughout, or a tenure that began after t0.
+func (s *S) awaitHolder(t0 int64, what string) {
+	s.T.Helper()
+	s.pause(s.Timing.TTL)
+	events, ok := s.Await(30*time.Second, func(e []Event) bool { return Holder(e) != "" })
+	if !ok {
+		s.T.Errorf("C6 nobody believed within 30s after %s", what)
+		return
+	}
+	h := Holder(events)
+	var since int64
+	for _, e := range events {
+		if e.Proc == h && e.Kind == KindAcquired {
+			since = e.At
+		}
+	}
+	if since <= t0 {
+		s.note("%s believed throughout %s", h, what)
+		return
+	}
+	s.note("%s believed %v after %s", h, time.Duration(since-t0).Round(time.Millisecond), what)
+}
+
+// restart starts a stopped or killed server again, within a minute.
+func (s *S) restart(srv *testserver.Server) {
+	s.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		s.T.Fatalf("restarting %s: %v", srv.Name, err)
+	}
 }
 
 func (s *S) note(format string, args ...any) {

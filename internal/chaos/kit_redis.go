@@ -29,16 +29,19 @@ func init() {
 			return b, func() { _ = b.Close(); _ = client.Close() }, nil
 		},
 		Residue: redisResidue,
-		Owner: func(ctx context.Context, addr, mutex string) (string, error) {
-			c := goredis.NewClient(redisOptions(addr))
-			defer c.Close()
-			owner, err := c.Get(ctx, "simba:{"+mutex+"}").Result()
-			if err == goredis.Nil {
-				return "", nil
-			}
-			return owner, err
-		},
+		Owner:   redisOwner,
 	})
+}
+
+// redisOwner returns what the owner key of mutex on the server at addr names.
+func redisOwner(ctx context.Context, addr, mutex string) (string, error) {
+	c := goredis.NewClient(redisOptions(addr))
+	defer c.Close()
+	owner, err := c.Get(ctx, "simba:{"+mutex+"}").Result()
+	if err == goredis.Nil {
+		return "", nil
+	}
+	return owner, err
 }
 
 // redisOptions are the client options of the fault suite: context deadlines bound socket

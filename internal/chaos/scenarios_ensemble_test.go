@@ -73,13 +73,8 @@ func leaderKilled(s *S) {
 		s.owner(procs, 10*time.Second)
 		leader := s.leader(e)
 		t0 := Now()
-		restart := s.Fault("kill", e.Servers[leader].Name+", the leader", func() { _ = e.Servers[leader].Kill() }, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := e.Servers[leader].Start(ctx); err != nil {
-				s.T.Fatalf("restarting %s: %v", e.Servers[leader].Name, err)
-			}
-		})
+		restart := s.Fault("kill", e.Servers[leader].Name+", the leader", func() { _ = e.Servers[leader].Kill() },
+			func() { s.restart(e.Servers[leader]) })
 		s.awaitOwnerAfter(t0, fmt.Sprintf("the leader was killed (round %d)", kill+1))
 		restart()
 	}
@@ -99,19 +94,9 @@ func rollingRestart(s *S) {
 		t0 := Now()
 		s.Fault("restart", srv.Name, func() {
 			_ = srv.Stop()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := srv.Start(ctx); err != nil {
-				s.T.Fatalf("restarting %s: %v", srv.Name, err)
-			}
+			s.restart(srv)
 		}, func() {})()
-		s.pause(s.Timing.Session) // a loss of belief the restart caused is in the logs by now
-		events, ok := s.Await(30*time.Second, func(e []Event) bool { return Holder(e) != "" })
-		if !ok {
-			s.T.Errorf("C6 nobody believed within 30s after the restart of %s", srv.Name)
-			continue
-		}
-		s.note("%s believed after the restart of %s (%v after it began)", Holder(events), srv.Name, time.Duration(Now()-t0).Round(time.Millisecond))
+		s.awaitHolder(t0, "the restart of "+srv.Name)
 	}
 	s.pause(s.Timing.Session)
 	s.finish()
