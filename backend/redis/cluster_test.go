@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,58 @@ func TestClusterKeysShareOneSlot(t *testing.T) {
 		require.NoError(t, lease.Release(ctx))
 	}
 	assert.Len(t, nodesUsed, 3, "twelve names should spread over the three masters")
+}
+
+// When the primary of a mutex's slot dies and its replica takes the slot over, contention
+// goes on within seconds (issue 16, item 3). go-redis's ClusterClient keeps dialing the
+// dead primary until its periodic reload (every 60 s by default; go-redis issue #3979):
+// the backend asks it to reload its slot map when a call fails without an answer.
+func TestClusterFailoverOfTheSlotPrimary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a six-node cluster; skipped with -short")
+	}
+	dir, err := os.MkdirTemp("", "simba-redis-cluster-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cluster, err := testserver.NewRedisCluster(dir)
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = cluster.Stop() })
+	need(t, cluster.Start(ctx))
+	addrs := strings.Split(cluster.Addr(), ",")
+	mutex := uniqueName(t, "m")
+
+	owner := contend(t, newBackend(t, newClusterClient(t, addrs)), mutex, "owner", &wakes{})
+	rec, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	waiter := contend(t, newBackend(t, newClusterClient(t, addrs)), mutex, "waiter", &wakes{})
+	rec, err = waiter.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+
+	slot, err := cluster.SlotOf(ctx, "simba:{"+mutex+"}")
+	require.NoError(t, err)
+	primary, err := cluster.Primary(ctx, slot)
+	require.NoError(t, err)
+	require.NoError(t, primary.Kill())
+	_, err = cluster.AwaitPrimary(ctx, slot, primary)
+	require.NoError(t, err)
+	took := time.Now()
+
+	// The owner's key, replicated, lapses after its TTL; the waiter then takes the mutex.
+	const limit = 15 * time.Second
+	var last error
+	for time.Since(took) < limit {
+		call, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		rec, err = waiter.Acquire(call)
+		cancel()
+		if err == nil && rec.Owner == "waiter" {
+			return
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the waiter did not acquire within %v of the failover (last error: %v)", limit, last)
 }

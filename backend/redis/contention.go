@@ -412,6 +412,7 @@ func (c *contention) observe(o simba.Owner) {
 // ctx.Err() (go-redis reports a missed deadline as a network timeout). The mutex is not
 // named: the service's errors and log lines carry it.
 func (c *contention) storeError(ctx context.Context, op string, err error) error {
+	c.b.unanswered(err)
 	if errors.Is(err, goredis.Nil) {
 		err = fmt.Errorf("%w: nil", ErrUnexpectedReply)
 	}

@@ -200,6 +200,11 @@
 // protected resource must still compare tokens itself; see the simba package
 // documentation for what fencing does.
 //
+// With a ClusterClient, a call that no server answered (a refused or broken connection, a
+// deadline) or that was told CLUSTERDOWN makes the backend ask the client to reload its
+// slot map: go-redis would otherwise go on dialing a primary that died, after its replica
+// took its slots over, until its periodic reload (60 s by default; go-redis issue #3979).
+//
 // Redis replication is asynchronous: after a failover the new master may lack the last
 // acquisition, and a second contender may then acquire while the first still believes it
 // owns the mutex, until its next renewal. That is inherent to a single Redis deployment;

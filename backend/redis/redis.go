@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -81,6 +82,30 @@ func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
+}
+
+// unanswered looks at a call that failed: when no server answered it (a connection
+// refused or broken, a deadline) and the client is a ClusterClient, it asks the client to
+// reload its slot map. go-redis otherwise goes on dialing a primary that died, after its
+// replica has taken its slots over, until its periodic reload (every 60 s by default;
+// go-redis issue #3979). The client reloads in the background, at most one reload at a
+// time.
+func (b *Backend) unanswered(err error) {
+	cc, ok := b.client.(*goredis.ClusterClient)
+	if !ok || err == nil || errors.Is(err, goredis.Nil) {
+		return
+	}
+	var reply goredis.Error
+	if errors.As(err, &reply) && !isClusterDown(reply) {
+		return // the server answered
+	}
+	cc.ReloadState(context.Background())
+}
+
+// isClusterDown reports whether a reply says the cluster cannot serve the slot now
+// (CLUSTERDOWN, while a failover is under way): worth a reload too.
+func isClusterDown(reply goredis.Error) bool {
+	return strings.HasPrefix(reply.Error(), "CLUSTERDOWN")
 }
 
 // isNil reports whether v is nil or a nil pointer in an interface.
