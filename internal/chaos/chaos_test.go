@@ -161,6 +161,19 @@ func (s *S) spawn(n int) []*Proc {
 	return procs
 }
 
+// spawnDirect starts n contender processes that are given the run's whole address list
+// (sentinels, cluster nodes) and connect wherever their client takes them: their proxies
+// go unused. All contend.
+func (s *S) spawnDirect(n int) []*Proc {
+	var procs []*Proc
+	for i := range n {
+		p := s.SpawnWith(fmt.Sprintf("p%d", i), func(c *ContenderConfig) { c.Addr = s.Server.Addr() })
+		p.Send("start")
+		procs = append(procs, p)
+	}
+	return procs
+}
+
 // owner waits for a contender to believe it owns the mutex and returns it.
 func (s *S) owner(procs []*Proc, timeout time.Duration) *Proc {
 	s.T.Helper()

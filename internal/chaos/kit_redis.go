@@ -37,6 +37,11 @@ func init() {
 func redisOwner(ctx context.Context, addr, mutex string) (string, error) {
 	c := goredis.NewClient(redisOptions(addr))
 	defer c.Close()
+	return redisOwnerOn(ctx, c, mutex)
+}
+
+// redisOwnerOn is redisOwner through client c.
+func redisOwnerOn(ctx context.Context, c goredis.UniversalClient, mutex string) (string, error) {
 	owner, err := c.Get(ctx, "simba:{"+mutex+"}").Result()
 	if err == goredis.Nil {
 		return "", nil
@@ -61,6 +66,15 @@ func redisOptions(addr string) *goredis.Options {
 func redisResidue(ctx context.Context, addr, mutex string, killed []string) error {
 	c := goredis.NewClient(redisOptions(addr))
 	defer c.Close()
+	return redisResidueOn(ctx, c, mutex, killed, func(pattern string) ([]string, error) {
+		return c.PubSubChannels(ctx, pattern).Result()
+	})
+}
+
+// redisResidueOn is redisResidue through client c; channels lists the subscribed channels
+// that match a pattern, on every server that may hold subscriptions.
+func redisResidueOn(ctx context.Context, c goredis.UniversalClient, mutex string, killed []string,
+	channels func(pattern string) ([]string, error)) error {
 	key := "simba:{" + mutex + "}"
 	owner, err := c.Get(ctx, key).Result()
 	switch {
@@ -87,7 +101,7 @@ func redisResidue(ctx context.Context, addr, mutex string, killed []string) erro
 			return fmt.Errorf("redis: %q, which was not killed, is still registered for a grant of %q", w, mutex)
 		}
 	}
-	chans, err := c.PubSubChannels(ctx, key+"*").Result()
+	chans, err := channels(key + "*")
 	if err != nil {
 		return err
 	}

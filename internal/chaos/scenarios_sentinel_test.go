@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/simba-go/simba/internal/testserver"
@@ -24,7 +23,7 @@ func init() {
 // 30 s; the old primary comes back empty and the sentinels make it a replica.
 func primaryKilled(s *S) {
 	d := s.sentinel()
-	procs := s.spawnThroughSentinels(3)
+	procs := s.spawnDirect(3)
 	s.owner(procs, 10*time.Second)
 	t0 := Now()
 	s.failOver(d, "the primary killed", func() { _ = d.Primary.Kill() })
@@ -42,7 +41,7 @@ func primaryKilled(s *S) {
 // grow (on one host, the server clock keeps them increasing once the fence key is lost).
 func unreplicatedHandover(s *S) {
 	d := s.sentinel()
-	procs := s.spawnThroughSentinels(3)
+	procs := s.spawnDirect(3)
 	first := s.owner(procs, 10*time.Second)
 	s.Fault("cut", "replication from the primary", d.CutReplication, func() {})
 	t0 := Now()
@@ -70,19 +69,6 @@ func (s *S) sentinel() *testserver.RedisSentinel {
 		s.T.Fatalf("scenario %s needs a Redis Sentinel deployment, not %T", s.sc.name, s.Server)
 	}
 	return d
-}
-
-// spawnThroughSentinels starts n contender processes that find the master through the
-// sentinels (their proxies go unused: a FailoverClient connects wherever the sentinels
-// point it), all contending.
-func (s *S) spawnThroughSentinels(n int) []*Proc {
-	var procs []*Proc
-	for i := range n {
-		p := s.SpawnWith(fmt.Sprintf("p%d", i), func(c *ContenderConfig) { c.Addr = s.Server.Addr() })
-		p.Send("start")
-		procs = append(procs, p)
-	}
-	return procs
 }
 
 // failOver runs fail, a fault of the master, and waits up to 30 s for the sentinels to

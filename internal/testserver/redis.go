@@ -42,7 +42,7 @@ func RedisClusterNode(dir string) (*Server, error) {
 		return nil, err
 	}
 	s, err := Redis(dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(bus))
+		"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(bus), "--repl-diskless-sync-delay", "0")
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +53,12 @@ func RedisClusterNode(dir string) (*Server, error) {
 // FormCluster joins started cluster nodes into one cluster with the 16384 slots spread over
 // them and no replicas, and waits until every node reports the cluster as ok.
 func FormCluster(ctx context.Context, nodes ...*Server) error {
+	return formCluster(ctx, 0, nodes)
+}
+
+// formCluster is FormCluster with replicas replicas per primary, which redis-cli picks
+// among the nodes.
+func formCluster(ctx context.Context, replicas int, nodes []*Server) error {
 	cli, err := lookPath("redis-cli")
 	if err != nil {
 		return err
@@ -61,7 +67,7 @@ func FormCluster(ctx context.Context, nodes ...*Server) error {
 	for _, n := range nodes {
 		args = append(args, n.Addr())
 	}
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("redis-cli --cluster create: %w: %s", err, out)
 	}

@@ -151,7 +151,11 @@ func awaitSentinel(ctx context.Context, s *Server) error {
 // done.
 func awaitInSync(ctx context.Context, replica *Server) error {
 	for {
-		err := dialCheck(ctx, replica.Addr(), "INFO replication\r\n", "master_link_status:up")
+		// Each check on its own deadline: dialCheck reads until the answer names the link
+		// up, and the server keeps the connection open after an answer that does not.
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := dialCheck(cctx, replica.Addr(), "INFO replication\r\n", "master_link_status:up")
+		cancel()
 		if err == nil {
 			return nil
 		}
