@@ -37,6 +37,21 @@
 // Each backend's documentation says what its token is derived from and when it could go
 // backwards (a Redis without persistence that restarts empty is detected, not silent).
 //
+// # Replicated stores
+//
+// What holds above holds for one store server. On a replicated deployment it depends on
+// how the store replicates (the README's "What holds per deployment" has the table and
+// the fault scenarios that show each row):
+//
+//   - ZooKeeper ensemble: the same, as long as sessions are at least two ticks and the
+//     servers' links are fast; the owner's belief is renewed only through the leader.
+//   - Redis Sentinel and Redis Cluster: replication is asynchronous, so a failover can
+//     lose the latest acquisition and two contenders believe at once until the stale one
+//     renews; tokens stay increasing while the Redis hosts' clocks agree, and fencing is
+//     what protects the resource.
+//   - MySQL/MariaDB and PostgreSQL: what the database's replication promises for a
+//     committed row; with asynchronous replicas, the same as Redis.
+//
 // # When an owner stops believing
 //
 // A contender believes it owns the mutex from an acquisition until the earlier of:
