@@ -161,6 +161,17 @@ func (s *S) spawn(n int) []*Proc {
 	return procs
 }
 
+// serverOf returns the run's server as the deployment T a scenario needs (an ensemble,
+// a Sentinel deployment, a cluster).
+func serverOf[T ServerProcess](s *S) T {
+	s.T.Helper()
+	srv, ok := s.Server.(T)
+	if !ok {
+		s.T.Fatalf("scenario %s needs a %T, not a %T", s.sc.name, srv, s.Server)
+	}
+	return srv
+}
+
 // spawnDirect starts n contender processes that are given the run's whole address list
 // (sentinels, cluster nodes) and connect wherever their client takes them: their proxies
 // go unused. All contend.

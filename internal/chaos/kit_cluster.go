@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/simba-go/simba"
-	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/testserver"
 )
 
@@ -23,13 +21,7 @@ func init() {
 		Letter: "C",
 		Server: func(dir string) (ServerProcess, error) { return testserver.NewRedisCluster(dir) },
 		Backend: func(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
-			client := goredis.NewClusterClient(clusterOptions(cfg.Addr))
-			b, err := redis.New(client, redis.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				_ = client.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close(); _ = client.Close() }, nil
+			return redisBackend(goredis.NewClusterClient(clusterOptions(cfg.Addr)))
 		},
 		Residue: func(ctx context.Context, addr, mutex string, killed []string) error {
 			c := goredis.NewClusterClient(clusterOptions(addr))

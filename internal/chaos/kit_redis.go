@@ -20,17 +20,21 @@ func init() {
 		Letter: "R",
 		Server: func(dir string) (ServerProcess, error) { return testserver.Redis(dir) },
 		Backend: func(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
-			client := goredis.NewClient(redisOptions(cfg.Addr))
-			b, err := redis.New(client, redis.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				_ = client.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close(); _ = client.Close() }, nil
+			return redisBackend(goredis.NewClient(redisOptions(cfg.Addr)))
 		},
 		Residue: redisResidue,
 		Owner:   redisOwner,
 	})
+}
+
+// redisBackend opens the Redis backend on client; close closes both.
+func redisBackend(client goredis.UniversalClient) (simba.Backend, func(), error) {
+	b, err := redis.New(client, redis.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
+	return b, func() { _ = b.Close(); _ = client.Close() }, nil
 }
 
 // redisOwner returns what the owner key of mutex on the server at addr names.

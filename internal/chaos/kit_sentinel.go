@@ -2,13 +2,11 @@ package chaos
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
-	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/testserver"
 )
 
@@ -22,13 +20,7 @@ func init() {
 		Letter: "S",
 		Server: func(dir string) (ServerProcess, error) { return testserver.NewRedisSentinel(dir) },
 		Backend: func(_ context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
-			client := goredis.NewFailoverClient(failoverOptions(cfg.Addr))
-			b, err := redis.New(client, redis.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				_ = client.Close()
-				return nil, nil, err
-			}
-			return b, func() { _ = b.Close(); _ = client.Close() }, nil
+			return redisBackend(goredis.NewFailoverClient(failoverOptions(cfg.Addr)))
 		},
 		Residue: func(ctx context.Context, addr, mutex string, killed []string) error {
 			master, err := sentinelMaster(ctx, addr)

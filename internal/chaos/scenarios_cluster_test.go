@@ -23,7 +23,7 @@ func init() {
 // the lease model: overlaps are measured, tokens and stale writes judged. Someone
 // believes again within 30 s; the old primary comes back as a replica.
 func slotPrimaryKilled(s *S) {
-	c := s.cluster()
+	c := serverOf[*testserver.RedisCluster](s)
 	procs := s.spawnDirect(3)
 	s.owner(procs, 10*time.Second)
 	slot := s.mutexSlot(c)
@@ -52,7 +52,7 @@ func slotPrimaryKilled(s *S) {
 // the model: one believer at a time, tokens that grow, and someone believing after each
 // move.
 func slotMoved(s *S) {
-	c := s.cluster()
+	c := serverOf[*testserver.RedisCluster](s)
 	procs := s.spawnDirect(3)
 	s.owner(procs, 10*time.Second)
 	slot := s.mutexSlot(c)
@@ -83,16 +83,6 @@ func slotMoved(s *S) {
 		s.awaitHolder(t0, fmt.Sprintf("move %d of slot %d", round+1, slot))
 	}
 	s.finish()
-}
-
-// cluster returns the run's Redis Cluster.
-func (s *S) cluster() *testserver.RedisCluster {
-	s.T.Helper()
-	c, ok := s.Server.(*testserver.RedisCluster)
-	if !ok {
-		s.T.Fatalf("scenario %s needs a Redis Cluster, not %T", s.sc.name, s.Server)
-	}
-	return c
 }
 
 // mutexSlot returns the hash slot of the run's mutex.

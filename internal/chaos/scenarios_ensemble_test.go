@@ -26,7 +26,7 @@ func init() {
 // session timeout of the cut on its own (C5), the successor comes within the crash bound
 // (C6), and the checker rules out two believers (C2).
 func followerCutFromLeader(s *S) {
-	e := s.ensemble()
+	e := serverOf[*testserver.ZooKeeperEnsemble](s)
 	leader := s.leader(e)
 	follower, other := (leader+1)%3, (leader+2)%3
 	owner := s.SpawnOn("f", e.Servers[follower].Addr())
@@ -67,7 +67,7 @@ func followerCutFromLeader(s *S) {
 // go-zookeeper's redials take seconds: within 30 s), the old leader rejoins, and the
 // checker judges the whole run.
 func leaderKilled(s *S) {
-	e := s.ensemble()
+	e := serverOf[*testserver.ZooKeeperEnsemble](s)
 	procs := s.spawnOnEach(e)
 	for kill := range rounds(1, 3) {
 		s.owner(procs, 10*time.Second)
@@ -87,7 +87,7 @@ func leaderKilled(s *S) {
 // a server it is not connected to, unless that server led; someone believes after each
 // restart (within 30 s), and the checker judges the whole run.
 func rollingRestart(s *S) {
-	e := s.ensemble()
+	e := serverOf[*testserver.ZooKeeperEnsemble](s)
 	procs := s.spawnOnEach(e)
 	s.owner(procs, 10*time.Second)
 	for _, srv := range e.Servers {
@@ -100,16 +100,6 @@ func rollingRestart(s *S) {
 	}
 	s.pause(s.Timing.Session)
 	s.finish()
-}
-
-// ensemble returns the run's ZooKeeper ensemble.
-func (s *S) ensemble() *testserver.ZooKeeperEnsemble {
-	s.T.Helper()
-	e, ok := s.Server.(*testserver.ZooKeeperEnsemble)
-	if !ok {
-		s.T.Fatalf("scenario %s needs a ZooKeeper ensemble, not %T", s.sc.name, s.Server)
-	}
-	return e
 }
 
 // leader returns the index of the ensemble's leader, waiting up to 30 s for an election.

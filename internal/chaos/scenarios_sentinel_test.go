@@ -22,7 +22,7 @@ func init() {
 // replica, and the contenders' FailoverClients follow it. Someone believes again within
 // 30 s; the old primary comes back empty and the sentinels make it a replica.
 func primaryKilled(s *S) {
-	d := s.sentinel()
+	d := serverOf[*testserver.RedisSentinel](s)
 	procs := s.spawnDirect(3)
 	s.owner(procs, 10*time.Second)
 	t0 := Now()
@@ -40,7 +40,7 @@ func primaryKilled(s *S) {
 // overlap between the new owner and that third one is measured; the tokens must still
 // grow (on one host, the server clock keeps them increasing once the fence key is lost).
 func unreplicatedHandover(s *S) {
-	d := s.sentinel()
+	d := serverOf[*testserver.RedisSentinel](s)
 	procs := s.spawnDirect(3)
 	first := s.owner(procs, 10*time.Second)
 	s.Fault("cut", "replication from the primary", d.CutReplication, func() {})
@@ -59,16 +59,6 @@ func unreplicatedHandover(s *S) {
 	s.pause(s.Timing.TTL)
 	f := s.finish()
 	s.note("after the failover: max overlap %v, %d token regressions seen by the checker", f.MaxOverlap, f.TokenRegressions)
-}
-
-// sentinel returns the run's Sentinel deployment.
-func (s *S) sentinel() *testserver.RedisSentinel {
-	s.T.Helper()
-	d, ok := s.Server.(*testserver.RedisSentinel)
-	if !ok {
-		s.T.Fatalf("scenario %s needs a Redis Sentinel deployment, not %T", s.sc.name, s.Server)
-	}
-	return d
 }
 
 // failOver runs fail, a fault of the master, and waits up to 30 s for the sentinels to

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -39,15 +38,7 @@ func NewRedisCluster(dir string) (*RedisCluster, error) {
 // Start starts every node that is not running and, the first time, forms the cluster:
 // three primaries, one replica each.
 func (c *RedisCluster) Start(ctx context.Context) error {
-	errs := make([]error, len(c.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.Nodes {
-		if n.PID() == 0 {
-			wg.Go(func() { errs[i] = n.Start(ctx) })
-		}
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := startStopped(ctx, c.Nodes); err != nil {
 		return err
 	}
 	if c.formed {
@@ -86,15 +77,7 @@ func (c *RedisCluster) Pause() error { return c.each((*Server).Pause) }
 // Resume continues every node.
 func (c *RedisCluster) Resume() error { return c.each((*Server).Resume) }
 
-func (c *RedisCluster) each(f func(*Server) error) error {
-	errs := make([]error, len(c.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.Nodes {
-		wg.Go(func() { errs[i] = f(n) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
+func (c *RedisCluster) each(f func(*Server) error) error { return inParallel(c.Nodes, f) }
 
 // Addr returns every node's address, separated by commas.
 func (c *RedisCluster) Addr() string {

@@ -124,18 +124,7 @@ func NewZooKeeperEnsemble(dir string, n int, o ZooKeeperOptions) (*ZooKeeperEnse
 
 // Start starts every server that is not running, in parallel (none is ready before a
 // quorum is up), and waits until each serves as the leader or a follower.
-func (e *ZooKeeperEnsemble) Start(ctx context.Context) error {
-	errs := make([]error, len(e.Servers))
-	var wg sync.WaitGroup
-	for i, s := range e.Servers {
-		if s.PID() != 0 {
-			continue
-		}
-		wg.Go(func() { errs[i] = s.Start(ctx) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
+func (e *ZooKeeperEnsemble) Start(ctx context.Context) error { return startStopped(ctx, e.Servers) }
 
 // Stop stops every server and closes the proxies between them: the ensemble is done.
 func (e *ZooKeeperEnsemble) Stop() error {
@@ -151,14 +140,27 @@ func (e *ZooKeeperEnsemble) Pause() error { return e.each((*Server).Pause) }
 // Resume continues every server.
 func (e *ZooKeeperEnsemble) Resume() error { return e.each((*Server).Resume) }
 
-func (e *ZooKeeperEnsemble) each(f func(*Server) error) error {
-	errs := make([]error, len(e.Servers))
+func (e *ZooKeeperEnsemble) each(f func(*Server) error) error { return inParallel(e.Servers, f) }
+
+// inParallel applies f to every server at once and joins the errors.
+func inParallel(list []*Server, f func(*Server) error) error {
+	errs := make([]error, len(list))
 	var wg sync.WaitGroup
-	for i, s := range e.Servers {
+	for i, s := range list {
 		wg.Go(func() { errs[i] = f(s) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// startStopped starts the servers of list that are not running, at once.
+func startStopped(ctx context.Context, list []*Server) error {
+	return inParallel(list, func(s *Server) error {
+		if s.PID() != 0 {
+			return nil
+		}
+		return s.Start(ctx)
+	})
 }
 
 // Addr returns the client addresses of every server, separated by commas, as a ZooKeeper

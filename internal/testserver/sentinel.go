@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -112,13 +111,7 @@ func (d *RedisSentinel) Start(ctx context.Context) error {
 	if err := awaitInSync(ctx, d.Replica); err != nil {
 		return err
 	}
-	errs := make([]error, len(d.Sentinels))
-	var wg sync.WaitGroup
-	for i, s := range d.Sentinels {
-		wg.Go(func() { errs[i] = s.Start(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := inParallel(d.Sentinels, func(s *Server) error { return s.Start(ctx) }); err != nil {
 		return err
 	}
 	for _, s := range d.Sentinels {
@@ -208,14 +201,7 @@ func (d *RedisSentinel) Pause() error { return d.each((*Server).Pause) }
 func (d *RedisSentinel) Resume() error { return d.each((*Server).Resume) }
 
 func (d *RedisSentinel) each(f func(*Server) error) error {
-	all := append([]*Server{d.Primary, d.Replica}, d.Sentinels...)
-	errs := make([]error, len(all))
-	var wg sync.WaitGroup
-	for i, s := range all {
-		wg.Go(func() { errs[i] = f(s) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(append([]*Server{d.Primary, d.Replica}, d.Sentinels...), f)
 }
 
 // Addr returns the sentinels' addresses, separated by commas: what a client is given.
