@@ -146,11 +146,7 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 		}
 		switch rec := r.record(); {
 		case rec.Owner == "":
-			// Queue for the lock first, so as not to lose a place in the queue; stop
-			// deferring if the lock comes this way meanwhile.
-			d := max(deferral, deferralTrips*roundTrip)
-			c.log.Debug("simba/jdbc: row free while another session holds the named lock; deferring to it", "for", d)
-			if err := pause(ctx, d, c.queue()); err != nil {
+			if err := c.deferTo(ctx, roundTrip); err != nil {
 				return simba.Record{}, err
 			}
 			// Then contend like anyone: the UPDATE takes the row if the holder did not.

@@ -51,6 +51,7 @@ type statements struct {
 	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
 	settle                                   string // lets the named lock go if the session holds it
+	holder                                   string // the session holding the named lock, 0 if none
 	ensureFloor, lockFloor, raiseFloor       string
 	deleteText                               string
 }

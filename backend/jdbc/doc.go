@@ -245,7 +245,10 @@
 //   - A contender that finds the row free while another session holds the lock joins the
 //     queue and, within the same acquisition, leaves the row to that session for 25 ms,
 //     or four of its round trips if longer (the holder was most likely just woken to take
-//     it), so that newcomers do not take the row from the head of the queue.
+//     it), so that newcomers do not take the row from the head of the queue. If the lock
+//     has changed hands when that time is up, the new holder was woken in turn and gets
+//     the same (up to four holders); a holder that kept the lock all that time without
+//     taking the row is slow, and the contender takes it.
 //   - A contender that holds the lock but finds another owner heads the queue: it polls on
 //     its contend period, and the others wait behind it instead of polling. That owner
 //     provably holds no lock (a JVM contender, or one that won the row while the head was

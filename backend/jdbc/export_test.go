@@ -22,3 +22,19 @@ func TimedOut(d Dialect, err error) bool { return d.timedOut(err) }
 
 // SettleSQL returns d's statement that lets a named lock go if the session holds it.
 func SettleSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).settle }
+
+// HolderSQL returns d's statement that tells which session holds a named lock.
+func HolderSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).holder }
+
+// LockName returns the named lock of mutex's row, as the backend's contentions for mutex
+// take it ("" when none is open).
+func (b *Backend) LockName(mutex string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.contentions {
+		if c.mutex == mutex {
+			return c.lock
+		}
+	}
+	return ""
+}

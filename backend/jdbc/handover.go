@@ -32,6 +32,9 @@ const (
 	// owner that lost its lease but not its connection) costs the others this much.
 	deferral      = 25 * time.Millisecond
 	deferralTrips = 4
+	// deferralTurns bounds how many sessions in turn an acquisition leaves a free row to
+	// (see deferTo).
+	deferralTurns = 4
 )
 
 // handOver is a contention's hand-over state. The contention's calls start and stop the
@@ -151,6 +154,52 @@ func (c *contention) lockedOut() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.holds && (h.waiting || h.other)
+}
+
+// deferTo, in an acquisition that found the row free while another session holds the
+// named lock, leaves the row to that session for a while (deferral, or deferralTrips
+// round trips if longer): it was most likely just woken to take the row. The contention
+// queues for the lock first, so as not to lose its place, and stops deferring if the lock
+// comes its way. If the lock changed hands meanwhile, the new holder was most likely just
+// woken in turn (the row was taken and let go again, or the old holder passed its place
+// on), and gets its own while, up to deferralTurns holders; a holder that keeps the lock
+// for a whole while without taking the row is slow (a head of the queue polling on its
+// contend period, or an owner whose lease lapsed but whose session lives), and the
+// acquisition goes on. Deferring stops early enough to leave the acquisition half of
+// the time ctx has left.
+func (c *contention) deferTo(ctx context.Context, roundTrip time.Duration) error {
+	granted := c.queue()
+	d := max(deferral, deferralTrips*roundTrip)
+	holder := c.lockHolder(ctx)
+	for range deferralTurns {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*d {
+			return nil
+		}
+		c.log.Debug("simba/jdbc: row free while another session holds the named lock; deferring to it", "for", d, "session", holder)
+		if err := pause(ctx, d, granted); err != nil {
+			return err
+		}
+		if closed(granted) {
+			return nil
+		}
+		now := c.lockHolder(ctx)
+		if now == 0 || now == holder {
+			return nil
+		}
+		holder = now
+	}
+	return nil
+}
+
+// lockHolder returns the ID of the session that holds the named lock, or 0 when none
+// does or the server did not say.
+func (c *contention) lockHolder(ctx context.Context) int64 {
+	var id sql.NullInt64
+	if err := c.b.db.QueryRowContext(ctx, c.b.sql.holder, c.lock).Scan(&id); err != nil {
+		c.log.Debug("simba/jdbc: the named lock's holder not read", "err", err)
+		return 0
+	}
+	return id.Int64
 }
 
 // follow, after an answered acquisition, keeps the contention's place in the queue for

@@ -3,6 +3,10 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,4 +228,105 @@ func TestCloseFreesWhatTheBackendHolds(t *testing.T) {
 	assert.ErrorIs(t, a.svc.Stop(t.Context()), simba.ErrClosed, "the release after Close")
 	assert.ErrorIs(t, b.svc.Stop(t.Context()), simba.ErrClosed)
 	assert.Equal(t, simba.StatusInitial, b.svc.Status(), "stopped all the same")
+}
+
+// deferrals returns the sessions an acquisition logged it left the free row to.
+func deferrals(r *records) []int64 {
+	var out []int64
+	for _, a := range r.at(slog.LevelDebug) {
+		if s, ok := a["session"].(int64); ok && strings.Contains(a["msg"].(string), "deferring") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestDeferralFollowsTheLock: an acquisition that finds the row free while another
+// session holds the named lock leaves the row to that session; if the lock then goes to a
+// waiter (woken to take the row, but slower than the deferral), the acquisition leaves the
+// row to the new holder too, instead of taking it from under it. Seen in the fault suite
+// under load (mariadb/02): a contender took the row 25 ms after a release, ahead of the
+// waiter the release had woken, and held it without the lock; its own release then woke
+// nobody, and the mutex stayed free for 1.3 s with five contenders waiting.
+func TestDeferralFollowsTheLock(t *testing.T) {
+	ctx := t.Context()
+	mutex := mutexName(t)
+	db := openDB(t)
+	_, err := db.ExecContext(ctx, "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 0)", mutex)
+	require.NoError(t, err)
+	log := &records{}
+	b := newBackend(t)
+	x := leaseOf(t, b, mutex, "x", slog.New(log))
+	lock := b.LockName(mutex)
+	require.NotEmpty(t, lock)
+
+	session := func(conn *sql.Conn) int64 {
+		var id int64
+		require.NoError(t, conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id))
+		return id
+	}
+	// a holds the lock, as an owner that has just released the row; c waits for it.
+	a, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer a.Close()
+	c, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer c.Close()
+	aID, cID := session(a), session(c)
+	var got int
+	require.NoError(t, a.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", lock).Scan(&got))
+	require.Equal(t, 1, got)
+	granted := make(chan error, 1)
+	go func() {
+		var got sql.NullInt64
+		err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 10)", lock).Scan(&got)
+		if err == nil && got.Int64 != 1 {
+			err = fmt.Errorf("GET_LOCK returned %v", got)
+		}
+		granted <- err
+	}()
+	waitUntil(t, 10*time.Second, "c to wait for the lock", func() bool {
+		var state sql.NullString
+		err := db.QueryRowContext(ctx, "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?", cID).Scan(&state)
+		return err == nil && state.String == "User lock"
+	})
+
+	answer := make(chan simba.Record, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rec, err := x.Acquire(actx)
+		assert.NoError(t, err)
+		answer <- rec
+	}()
+	waitUntil(t, 5*time.Second, "x to leave the row to a", func() bool { return slices.Contains(deferrals(log), aID) })
+
+	// a lets the lock go: c, queued first, gets it, and takes the row only once x's first
+	// deferral is over.
+	_, err = a.ExecContext(ctx, "DO RELEASE_LOCK(?)", lock)
+	require.NoError(t, err)
+	require.NoError(t, <-granted)
+	deadline := time.After(5 * time.Second)
+	for !slices.Contains(deferrals(log), cID) {
+		select {
+		case rec := <-answer:
+			t.Fatalf("x answered %+v after leaving the row to a, without leaving it to c, which the lock went to", rec)
+		case <-deadline:
+			t.Fatal("x neither answered nor left the row to c")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	now := "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
+	res, err := c.ExecContext(ctx, "UPDATE simba_mutex SET acquired_at = "+now+", ttl_at = "+now+" + 2000, "+
+		"transition_at = "+now+" + 3000, owner_id = 'c', version = version + 1 WHERE mutex = ? AND owner_id = ''", mutex)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "c takes the row x left to it")
+	select {
+	case rec := <-answer:
+		assert.Equal(t, "c", rec.Owner)
+	case <-time.After(5 * time.Second):
+		t.Fatal("x did not answer")
+	}
 }

@@ -54,6 +54,7 @@ func (d mysqlDialect) statements(t tableName) statements {
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
 		settle:        mysqlUnlock,
+		holder:        mysqlHolder,
 		interruptText: mysqlInterrupt,
 		ensureFloor:   fmt.Sprintf(mysqlEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(mysqlLockFloor, q),

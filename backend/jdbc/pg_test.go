@@ -571,9 +571,17 @@ func TestPostgresContendedIsFair(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	const key, held = "-8070450527952961534", "AND granted AND classid = 2415919105 AND objid = 2" // 0x90000001_00000002
+	holder := func() (pid int64) {
+		require.NoError(t, db.QueryRowContext(t.Context(), jdbc.HolderSQL(jdbc.Postgres), key).Scan(&pid))
+		return pid
+	}
+	assert.Zero(t, holder(), "nobody holds the lock")
 	_, err = conn.ExecContext(t.Context(), "SELECT pg_advisory_lock($1::text::bigint)", key)
 	require.NoError(t, err)
 	require.Equal(t, 1, advisoryLocks(t, db, held))
+	var pid int64
+	require.NoError(t, conn.QueryRowContext(t.Context(), "SELECT pg_backend_pid()").Scan(&pid))
+	assert.Equal(t, pid, holder(), "the statement that tells who holds the lock")
 	for range 2 { // let go, then nothing to do
 		_, err = conn.ExecContext(t.Context(), jdbc.SettleSQL(jdbc.Postgres), key)
 		require.NoError(t, err)

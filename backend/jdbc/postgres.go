@@ -55,6 +55,7 @@ func (d postgresDialect) statements(t tableName) statements {
 		waitLock:      pgWaitLock,
 		unlock:        pgUnlock,
 		settle:        pgSettle,
+		holder:        pgHolder,
 		interruptText: pgInterrupt,
 		ensureFloor:   fmt.Sprintf(pgEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(pgLockFloor, q),

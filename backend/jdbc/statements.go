@@ -202,6 +202,10 @@ const (
 	// mysqlUnlock lets a named lock go. Arguments: lock name.
 	mysqlUnlock = "DO RELEASE_LOCK(?)"
 
+	// mysqlHolder returns the ID of the session that holds the named lock, 0 if none.
+	// Arguments: lock name.
+	mysqlHolder = "SELECT COALESCE(IS_USED_LOCK(?), 0)"
+
 	// mysqlInterrupt interrupts the statement a session is running, if any; %[1]d is the
 	// session ID (an integer from CONNECTION_ID, so the text is safe). A session that
 	// runs nothing is not affected, and its next statement runs normally.
@@ -337,6 +341,12 @@ const (
 	pgSettle = "SELECT pg_advisory_unlock(k) FROM (SELECT $1::text::bigint AS k) AS key JOIN pg_locks l ON l.locktype = 'advisory' " +
 		"AND l.pid = pg_backend_pid() AND l.granted AND l.objsubid = 1 AND l.classid::bigint = (k >> 32) & 4294967295 " +
 		"AND l.objid::bigint = k & 4294967295"
+
+	// pgHolder returns the process ID of the session that holds the advisory lock in
+	// this database, 0 if none (pg_locks lists every database's). Arguments: key.
+	pgHolder = "SELECT COALESCE((SELECT l.pid FROM (SELECT $1::text::bigint AS k) AS key JOIN pg_locks l ON l.locktype = 'advisory' " +
+		"AND l.granted AND l.objsubid = 1 AND l.classid::bigint = (k >> 32) & 4294967295 AND l.objid::bigint = k & 4294967295 " +
+		"AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1), 0)"
 
 	// pgInterrupt cancels the statement a session is running, if any; %[1]d is its
 	// process ID (an integer from pg_backend_pid, so the text is safe). A session that
