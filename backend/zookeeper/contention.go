@@ -277,6 +277,9 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		// one. If the session changed, install discards this view and step looks again.
 		c.czxid, c.nodeSession = ownStat.Czxid, ownStat.EphemeralOwner
 	}
+	if c.b.listed != nil {
+		c.b.listed()
+	}
 	switch {
 	case errors.Is(kidsErr, zk.ErrNoNode):
 		c.forgetNode() // the mutex node is gone, and so the contender's node
@@ -307,8 +310,8 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		pre             = true
 	)
 	readHead := func() { data, headStat, headErr = c.get(ctx, head) }
-	watched := []string{c.node, pred, head}
-	if c.p.WaitsOnly && pred != head {
+	waitsOnly := c.p.WaitsOnly && pred != head
+	if waitsOnly {
 		// Only the predecessor decides this waiter's turn: the owner is read without a
 		// watch, so that a change of owner does not wake every waiter.
 		readHead = func() {
@@ -316,12 +319,25 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 			n, headErr = c.b.get(ctx, head)
 			data, headStat = n.data, n.st
 		}
-		watched = watched[:2]
 	}
 	if pred == head {
 		readHead()
 	} else {
 		together(readHead, func() { pre, _, preErr = c.exists(ctx, pred) })
+		// The owner left while this contender looked (a short tenure, a busy mutex): the
+		// first of the nodes before this contender's that still exists owns the mutex
+		// now. No lower node can have come since (sequence numbers only grow), and the
+		// predecessor, there when it was watched, ends the walk; if it goes meanwhile,
+		// its watch makes the contention look again. One read per node instead of
+		// another whole look (list, owner, predecessor).
+		for j := 1; j < i && pre && preErr == nil && errors.Is(headErr, zk.ErrNoNode); j++ {
+			head = c.parent + "/" + nodes[j].name
+			readHead()
+		}
+	}
+	watched := []string{c.node, pred, head}
+	if waitsOnly {
+		watched = watched[:2]
 	}
 	switch {
 	case errors.Is(headErr, zk.ErrNoNode) || !pre:

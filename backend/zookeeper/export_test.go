@@ -54,3 +54,7 @@ func Leave(b *Backend, mutex, id string) (string, error) {
 	}
 	return b.conn.Create(parent+"/"+newProtection()+latchName, []byte(id), zk.FlagEphemeralSequential, b.acl)
 }
+
+// OnListed makes f run after each time a contention of b lists its mutex's queue; set it
+// before the contention starts.
+func OnListed(b *Backend, f func()) { b.listed = f }

@@ -46,6 +46,8 @@ type Backend struct {
 	conn *zk.Conn
 	acl  []zk.ACL
 	log  *slog.Logger
+	// listed, set by tests only, runs after a contention has listed its mutex's queue.
+	listed func()
 
 	quit      chan struct{} // closed by Close: the keeper returns
 	keepWake  chan struct{} // capacity 1: the keeper has work now

@@ -1,0 +1,54 @@
+package zookeeper_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// TestWaiterWalksPastOwnersThatLeft: a waiter that listed the queue and then finds the
+// owner's node gone (the owner released while the waiter looked, as it does all the time
+// on a busy mutex) reads the next nodes until one exists, instead of looking again from
+// the start (list, owner, predecessor). With 8 Lockers on one mutex, that look again cost
+// 3 of the 10.3 requests per critical section.
+func TestWaiterWalksPastOwnersThatLeft(t *testing.T) {
+	ctx := t.Context()
+	mutex := mutexName(t)
+	admin := adminConn(t)
+	others := newBackend(t)
+	var nodes []string
+	for _, id := range []string{"a", "b", "c"} {
+		node, err := zookeeper.Leave(others.Backend, mutex, id)
+		require.NoError(t, err)
+		nodes = append(nodes, node)
+	}
+	b := newBackend(t)
+	var lists atomic.Int32
+	zookeeper.OnListed(b.Backend, func() {
+		if lists.Add(1) == 1 { // a and b leave between the waiter's list and its reads
+			assert.NoError(t, admin.Delete(nodes[0], -1))
+			assert.NoError(t, admin.Delete(nodes[1], -1))
+		}
+	})
+	reports := make(chan simba.Owner, 16)
+	con, err := b.StartContend(ctx, simba.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
+		TTL: time.Second, Wake: func() {}, Report: func(o simba.Owner) { reports <- o }})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, con.StopContend(ctx)) }()
+	_, c, err := admin.Exists(nodes[2])
+	require.NoError(t, err)
+	select {
+	case o := <-reports:
+		assert.Equal(t, "c", o.ID, "the first node left before the waiter's owns the mutex")
+		assert.Equal(t, uint64(c.Czxid), o.Token, "with its node's creation as the token")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no report")
+	}
+	assert.Equal(t, int32(1), lists.Load(), "the queue was listed once")
+}
