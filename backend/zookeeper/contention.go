@@ -53,6 +53,7 @@ type contention struct {
 	interest  map[string]struct{} // nodes whose events concern this contention
 	lastErr   error               // the last failure, for StartContend's error
 	mine      string              // the name of node, for OthersWaiting
+	next      string              // view.before, deleted since (see promote)
 }
 
 // view is what one evaluation found: who owns the mutex, as of when.
@@ -63,6 +64,8 @@ type view struct {
 	owner     string // the owner's contender ID (its node's data)
 	token     uint64 // the owner node's czxid
 	watched   []string
+	node      string    // the contender's node it was read with
+	before    string    // the owner's node when it is just before node: its deletion makes node the owner
 	epoch     uint64    // the session epoch it was read in
 	gen       uint64    // the contention's gen when the evaluation began
 	confirmed time.Time // the backend's proof that the session is alive (Backend.alive)
@@ -215,14 +218,19 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 	b := c.b
 	b.mu.Lock()
 	s, gen := b.sess, c.gen
+	next := c.next != "" && c.next == c.view.before && c.view.node == c.node && c.view.epoch == s.epoch
+	c.next = ""
 	b.mu.Unlock()
 	if !s.up {
 		return false, nil // sync pokes every contention when the session is back
 	}
 	var v view
-	if c.p.ContenderID == "" {
+	switch {
+	case c.p.ContenderID == "":
 		v, again, err = c.observe(ctx)
-	} else {
+	case next && c.promote():
+		v = view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: uint64(c.czxid), watched: []string{c.node}, node: c.node}
+	default:
 		v, again, err = c.contend(ctx, s)
 	}
 	if err != nil || again || c.halted() {
@@ -320,8 +328,10 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 			data, headStat = n.data, n.st
 		}
 	}
+	before := ""
 	if pred == head {
 		readHead()
+		before = head
 	} else {
 		together(readHead, func() { pre, _, preErr = c.exists(ctx, pred) })
 		// The owner left while this contender looked (a short tenure, a busy mutex): the
@@ -334,6 +344,9 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 			head = c.parent + "/" + nodes[j].name
 			readHead()
 		}
+	}
+	if mutation.On("promote-any-predecessor") {
+		before = pred
 	}
 	watched := []string{c.node, pred, head}
 	if waitsOnly {
@@ -348,7 +361,7 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		return view{}, false, storeError("watch", pred, preErr)
 	}
 	v := view{ownerPath: head, owner: string(data), token: uint64(headStat.Czxid),
-		watched: watched}
+		watched: watched, node: c.node, before: before}
 	if v.owner == c.p.ContenderID {
 		// Another node carries this contender's ID. Only its own node makes a contender
 		// the owner. A node of this backend's sessions is one a contention of this
@@ -370,6 +383,20 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		v.owner, v.token = "", 0
 	}
 	return v, false, nil
+}
+
+// promote reports whether the contender owns the mutex without listing the queue again,
+// after the owner's node, which was just before its own, was deleted (view.before, seen by
+// Backend.nodeEvent). Every node below the contender's was in the list that found the
+// owner just before it (sequence numbers only grow, and the list came after the create),
+// so the contender's node is the lowest now, if it is still there: its watch has not
+// fired, and it was made in this session. The ZooKeeper recipe lists again here; this
+// saves a round trip per hand-over.
+func (c *contention) promote() bool {
+	if c.node == "" || c.czxid == 0 || c.nodeSession != c.b.sessionID() {
+		return false
+	}
+	return c.b.isArmed(watch{c.node, dataWatch})
 }
 
 // join gives the contender a node: the one a create whose reply was lost made, if it

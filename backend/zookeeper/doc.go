@@ -21,6 +21,13 @@
 // while nobody contends. The queue of nodes is the mutex's wait list: contentions
 // implement simba.WaitList.
 //
+// A look at the mutex lists the queue and reads the owner's node. If the owner has left
+// meanwhile, the next nodes before the contender's are read until one exists (no lower
+// node can come after the list: sequence numbers only grow). A waiter whose node came
+// just after the owner's in its last list owns the mutex as soon as the owner's node is
+// deleted, without listing again; the ZooKeeper recipe (and go-zookeeper's zk.Lock)
+// lists again there, a round trip more per hand-over.
+//
 // # Clock: sessions, not clocks
 //
 // ZooKeeper keeps no TTL per owner: ownership lasts as long as the owner's session and

@@ -52,3 +52,43 @@ func TestWaiterWalksPastOwnersThatLeft(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), lists.Load(), "the queue was listed once")
 }
+
+// TestNextInLineTakesOverWithoutListing: a waiter whose node comes just after the owner's
+// owns the mutex as soon as that node is deleted: every lower node was in its list, so it
+// need not list the queue again (the round trip the ZooKeeper recipe spends on every
+// hand-over).
+func TestNextInLineTakesOverWithoutListing(t *testing.T) {
+	ctx := t.Context()
+	mutex := mutexName(t)
+	admin := adminConn(t)
+	owner, err := zookeeper.Leave(newBackend(t).Backend, mutex, "a")
+	require.NoError(t, err)
+	b := newBackend(t)
+	var lists atomic.Int32
+	zookeeper.OnListed(b.Backend, func() { lists.Add(1) })
+	reports := make(chan simba.Owner, 16)
+	con, err := b.StartContend(ctx, simba.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
+		TTL: time.Second, Wake: func() {}, Report: func(o simba.Owner) { reports <- o }})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, con.StopContend(ctx)) }()
+	next := func(what string) simba.Owner {
+		select {
+		case o := <-reports:
+			return o
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no report of %s", what)
+			return simba.Owner{}
+		}
+	}
+	require.Equal(t, "a", next("the owner").ID)
+	listed := lists.Load()
+
+	require.NoError(t, admin.Delete(owner, -1))
+	o := next("the hand-over")
+	assert.Equal(t, "w", o.ID)
+	w := nodeOf(t, admin, "/simba/"+mutex, "w")
+	_, st, err := admin.Exists(w)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(st.Czxid), o.Token, "the token is the waiter's node's creation")
+	assert.Equal(t, listed, lists.Load(), "no list between the owner's deletion and the hand-over")
+}

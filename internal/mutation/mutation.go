@@ -13,6 +13,9 @@
 //	follower-heartbeat   any answer to a ZooKeeper heartbeat proves the session alive at its
 //	                     send time, even one from a follower cut off from its leader
 //	                     (backend/zookeeper)
+//	promote-any-predecessor a ZooKeeper waiter takes the mutex when the node just before
+//	                     its own is deleted, even one that was not the owner's
+//	                     (backend/zookeeper)
 //
 // The core's bugs that the core's tests and the simulation must catch, each as it was
 // found (issue "Trustworthy core"):
