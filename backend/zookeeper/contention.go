@@ -344,6 +344,9 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 			head = c.parent + "/" + nodes[j].name
 			readHead()
 		}
+		if head == pred {
+			before = head // every node before it is gone
+		}
 	}
 	if mutation.On("promote-any-predecessor") {
 		before = pred
