@@ -165,8 +165,8 @@ func (c *contention) lockedOut() bool {
 // on), and gets its own while, up to deferralTurns holders; a holder that keeps the lock
 // for a whole while without taking the row is slow (a head of the queue polling on its
 // contend period, or an owner whose lease lapsed but whose session lives), and the
-// acquisition goes on. Deferring stops early enough to leave the acquisition half of
-// the time ctx has left.
+// acquisition goes on. It defers no further once ctx has less than two whiles left, so
+// that the UPDATE still has time.
 func (c *contention) deferTo(ctx context.Context, roundTrip time.Duration) error {
 	granted := c.queue()
 	d := max(deferral, deferralTrips*roundTrip)
