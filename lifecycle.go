@@ -13,7 +13,8 @@ import (
 
 // Start begins contending (or observing). ctx bounds only the start-up: the start-up I/O,
 // which the call timeout bounds too, and the wait for the store work of the previous
-// lifecycle if that is still under way. The service then runs until Stop or Close.
+// lifecycle if that is still under way. The service then runs until Stop or Close. Its
+// callbacks begin once Start has completed: they find the service RUNNING.
 //
 // Start fails fast, the same way on every backend: when the store cannot be reached or
 // refuses this client, it returns the backend's error, wrapped, and the service is INITIAL
@@ -62,13 +63,16 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 	}
 	r := &run{
 		spec:      spec,
-		events:    dispatch.New(s.recovered),
+		events:    dispatch.NewHeld(s.recovered),
 		attempted: make(chan struct{}),
 		acquired:  make(chan struct{}),
 		halted:    make(chan struct{}),
 		finished:  make(chan struct{}),
 		appliedCh: make(chan struct{}),
 	}
+	// The lifecycle's callbacks begin once Start has completed, so that they find it
+	// RUNNING (a Stop from inside one, say), or stopped again if it failed.
+	defer r.events.Resume()
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.rounds.clock = s.cfg.clock
 	s.mu.Lock()
@@ -96,6 +100,9 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 		if spec.single {
 			r.rounds.begin(func() (time.Duration, bool) { return 0, !s.leaveIfOver(r) }, false, 0)
 		}
+	}
+	if s.cfg.starting != nil {
+		s.cfg.starting()
 	}
 	s.setStatus(StatusRunning)
 	if s.logs(slog.LevelInfo) {

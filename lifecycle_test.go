@@ -149,3 +149,52 @@ func TestErrorsAreOneLine(t *testing.T) {
 		}
 	})
 }
+
+// A lifecycle's callbacks begin once its Start has completed. A Scheduler's work that
+// called Stop got "not running: status STARTING" when the first acquisition's callback
+// ran before Start had set the status to RUNNING (seen once in make test with
+// stress-ng beside it: TestStopFromInsideCallbacks/scheduler_work). The hook holds Start
+// at that point, until the callback has run or (fake time) nothing else can run.
+func TestCallbacksBeginAfterStart(t *testing.T) {
+	for _, name := range []string{"scheduler work", "contender callback"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, _ := memory.New(memory.NewStore())
+				ran := make(chan struct{})
+				hold := simba.WithStarting(func() {
+					select {
+					case <-ran:
+					case <-time.After(time.Second):
+					}
+				})
+				var status func() simba.Status
+				var stop func(context.Context) error
+				inside := func(ctx context.Context) {
+					defer close(ran)
+					assert.Equal(t, simba.StatusRunning, status(), "the callback runs once Start has completed")
+					assert.NoError(t, stop(ctx))
+				}
+				var start func(context.Context) error
+				if name == "scheduler work" {
+					s, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second},
+						func(ctx context.Context, _ simba.Owner) { inside(ctx) }, hold)
+					require.NoError(t, err)
+					start, stop, status = s.Start, s.Stop, s.Status
+				} else {
+					svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
+						Acquired: func(ctx context.Context, _ simba.State) { inside(ctx) }}, hold)
+					require.NoError(t, err)
+					start, stop, status = svc.Start, svc.Stop, svc.Status
+				}
+				require.NoError(t, start(t.Context()))
+				select {
+				case <-ran:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the callback did not run")
+				}
+				synctest.Wait()
+				assert.Equal(t, simba.StatusInitial, status(), "the stop from inside completed")
+			})
+		})
+	}
+}

@@ -20,6 +20,7 @@ type Queue struct {
 	mu      sync.Mutex
 	items   []func()
 	running bool // the delivery goroutine exists
+	held    bool // functions are queued but not delivered until Resume
 	closed  bool
 	wg      sync.WaitGroup
 
@@ -32,6 +33,28 @@ func New(onPanic func(v any)) *Queue {
 	return &Queue{onPanic: onPanic}
 }
 
+// NewHeld returns an empty queue that delivers nothing until Resume is called.
+func NewHeld(onPanic func(v any)) *Queue {
+	return &Queue{onPanic: onPanic, held: true}
+}
+
+// Resume lets a queue made by NewHeld deliver what was queued and what comes next.
+func (q *Queue) Resume() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.held = false
+	q.start()
+}
+
+// start starts the delivery goroutine if there is something to deliver and none runs.
+// Called with q.mu held.
+func (q *Queue) start() {
+	if !q.running && !q.held && len(q.items) > 0 {
+		q.running = true
+		q.wg.Go(q.deliver)
+	}
+}
+
 // Push queues f. It reports false, and drops f, once Close has been called.
 func (q *Queue) Push(f func()) bool {
 	q.mu.Lock()
@@ -40,19 +63,18 @@ func (q *Queue) Push(f func()) bool {
 		return false
 	}
 	q.items = append(q.items, f)
-	if !q.running {
-		q.running = true
-		q.wg.Go(q.deliver)
-	}
+	q.start()
 	return true
 }
 
 // Close stops accepting functions, waits until every function queued before it has
-// returned, and waits for the delivery goroutine to exit. It must not be called from a
-// queued function. Close is idempotent.
+// returned, and waits for the delivery goroutine to exit; a held queue is resumed. It
+// must not be called from a queued function. Close is idempotent.
 func (q *Queue) Close() {
 	q.mu.Lock()
 	q.closed = true
+	q.held = false
+	q.start()
 	q.mu.Unlock()
 	q.wg.Wait()
 }

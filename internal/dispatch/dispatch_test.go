@@ -3,6 +3,7 @@ package dispatch
 import (
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +90,26 @@ func TestDeliveringKnowsItsGoroutine(t *testing.T) {
 	inside := make(chan bool, 1)
 	q.Push(func() { inside <- q.Delivering() })
 	assert.True(t, <-inside, "from inside a queued function")
+}
+
+func TestHeldDeliversNothingUntilResume(t *testing.T) {
+	for _, how := range []string{"Resume", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewHeld(nil)
+				var got []int
+				q.Push(func() { got = append(got, 1) })
+				q.Push(func() { got = append(got, 2) })
+				synctest.Wait()
+				assert.Empty(t, got, "nothing delivered while held")
+				if how == "Resume" {
+					q.Resume()
+					synctest.Wait()
+					assert.Equal(t, []int{1, 2}, got)
+				}
+				q.Close()
+				assert.Equal(t, []int{1, 2}, got, "Close delivers what was queued")
+			})
+		})
+	}
 }
