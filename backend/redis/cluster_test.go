@@ -172,3 +172,65 @@ func TestClusterFailoverOfTheSlotPrimary(t *testing.T) {
 	}
 	t.Fatalf("the waiter did not acquire within %v of the failover (last error: %v)", limit, last)
 }
+
+// TestSlotBeingMovedKeepsOneOwner: while the slot of a mutex moves to another primary
+// (the source MIGRATING, the target IMPORTING, the keys not yet moved), a contender's
+// attempt must not run where the keys are not. The scripts declared only '{mutex}', a key
+// that never exists, so the source redirected every one of them to the target (ASK), which
+// has none of the mutex's keys yet and handed the mutex to a second owner (chaos
+// redis-cluster/36 under load: two owners for 617 ms, then MIGRATE failed on BUSYKEY).
+func TestSlotBeingMovedKeepsOneOwner(t *testing.T) {
+	ctx := t.Context()
+	addrs := startCluster(t)
+	mutex := "slot-moving"
+	owner := contend(t, newBackend(t, newClusterClient(t, addrs)), mutex, "owner", &wakes{})
+	rec, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+
+	admin := newClusterClient(t, addrs)
+	slot := int(goredisSlot(t, admin, "simba:{"+mutex+"}"))
+	var src, dst *goredis.Client
+	for _, a := range addrs {
+		c := goredis.NewClient(&goredis.Options{Addr: a, DisableIdentity: true,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+		t.Cleanup(func() { _ = c.Close() })
+		n, err := c.ClusterCountKeysInSlot(ctx, slot).Result()
+		require.NoError(t, err)
+		if n > 0 {
+			src = c
+		} else if dst == nil {
+			dst = c
+		}
+	}
+	require.NotNil(t, src, "the node with the mutex's keys")
+	srcID, err := src.Do(ctx, "cluster", "myid").Text()
+	require.NoError(t, err)
+	dstID, err := dst.Do(ctx, "cluster", "myid").Text()
+	require.NoError(t, err)
+	require.NoError(t, dst.Do(ctx, "cluster", "setslot", slot, "importing", srcID).Err())
+	require.NoError(t, src.Do(ctx, "cluster", "setslot", slot, "migrating", dstID).Err())
+	t.Cleanup(func() { // the slot stays where it was
+		_ = dst.Do(context.Background(), "cluster", "setslot", slot, "stable").Err()
+		_ = src.Do(context.Background(), "cluster", "setslot", slot, "stable").Err()
+	})
+
+	other := contend(t, newBackend(t, newClusterClient(t, addrs)), mutex, "other", &wakes{})
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	got, err := other.Acquire(actx)
+	cancel()
+	if err == nil {
+		assert.NotEqual(t, "other", got.Owner, "a second owner while the slot moves")
+	}
+	n, err := dst.ClusterCountKeysInSlot(ctx, slot).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "keys of the mutex made on the slot's target before they moved there")
+}
+
+// goredisSlot returns the hash slot of key as the cluster computes it.
+func goredisSlot(t *testing.T, c *goredis.ClusterClient, key string) int64 {
+	t.Helper()
+	slot, err := c.ClusterKeySlot(t.Context(), key).Result()
+	require.NoError(t, err)
+	return slot
+}

@@ -78,6 +78,19 @@ var (
 	_ simba.WaitList        = (*contention)(nil)
 )
 
+// scriptKeys returns the keys a script of mutex is called with: '{mutex}', from which the
+// scripts make the names of the mutex's keys (prelude.lua), then those keys themselves,
+// which the scripts do not read from KEYS but which Redis Cluster must see. While a slot
+// moves, the source runs a call only if it has every key the call names, redirects it to
+// the target only if it has none, and otherwise answers TRYAGAIN; the target runs a
+// redirected call only if it has every key. '{mutex}' alone, which never exists, sent
+// every call to the target while the mutex's keys were still on the source: a second
+// owner. Named, a call waits (TRYAGAIN) until the keys have moved.
+func scriptKeys(mutex string) []string {
+	key := "simba:{" + mutex + "}"
+	return []string{"{" + mutex + "}", key, key + ":contender", key + ":fence", key + ":grant"}
+}
+
 func newContention(b *Backend, p simba.Participant) *contention {
 	lease := p.TTL + p.Transition
 	key := "simba:{" + p.Mutex + "}"
@@ -85,7 +98,7 @@ func newContention(b *Backend, p simba.Participant) *contention {
 		b:          b,
 		mutex:      p.Mutex,
 		id:         p.ContenderID,
-		keys:       []string{"{" + p.Mutex + "}"},
+		keys:       scriptKeys(p.Mutex),
 		lease:      strconv.FormatInt(lease.Milliseconds(), 10),
 		leaseDur:   lease,
 		ttl:        strconv.FormatInt(p.TTL.Milliseconds(), 10),

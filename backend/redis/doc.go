@@ -35,9 +35,11 @@
 //     the release took off the waiting set (the oldest one).
 //
 // Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua and waiting.lua, each
-// prefixed with prelude.lua) do every change atomically. Their key argument is "{mutex}";
-// its braces are the cluster hash tag, so every key of a mutex lives in one slot, which is
-// why mutex names may not contain braces. Acquire reads the owner key and takes a free
+// prefixed with prelude.lua) do every change atomically. Their first key argument is
+// "{mutex}"; its braces are the cluster hash tag, so every key of a mutex lives in one
+// slot, which is why mutex names may not contain braces. The mutex's four keys are named
+// as key arguments too, so that while a Redis Cluster moves the slot a script runs only
+// where all of them are, and is otherwise told to try again (TRYAGAIN). Acquire reads the owner key and takes a free
 // mutex with SET PX (within one script, as JVM Simba's SET NX PX), or records the caller
 // as waiting (ZADD) and answers the owner; guard renews with SET XX PX only while the
 // caller owns the mutex; release hands the mutex to the oldest waiter or deletes the
