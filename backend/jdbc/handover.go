@@ -29,7 +29,8 @@ const (
 	// runs its UPDATE: deferralTrips times the round trip of its read, if that is
 	// longer. A contender woken by the lock takes the row within a round trip or two; a
 	// holder that does not (a head of the queue polling on its contend period, or an
-	// owner that lost its lease but not its connection) costs the others this much.
+	// owner that lost its lease but not its connection) costs the others this much per
+	// holder the lock went to meanwhile (deferTo).
 	deferral      = 25 * time.Millisecond
 	deferralTrips = 4
 	// deferralTurns bounds how many sessions in turn an acquisition leaves a free row to

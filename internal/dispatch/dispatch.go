@@ -10,7 +10,7 @@ import (
 )
 
 // Queue delivers queued functions in order on one goroutine, which it starts on the first
-// Push and stops in Close. The queue is unbounded: Push never blocks, so the goroutine that
+// Push after Resume and stops in Close. The queue is unbounded: Push never blocks, so the goroutine that
 // talks to a store never waits for a slow callback.
 //
 // A Queue must not be copied after first use.
@@ -27,13 +27,9 @@ type Queue struct {
 	deliverer atomic.Uint64 // the delivering goroutine's number, 0 when none
 }
 
-// New returns an empty queue. onPanic is called, on the delivery goroutine, with the value
-// of any panic raised by a queued function; delivery then goes on with the next function.
-func New(onPanic func(v any)) *Queue {
-	return &Queue{onPanic: onPanic}
-}
-
-// NewHeld returns an empty queue that delivers nothing until Resume is called.
+// NewHeld returns an empty queue that delivers nothing until Resume is called. onPanic is
+// called, on the delivery goroutine, with the value of any panic raised by a queued
+// function; delivery then goes on with the next function.
 func NewHeld(onPanic func(v any)) *Queue {
 	return &Queue{onPanic: onPanic, held: true}
 }

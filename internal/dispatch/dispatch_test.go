@@ -13,8 +13,15 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// resumed returns a queue that delivers from the start.
+func resumed(onPanic func(v any)) *Queue {
+	q := NewHeld(onPanic)
+	q.Resume()
+	return q
+}
+
 func TestOrderAndOneAtATime(t *testing.T) {
-	q := New(nil)
+	q := resumed(nil)
 	var (
 		mu      sync.Mutex
 		got     []int
@@ -49,7 +56,7 @@ func TestOrderAndOneAtATime(t *testing.T) {
 
 func TestPanicRecoveredAndDeliveryGoesOn(t *testing.T) {
 	var panics []any
-	q := New(func(v any) { panics = append(panics, v) })
+	q := resumed(func(v any) { panics = append(panics, v) })
 	delivered := make(chan int, 2)
 	q.Push(func() { delivered <- 1 })
 	q.Push(func() { panic("boom") })
@@ -61,7 +68,7 @@ func TestPanicRecoveredAndDeliveryGoesOn(t *testing.T) {
 }
 
 func TestCloseWaitsForSlowCallbackAndRejectsLaterPushes(t *testing.T) {
-	q := New(nil)
+	q := resumed(nil)
 	release := make(chan struct{})
 	done := make(chan struct{})
 	q.Push(func() { <-release; close(done) })
@@ -84,7 +91,7 @@ func TestCloseWaitsForSlowCallbackAndRejectsLaterPushes(t *testing.T) {
 }
 
 func TestDeliveringKnowsItsGoroutine(t *testing.T) {
-	q := New(nil)
+	q := resumed(nil)
 	defer q.Close()
 	assert.False(t, q.Delivering(), "not from outside")
 	inside := make(chan bool, 1)
