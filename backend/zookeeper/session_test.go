@@ -511,16 +511,39 @@ func TestStartWithoutSession(t *testing.T) {
 	assert.Equal(t, simba.StatusInitial, s.Status())
 
 	// A Connect that forgets the callback: the error points at it.
-	forgot, err := zookeeper.New(func(zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+	pointsAtCallback := func(connect zookeeper.Connect) {
+		t.Helper()
+		forgot, err := zookeeper.New(connect)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = forgot.Close() })
+		s, err := simba.NewService(forgot, simba.ContenderFuncs{MutexName: mutexName(t), ID: "a"}, simba.WithTTL(time.Second))
+		require.NoError(t, err)
+		err = s.Start(t.Context())
+		assert.ErrorIs(t, err, zookeeper.ErrNoSession)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "WithEventCallback")
+	}
+	pointsAtCallback(func(zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
 		return zk.Connect([]string{server.Addr()}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(zkdial.Dial))
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = forgot.Close() })
-	s2, err := simba.NewService(forgot, simba.ContenderFuncs{MutexName: mutexName(t), ID: "a"}, simba.WithTTL(time.Second))
-	require.NoError(t, err)
-	err = s2.Start(t.Context())
-	assert.ErrorIs(t, err, zookeeper.ErrNoSession)
-	assert.Contains(t, err.Error(), "WithEventCallback")
+	// The same, with a session that was up before New saw the connection (a fast server,
+	// or New's goroutine descheduled after Connect): with no event ever reported, the
+	// backend cannot hear its watches, and still does not take the session for usable.
+	pointsAtCallback(func(zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+		conn, events, err := zk.Connect([]string{server.Addr()}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(zkdial.Dial))
+		if err != nil {
+			return nil, nil, err
+		}
+		for conn.State() != zk.StateHasSession {
+			select {
+			case <-events:
+			case <-time.After(5 * time.Second):
+				conn.Close()
+				return nil, nil, errors.New("no session within 5s")
+			}
+		}
+		return conn, nil, nil
+	})
 }
 
 // Close ends the session: an owner stops believing, and StartContend fails afterwards.

@@ -267,7 +267,11 @@ func (b *Backend) sync() {
 		return // New calls sync once it has the connection
 	}
 	id := b.conn.SessionID()
-	up := b.conn.State() == zk.StateHasSession
+	// A session with no event reported is not usable: the connection calls the callback
+	// at every change of state before it goes on, so a session reached without a call
+	// means that Connect did not pass the callback, and the backend would never hear its
+	// watches. StartContend then waits, and says so (see pending).
+	up := b.conn.State() == zk.StateHasSession && b.sawEvent
 	if up == b.sess.up && id == b.sess.id {
 		return
 	}
