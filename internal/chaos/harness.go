@@ -40,9 +40,11 @@ type Kit struct {
 	Backend func(ctx context.Context, cfg ContenderConfig) (b simba.Backend, close func(), err error)
 	// Residue reports what the store still holds for mutex once every contender has
 	// stopped (keys, rows still naming an owner, nodes, subscriptions), as an error.
-	// Killed names the contenders killed during the run: what a crash leaves behind by
-	// design (a Redis waiting-set entry) is not residue of theirs.
-	Residue func(ctx context.Context, addr, mutex string, killed []string) error
+	// Excused names the contenders killed during the run and those whose Stop returned
+	// an error: what a crash leaves behind by design (a Redis waiting-set entry), or a
+	// stop that said it could not clean up (a ZooKeeper node left, without a session, to
+	// the session's expiry), is not residue of theirs.
+	Residue func(ctx context.Context, addr, mutex string, excused []string) error
 	// Owner returns the contender ID the store names as the owner of mutex now ("" for
 	// none), read with a connection of the harness's own.
 	Owner func(ctx context.Context, addr, mutex string) (string, error)
@@ -490,13 +492,13 @@ func (r *Run) Finish(o Options) Findings {
 	if r.Kit.Residue != nil && len(f.Violations(o)) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		var killed []string
+		var excused []string
 		for _, e := range r.Events() {
-			if e.Kind == KindKilled {
-				killed = append(killed, e.Proc)
+			if e.Kind == KindKilled || (e.Kind == KindStopped && e.Note != "") {
+				excused = append(excused, e.Proc)
 			}
 		}
-		if err := r.Kit.Residue(ctx, r.Server.Addr(), r.Mutex, killed); err != nil {
+		if err := r.Kit.Residue(ctx, r.Server.Addr(), r.Mutex, excused); err != nil {
 			f.Residue = append(f.Residue, err.Error())
 			r.T.Errorf("C8 residue: %v", err)
 		}

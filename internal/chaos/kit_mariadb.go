@@ -48,10 +48,10 @@ func mariadbDSN(addr string) string {
 
 // rowResidue returns the Residue of an SQL kit, whose owner function reads the row: a row
 // that still names an owner whose lease has not lapsed.
-func rowResidue(store string, owner func(ctx context.Context, addr, mutex string) (string, error)) func(ctx context.Context, addr, mutex string, killed []string) error {
-	return func(ctx context.Context, addr, mutex string, killed []string) error {
+func rowResidue(store string, owner func(ctx context.Context, addr, mutex string) (string, error)) func(ctx context.Context, addr, mutex string, excused []string) error {
+	return func(ctx context.Context, addr, mutex string, excused []string) error {
 		o, err := owner(ctx, addr, mutex)
-		if err != nil || o == "" || slices.Contains(killed, o) { // a killed owner's lease lapses by itself
+		if err != nil || o == "" || slices.Contains(excused, o) { // an excused owner's lease lapses by itself
 			return err
 		}
 		return fmt.Errorf("%s: the row of %q still names %q", store, mutex, o)

@@ -65,24 +65,24 @@ func redisOptions(addr string) *goredis.Options {
 }
 
 // redisResidue reports an owner key, waiting-set entries, grant registrations or
-// subscribed channels left for mutex. A killed waiter's entry and registration stay until
+// subscribed channels left for mutex. An excused waiter's entry and registration stay until
 // they expire or a release passes them by (backend/redis/doc.go): they are no residue.
-func redisResidue(ctx context.Context, addr, mutex string, killed []string) error {
+func redisResidue(ctx context.Context, addr, mutex string, excused []string) error {
 	c := goredis.NewClient(redisOptions(addr))
 	defer c.Close()
-	return redisResidueOn(ctx, c, mutex, killed, func(pattern string) ([]string, error) {
+	return redisResidueOn(ctx, c, mutex, excused, func(pattern string) ([]string, error) {
 		return c.PubSubChannels(ctx, pattern).Result()
 	})
 }
 
 // redisResidueOn is redisResidue through client c; channels lists the subscribed channels
 // that match a pattern, on every server that may hold subscriptions.
-func redisResidueOn(ctx context.Context, c goredis.UniversalClient, mutex string, killed []string,
+func redisResidueOn(ctx context.Context, c goredis.UniversalClient, mutex string, excused []string,
 	channels func(pattern string) ([]string, error)) error {
 	key := "simba:{" + mutex + "}"
 	owner, err := c.Get(ctx, key).Result()
 	switch {
-	case err == nil && !slices.Contains(killed, owner): // a killed owner's key lapses by itself
+	case err == nil && !slices.Contains(excused, owner): // an excused owner's key lapses by itself
 		return fmt.Errorf("redis: the owner key of %q still names %q", mutex, owner)
 	case err != nil && err != goredis.Nil:
 		return err
@@ -92,8 +92,8 @@ func redisResidueOn(ctx context.Context, c goredis.UniversalClient, mutex string
 		return err
 	}
 	for _, w := range waiting {
-		if !slices.Contains(killed, w) {
-			return fmt.Errorf("redis: %q, which was not killed, is still in the waiting set of %q", w, mutex)
+		if !slices.Contains(excused, w) {
+			return fmt.Errorf("redis: %q, which was neither killed nor stopped with an error, is still in the waiting set of %q", w, mutex)
 		}
 	}
 	registered, err := c.HKeys(ctx, key+":grant").Result()
@@ -101,8 +101,8 @@ func redisResidueOn(ctx context.Context, c goredis.UniversalClient, mutex string
 		return err
 	}
 	for _, w := range registered {
-		if !slices.Contains(killed, w) {
-			return fmt.Errorf("redis: %q, which was not killed, is still registered for a grant of %q", w, mutex)
+		if !slices.Contains(excused, w) {
+			return fmt.Errorf("redis: %q, which was neither killed nor stopped with an error, is still registered for a grant of %q", w, mutex)
 		}
 	}
 	chans, err := channels(key + "*")

@@ -52,8 +52,9 @@ type quietZK struct{}
 func (quietZK) Printf(string, ...any) {}
 
 // zookeeperResidue reports latch nodes left under the mutex's node, except those of
-// killed contenders, which their sessions' expiry removes.
-func zookeeperResidue(ctx context.Context, addr, mutex string, killed []string) error {
+// excused contenders (killed, or stopped with an error: a node left without a session),
+// which their sessions' expiry removes.
+func zookeeperResidue(ctx context.Context, addr, mutex string, excused []string) error {
 	conn, _, err := zk.Connect(strings.Split(addr, ","), 2*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		return err
@@ -73,7 +74,7 @@ func zookeeperResidue(ctx context.Context, addr, mutex string, killed []string) 
 		var left []string
 		for _, k := range kids {
 			data, _, err := conn.Get("/simba/" + mutex + "/" + k)
-			if err == nil && !slices.Contains(killed, string(data)) {
+			if err == nil && !slices.Contains(excused, string(data)) {
 				left = append(left, k+" ("+string(data)+")")
 			}
 		}
