@@ -87,13 +87,16 @@ var (
 // every call to the target while the mutex's keys were still on the source: a second
 // owner. Named, a call waits (TRYAGAIN) until the keys have moved.
 func scriptKeys(mutex string) []string {
-	key := "simba:{" + mutex + "}"
+	key := ownerKey(mutex)
 	return []string{"{" + mutex + "}", key, key + ":contender", key + ":fence", key + ":grant"}
 }
 
+// ownerKey returns the name of mutex's owner key, which the other keys' names extend.
+func ownerKey(mutex string) string { return "simba:{" + mutex + "}" }
+
 func newContention(b *Backend, p simba.Participant) *contention {
 	lease := p.TTL + p.Transition
-	key := "simba:{" + p.Mutex + "}"
+	key := ownerKey(p.Mutex)
 	c := &contention{
 		b:          b,
 		mutex:      p.Mutex,

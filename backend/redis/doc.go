@@ -39,11 +39,11 @@
 // "{mutex}"; its braces are the cluster hash tag, so every key of a mutex lives in one
 // slot, which is why mutex names may not contain braces. The mutex's four keys are named
 // as key arguments too, so that while a Redis Cluster moves the slot a script runs only
-// where all of them are, and is otherwise told to try again (TRYAGAIN). Acquire reads the owner key and takes a free
-// mutex with SET PX (within one script, as JVM Simba's SET NX PX), or records the caller
-// as waiting (ZADD) and answers the owner; guard renews with SET XX PX only while the
-// caller owns the mutex; release hands the mutex to the oldest waiter or deletes the
-// caller's key and wakes that waiter.
+// where all of them are, and is otherwise told to try again (TRYAGAIN). Acquire reads
+// the owner key and takes a free mutex with SET PX (within one script, as JVM Simba's
+// SET NX PX), or records the caller as waiting (ZADD) and answers the owner; guard
+// renews with SET XX PX only while the caller owns the mutex; release hands the mutex
+// to the oldest waiter or deletes the caller's key and wakes that waiter.
 // They answer JVM Simba's "<owner>@@<remaining ms>", or "@@" for no owner, together with
 // the fencing token.
 //

@@ -10,8 +10,8 @@ import (
 )
 
 // Queue delivers queued functions in order on one goroutine, which it starts on the first
-// Push after Resume and stops in Close. The queue is unbounded: Push never blocks, so the goroutine that
-// talks to a store never waits for a slow callback.
+// Push after Resume and stops in Close. The queue is unbounded: Push never blocks, so the
+// goroutine that talks to a store never waits for a slow callback.
 //
 // A Queue must not be copied after first use.
 type Queue struct {
