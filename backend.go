@@ -95,7 +95,9 @@ type Participant struct {
 	// WaitsOnly is set for a participant that needs to learn only when it becomes the
 	// owner, not who owns the mutex while it waits (a Locker's). A session backend may
 	// then watch only what decides its turn: with ZooKeeper, the node before its own and
-	// not the owner's, so that a change of owner does not wake every waiter.
+	// not the owner's, so that a change of owner does not wake every waiter. Such a
+	// participant serves one tenure: once it has been reported the owner and lost that,
+	// a session backend need not (and should not) queue it again; StopContend follows.
 	WaitsOnly bool
 	// Grant tells the service of a lease store that the store made this contender the
 	// owner without a call of its own being answered: the releasing owner handed the

@@ -3,11 +3,13 @@ package zookeeper_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +165,60 @@ func TestOwnLeftoverNodeIsRemoved(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	require.NoError(t, lease.Release(t.Context()))
+}
+
+// TestOneTenureDoesNotJoinAgain: a participant that serves one tenure (a Locker's,
+// Participant.WaitsOnly) whose node is deleted behind its back while it owns has lost its
+// tenure for good: it must not queue a new node (before, it did, and until its StopContend
+// came it was the owner again, seen by everyone: `simba release` of a Locker's mutex
+// showed the holder back at once). A long-lived contender's contention joins again, as
+// TestNodeDeletedBehindTheOwnersBack shows.
+func TestOneTenureDoesNotJoinAgain(t *testing.T) {
+	mutex := mutexName(t)
+	parent := "/simba/" + mutex
+	admin := adminConn(t)
+	reports := make(chan simba.Owner, 16)
+	c, err := newBackend(t).StartContend(t.Context(), simba.Participant{
+		Mutex: mutex, ContenderID: "once", TTL: 2 * time.Second, WaitsOnly: true,
+		Logger: testLogger(t), Wake: func() {}, Report: func(o simba.Owner) { reports <- o },
+		Grant: func(simba.Record, time.Time) {},
+	})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, c.StopContend(context.Background())) }()
+	select {
+	case o := <-reports:
+		require.Equal(t, "once", o.ID, "the only contender owns")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no owner reported within 5s")
+	}
+
+	node := nodeOf(t, admin, parent, "once")
+	require.NotEmpty(t, node)
+	require.NoError(t, admin.Delete(node, -1))
+	select {
+	case o := <-reports:
+		require.True(t, o.IsZero(), "the loss is reported, not %v", o)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loss was not reported within 5s")
+	}
+	quiet := time.After(time.Second)
+	for {
+		kids, _, changed, err := admin.ChildrenW(parent)
+		if errors.Is(err, zk.ErrNoNode) {
+			break // the empty mutex node was reaped: nobody can have joined under it
+		}
+		require.NoError(t, err)
+		require.Empty(t, zookeeper.Latches(kids), "a node was queued again after the loss")
+		select {
+		case <-changed:
+			continue
+		case <-quiet:
+		}
+		break
+	}
+	select {
+	case o := <-reports:
+		t.Fatalf("reported %v after the tenure ended", o)
+	default:
+	}
 }

@@ -43,6 +43,7 @@ type contention struct {
 	czxid       int64  // node's czxid: the fencing token while it owns
 	pending     string // protection prefix of a create whose outcome is unknown
 	isStarted   bool
+	served      bool // a one-tenure participant (WaitsOnly) was reported the owner
 
 	// Guarded by b.mu.
 	gen       uint64              // bumped by every event that may make view stale
@@ -248,6 +249,12 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		c.forgetNode() // an ephemeral node ends with its session
 	}
 	if c.node == "" {
+		if c.served {
+			// A participant that serves one tenure (Participant.WaitsOnly: a Locker's)
+			// lost it with its node. It does not queue again: its StopContend follows, and
+			// a new node would make it the owner again meanwhile, for nobody.
+			return view{}, false, nil
+		}
 		if err := c.join(ctx); err != nil {
 			return view{}, false, err
 		}
@@ -571,6 +578,7 @@ func (c *contention) install(s session, gen uint64, v view) (again bool) {
 	c.view = v
 	c.lastErr = nil
 	c.publish()
+	c.served = c.served || (v.self && c.p.WaitsOnly)
 	if !c.isStarted {
 		c.isStarted = true
 		close(c.started)

@@ -56,7 +56,8 @@
 // same token (a new OnAcquired) while nobody else took over. When the session has expired
 // its node is gone: the contender joins again with a new node, behind whoever joined
 // meanwhile. A contention whose own node disappears (deleted by hand) stops believing at
-// once and joins again.
+// once and joins again, unless it served a Locker's acquisition that owned: that tenure
+// is over, and the contention waits for its StopContend without a node.
 //
 // # TTL fields of reported owners
 //
