@@ -193,8 +193,18 @@ type handOver struct {
 	clients [2]client
 	holder  int
 	release func(context.Context) error // the holder's
+	since   time.Time                   // when the holder acquired
 	hold    time.Duration
 }
+
+// retakeAfter is how long a hand-over's holder may have held before a step: the peers do
+// not renew their locks (redsync's expiry is 8s), and the other libraries' turns between
+// two of this one's can take longer than that (simba's waiter waits for its stale
+// subscription of the previous wait to go, up to a second a step): a peer's waiter then
+// acquired at once, and the figure failed with "the waiter acquired while the holder
+// held". An older hold is released and taken again, untimed, so that no step begins on
+// a lock that has lapsed.
+const retakeAfter = 2 * time.Second
 
 func newHandOver(ctx context.Context, e *env, lib library) (*handOver, error) {
 	h := &handOver{lib: lib, hold: lib.poll}
@@ -215,8 +225,24 @@ func newHandOver(ctx context.Context, e *env, lib library) (*handOver, error) {
 		h.close()
 		return nil, err
 	}
-	h.release = release
+	h.release, h.since = release, time.Now()
 	return h, nil
+}
+
+// retake releases the holder's lock (or what is left of it) and acquires it again when
+// it was taken more than retakeAfter ago.
+func (h *handOver) retake(ctx context.Context) error {
+	if time.Since(h.since) < retakeAfter {
+		return nil
+	}
+	_ = h.release(ctx) // a peer's lock may have lapsed already, and its release fails
+	h.release = nil
+	release, err := h.clients[h.holder].acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("take again: %w", err)
+	}
+	h.release, h.since = release, time.Now()
+	return nil
 }
 
 func (h *handOver) close() {
@@ -236,6 +262,9 @@ func (h *handOver) giveUps() int64 { return h.clients[0].giveUps() + h.clients[1
 // step makes one hand-over and returns its latency. After an error the hand-over is
 // broken: close it.
 func (h *handOver) step(ctx context.Context) (time.Duration, error) {
+	if err := h.retake(ctx); err != nil {
+		return 0, err
+	}
 	w := h.clients[1-h.holder]
 	if err := w.armWait(ctx); err != nil {
 		return 0, fmt.Errorf("arm the waiter: %w", err)
@@ -273,6 +302,9 @@ func (h *handOver) step(ctx context.Context) (time.Duration, error) {
 	select {
 	case a := <-got:
 		got <- a
+		if a.err != nil {
+			return abandon(fmt.Errorf("the waiter gave up while the holder held: %w", a.err))
+		}
 		return abandon(errors.New("the waiter acquired while the holder held"))
 	default:
 	}
@@ -286,7 +318,7 @@ func (h *handOver) step(ctx context.Context) (time.Duration, error) {
 	if a.err != nil {
 		return 0, fmt.Errorf("waiter: %w", a.err)
 	}
-	h.release, h.holder = a.release, 1-h.holder
+	h.release, h.holder, h.since = a.release, 1-h.holder, a.at
 	return a.at.Sub(began), nil
 }
 
