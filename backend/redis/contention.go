@@ -32,6 +32,7 @@ type contention struct {
 	releases   string // simba:{mutex}:@@released: every release that left the key free
 	wake       func()
 	report     func(simba.Owner)             // nil: the participant needs no news of other owners
+	waitsOnly  bool                          // a Locker's: no news of other owners while it waits
 	grant      func(simba.Record, time.Time) // nil: the contender takes no grants
 	nonces     string                        // a random prefix of this contention's nonces
 	log        *slog.Logger
@@ -41,8 +42,12 @@ type contention struct {
 	owner atomic.Bool
 
 	// Used only by the method calls, which simba makes one at a time.
-	joined bool    // subscribed to its channels
-	listed listing // whether it may be in the waiting set (and registered for a grant)
+	joined    bool    // subscribed to its channels
+	takeovers bool    // a waitsOnly contention that has renewed: it listens for acquisitions too
+	listed    listing // whether it may be in the waiting set (and registered for a grant)
+
+	// Guarded by the hub's mu.
+	routed []string // the channels the hub routes to this contention
 
 	mu         sync.Mutex // guards the fields below, which grants change too
 	token      uint64     // the token of this contender's tenure while answers name it
@@ -121,7 +126,9 @@ func newContention(b *Backend, p simba.Participant) *contention {
 	}
 	if c.id != "" {
 		c.inbox = key + ":" + c.id
-		if !p.WaitsOnly {
+		if p.WaitsOnly {
+			c.waitsOnly = true
+		} else {
 			c.report = p.Report
 		}
 	}
@@ -184,6 +191,11 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		// background; the hub wakes the contender once the server confirms it, so that
 		// what was published before then is not missed for long: the next attempt comes
 		// right after.
+		c.join()
+	} else if c.waitsOnly && op == "renew" && !c.takeovers {
+		// A Locker's waiter did not listen for acquisitions, which only told it of
+		// other owners; as an owner it needs them, to hear a takeover at once.
+		c.takeovers = true
 		c.join()
 	}
 	return rec, nil
@@ -352,12 +364,19 @@ func (c *contention) checkToken(tok uint64) {
 	c.lastToken = tok
 }
 
-// channels returns the channels the contention listens on.
+// channels returns the channels the contention listens on. A Locker's waiter
+// (waitsOnly) needs no news of other owners, only of its turn, so it does not listen for
+// acquisitions until it has renewed as the owner: a hand-over then wakes the waiters it
+// concerns, not every waiter of the mutex. Called by the method calls only.
 func (c *contention) channels() []string {
-	if c.inbox == "" {
+	switch {
+	case c.inbox == "":
 		return []string{c.key, c.releases}
+	case c.waitsOnly && !c.takeovers:
+		return []string{c.releases, c.inbox}
+	default:
+		return []string{c.key, c.releases, c.inbox}
 	}
-	return []string{c.key, c.releases, c.inbox}
 }
 
 // join has the backend subscribe the contention's channels, in the background.

@@ -121,7 +121,10 @@
 // contentions. A contender subscribes simba:{mutex}, simba:{mutex}:@@released and its own
 // channel when an attempt finds the mutex owned by someone else, or at its first renewal
 // as owner; an uncontended critical section that ends before its first renewal never
-// subscribes. A retriever subscribes the first two when it starts. A channel stays
+// subscribes. A Locker's waiter leaves simba:{mutex} out until it owns and renews: it
+// needs to hear of its turn, not of every other owner, so a hand-over wakes the waiter
+// it serves and not every waiter of the mutex (with 8 Lockers on one mutex, a third more
+// sections per second). A retriever subscribes the first two when it starts. A channel stays
 // subscribed for a second after its last listener left: a Locker that asks again at once
 // (or another contention of the same contender) finds its channels subscribed and listens
 // from before its first attempt, so that waiting costs no SUBSCRIBE and UNSUBSCRIBE and

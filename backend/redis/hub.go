@@ -113,7 +113,10 @@ func (h *hub) addRoutes(c *contention) bool {
 			members = map[*contention]struct{}{}
 			h.routes[ch] = members
 		}
-		members[c] = struct{}{}
+		if _, ok := members[c]; !ok {
+			members[c] = struct{}{}
+			c.routed = append(c.routed, ch)
+		}
 		live = live && h.confirmed[ch]
 	}
 	return live
@@ -124,13 +127,14 @@ func (h *hub) addRoutes(c *contention) bool {
 func (h *hub) leave(c *contention) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, ch := range c.channels() {
+	for _, ch := range c.routed {
 		members := h.routes[ch]
 		delete(members, c)
 		if len(members) == 0 {
 			delete(h.routes, ch)
 		}
 	}
+	c.routed = nil
 	if h.ps != nil {
 		h.poke()
 	}
@@ -176,7 +180,7 @@ func (h *hub) close() {
 func (h *hub) hearsAll(c *contention) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, ch := range c.channels() {
+	for _, ch := range c.routed {
 		if !h.confirmed[ch] {
 			return false
 		}
