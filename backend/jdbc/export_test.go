@@ -23,6 +23,9 @@ func TimedOut(d Dialect, err error) bool { return d.timedOut(err) }
 // SettleSQL returns d's statement that lets a named lock go if the session holds it.
 func SettleSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).settle }
 
+// ReleaseSQL returns d's release statement for the default table.
+func ReleaseSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).release }
+
 // HolderSQL returns d's statement that tells which session holds a named lock.
 func HolderSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).holder }
 

@@ -321,6 +321,43 @@ func handOvers(t *testing.T, opts ...jdbc.Option) {
 	require.NoError(t, b.svc.Stop(t.Context()))
 }
 
+// TestPostgresReleaseDoesNotWaitForTheDisk (issue 18, the cycle's cost): the release
+// statement turns synchronous_commit off for its own transaction, so that its commit does
+// not wait for a WAL flush; the session's setting is left as it was. (The test server runs
+// with synchronous_commit off; the session turns it on first.)
+func TestPostgresReleaseDoesNotWaitForTheDisk(t *testing.T) {
+	db := openPG(t)
+	mutex := mutexName(t)
+	c := leaseOf(t, newPGBackend(t), mutex, "a")
+	acquire(t, c)
+	row := pgRow(t, db, mutex)
+	require.Equal(t, "a", row.Owner)
+
+	conn, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	defer conn.Close()
+	setting := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) string {
+		var v string
+		require.NoError(t, q.QueryRowContext(t.Context(), "SHOW synchronous_commit").Scan(&v))
+		return v
+	}
+	_, err = conn.ExecContext(t.Context(), "SET synchronous_commit = on")
+	require.NoError(t, err)
+	tx, err := conn.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	res, err := tx.ExecContext(t.Context(), jdbc.ReleaseSQL(jdbc.Postgres), nil, mutex, "a", row.Version)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the release matched the owner's row")
+	assert.Equal(t, "off", setting(tx), "within the release's transaction")
+	require.NoError(t, tx.Commit())
+	assert.Equal(t, "on", setting(conn), "the session's own setting after it")
+	assert.Empty(t, pgRow(t, db, mutex).Owner)
+}
+
 // TestPostgresStatementsBoundedOnTheServer (FAULTS 20b): an admin transaction holds the
 // mutex row with SELECT ... FOR UPDATE. An acquisition gives up at its context's deadline,
 // and the server gives its statement up too (lock_timeout, set by the statement): no

@@ -287,9 +287,19 @@ const (
 	pgRead = "SELECT owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " +
 		pgNow + " FROM %[1]s WHERE " + pgBound + " AND mutex = $2"
 
-	// pgRelease is mysqlRelease. Arguments: limit, mutex, contender, version.
+	// pgRelease is mysqlRelease. Arguments: limit, mutex, contender, version. Its
+	// transaction commits without waiting for the WAL to reach the disk
+	// (synchronous_commit off for that transaction only, set as pgBound sets
+	// lock_timeout): a release lost in a crash of the database leaves the row to its
+	// owner's lease, which delays the next owner and never makes a second one. Every
+	// acquisition's commit waits for the WAL up to its own record, and so for every
+	// release it could have read.
 	pgRelease = "UPDATE %[1]s SET acquired_at = " + pgNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
-		"version = version + 1 WHERE " + pgBound + " AND mutex = $2 AND owner_id = $3 AND version = $4"
+		"version = version + 1 WHERE " + pgBound + " AND " + pgAsyncCommit + " AND mutex = $2 AND owner_id = $3 AND version = $4"
+
+	// pgAsyncCommit makes the statement's transaction commit without waiting for its WAL
+	// to be flushed.
+	pgAsyncCommit = "set_config('synchronous_commit', 'off', true) IS NOT NULL"
 
 	// pgEnsureRow is mysqlEnsureRow: the floor row is read with a shared lock, which
 	// waits for a Prune under way. Arguments: limit, mutex, version.
