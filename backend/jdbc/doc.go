@@ -333,12 +333,11 @@
 // version, whether it renewed the tenure the contention knows (from the renewal mark in
 // ttl_at), and the database's now; the release, tokens, floors and pruning are MySQL's.
 // The release's commit does not wait for the WAL to reach the disk (it turns
-// synchronous_commit off for its own transaction, as it sets lock_timeout): that saves a
-// disk flush per release, a fifth of an uncontended cycle here. A release that a crash
-// of the database loses leaves the row to its former owner's lease, which delays the
-// next owner and never makes two; the commit is visible at once all the same, and every
-// acquisition's commit waits for the WAL up to its own record, and so for every release
-// it could have read.
+// synchronous_commit off for its own transaction, as it sets lock_timeout): one disk
+// flush per cycle instead of two. A release that a crash of the database loses leaves
+// the row to its former owner's lease, which delays the next owner and never makes two;
+// the commit is visible at once all the same, and every acquisition's commit waits for
+// the WAL up to its own record, and so for every release it could have read.
 //
 // Bounded statements: every table statement sets its own lock_timeout (set_config(...,
 // true) in its WHERE clause, which the server evaluates before it locks, updates or deletes

@@ -123,12 +123,12 @@
 // as owner; an uncontended critical section that ends before its first renewal never
 // subscribes. A Locker's waiter leaves simba:{mutex} out until it owns and renews: it
 // needs to hear of its turn, not of every other owner, so a hand-over wakes the waiter
-// it serves and not every waiter of the mutex (with 8 Lockers on one mutex, a third more
-// sections per second). A retriever subscribes the first two when it starts. A channel stays
-// subscribed for a second after its last listener left: a Locker that asks again at once
-// (or another contention of the same contender) finds its channels subscribed and listens
-// from before its first attempt, so that waiting costs no SUBSCRIBE and UNSUBSCRIBE and
-// no second attempt.
+// it serves and not every waiter of the mutex (with 8 Lockers on one mutex, a third
+// more sections per second). A retriever subscribes the first two when it starts. A
+// channel stays subscribed for a second after its last listener left: a Locker that
+// asks again at once (or another contention of the same contender) finds its channels
+// subscribed and listens from before its first attempt, so that waiting costs no
+// SUBSCRIBE and UNSUBSCRIBE and no second attempt.
 //
 // A grant makes its waiter the owner without a store call (see above); a grant that does
 // not match one of the waiter's latest two attempts makes it contend at once instead. A
