@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +247,33 @@ func TestLockerWaiterHearsOnlyItsTurn(t *testing.T) {
 		t.Fatal("the owner did not stop believing within 5s of the takeover")
 	}
 	require.NoError(t, admin.Del(ctx, key).Err())
+}
+
+// A Locker's owner that acquired without waiting listens for acquisitions from its first
+// renewal on, as every owner does; it does not wait for a second renewal (its first join
+// subscribed only a waiter's channels).
+func TestUncontendedLockerListensAtItsFirstRenewal(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	c, err := newBackend(t, newClient(t, srv.Addr())).StartContend(t.Context(), simba.Participant{
+		Mutex: mutex, ContenderID: "once", TTL: testTTL, Transition: testTransition, WaitsOnly: true,
+		Logger: slog.New(slog.DiscardHandler), Wake: func() {}, Grant: func(simba.Record, time.Time) {},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	lc := c.(simba.LeaseContention)
+
+	rec, err := lc.Acquire(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "once", rec.Owner)
+	assert.Zero(t, numSub(t, admin, key), "an uncontended acquisition subscribes nothing")
+	rec, err = lc.Acquire(t.Context()) // the first renewal
+	require.NoError(t, err)
+	require.Equal(t, "once", rec.Owner)
+	poll(t, "the owner to listen for acquisitions after its first renewal", func() bool {
+		return numSub(t, admin, key) == 1
+	})
+	require.NoError(t, lc.Release(t.Context()))
 }

@@ -183,7 +183,13 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	if rec.Owner == c.id && op == "acquire" {
 		c.listed = unlisted
 	}
-	if !c.joined && (rec.Owner != c.id || op == "renew") {
+	grow := c.waitsOnly && op == "renew" && !c.takeovers
+	if grow {
+		// A Locker's waiter does not listen for acquisitions, which only tell it of other
+		// owners; as an owner it needs them, to hear a takeover at once.
+		c.takeovers = true
+	}
+	if grow || (!c.joined && (rec.Owner != c.id || op == "renew")) {
 		// The first attempt that has to wait subscribes, and so does an owner at its
 		// first renewal: from then on it hears at once when another contender takes the
 		// mutex (its key lapsed, or was lost in a restart). A short critical section that
@@ -191,11 +197,6 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		// background; the hub wakes the contender once the server confirms it, so that
 		// what was published before then is not missed for long: the next attempt comes
 		// right after.
-		c.join()
-	} else if c.waitsOnly && op == "renew" && !c.takeovers {
-		// A Locker's waiter did not listen for acquisitions, which only told it of
-		// other owners; as an owner it needs them, to hear a takeover at once.
-		c.takeovers = true
 		c.join()
 	}
 	return rec, nil
