@@ -403,7 +403,9 @@ func (c *contention) Release(ctx context.Context) error {
 // that answer gave. In doubt, it reads the row first and releases exactly the version
 // read. Either way a release that reaches the server late (its caller gave up on it) finds
 // a different version if anyone, this contender included, acquired since, and changes
-// nothing.
+// nothing. A contention holding the named lock lets it go in the same statement where the
+// dialect and the session allow (statements.releaseUnlock); otherwise, or if that
+// statement did not say it let the lock go, letGo does afterwards.
 func (c *contention) releaseRow(ctx context.Context) error {
 	if c.id == "" || !c.doubt && c.token == 0 {
 		return nil
@@ -422,19 +424,31 @@ func (c *contention) releaseRow(ctx context.Context) error {
 		}
 		version = r.version
 	}
-	var res sql.Result
+	unlocking := c.schema.unlockInRelease && c.holdsLock()
+	var released, unlocked bool
 	err := c.run(ctx, func(q querier) (err error) {
+		if unlocking {
+			released, unlocked, err = c.b.dialect.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
+			return err
+		}
 		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.release, c.mutex, c.id, version)
-		res, err = q.ExecContext(ctx, query, args...)
+		res, err := q.ExecContext(ctx, query, args...)
+		if err == nil {
+			n, rerr := res.RowsAffected()
+			released = rerr == nil && n == 1
+		}
 		return err
 	})
 	if err != nil {
 		c.doubt = true
 		return err
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 1 {
+	if released {
 		c.version, c.token = version+1, 0
 		c.observe(version, version+1)
+	}
+	if unlocked {
+		c.unlocked()
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ type Dialect interface {
 	// acquire runs the acquire statement with q, bounded on the server to d (see bound),
 	// and decodes its result.
 	acquire(ctx context.Context, q querier, s schema, d time.Duration, query string, a acquireArgs) (acquireResult, error)
+	// releaseUnlock runs statements.releaseUnlock with q, bounded on the server to d
+	// (see bound), with the named lock, mutex, contender and version as arguments; it
+	// reports whether the row was released and whether the named lock was let go.
+	releaseUnlock(ctx context.Context, q querier, s schema, d time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error)
 	// inspect reads the server's properties and the table's columns and checks them
 	// against the format; it returns a *SchemaError when the table does not match.
 	inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error)
@@ -48,6 +52,7 @@ type Dialect interface {
 // server-side bound go through Dialect.bound.
 type statements struct {
 	ensureRow, release                       string
+	releaseUnlock                            string // release, letting the named lock go too; "" where it cannot (Dialect.releaseUnlock)
 	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
 	settle                                   string // lets the named lock go if the session holds it
@@ -102,6 +107,9 @@ type schema struct {
 	folds    bool   // the session's time zone may have daylight-saving folds
 	mutex    column // the mutex column's limit
 	owner    column // the owner_id column's limit
+	// unlockInRelease: the release may let the named lock go itself
+	// (statements.releaseUnlock; not where the session logs statements as text)
+	unlockInRelease bool
 }
 
 // column is a string column's capacity.

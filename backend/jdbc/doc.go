@@ -240,8 +240,14 @@
 //   - A contender that loses waits for the lock in a goroutine of its contention, on its
 //     pinned connection (GET_LOCK with a 30 s timeout, repeated). The server queues the
 //     waiters; each release of the lock goes to one of them.
-//   - Release runs the table's release and then lets the lock go. The contender that gets
-//     it asks simba to contend at once, takes the row, and holds the lock as the new owner.
+//   - Release runs the table's release and lets the lock go. The contender that gets it
+//     asks simba to contend at once, takes the row, and holds the lock as the new owner.
+//     On MySQL and MariaDB the release lets the lock go itself (RELEASE_LOCK in the
+//     UPDATE's SET): one statement, and the woken waiter's UPDATE waits on the row's lock
+//     for the release to commit, overlapping it; not where the session logs statements as
+//     text (log_bin with binlog_format=STATEMENT, for which RELEASE_LOCK in an UPDATE is
+//     unsafe), and not on PostgreSQL, whose UPDATE would pass over the row not yet
+//     committed: there DO RELEASE_LOCK or pg_advisory_unlock follows the release.
 //   - A contender that finds the row free while another session holds the lock joins the
 //     queue and, within the same acquisition, leaves the row to that session for 25 ms,
 //     or four of its round trips if longer (the holder was most likely just woken to take

@@ -41,3 +41,9 @@ func (b *Backend) LockName(mutex string) string {
 	}
 	return ""
 }
+
+// ReleaseUnlockSQL returns d's release statement that also lets the named lock go ("" when
+// d has none). Arguments: lock name, mutex, contender, version.
+func ReleaseUnlockSQL(d Dialect) string {
+	return d.statements(tableName{name: DefaultTable}).releaseUnlock
+}

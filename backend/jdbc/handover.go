@@ -390,6 +390,23 @@ func (c *contention) letGo(ctx context.Context) {
 	}
 }
 
+// holdsLock reports whether the contention holds the named lock on its pinned connection,
+// which no waiter uses.
+func (c *contention) holdsLock() bool {
+	h := &c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.holds && !h.waiting && h.conn != nil
+}
+
+// unlocked records that a statement on the pinned connection let the named lock go.
+func (c *contention) unlocked() {
+	h := &c.hand
+	h.mu.Lock()
+	h.holds = false
+	h.mu.Unlock()
+}
+
 // settle lets the named lock go on conn if its session holds it after a wait that ended in
 // an error (handOver.unsure), so that the session holds it no more and a later try cannot
 // take it a second time; on failure it drops conn, whose session then lets it go. It

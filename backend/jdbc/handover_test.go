@@ -241,6 +241,51 @@ func deferrals(r *records) []int64 {
 	return out
 }
 
+// lockQueue is a named lock held by one session, which another waits for.
+type lockQueue struct {
+	holder, waiter     *sql.Conn
+	holderID, waiterID int64
+	granted            <-chan error // the waiter's GET_LOCK's outcome
+}
+
+// queueFor takes lock on one connection of db and makes another wait for it (10 s at
+// most); it returns once the server shows the waiter waiting. The connections are closed
+// when the test ends.
+func queueFor(t *testing.T, db *sql.DB, lock string) lockQueue {
+	t.Helper()
+	ctx := t.Context()
+	var q lockQueue
+	for _, c := range []struct {
+		conn **sql.Conn
+		id   *int64
+	}{{&q.holder, &q.holderID}, {&q.waiter, &q.waiterID}} {
+		conn, err := db.Conn(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close() })
+		require.NoError(t, conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(c.id))
+		*c.conn = conn
+	}
+	var got int
+	require.NoError(t, q.holder.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", lock).Scan(&got))
+	require.Equal(t, 1, got)
+	granted := make(chan error, 1)
+	go func() {
+		var got sql.NullInt64
+		err := q.waiter.QueryRowContext(ctx, "SELECT GET_LOCK(?, 10)", lock).Scan(&got)
+		if err == nil && got.Int64 != 1 {
+			err = fmt.Errorf("GET_LOCK returned %v", got)
+		}
+		granted <- err
+	}()
+	q.granted = granted
+	waitUntil(t, 10*time.Second, "the waiter to wait for the lock", func() bool {
+		var state sql.NullString
+		err := db.QueryRowContext(ctx, "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?", q.waiterID).Scan(&state)
+		return err == nil && state.String == "User lock"
+	})
+	return q
+}
+
 // TestDeferralFollowsTheLock: an acquisition that finds the row free while another
 // session holds the named lock leaves the row to that session; if the lock then goes to a
 // waiter (woken to take the row, but slower than the deferral), the acquisition leaves the
@@ -260,36 +305,9 @@ func TestDeferralFollowsTheLock(t *testing.T) {
 	lock := b.LockName(mutex)
 	require.NotEmpty(t, lock)
 
-	session := func(conn *sql.Conn) int64 {
-		var id int64
-		require.NoError(t, conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id))
-		return id
-	}
 	// a holds the lock, as an owner that has just released the row; c waits for it.
-	a, err := db.Conn(ctx)
-	require.NoError(t, err)
-	defer a.Close()
-	c, err := db.Conn(ctx)
-	require.NoError(t, err)
-	defer c.Close()
-	aID, cID := session(a), session(c)
-	var got int
-	require.NoError(t, a.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", lock).Scan(&got))
-	require.Equal(t, 1, got)
-	granted := make(chan error, 1)
-	go func() {
-		var got sql.NullInt64
-		err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 10)", lock).Scan(&got)
-		if err == nil && got.Int64 != 1 {
-			err = fmt.Errorf("GET_LOCK returned %v", got)
-		}
-		granted <- err
-	}()
-	waitUntil(t, 10*time.Second, "c to wait for the lock", func() bool {
-		var state sql.NullString
-		err := db.QueryRowContext(ctx, "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?", cID).Scan(&state)
-		return err == nil && state.String == "User lock"
-	})
+	q := queueFor(t, db, lock)
+	a, c, aID, cID, granted := q.holder, q.waiter, q.holderID, q.waiterID, q.granted
 
 	answer := make(chan simba.Record, 1)
 	go func() {
@@ -329,4 +347,135 @@ func TestDeferralFollowsTheLock(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("x did not answer")
 	}
+}
+
+// TestUncontendedCycleStatements: an uncontended Locker cycle on MariaDB runs three
+// statements: the named lock's try, the acquire and the release, which lets the named lock
+// go itself (the release and DO RELEASE_LOCK were two).
+func TestUncontendedCycleStatements(t *testing.T) {
+	db := openDB(t)
+	b := newBackend(t)
+	l, err := simba.NewLocker(b, mutexName(t))
+	require.NoError(t, err)
+	lock := ""
+	cycle := func() {
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		lock = b.LockName(l.Mutex())
+		require.NoError(t, lease.Release(t.Context()))
+	}
+	cycle() // the row's first use creates it
+	const cycles = 50
+	before := globalStatus(t, db, "Questions")
+	for range cycles {
+		cycle()
+	}
+	per := float64(globalStatus(t, db, "Questions")-before-1) / cycles // less the SHOW STATUS that read it
+	assert.LessOrEqual(t, per, 3.1, "statements per cycle")
+	var free sql.NullInt64
+	require.NoError(t, db.QueryRowContext(t.Context(), "SELECT IS_FREE_LOCK(?)", lock).Scan(&free))
+	require.NotEmpty(t, lock)
+	assert.Equal(t, int64(1), free.Int64, "the named lock is free after the release")
+}
+
+// TestWokenWaiterWaitsForTheReleaseToCommit: the release lets the named lock go before its
+// transaction commits, so a waiter it wakes can run its acquire before the row is free.
+// InnoDB locks the row before the UPDATE evaluates its SET, where the lock is let go: the
+// waiter's UPDATE waits for the release to commit and then finds the row free.
+func TestWokenWaiterWaitsForTheReleaseToCommit(t *testing.T) {
+	ctx := t.Context()
+	mutex, lock := mutexName(t), "simba-test-"+mutexName(t)
+	db := openDB(t)
+	_, err := db.ExecContext(ctx, "INSERT INTO simba_mutex VALUES (?, 0, 0, 18446744073709551615, 'a', 7)", mutex)
+	require.NoError(t, err)
+	q := queueFor(t, db, lock)
+	a, c, cID, granted := q.holder, q.waiter, q.waiterID, q.granted
+
+	_, err = a.ExecContext(ctx, "BEGIN")
+	require.NoError(t, err)
+	res, err := a.ExecContext(ctx, jdbc.ReleaseUnlockSQL(jdbc.MySQL), lock, mutex, "a", 7)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the release matches a's row")
+	released, err := res.LastInsertId()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), released, "the release tells that it let the named lock go")
+	select {
+	case err := <-granted:
+		require.NoError(t, err, "c is woken before the release commits")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release did not let the named lock go")
+	}
+
+	taken := make(chan int64, 1)
+	go func() {
+		res, err := c.ExecContext(ctx, "UPDATE simba_mutex SET owner_id = 'c', version = version + 1 WHERE mutex = ? AND owner_id = ''", mutex)
+		if !assert.NoError(t, err) {
+			taken <- -1
+			return
+		}
+		n, _ := res.RowsAffected()
+		taken <- n
+	}()
+	waitUntil(t, 10*time.Second, "c's UPDATE to wait for a's row lock", func() bool {
+		var info sql.NullString
+		err := db.QueryRowContext(ctx, "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = ? AND TIME_MS > 100", cID).Scan(&info)
+		return err == nil && strings.HasPrefix(info.String, "UPDATE")
+	})
+	select {
+	case n := <-taken:
+		t.Fatalf("c's UPDATE answered (%d rows) before the release committed", n)
+	default:
+	}
+	_, err = a.ExecContext(ctx, "COMMIT")
+	require.NoError(t, err)
+	select {
+	case n := <-taken:
+		assert.Equal(t, int64(1), n, "c's UPDATE finds the row free once the release committed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("c's UPDATE did not finish after the release committed")
+	}
+}
+
+// TestStatementBinlogKeepsTheUnlockApart: where the session logs statements as text,
+// RELEASE_LOCK in an UPDATE is unsafe to log (the server warns on every one), so the
+// release and the letting go of the named lock stay two statements there.
+func TestStatementBinlogKeepsTheUnlockApart(t *testing.T) {
+	ctx := t.Context()
+	s := privateServer(t, "--log-bin=simba-bin", "--binlog-format=STATEMENT", "--server-id=1")
+	db := openOn(t, s)
+
+	// The premise: the statement is unsafe there.
+	mutex := mutexName(t)
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, 'a', 7)", mutex)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, jdbc.ReleaseUnlockSQL(jdbc.MySQL), "simba-test-lock", mutex, "a", 7)
+	require.NoError(t, err)
+	var level, text string
+	var code int
+	require.NoError(t, conn.QueryRowContext(ctx, "SHOW WARNINGS").Scan(&level, &code, &text))
+	assert.Contains(t, text, "Unsafe statement")
+
+	b, err := jdbc.New(db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	l, err := simba.NewLocker(b, mutexName(t))
+	require.NoError(t, err)
+	cycle := func() {
+		lease, err := l.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
+	}
+	cycle()
+	const cycles = 20
+	before := globalStatus(t, db, "Questions")
+	for range cycles {
+		cycle()
+	}
+	per := float64(globalStatus(t, db, "Questions")-before-1) / cycles
+	assert.InDelta(t, 4.0, per, 0.1, "statements per cycle: the release, then DO RELEASE_LOCK")
 }

@@ -90,9 +90,9 @@ func needServer(t testing.TB) {
 }
 
 // startServer starts a MariaDB in dir (which must be short: the socket path is limited)
-// with the simba_mutex table.
-func startServer(dir string) (*testserver.MariaDB, error) {
-	s, err := testserver.NewMariaDB(dir)
+// with the simba_mutex table; extra are server options.
+func startServer(dir string, extra ...string) (*testserver.MariaDB, error) {
+	s, err := testserver.NewMariaDB(dir, extra...)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,7 @@ func (d mysqlDialect) statements(t tableName) statements {
 		ensureRow:     fmt.Sprintf(mysqlEnsureRow, q),
 		read:          clocked(mysqlRead),
 		release:       fmt.Sprintf(mysqlRelease, q),
+		releaseUnlock: fmt.Sprintf(mysqlReleaseUnlock, q),
 		tryLock:       mysqlTryLock,
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
@@ -87,6 +88,20 @@ func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit ti
 		return acquireResult{}, err
 	}
 	return decodeAcquire(n, id)
+}
+
+func (d mysqlDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {
+	query, args := d.bound(s, limit, query, lock, mutex, contender, version)
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n != 1 {
+		return false, false, err
+	}
+	said, err := res.LastInsertId()
+	return true, err == nil && said == 1, nil
 }
 
 // decodeAcquire decodes the rows affected by the acquire UPDATE and the LAST_INSERT_ID it
@@ -145,8 +160,8 @@ func (mysqlDialect) lockName(s schema, t tableName, mutex string) string {
 func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error) {
 	var s schema
 	var version, csClient, csConn, timeZone, systemZone string
-	var readOnly bool
-	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly, &timeZone, &systemZone)
+	var readOnly, statementLog bool
+	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly, &timeZone, &systemZone, &statementLog)
 	var pg sqlState
 	switch {
 	case errors.As(err, &pg): // only PostgreSQL's drivers tell a SQLSTATE this way
@@ -156,6 +171,7 @@ func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (sch
 	}
 	s.mariaDB = strings.Contains(strings.ToLower(version), "mariadb")
 	s.folds = mayFold(timeZone, systemZone)
+	s.unlockInRelease = !statementLog
 	if t.schema != "" {
 		s.database = t.schema
 	}

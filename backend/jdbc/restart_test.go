@@ -16,14 +16,14 @@ import (
 	"github.com/simba-go/simba/internal/testserver"
 )
 
-// privateServer starts a MariaDB of the test's own, to kill and restart, and stops it when
-// the test ends.
-func privateServer(t *testing.T) *testserver.MariaDB {
+// privateServer starts a MariaDB of the test's own, to kill and restart or to run with
+// extra server options, and stops it when the test ends.
+func privateServer(t *testing.T, extra ...string) *testserver.MariaDB {
 	t.Helper()
 	needServer(t) // the programs are there
 	dir, err := os.MkdirTemp("", "simba-my-")
 	require.NoError(t, err)
-	s, err := startServer(dir)
+	s, err := startServer(dir, extra...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = s.Stop()

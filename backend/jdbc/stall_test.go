@@ -136,9 +136,9 @@ func TestLateReleaseCannotEraseALaterTenure(t *testing.T) {
 	before := readRow(t, direct, mutex)
 	require.Equal(t, "x", before.Owner)
 
-	updates := comUpdate(t, direct)
+	updates := globalStatus(t, direct, "Com_update")
 	p.flush(t) // the held statements reach the server, which executes them
-	assert.Greater(t, comUpdate(t, direct), updates, "the late release was executed")
+	assert.Greater(t, globalStatus(t, direct, "Com_update"), updates, "the late release was executed")
 	after := readRow(t, direct, mutex)
 	assert.Equal(t, "x", after.Owner, "the later tenure was not erased")
 	assert.Equal(t, before.Version, after.Version)
@@ -155,12 +155,13 @@ func openDSN(t *testing.T, dsn string) *sql.DB {
 	return db
 }
 
-// comUpdate returns how many UPDATE statements the server has executed.
-func comUpdate(t *testing.T, db *sql.DB) int64 {
+// globalStatus returns one of the server's counters, summed over every session: for
+// example Com_update (UPDATE statements executed) or Questions (statements received).
+func globalStatus(t *testing.T, db *sql.DB, counter string) int64 {
 	t.Helper()
 	var name string
 	var n int64
-	require.NoError(t, db.QueryRowContext(t.Context(), "SHOW GLOBAL STATUS LIKE 'Com_update'").Scan(&name, &n))
+	require.NoError(t, db.QueryRowContext(t.Context(), "SHOW GLOBAL STATUS LIKE ?", counter).Scan(&name, &n))
 	return n
 }
 

@@ -152,6 +152,24 @@ const (
 	// Arguments: mutex, contender, version.
 	mysqlRelease = "UPDATE %[1]s SET acquired_at = " + mysqlNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 WHERE mutex = ? AND owner_id = ? AND version = ?"
+
+	// mysqlReleaseUnlock is mysqlRelease that also lets the session's named lock go, for
+	// an owner holding it: one statement instead of two, and the waiter it wakes sends
+	// its acquire while the release commits. InnoDB locks the row before the UPDATE
+	// evaluates its SET, and an UPDATE reads the latest version of a row, waiting for its
+	// lock; so that waiter's acquire waits for the release to commit and then reads the
+	// row released (a consistent read meanwhile reads the owner's row, as before the
+	// release began). PostgreSQL has no such statement: its UPDATE checks its WHERE on the
+	// row as of its snapshot and passes over a row whose change is not committed yet, so
+	// a waiter woken before the release commits would find the owner's row. Its answer's LAST_INSERT_ID tells what RELEASE_LOCK said:
+	// 1 let go, 0 held by another session, 2 held by none (NULL); the row changed
+	// matches nothing and lets nothing go. RELEASE_LOCK makes the statement unsafe for
+	// statement-based binary logging, so the backend uses it only where the session
+	// logs rows or nothing (schema.unlockInRelease).
+	// Arguments: lock name, mutex, contender, version.
+	mysqlReleaseUnlock = "UPDATE %[1]s SET acquired_at = " + mysqlNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
+		"version = version + 1 + LEAST(LAST_INSERT_ID(COALESCE(RELEASE_LOCK(?), 2)), 0) " +
+		"WHERE mutex = ? AND owner_id = ? AND version = ?"
 )
 
 // Pruning: deleting the rows of mutexes that have had no owner for a while (Prune). The
@@ -223,9 +241,10 @@ const (
 const (
 	// mysqlServer tells the database the connection uses, the server's version (to tell
 	// MariaDB from MySQL), the character sets strings travel in, whether the server
-	// refuses writes (a replica), and the session's time zone (whether it has folds).
+	// refuses writes (a replica), the session's time zone (whether it has folds), and
+	// whether the session logs statements as text (see mysqlReleaseUnlock).
 	mysqlServer = "SELECT COALESCE(DATABASE(), ''), VERSION(), @@character_set_client, @@character_set_connection, @@read_only, " +
-		"@@session.time_zone, @@system_time_zone"
+		"@@session.time_zone, @@system_time_zone, @@log_bin AND @@session.binlog_format = 'STATEMENT'"
 
 	// mysqlColumns describes a table's columns. Arguments: schema, table.
 	mysqlColumns = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +
