@@ -14,7 +14,7 @@ import (
 // Start begins contending (or observing). ctx bounds only the start-up: the start-up I/O,
 // which the call timeout bounds too, and the wait for the store work of the previous
 // lifecycle if that is still under way. The service then runs until Stop or Close. Its
-// callbacks begin once Start has completed: they find the service RUNNING.
+// callbacks begin once Start has completed: they find the service RUNNING, and free to stop.
 //
 // Start fails fast, the same way on every backend: when the store cannot be reached or
 // refuses this client, it returns the backend's error, wrapped, and the service is INITIAL
@@ -32,6 +32,15 @@ func (s *Service) Start(ctx context.Context) error {
 
 // begin starts a lifecycle as spec says and returns it.
 func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
+	// The lifecycle's callbacks begin once Start has completed, the lifecycle lock let go
+	// included, so that they find the service RUNNING and free to stop (a Stop from inside
+	// one), or stopped again if it failed. Deferred first, this runs after the unlock.
+	var resume func()
+	defer func() {
+		if resume != nil {
+			resume()
+		}
+	}()
 	if err := s.lock(ctx); err != nil {
 		return nil, wrapf(err, "simba: start %q", s.mutex)
 	}
@@ -70,9 +79,7 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 		finished:  make(chan struct{}),
 		appliedCh: make(chan struct{}),
 	}
-	// The lifecycle's callbacks begin once Start has completed, so that they find it
-	// RUNNING (a Stop from inside one, say), or stopped again if it failed.
-	defer r.events.Resume()
+	resume = r.events.Resume
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.rounds.clock = s.cfg.clock
 	s.mu.Lock()
