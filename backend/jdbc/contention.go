@@ -424,11 +424,12 @@ func (c *contention) releaseRow(ctx context.Context) error {
 		}
 		version = r.version
 	}
-	unlocking := c.schema.unlockInRelease && c.holdsLock()
+	u, unlocking := c.b.dialect.(releaseUnlocker)
+	unlocking = unlocking && c.schema.unlockInRelease && c.holdsLock()
 	var released, unlocked bool
 	err := c.run(ctx, func(q querier) (err error) {
 		if unlocking {
-			released, unlocked, err = c.b.dialect.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
+			released, unlocked, err = u.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
 			return err
 		}
 		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.release, c.mutex, c.id, version)

@@ -25,10 +25,6 @@ type Dialect interface {
 	// acquire runs the acquire statement with q, bounded on the server to d (see bound),
 	// and decodes its result.
 	acquire(ctx context.Context, q querier, s schema, d time.Duration, query string, a acquireArgs) (acquireResult, error)
-	// releaseUnlock runs statements.releaseUnlock with q, bounded on the server to d
-	// (see bound), with the named lock, mutex, contender and version as arguments; it
-	// reports whether the row was released and whether the named lock was let go.
-	releaseUnlock(ctx context.Context, q querier, s schema, d time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error)
 	// inspect reads the server's properties and the table's columns and checks them
 	// against the format; it returns a *SchemaError when the table does not match.
 	inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error)
@@ -48,11 +44,19 @@ type Dialect interface {
 	maxIdentifier() int
 }
 
+// releaseUnlocker is a Dialect whose release can let the named lock go itself (MySQL's;
+// see statements.releaseUnlock): releaseUnlock runs that statement with q, bounded on the
+// server to d (see Dialect.bound), with the named lock, mutex, contender and version as
+// arguments, and reports whether the row was released and whether the lock was let go.
+type releaseUnlocker interface {
+	releaseUnlock(ctx context.Context, q querier, s schema, d time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error)
+}
+
 // statements is the SQL of a dialect for one table; see statements.go. Statements with a
 // server-side bound go through Dialect.bound.
 type statements struct {
 	ensureRow, release                       string
-	releaseUnlock                            string // release, letting the named lock go too; "" where it cannot (Dialect.releaseUnlock)
+	releaseUnlock                            string // release, letting the named lock go too; "" where it cannot (releaseUnlocker)
 	read, prunable                           clocked
 	tryLock, waitLock, unlock, interruptText string
 	settle                                   string // lets the named lock go if the session holds it

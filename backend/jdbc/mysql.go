@@ -26,6 +26,8 @@ var mysqlDDL string
 // harmless (see the package documentation).
 var MySQL Dialect = mysqlDialect{}
 
+var _ releaseUnlocker = mysqlDialect{}
+
 type mysqlDialect struct{}
 
 func (mysqlDialect) String() string { return "mysql" }

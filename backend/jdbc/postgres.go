@@ -84,12 +84,6 @@ func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit
 	return acquireResult{matched: true, version: uint64(version), renewed: mark == 1, now: uint64(now) & nowBits}, nil
 }
 
-// releaseUnlock is not used: PostgreSQL cannot let the advisory lock go in the release
-// (schema.unlockInRelease is never set; see statements.releaseUnlock).
-func (postgresDialect) releaseUnlock(context.Context, querier, schema, time.Duration, string, string, string, string, uint64) (bool, bool, error) {
-	return false, false, errors.New("the postgres dialect has no release that lets the advisory lock go")
-}
-
 // bound passes the limit as the statement's first argument ($1): lock_timeout in whole
 // milliseconds, a little less than d so that, as a rule, the server gives up first and
 // the connection survives with a clean error; nil (the session's own) without a limit.
