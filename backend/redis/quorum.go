@@ -49,6 +49,10 @@ const quorumDrift = 2 * time.Millisecond
 //     WithRecheckAfter and then tried again; while fewer than WithMinAvailable instances
 //     are available, Acquire fails at once with ErrTooFewInstances.
 //   - Release runs on every instance, available or not.
+//   - Acquire returns as soon as a quorum answers that the contender owns the mutex, and
+//     every call returns when its context ends; the calls still under way on slower
+//     instances then end in the background, by their deadline at the latest, and Close
+//     waits for them. An instance that does not answer costs a renewal nothing.
 //   - The fencing token of a tenure is the largest of the quorum's instance tokens, and
 //     is written back to each of them (at the first renewal, or within the release), so
 //     that the next tenure, whose quorum shares at least one instance with this one, gets
@@ -65,6 +69,12 @@ type Quorum struct {
 	minAvailable int
 	recheck      time.Duration
 	closed       atomic.Bool
+
+	// Calls a contention cut short once a quorum had answered go on in the background
+	// (go-redis gives a call up at its deadline, not when it is cancelled); Close joins
+	// them. mu orders their start before Close's wait.
+	mu    sync.RWMutex
+	calls sync.WaitGroup
 }
 
 // instance is one Redis instance of a Quorum.
@@ -120,7 +130,10 @@ func (q *Quorum) Available() int { return len(q.available(time.Now())) }
 
 // Close closes the instances' subscription connections; see Backend.Close.
 func (q *Quorum) Close() error {
+	q.mu.Lock()
 	q.closed.Store(true)
+	q.mu.Unlock()
+	q.calls.Wait()
 	for _, in := range q.instances {
 		_ = in.backend.Close()
 	}
@@ -161,6 +174,7 @@ func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.C
 		return nil, err
 	}
 	qc := &quorumContention{q: q, id: p.ContenderID, mutex: p.Mutex, subs: make([]*contention, len(q.instances)),
+		done:     make([]chan struct{}, len(q.instances)),
 		giveBack: max(p.TTL/10, 10*time.Millisecond)}
 	sub := p
 	sub.Grant = nil // a grant on one instance is no quorum
@@ -231,6 +245,9 @@ type quorumContention struct {
 	q         *Quorum
 	id, mutex string
 	subs      []*contention // by instance index
+	// by instance index: closed when the last call made on that instance's contention
+	// returns; the next call waits for it, so that a contention has one call at a time.
+	done []chan struct{}
 
 	owning   bool          // the last answer gave this contender the quorum
 	until    time.Time     // while owning: no local TTL end can lie beyond it
@@ -252,36 +269,121 @@ type reply struct {
 }
 
 // each calls f on the contention of every instance in list, in parallel, and returns the
-// answers that came before enough (nil: all of them) was satisfied; the calls still under
-// way then are cancelled and waited for, and their instances are not blamed. An instance
-// whose call failed while ctx was live is left out.
+// answers that came before enough (nil: all of them) was satisfied or ctx ended. The calls
+// still under way then go on in the background until they end by themselves, at ctx's
+// deadline at the latest: go-redis gives a call up at its deadline, not when it is
+// cancelled, and an instance that does not answer must not hold up a quorum that has. The
+// next call on the same instance waits for them. An instance whose call fails, or does
+// not answer by ctx's deadline, is left out.
 func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool) []reply {
 	blame := ctx.Err() == nil // a call made with no time left says nothing of its instance
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	wait, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
 	answers := make(chan reply, len(list))
-	var wg sync.WaitGroup
 	for _, in := range list {
-		wg.Go(func() {
-			rec, err := f(qc.subs[in.index], cctx)
-			answers <- reply{in: in, rec: rec, err: err}
-		})
+		before, done := qc.done[in.index], make(chan struct{})
+		qc.done[in.index] = done
+		if !qc.q.background(func() {
+			defer closeAfter(done, before)
+			r, blamable := qc.call(ctx, wait, in, before, f)
+			if blame && blamable && r.err != nil && !errors.Is(r.err, ErrUnexpectedReply) && !errors.Is(r.err, simba.ErrClosed) {
+				qc.q.leaveOut(r.in, r.err)
+			}
+			answers <- r
+		}) {
+			closeAfter(done, before)
+			answers <- reply{in: in, err: fmt.Errorf("simba/redis: %w", simba.ErrClosed)}
+		}
 	}
 	var got []reply
 	for range list {
-		got = append(got, <-answers)
-		if enough != nil && enough(got) {
-			break
-		}
-	}
-	cancel()
-	wg.Wait()
-	for _, r := range got {
-		if blame && r.err != nil && !errors.Is(r.err, ErrUnexpectedReply) && !errors.Is(r.err, simba.ErrClosed) && !canceled(ctx) {
-			qc.q.leaveOut(r.in, r.err)
+		select {
+		case r := <-answers:
+			got = append(got, r)
+			if enough != nil && enough(got) {
+				return got
+			}
+		case <-ctx.Done():
+			return got
 		}
 	}
 	return got
+}
+
+// closeAfter closes done once the call that closes before (nil: none) has returned: a call
+// that gave up waiting for the one before it has not ended the calls on its contention.
+func closeAfter(done, before chan struct{}) {
+	if before != nil {
+		<-before
+	}
+	close(done)
+}
+
+// call makes f's call on in's contention once the call before it there (closes before;
+// nil: none) has returned, waiting for that within wait. The call keeps ctx's deadline
+// but not its cancellation, so that its failure is the instance's. It reports whether a
+// failure is: not when the wait was cut short before ctx's deadline.
+func (qc *quorumContention) call(ctx, wait context.Context, in *instance, before chan struct{}, f func(*contention, context.Context) (simba.Record, error)) (reply, bool) {
+	if err := awaitCall(wait, in, before); err != nil {
+		return reply{in: in, err: err}, pastDeadline(ctx)
+	}
+	cctx, cancel := detach(ctx)
+	defer cancel()
+	rec, err := f(qc.subs[in.index], cctx)
+	_, detached := ctx.Deadline()
+	return reply{in: in, rec: rec, err: err}, detached || !canceled(ctx)
+}
+
+// detach returns a context with ctx's values and deadline that ctx's cancellation does not
+// end; without a deadline, ctx itself (a call must end).
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), d)
+	}
+	return context.WithCancel(ctx)
+}
+
+// pastDeadline reports whether ctx has a deadline and it has passed.
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
+// awaitCall waits, within ctx, for the call on in that closes done (nil: none) to return.
+func awaitCall(ctx context.Context, in *instance, done chan struct{}) error {
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("simba/redis: instance %d still busy with an earlier call: %w", in.index, ctx.Err())
+	}
+}
+
+// idle reports whether the last call on instance i's contention has returned.
+func (qc *quorumContention) idle(i int) bool {
+	if qc.done[i] == nil {
+		return true
+	}
+	select {
+	case <-qc.done[i]:
+		return true
+	default:
+		return false
+	}
+}
+
+// background runs f in a goroutine that Close joins, unless the Quorum is closed.
+func (q *Quorum) background(f func()) bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed.Load() {
+		return false
+	}
+	q.calls.Go(f)
+	return true
 }
 
 // canceled reports whether ctx was cancelled (the service stopping) rather than having
@@ -360,10 +462,17 @@ func (qc *quorumContention) renewalShort(replies []reply, mine int) (simba.Recor
 
 // listenEverywhere subscribes every instance once one has: a waiter must hear a release
 // on whichever instance it happens, including those its attempt did not reach.
+// A contention with a call still under way is left to its own next call.
 func (qc *quorumContention) listenEverywhere() {
-	for _, c := range qc.subs {
+	var idle []*contention
+	for i, c := range qc.subs {
+		if qc.idle(i) {
+			idle = append(idle, c)
+		}
+	}
+	for _, c := range idle {
 		if c.joined {
-			for _, other := range qc.subs {
+			for _, other := range idle {
 				if !other.joined {
 					other.join()
 				}
@@ -504,7 +613,7 @@ func (qc *quorumContention) Lookup(ctx context.Context) (simba.Record, error) {
 func (qc *quorumContention) OthersWaiting(ctx context.Context) (bool, error) {
 	var errs []error
 	for _, in := range qc.q.available(time.Now()) {
-		waiting, err := qc.subs[in.index].OthersWaiting(ctx)
+		waiting, err := qc.othersWaitingOn(ctx, in)
 		if err != nil {
 			errs = append(errs, instanceError(in, err))
 			continue
@@ -519,10 +628,29 @@ func (qc *quorumContention) OthersWaiting(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// StopContend stops the contention on every instance.
+// othersWaitingOn asks in whether another contender waits, once the call still under way
+// on its contention, if any, has returned.
+func (qc *quorumContention) othersWaitingOn(ctx context.Context, in *instance) (bool, error) {
+	if err := awaitCall(ctx, in, qc.done[in.index]); err != nil {
+		return false, err
+	}
+	return qc.subs[in.index].OthersWaiting(ctx)
+}
+
+// StopContend stops the contention on every instance; on one whose call is still under
+// way, once that call returns.
 func (qc *quorumContention) StopContend(ctx context.Context) error {
-	for _, c := range qc.subs {
-		_ = c.StopContend(ctx)
+	for i, c := range qc.subs {
+		done := qc.done[i]
+		if qc.idle(i) || !qc.q.background(func() {
+			<-done
+			_ = c.StopContend(ctx)
+		}) {
+			if done != nil {
+				<-done // closed: Close is joining the call
+			}
+			_ = c.StopContend(ctx)
+		}
 	}
 	return nil
 }
