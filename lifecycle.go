@@ -86,18 +86,15 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 	s.run, s.settled = r, r.finished
 	s.mu.Unlock()
 
-	c, err := s.startContend(ctx, r)
+	c, attempted, err := s.startContend(ctx, r)
 	if err != nil {
 		s.setStatus(StatusInitial)
 		return nil, wrapf(err, "simba: start %q", s.mutex)
 	}
 	if _, ok := c.(LeaseContention); ok {
 		delay := spec.delay
-		if spec.single && ctx.Done() == nil {
-			// A Locker waits for the first attempt anyway; with a context that cannot end
-			// there is no deadline to keep, and the attempt is made here, on the caller's
-			// goroutine, which saves two goroutine hand-offs.
-			delay = s.attempt(r)
+		if attempted.made {
+			delay = attempted.next
 		}
 		r.rounds.begin(func() (time.Duration, bool) { return s.round(r) }, true, delay)
 	} else {
@@ -125,11 +122,20 @@ func modeName(c Contention) string {
 	return "session"
 }
 
+// firstAttempt is what startContend says of the attempt it made: whether it made one,
+// and the delay until the next.
+type firstAttempt struct {
+	made bool
+	next time.Duration
+}
+
 // startContend opens r's contention on the store. The backend's StartContend runs on a
 // goroutine of its own, so that ctx is kept whatever the backend does: when ctx ends
 // first, r is halted, and the contention, if the backend still opens one, is closed again
-// in the background.
-func (s *Service) startContend(ctx context.Context, r *run) (Contention, error) {
+// in the background. A Locker waits for its first attempt anyway: for one, the same
+// goroutine then makes the first attempt of a lease contention, which saves two goroutine
+// hand-offs (with a context that cannot end, the caller's goroutine makes both).
+func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAttempt, error) {
 	p := Participant{
 		Mutex:       s.mutex,
 		ContenderID: s.id,
@@ -142,52 +148,59 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, error) 
 		Grant:       func(rec Record, sent time.Time) { s.grant(r, rec, sent) },
 	}
 	type opened struct {
-		c   Contention
-		err error
+		c       Contention
+		err     error
+		attempt firstAttempt
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
+	// open opens the contention and, for a Locker, makes the first attempt of a lease
+	// contention. (If the caller has given up meanwhile, r is halted, and the attempt
+	// changes nothing.)
+	open := func() (o opened) {
+		o.c, o.err = s.open(ctx, cctx, p)
+		cancel()
+		if o.err != nil {
+			return o
+		}
+		s.setContention(r, o.c)
+		if _, ok := o.c.(LeaseContention); ok && r.spec.single {
+			o.attempt = firstAttempt{made: true, next: s.attempt(r)}
+		}
+		return o
+	}
 	if ctx.Done() == nil {
 		// A context that cannot end has no deadline to keep: no goroutine is needed to
 		// keep it (the call timeout still bounds a backend that honours contexts).
-		c, err := s.open(ctx, cctx, p)
-		cancel()
-		if err != nil {
+		o := open()
+		if o.err != nil {
 			s.halt(r)
 			s.finish(r, ctx)
-			return nil, callError(err, cctx, ctx, s.cfg.callTimeout)
+			return nil, firstAttempt{}, callError(o.err, cctx, ctx, s.cfg.callTimeout)
 		}
-		s.setContention(r, c)
-		return c, nil
+		return o.c, o.attempt, nil
 	}
 	out := make(chan opened, 1)
 	abandon := ctx.Done()
 	if mutation.On("blocking-calls") {
 		abandon = nil // wait for the store, whatever the caller's deadline
 	}
-	s.bg.Go(func() {
-		c, err := s.open(ctx, cctx, p)
-		cancel()
-		out <- opened{c, err}
-	})
+	s.bg.Go(func() { out <- open() })
 	select {
 	case o := <-out:
 		if o.err != nil {
 			s.halt(r)
 			s.bg.Go(func() { s.finish(r, ctx) })
-			return nil, callError(o.err, cctx, ctx, s.cfg.callTimeout)
+			return nil, firstAttempt{}, callError(o.err, cctx, ctx, s.cfg.callTimeout)
 		}
-		s.setContention(r, o.c)
-		return o.c, nil
+		return o.c, o.attempt, nil
 	case <-abandon:
 		cancel()
 		s.halt(r)
 		s.bg.Go(func() {
-			if o := <-out; o.err == nil {
-				s.setContention(r, o.c)
-			}
+			<-out // the contention, if opened, is r's: finish ends it
 			s.finish(r, ctx)
 		})
-		return nil, ctx.Err()
+		return nil, firstAttempt{}, ctx.Err()
 	}
 }
 
