@@ -282,7 +282,6 @@ func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*
 	answers := make(chan reply, len(list))
 	for _, in := range list {
 		before, done := qc.done[in.index], make(chan struct{})
-		qc.done[in.index] = done
 		if !qc.q.background(func() {
 			defer closeAfter(done, before)
 			r, blamable := qc.call(ctx, wait, in, before, f)
@@ -291,9 +290,10 @@ func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*
 			}
 			answers <- r
 		}) {
-			closeAfter(done, before)
 			answers <- reply{in: in, err: fmt.Errorf("simba/redis: %w", simba.ErrClosed)}
+			continue
 		}
+		qc.done[in.index] = done
 	}
 	var got []reply
 	for range list {

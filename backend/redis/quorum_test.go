@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/redis"
@@ -372,4 +373,41 @@ func TestQuorumDoesNotWaitForAnInstanceThatDoesNotAnswer(t *testing.T) {
 	assert.Equal(t, 3, q.Available(), "a call cut short is not the instance's fault")
 	require.NoError(t, lease.Release(t.Context()), "released on a quorum")
 	poll(t, "the blackholed instance to be left out, its calls having reached their deadline", func() bool { return q.Available() == 2 })
+}
+
+// The calls a Quorum left under way end by their deadline, and Close waits for them.
+func TestQuorumCloseWaitsForTheCallsLeftUnderWay(t *testing.T) {
+	servers := instances(t, 3)
+	clients := make([]goredis.UniversalClient, len(servers))
+	var hole *faultproxy.Proxy
+	for i, s := range servers {
+		addr := s.Addr()
+		if i == 2 {
+			p, err := faultproxy.New(addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			hole, addr = p, p.Addr()
+		}
+		clients[i] = newClient(t, addr)
+		require.NoError(t, clients[i].Ping(t.Context()).Err()) // a connection each, before the baseline
+	}
+	q, err := redis.NewQuorum(clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	before := goleak.IgnoreCurrent()
+
+	c, err := q.StartContend(t.Context(), simba.Participant{Mutex: uniqueName(t, "m"), ContenderID: "A", TTL: 8 * time.Second, Transition: time.Second, WaitsOnly: true})
+	require.NoError(t, err)
+	hole.Blackhole(faultproxy.Both)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	rec, err := c.(simba.LeaseContention).Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "A", rec.Owner, "instances 1 and 2 are a quorum")
+	require.NoError(t, ctx.Err(), "the acquisition returned before its deadline")
+	require.NoError(t, c.StopContend(t.Context()))
+
+	require.NoError(t, q.Close())
+	require.Error(t, ctx.Err(), "Close returned before the call left under way reached its deadline")
+	goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/simba-go/simba/internal/faultproxy.(*Proxy).pump"))
 }
