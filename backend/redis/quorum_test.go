@@ -341,19 +341,7 @@ func TestQuorumRenewalShortOfQuorumKeepsItsKeys(t *testing.T) {
 // left a renewal made a third of the TTL before the lease's end little room: seen as
 // TestQuorumRenewalShortOfQuorumKeepsItsKeys failing on a loaded machine.
 func TestQuorumDoesNotWaitForAnInstanceThatDoesNotAnswer(t *testing.T) {
-	servers := instances(t, 3)
-	clients := make([]goredis.UniversalClient, len(servers))
-	var hole *faultproxy.Proxy
-	for i, s := range servers {
-		addr := s.Addr()
-		if i == 2 {
-			p, err := faultproxy.New(addr)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = p.Close() })
-			hole, addr = p, p.Addr()
-		}
-		clients[i] = newClient(t, addr)
-	}
+	clients, hole := clientsWithAProxiedThird(t)
 	q, err := redis.NewQuorum(clients, redis.WithRecheckAfter(time.Hour))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Close() })
@@ -377,19 +365,9 @@ func TestQuorumDoesNotWaitForAnInstanceThatDoesNotAnswer(t *testing.T) {
 
 // The calls a Quorum left under way end by their deadline, and Close waits for them.
 func TestQuorumCloseWaitsForTheCallsLeftUnderWay(t *testing.T) {
-	servers := instances(t, 3)
-	clients := make([]goredis.UniversalClient, len(servers))
-	var hole *faultproxy.Proxy
-	for i, s := range servers {
-		addr := s.Addr()
-		if i == 2 {
-			p, err := faultproxy.New(addr)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = p.Close() })
-			hole, addr = p, p.Addr()
-		}
-		clients[i] = newClient(t, addr)
-		require.NoError(t, clients[i].Ping(t.Context()).Err()) // a connection each, before the baseline
+	clients, hole := clientsWithAProxiedThird(t)
+	for _, c := range clients {
+		require.NoError(t, c.Ping(t.Context()).Err()) // a connection each, before the baseline
 	}
 	q, err := redis.NewQuorum(clients)
 	require.NoError(t, err)
@@ -410,4 +388,23 @@ func TestQuorumCloseWaitsForTheCallsLeftUnderWay(t *testing.T) {
 	require.NoError(t, q.Close())
 	require.Error(t, ctx.Err(), "Close returned before the call left under way reached its deadline")
 	goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/simba-go/simba/internal/faultproxy.(*Proxy).pump"))
+}
+
+// clientsWithAProxiedThird starts three redis-servers of the test's own and returns a
+// client of each; the third's goes through the fault proxy returned.
+func clientsWithAProxiedThird(t *testing.T) ([]goredis.UniversalClient, *faultproxy.Proxy) {
+	servers := instances(t, 3)
+	clients := make([]goredis.UniversalClient, len(servers))
+	var hole *faultproxy.Proxy
+	for i, s := range servers {
+		addr := s.Addr()
+		if i == 2 {
+			p, err := faultproxy.New(addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			hole, addr = p, p.Addr()
+		}
+		clients[i] = newClient(t, addr)
+	}
+	return clients, hole
 }
