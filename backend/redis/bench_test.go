@@ -32,9 +32,20 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release through one backend: two
 // script calls. It reports the median and 99th percentile cycle as p50-ns and p99-ns.
+// The context cannot end, so the service makes its calls on the caller's goroutine.
 func BenchmarkLockerCycle(b *testing.B) {
 	srv := server(b)
-	cycles(b, newBackend(b, newClient(b, srv.Addr())))
+	cycles(b, context.Background(), newBackend(b, newClient(b, srv.Addr())))
+}
+
+// BenchmarkLockerCycleCancellable is BenchmarkLockerCycle with a context that can end, as
+// a request's: the service then makes its calls on goroutines of its own, so as to return
+// when the context ends whatever the store does.
+func BenchmarkLockerCycleCancellable(b *testing.B) {
+	srv := server(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cycles(b, ctx, newBackend(b, newClient(b, srv.Addr())))
 }
 
 // BenchmarkQuorumCycle is BenchmarkLockerCycle on a Quorum of five instances: each call
@@ -44,16 +55,15 @@ func BenchmarkQuorumCycle(b *testing.B) {
 	for i := range servers {
 		servers[i] = ownServer(b)
 	}
-	cycles(b, newQuorum(b, servers))
+	cycles(b, context.Background(), newQuorum(b, servers))
 }
 
-// cycles measures uncontended Acquire + Release cycles of a Locker on be.
-func cycles(b *testing.B, be simba.Backend) {
+// cycles measures uncontended Acquire + Release cycles of a Locker on be, with ctx.
+func cycles(b *testing.B, ctx context.Context, be simba.Backend) {
 	l, err := simba.NewLocker(be, uniqueName(b, "m"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	var cycles []time.Duration
 	for b.Loop() {
 		began := time.Now()
