@@ -386,7 +386,8 @@ func TestQuorumCloseWaitsForTheCallsLeftUnderWay(t *testing.T) {
 	require.NoError(t, c.StopContend(t.Context()))
 
 	require.NoError(t, q.Close())
-	require.Error(t, ctx.Err(), "Close returned before the call left under way reached its deadline")
+	deadline, _ := ctx.Deadline() // (ctx's own timer may not have fired yet: compare times)
+	require.False(t, time.Now().Before(deadline), "Close returned before the call left under way reached its deadline")
 	goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/simba-go/simba/internal/faultproxy.(*Proxy).pump"))
 }
 
