@@ -154,8 +154,7 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAt
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
 	// open opens the contention and, for a Locker, makes the first attempt of a lease
-	// contention. (If the caller has given up meanwhile, r is halted, and the attempt
-	// changes nothing.)
+	// contention, unless the caller has given up meanwhile (r is halted).
 	open := func() (o opened) {
 		o.c, o.err = s.open(ctx, cctx, p)
 		cancel()
@@ -163,7 +162,7 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAt
 			return o
 		}
 		s.setContention(r, o.c)
-		if _, ok := o.c.(LeaseContention); ok && r.spec.single {
+		if _, ok := o.c.(LeaseContention); ok && r.spec.single && r.ctx.Err() == nil {
 			o.attempt = firstAttempt{made: true, next: s.attempt(r)}
 		}
 		return o

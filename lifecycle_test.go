@@ -207,10 +207,11 @@ func TestCallbacksBeginAfterStart(t *testing.T) {
 func TestStopFromTheFirstCallback(t *testing.T) {
 	for range 300 {
 		synctest.Test(t, func(t *testing.T) {
-			b, _ := memory.New(memory.NewStore())
+			b, err := memory.New(memory.NewStore())
+			require.NoError(t, err)
 			stopped := make(chan error, 1)
 			var svc *simba.Service
-			svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
+			svc, err = simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
 				Acquired: func(ctx context.Context, _ simba.State) { stopped <- svc.Stop(ctx) }})
 			require.NoError(t, err)
 			require.NoError(t, svc.Start(t.Context()))

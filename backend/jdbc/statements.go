@@ -161,11 +161,11 @@ const (
 	// row released (a consistent read meanwhile reads the owner's row, as before the
 	// release began). PostgreSQL has no such statement: its UPDATE checks its WHERE on the
 	// row as of its snapshot and passes over a row whose change is not committed yet, so
-	// a waiter woken before the release commits would find the owner's row. Its answer's LAST_INSERT_ID tells what RELEASE_LOCK said:
-	// 1 let go, 0 held by another session, 2 held by none (NULL); the row changed
-	// matches nothing and lets nothing go. RELEASE_LOCK makes the statement unsafe for
-	// statement-based binary logging, so the backend uses it only where the session
-	// logs rows or nothing (schema.unlockInRelease).
+	// a waiter woken before the release commits would find the owner's row. The answer's
+	// LAST_INSERT_ID tells what RELEASE_LOCK said: 1 let go, 0 held by another session, 2
+	// held by none (NULL); the row changed matches nothing and lets nothing go.
+	// RELEASE_LOCK makes the statement unsafe for statement-based binary logging, so the
+	// backend uses it only where the session logs rows or nothing (schema.unlockInRelease).
 	// Arguments: lock name, mutex, contender, version.
 	mysqlReleaseUnlock = "UPDATE %[1]s SET acquired_at = " + mysqlNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 + LEAST(LAST_INSERT_ID(COALESCE(RELEASE_LOCK(?), 2)), 0) " +
