@@ -40,6 +40,7 @@ type contention struct {
 	log       *slog.Logger
 	lock      string // the named lock of the mutex's row; "" without hand-over
 	acquire   string // the acquire statement, for this contention's ttl and transition
+	locking   string // the acquire statement that tries the named lock too; "" where none (lockingAcquirer)
 
 	// What the last answers said. version is the row's version as of the last answer;
 	// token is the tenure's fencing token when that answer named this contender, else 0;
@@ -82,6 +83,9 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	}
 	if c.id != "" {
 		c.acquire = b.dialect.acquireStatement(b.table, s, c.ttl, c.lease)
+		if l, ok := b.dialect.(lockingAcquirer); ok && c.lock != "" {
+			c.locking = l.lockingAcquireStatement(b.table, s, c.ttl, c.lease)
+		}
 	}
 	b.floors.join(c.mutex)
 	return c
@@ -94,10 +98,10 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return simba.Record{}, err
 	}
-	c.prepareLock(ctx)
+	tryLock := c.prepareLock(ctx)
 	c.acquiring(true)
 	c.stepped = false
-	rec, err := c.acquireRow(ctx)
+	rec, err := c.acquireRow(ctx, tryLock)
 	if err == nil && c.stepped && rec.Owner == c.id {
 		rec, err = c.stepAside(ctx)
 	}
@@ -127,7 +131,21 @@ func (c *contention) stepAside(ctx context.Context) (simba.Record, error) {
 	return simba.Record{}, nil
 }
 
-func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
+// acquireRow runs the acquisition's statements. With tryLock, its first acquire statement
+// tries the named lock too (prepareLock).
+func (c *contention) acquireRow(ctx context.Context, tryLock bool) (simba.Record, error) {
+	args := acquireArgs{mutex: c.mutex, contender: c.id}
+	unmatched := false // an acquire statement has just not matched: read the row next
+	if tryLock {
+		res, err := c.update(ctx, args, true)
+		if err != nil {
+			return simba.Record{}, err
+		}
+		if res.matched {
+			return c.won(res), nil
+		}
+		unmatched = true
+	}
 	if c.lockedOut() {
 		// Another session holds the named lock: the owner, a contender just woken to
 		// take over, or the head of the queue. Read first: a row owned by someone else
@@ -157,16 +175,19 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 			// Another's, unchanged for longer than its lease: the UPDATE takes it.
 		}
 		// The row is this contender's (renew it), free, or stale.
+		unmatched = false
 	}
-	args := acquireArgs{mutex: c.mutex, contender: c.id}
 	for again := true; ; again = false {
-		res, err := c.update(ctx, args)
-		if err != nil {
-			return simba.Record{}, err
+		if !unmatched {
+			res, err := c.update(ctx, args, false)
+			if err != nil {
+				return simba.Record{}, err
+			}
+			if res.matched {
+				return c.won(res), nil
+			}
 		}
-		if res.matched {
-			return c.won(res), nil
-		}
+		unmatched = false
 		r, err := c.read(ctx)
 		switch {
 		case errors.Is(err, errNoRow) && again:
@@ -188,8 +209,8 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 		// The row is this contender's, in a tenure the contention has no token for (an
 		// earlier lifecycle's): renew it at the version read, which begins this
 		// contention's tenure with a token larger than that lifecycle's.
-		res, err = c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
-			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}})
+		res, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
+			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)
 		switch {
 		case err != nil:
 			return simba.Record{}, err
@@ -200,10 +221,12 @@ func (c *contention) acquireRow(ctx context.Context) (simba.Record, error) {
 	}
 }
 
-// update runs the acquire statement. A renewal is allowed at the version the contention
-// last saw when it knows the tenure the row holds (see mysqlRenewal), unless a.expect is
-// set already; a row another owner has left unchanged for longer than its lease is taken.
-func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, error) {
+// update runs the acquire statement; with tryLock, the one that tries the named lock too,
+// on the pinned connection (acquireTryingLock). A renewal is allowed at the version the
+// contention last saw when it knows the tenure the row holds (see mysqlRenewal), unless
+// a.expect is set already; a row another owner has left unchanged for longer than its
+// lease is taken.
+func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (acquireResult, error) {
 	if !a.expect.Valid && c.token != 0 {
 		a.expect = sql.NullInt64{Int64: int64(c.version), Valid: true}
 	}
@@ -213,10 +236,12 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 	a.floor = c.b.floors.get(c.mutex)
 	var res acquireResult
 	sent := time.Now()
-	err := c.run(ctx, func(q querier) (err error) {
-		res, err = c.b.dialect.acquire(ctx, q, c.schema, limit(ctx), c.acquire, a)
-		return err
-	})
+	var err error
+	if tryLock {
+		res, err = c.acquireTryingLock(ctx, a)
+	} else {
+		res, err = c.acquirePlain(ctx, a)
+	}
 	if err != nil {
 		c.doubt = true
 		c.abandoned(ctx)
@@ -226,6 +251,15 @@ func (c *contention) update(ctx context.Context, a acquireArgs) (acquireResult, 
 		c.observe(a.floor, res.version)
 		c.watch = watch{}
 	}
+	return res, err
+}
+
+// acquirePlain runs the acquire statement (see run).
+func (c *contention) acquirePlain(ctx context.Context, a acquireArgs) (res acquireResult, err error) {
+	err = c.run(ctx, func(q querier) (err error) {
+		res, err = c.b.dialect.acquire(ctx, q, c.schema, limit(ctx), c.acquire, a)
+		return err
+	})
 	return res, err
 }
 

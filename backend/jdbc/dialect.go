@@ -52,6 +52,22 @@ type releaseUnlocker interface {
 	releaseUnlock(ctx context.Context, q querier, s schema, d time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error)
 }
 
+// lockingAcquirer is a Dialect whose acquire can try the named lock in the same statement
+// (PostgreSQL's; see pgAcquireLocking), for a contention on its pinned connection that
+// does not hold the lock. lockingAcquireStatement renders that statement as
+// acquireStatement does; acquireLocking runs it with conn, bounded on the server to d,
+// and also reports what the try did.
+type lockingAcquirer interface {
+	lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string
+	acquireLocking(ctx context.Context, conn querier, s schema, d time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, error)
+}
+
+// lockTry is what a try of the named lock found.
+type lockTry struct {
+	got     bool  // the session took the lock (or held it already)
+	session int64 // the session's server ID
+}
+
 // statements is the SQL of a dialect for one table; see statements.go. Statements with a
 // server-side bound go through Dialect.bound.
 type statements struct {

@@ -363,9 +363,15 @@
 // by a 64-bit hash of the database, schema, table and mutex) play the part of GET_LOCK,
 // with the same queue and the same rules; a wait lasts 30 s on the server (lock_timeout),
 // and stopping a waiter cancels its wait with pg_cancel_backend from another connection.
+// A contender that does not hold the lock tries it in its acquire statement, on its pinned
+// connection (a CTE beside the UPDATE, evaluated once, before the commit): the UPDATE
+// begins a new tenure only if the try took the lock, and otherwise the acquisition goes on
+// as after a failed try of its own. An uncontended cycle is three statements: the acquire,
+// the release and the unlock.
 // Advisory locks are not transactional, and PostgreSQL may grant a waiter the lock and then
-// fail its statement on a cancellation or lock_timeout that struck at that moment: after a
-// wait that ended in an error, the contention lets the lock go if its session holds it,
+// fail its statement on a cancellation or lock_timeout that struck at that moment, and an
+// acquire that tried the lock keeps it when its UPDATE then fails: after a wait or an
+// acquire that ended in an error, the contention lets the lock go if its session holds it,
 // before it tries the lock again or returns the connection to the pool (a session that
 // kept it would take it again at once, re-entrantly, and starve the queue).
 // The release lets the lock go only once it has committed: a woken waiter's UPDATE reads

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,16 +64,18 @@ type handOver struct {
 // prepareLock, before an acquisition, makes sure that a contender which may win holds the
 // named lock before its UPDATE commits, so that anyone who reads the row naming it finds
 // the lock taken and waits for it. It pins a connection if the contention has none and
-// tries the lock without waiting. Failures only cost the hint; they are not errors.
-func (c *contention) prepareLock(ctx context.Context) {
+// tries the lock without waiting, or, where the dialect can (lockingAcquirer), leaves the
+// try to the acquire statement: it then returns true. Failures only cost the hint; they
+// are not errors.
+func (c *contention) prepareLock(ctx context.Context) (inAcquire bool) {
 	if c.lock == "" {
-		return
+		return false
 	}
 	h := &c.hand
 	h.mu.Lock()
 	if h.gone || h.waiting {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	conn, holds, unsure := h.conn, h.holds, h.unsure
 	h.mu.Unlock()
@@ -81,7 +84,7 @@ func (c *contention) prepareLock(ctx context.Context) {
 		conn, holds, unsure = nil, false, false
 	}
 	if holds {
-		return
+		return false
 	}
 	// Leave the acquisition itself at least half of the time.
 	pctx := ctx
@@ -91,28 +94,31 @@ func (c *contention) prepareLock(ctx context.Context) {
 		defer cancel()
 	}
 	if unsure && !c.settle(pctx, conn) {
-		return
+		return false
 	}
 	if conn == nil {
 		if !c.b.pin() {
 			c.log.Debug("simba/jdbc: the hand-over's connections are all in use; polling only")
-			return
+			return false
 		}
 		var err error
 		if conn, err = c.b.db.Conn(pctx); err != nil {
 			c.b.unpin()
 			c.log.Debug("simba/jdbc: no connection for the hand-over; polling only", "err", err)
-			return
+			return false
 		}
 		h.mu.Lock()
 		if h.gone {
 			h.mu.Unlock()
 			_ = conn.Close()
 			c.b.unpin()
-			return
+			return false
 		}
 		h.conn, h.session = conn, 0
 		h.mu.Unlock()
+	}
+	if c.locking != "" {
+		return true
 	}
 	var got sql.NullInt64
 	var session int64
@@ -121,15 +127,54 @@ func (c *contention) prepareLock(ctx context.Context) {
 			c.drop(conn)
 		}
 		c.log.Debug("simba/jdbc: named lock not tried", "err", err)
-		return
+		return false
 	}
+	c.tried(conn, lockTry{got: got.Valid && got.Int64 == 1, session: session}, !got.Valid)
+	return false
+}
+
+// tried records what a try of the named lock on conn found; unknown: the server did not
+// say whether the lock is free.
+func (c *contention) tried(conn *sql.Conn, try lockTry, unknown bool) {
+	h := &c.hand
 	h.mu.Lock()
 	if h.conn == conn {
-		h.session, h.holds = session, got.Valid && got.Int64 == 1
-		h.other = got.Valid && got.Int64 == 0
+		h.session, h.holds = try.session, try.got
+		h.other = !try.got && !unknown
 	}
 	h.mu.Unlock()
-	c.log.Debug("simba/jdbc: named lock tried", "taken", got.Valid && got.Int64 == 1)
+	c.log.Debug("simba/jdbc: named lock tried", "taken", try.got)
+}
+
+// acquireTryingLock runs the acquire statement that tries the named lock too
+// (lockingAcquirer) on the pinned connection, where the lock belongs. A statement that
+// failed on the server may have taken the lock all the same (advisory locks outlive a
+// failed transaction): it is let go before the next try (handOver.unsure). When the
+// connection is gone, the plain acquire runs on the pool instead.
+func (c *contention) acquireTryingLock(ctx context.Context, a acquireArgs) (acquireResult, error) {
+	conn := c.idleConn(ctx)
+	if conn == nil {
+		return c.acquirePlain(ctx, a)
+	}
+	res, try, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, conn, c.schema, limit(ctx), c.locking, c.lock, a)
+	if err == nil {
+		c.tried(conn, try, false)
+		return res, nil
+	}
+	if !valid(conn) {
+		c.drop(conn) // its session, and the lock if taken, went with it
+		if errors.Is(err, driver.ErrBadConn) {
+			return c.acquirePlain(ctx, a) // nothing was sent
+		}
+		return acquireResult{}, err
+	}
+	h := &c.hand
+	h.mu.Lock()
+	if h.conn == conn {
+		h.unsure = true
+	}
+	h.mu.Unlock()
+	return acquireResult{}, err
 }
 
 // acquiring marks an Acquire call under way (on) or over (off). A lock taken meanwhile

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -624,4 +626,100 @@ func TestPostgresContendedIsFair(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, advisoryLocks(t, db, held))
 	}
+}
+
+// TestPostgresUncontendedCycleStatements (issue 18, the cycle's cost): an uncontended
+// Locker cycle runs three statements: the acquire, which tries the advisory lock too, the
+// release and the unlock (the try was a statement of its own). The server logs every
+// statement of a role made for the test.
+func TestPostgresUncontendedCycleStatements(t *testing.T) {
+	needPostgres(t)
+	pgExec(t, "DO $$ BEGIN CREATE ROLE simba_logged LOGIN PASSWORD 'simba' IN ROLE simba; "+
+		"EXCEPTION WHEN duplicate_object THEN NULL; END $$; ALTER ROLE simba_logged SET log_statement = 'all';")
+	db, err := sql.Open("pgx", strings.Replace(pgServer.DSN(), "simba:simba@", "simba_logged:simba@", 1))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	b, err := jdbc.New(db, jdbc.WithDialect(jdbc.Postgres))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	l, err := simba.NewLocker(b, mutexName(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	cycle := func() {
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(t.Context()))
+	}
+	cycle() // the row's first use creates it
+	logged := func() int {
+		log, err := os.ReadFile(filepath.Join(pgServer.Dir, "postgres.log"))
+		require.NoError(t, err)
+		return strings.Count(string(log), "LOG:  execute ") + strings.Count(string(log), "LOG:  statement: ")
+	}
+	const cycles = 20
+	before := logged()
+	for range cycles {
+		cycle()
+	}
+	per := float64(logged()-before) / cycles
+	assert.LessOrEqual(t, per, 3.0, "statements per cycle")
+	assert.Zero(t, advisoryLocks(t, db, "AND granted AND pid <> pg_backend_pid() AND pid IN "+
+		"(SELECT pid FROM pg_stat_activity WHERE usename = 'simba_logged')"), "the advisory lock is free after the release")
+}
+
+// TestPostgresAcquireLeavesAFreeRowToTheLockHolder: the acquire that tries the advisory
+// lock begins a new tenure only with the lock. When another session holds it (a waiter
+// just woken by a release), the free row is left to that session for a while, as after a
+// try of its own.
+func TestPostgresAcquireLeavesAFreeRowToTheLockHolder(t *testing.T) {
+	ctx := t.Context()
+	db := openPG(t)
+	mutex := mutexName(t)
+	_, err := db.ExecContext(ctx, "INSERT INTO simba_mutex VALUES ($1, 0, 0, 0, '', 0)", mutex)
+	require.NoError(t, err)
+	log := &records{}
+	b := newPGBackend(t)
+	x := leaseOf(t, b, mutex, "x", slog.New(log))
+	holder, err := db.Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close() })
+	var pid int64
+	require.NoError(t, holder.QueryRowContext(ctx, "SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock($1::text::bigint)) AS l",
+		b.LockName(mutex)).Scan(&pid))
+
+	rec := acquire(t, x)
+	assert.Contains(t, deferrals(log), pid, "x left the free row to the lock's holder first")
+	assert.Equal(t, "x", rec.Owner, "and took it once the holder had not")
+	require.NoError(t, x.Release(ctx))
+}
+
+// TestPostgresFailedAcquireLetsTheLockGo: an acquire that tried the advisory lock and then
+// failed on the server (lock_timeout, behind an admin's row lock) may have taken the lock
+// all the same: a session-level advisory lock outlives the failed transaction. It is let
+// go before the next try, so that the owner's release lets it go for good and a waiter is
+// not left waiting behind a lock nobody knows of.
+func TestPostgresFailedAcquireLetsTheLockGo(t *testing.T) {
+	ctx := t.Context()
+	db := openPG(t)
+	mutex := mutexName(t)
+	b := newPGBackend(t)
+	x := leaseOf(t, b, mutex, "x")
+	require.Equal(t, "x", acquire(t, x).Owner) // the row exists
+	require.NoError(t, x.Release(ctx))
+	before := advisoryLocks(t, db, "AND granted")
+
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	var v uint64
+	require.NoError(t, tx.QueryRowContext(ctx, "SELECT version FROM simba_mutex WHERE mutex = $1 FOR UPDATE", mutex).Scan(&v))
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = x.Acquire(actx)
+	cancel()
+	require.Error(t, err, "the acquire waits for the row")
+	require.NoError(t, tx.Rollback())
+
+	require.Equal(t, "x", acquire(t, x).Owner)
+	require.NoError(t, x.Release(ctx))
+	assert.Equal(t, before, advisoryLocks(t, db, "AND granted"), "no advisory lock is left held")
 }

@@ -78,7 +78,34 @@ func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit
 		return acquireResult{}, nil
 	case err != nil:
 		return acquireResult{}, err
-	case version <= 0 || now < 0 || mark < 0 || mark > 1:
+	}
+	return pgAcquired(version, mark, now)
+}
+
+var _ lockingAcquirer = postgresDialect{}
+
+func (d postgresDialect) lockingAcquireStatement(t tableName, _ schema, ttl, lease time.Duration) string {
+	return fmt.Sprintf(pgAcquireLocking, d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
+}
+
+func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, error) {
+	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale, lock)
+	var got, session int64
+	var version, mark, now sql.NullInt64
+	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now); err != nil {
+		return acquireResult{}, lockTry{}, err
+	}
+	try := lockTry{got: got == 1, session: session}
+	if !version.Valid {
+		return acquireResult{}, try, nil
+	}
+	res, err := pgAcquired(version.Int64, mark.Int64, now.Int64)
+	return res, try, err
+}
+
+// pgAcquired checks and decodes the answer of an acquire that matched.
+func pgAcquired(version, mark, now int64) (acquireResult, error) {
+	if version <= 0 || now < 0 || mark < 0 || mark > 1 {
 		return acquireResult{}, fmt.Errorf("acquire returned version %d, renewal mark %d, now %d", version, mark, now)
 	}
 	return acquireResult{matched: true, version: uint64(version), renewed: mark == 1, now: uint64(now) & nowBits}, nil

@@ -291,16 +291,35 @@ const (
 	// was. %[2]d and %[3]d stand for ttl and ttl + transition in ms.
 	// Arguments: limit, floor, contender, expected version (NULL: none), mutex, stale
 	// version (NULL: none).
-	pgAcquire = "UPDATE %[1]s SET " +
+	pgAcquire = pgAcquireUpdate + "transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6 END " +
+		"RETURNING version, " + pgNow + " + %[2]d - ttl_at, " + pgNow
+
+	// pgAcquireUpdate is the acquire's UPDATE up to the condition under which it begins
+	// a new tenure: the row is free, or stale ($6).
+	pgAcquireUpdate = "UPDATE %[1]s SET " +
 		"version = GREATEST(version, $2) + 1, " +
 		"ttl_at = " + pgNow + " + %[2]d - CASE WHEN " + pgOwns + " AND transition_at > " + pgNow + " THEN 1 ELSE 0 END, " +
 		"acquired_at = " + pgNow + ", " +
 		"transition_at = " + pgNow + " + %[3]d, " +
 		"owner_id = $3 " +
 		"WHERE " + pgBound + " AND mutex = $5 AND GREATEST(version, $2) < 4294967295 " +
-		"AND CASE WHEN " + pgOwns + " THEN transition_at <> " + pgNow +
-		" ELSE transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6 END " +
-		"RETURNING version, " + pgNow + " + %[2]d - ttl_at, " + pgNow
+		"AND CASE WHEN " + pgOwns + " THEN transition_at <> " + pgNow + " ELSE "
+
+	// pgAcquireLocking is pgAcquire that also tries the advisory lock ($7, as pgTryLock),
+	// for a contention that does not hold it: one round trip instead of two. The lock is
+	// taken before the UPDATE commits, as pgTryLock before pgAcquire, so that anyone who
+	// reads the row naming this contender finds the lock taken. A new tenure is begun only
+	// with the lock: when another session holds it, the row is left alone and the
+	// contention goes on as after a failed try (it reads the row, and leaves a free one to
+	// the lock's holder for a while); a renewal does not need it. The CTE of the lock is
+	// materialized, and so evaluated once, and the outer join answers one row whether the
+	// UPDATE matched or not: whether the lock was taken, the session's process ID, and
+	// pgAcquire's answer or NULLs.
+	// Arguments: pgAcquire's, then key.
+	pgAcquireLocking = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($7::text::bigint) AS got, pg_backend_pid() AS pid), " +
+		"u AS (" + pgAcquireUpdate + "(transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6) AND (SELECT got FROM l) END " +
+		"RETURNING version, " + pgNow + " + %[2]d - ttl_at AS mark, " + pgNow + " AS now) " +
+		"SELECT l.got::int, l.pid, u.version, u.mark, u.now FROM l LEFT JOIN u ON true"
 
 	// pgRead reads a row and the database's now. Arguments: limit, mutex.
 	pgRead = "SELECT owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " +
