@@ -256,7 +256,7 @@ func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (a
 
 // acquirePlain runs the acquire statement (see run).
 func (c *contention) acquirePlain(ctx context.Context, a acquireArgs) (res acquireResult, err error) {
-	err = c.run(ctx, func(q querier) (err error) {
+	err = c.run(ctx, false, func(q querier) (err error) {
 		res, err = c.b.dialect.acquire(ctx, q, c.schema, limit(ctx), c.acquire, a)
 		return err
 	})
@@ -461,7 +461,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	u, unlocking := c.b.dialect.(releaseUnlocker)
 	unlocking = unlocking && c.schema.unlockInRelease && c.holdsLock()
 	var released, unlocked bool
-	err := c.run(ctx, func(q querier) (err error) {
+	err := c.run(ctx, unlocking, func(q querier) (err error) {
 		if unlocking {
 			released, unlocked, err = u.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
 			return err
@@ -564,7 +564,7 @@ func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
 	before := c.b.floors.get(c.mutex)
 	sent := time.Now()
-	err := c.run(ctx, func(q querier) error {
+	err := c.run(ctx, false, func(q querier) error {
 		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.read.in(c.schema), c.mutex)
 		return q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
 	})
@@ -583,7 +583,7 @@ func (c *contention) read(ctx context.Context) (row, error) {
 // backend has seen for it.
 func (c *contention) ensureRow(ctx context.Context) error {
 	floor := c.b.floors.get(c.mutex)
-	return c.run(ctx, func(q querier) error {
+	return c.run(ctx, false, func(q querier) error {
 		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.ensureRow, c.mutex, floor)
 		_, err := q.ExecContext(ctx, query, args...)
 		return err
@@ -593,8 +593,15 @@ func (c *contention) ensureRow(ctx context.Context) error {
 // run runs a statement on the pinned connection when the contention has one that is idle
 // and alive, and otherwise on the pool. A pinned connection that fails broken is dropped,
 // and the statement is tried on the pool when the driver says nothing was sent.
-func (c *contention) run(ctx context.Context, f func(q querier) error) error {
-	if conn := c.idleConn(ctx); conn != nil {
+//
+// While the pinned connection's session holds the named lock, only the lock's own
+// statements run on it (lockOwn: the release that lets the lock go): a statement cut short
+// by its context makes go-sql-driver and pgx close the connection it runs on, and the
+// server would then let the lock go with the session, ahead of the release, waking a
+// waiter that finds the row still owned (it heads the queue, polling, and the release
+// that follows wakes nobody).
+func (c *contention) run(ctx context.Context, lockOwn bool, f func(q querier) error) error {
+	if conn := c.idleConn(ctx); conn != nil && (lockOwn || !c.holdsLock()) {
 		err := f(conn)
 		if err == nil {
 			return nil

@@ -290,7 +290,10 @@
 //   - one connection per statement in flight, borrowed from the pool for its length:
 //     every contention's statements run on its pinned connection when it has one that is
 //     idle, and otherwise borrow one (a waiting contention's pinned connection is busy
-//     waiting); a contention makes one statement at a time;
+//     waiting, and an owner's holds the named lock: a statement cut short by its context
+//     closes the connection it runs on, and the lock must not go with it before the
+//     release, so only the release that lets the lock go runs there); a contention makes
+//     one statement at a time;
 //   - one for a moment when a waiting contention stops (to interrupt its wait with KILL
 //     QUERY, which keeps its connection usable), and one for each Prune transaction.
 //

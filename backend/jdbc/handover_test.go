@@ -479,3 +479,69 @@ func TestStatementBinlogKeepsTheUnlockApart(t *testing.T) {
 	per := float64(globalStatus(t, db, "Questions")-before-1) / cycles
 	assert.InDelta(t, 4.0, per, 0.1, "statements per cycle: the release, then DO RELEASE_LOCK")
 }
+
+// TestCutShortRenewalKeepsTheLock: a Stop cuts the owner's renewal short while it waits
+// for the row (here behind an admin's row lock); go-sql-driver then closes the connection
+// the statement ran on. Had that been the pinned connection, whose session holds the
+// named lock, the server would let the lock go as soon as the statement ended, before the
+// owner's release: a woken waiter would find the row still owned, head the queue polling,
+// and the release that follows would wake nobody (seen once in the fault suite, mariadb/06:
+// no successor within 1.25 s of a graceful stop). The lock goes with the release.
+func TestCutShortRenewalKeepsTheLock(t *testing.T) {
+	ctx := t.Context()
+	db := openDB(t)
+	mutex := mutexName(t)
+	b := newBackend(t)
+	a := leaseOf(t, b, mutex, "a")
+	require.Equal(t, "a", acquire(t, a).Owner)
+	lock := b.LockName(mutex)
+	v := readRow(t, db, mutex).Version
+
+	// A waiter for the named lock, which reads the row once it has the lock (a locking
+	// read: it waits for a release that has not committed yet).
+	waiter, err := db.Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = waiter.Close() })
+	var waiterID int64
+	require.NoError(t, waiter.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&waiterID))
+	owner := make(chan string, 1)
+	go func() {
+		var got sql.NullInt64
+		var o string
+		err := waiter.QueryRowContext(ctx, "SELECT GET_LOCK(?, 20)", lock).Scan(&got)
+		if err == nil {
+			err = waiter.QueryRowContext(ctx, "SELECT owner_id FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&o)
+		}
+		if err != nil {
+			o = "error: " + err.Error()
+		}
+		owner <- o
+	}()
+	waitUntil(t, 10*time.Second, "the waiter to wait for the lock", func() bool {
+		var state sql.NullString
+		err := db.QueryRowContext(ctx, "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?", waiterID).Scan(&state)
+		return err == nil && state.String == "User lock"
+	})
+
+	// The renewal waits behind an admin's row lock and is cut short.
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	var locked uint64
+	require.NoError(t, tx.QueryRowContext(ctx, "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&locked))
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second) // the sweep it leaves behind lasts as long (stray.go)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = a.Acquire(rctx)
+	require.ErrorIs(t, err, context.Canceled, "the renewal was cut short")
+	require.NoError(t, tx.Rollback())
+	// The statement the server still had goes through once the row is free.
+	waitUntil(t, 10*time.Second, "the cut-short renewal to reach the row", func() bool { return readRow(t, db, mutex).Version > v })
+
+	require.NoError(t, a.Release(ctx))
+	select {
+	case o := <-owner:
+		assert.Empty(t, o, "the waiter got the named lock while the row still named its owner")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter never got the named lock")
+	}
+}
