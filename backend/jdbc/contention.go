@@ -461,7 +461,9 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	u, unlocking := c.b.dialect.(releaseUnlocker)
 	unlocking = unlocking && c.schema.unlockInRelease && c.holdsLock()
 	var released, unlocked bool
-	err := c.run(ctx, unlocking, func(q querier) (err error) {
+	// The release runs on the pinned connection even without unlocking: the service gives
+	// it a context of its own, which a Stop does not cut short (see run).
+	err := c.run(ctx, true, func(q querier) (err error) {
 		if unlocking {
 			released, unlocked, err = u.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
 			return err
@@ -594,12 +596,13 @@ func (c *contention) ensureRow(ctx context.Context) error {
 // and alive, and otherwise on the pool. A pinned connection that fails broken is dropped,
 // and the statement is tried on the pool when the driver says nothing was sent.
 //
-// While the pinned connection's session holds the named lock, only the lock's own
-// statements run on it (lockOwn: the release that lets the lock go): a statement cut short
-// by its context makes go-sql-driver and pgx close the connection it runs on, and the
-// server would then let the lock go with the session, ahead of the release, waking a
-// waiter that finds the row still owned (it heads the queue, polling, and the release
-// that follows wakes nobody).
+// While the pinned connection's session holds the named lock, only the release runs on it
+// (lockOwn), which may let the lock go in the same statement and which the service never
+// cuts short (Stop ends the call in flight, then releases on a context of its own): a
+// statement cut short by its context makes go-sql-driver and pgx close the connection it
+// runs on, and the server would then let the lock go with the session, ahead of the
+// release, waking a waiter that finds the row still owned (it heads the queue, polling,
+// and the release that follows wakes nobody).
 func (c *contention) run(ctx context.Context, lockOwn bool, f func(q querier) error) error {
 	if conn := c.idleConn(ctx); conn != nil && (lockOwn || !c.holdsLock()) {
 		err := f(conn)
