@@ -530,9 +530,19 @@ func TestCutShortRenewalKeepsTheLock(t *testing.T) {
 	var locked uint64
 	require.NoError(t, tx.QueryRowContext(ctx, "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&locked))
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second) // the sweep it leaves behind lasts as long (stray.go)
-	time.AfterFunc(200*time.Millisecond, cancel)
-	_, err = a.Acquire(rctx)
-	require.ErrorIs(t, err, context.Canceled, "the renewal was cut short")
+	renewed := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(rctx)
+		renewed <- err
+	}()
+	waitUntil(t, 3*time.Second, "the renewal to wait for the row", func() bool {
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() "+
+			"AND COMMAND = 'Query' AND INFO LIKE '%UPDATE%simba_mutex%'").Scan(&n))
+		return n > 0
+	})
+	cancel()
+	require.ErrorIs(t, <-renewed, context.Canceled, "the renewal was cut short")
 	require.NoError(t, tx.Rollback())
 	// The statement the server still had goes through once the row is free.
 	waitUntil(t, 10*time.Second, "the cut-short renewal to reach the row", func() bool { return readRow(t, db, mutex).Version > v })
