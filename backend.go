@@ -94,11 +94,17 @@ type Participant struct {
 	Report func(Owner)
 	// WaitsOnly is set for a participant that needs to learn only when it becomes the
 	// owner, not who owns the mutex while it waits (a Locker's). A session backend may
-	// then watch only what decides its turn: with ZooKeeper, the node before its own and
-	// not the owner's, so that a change of owner does not wake every waiter. Such a
+	// then look only at what decides its turn: with ZooKeeper, the node before its own
+	// and not the owner's, so that a change of owner does not wake every waiter, and
+	// joining the queue behind other waiters costs no read of the owner. Such a
 	// participant serves one tenure: once it has been reported the owner and lost that,
 	// a session backend need not (and should not) queue it again; StopContend follows.
 	WaitsOnly bool
+	// Once is set, with WaitsOnly, for a participant that makes a single attempt (a
+	// Locker's TryAcquire): StopContend follows its first look, and the owner that look
+	// finds, when it is not this contender, is what the caller is told. A session backend
+	// reads the owner for it even where WaitsOnly would let it skip that.
+	Once bool
 	// Grant tells the service of a lease store that the store made this contender the
 	// owner without a call of its own being answered: the releasing owner handed the
 	// mutex over to it as it waited. rec is the grant as an Acquire answer would give it

@@ -144,6 +144,7 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAt
 		Logger:      s.log,
 		Wake:        r.rounds.poke,
 		WaitsOnly:   r.spec.single,
+		Once:        r.spec.once,
 		Report:      func(o Owner) { s.report(r, o) },
 		Grant:       func(rec Record, sent time.Time) { s.grant(r, rec, sent) },
 	}

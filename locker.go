@@ -116,7 +116,7 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 	svc := l.svc
 	var lastErr error
 	for failures := 1; ; failures++ {
-		r, err := svc.begin(ctx, runSpec{single: true})
+		r, err := svc.begin(ctx, runSpec{single: true, once: once})
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

@@ -254,4 +254,6 @@ type runSpec struct {
 	// has ended, and then gives the mutex back (a lease store) or leaves the queue (a
 	// session store) at once.
 	single bool
+	// once, with single, makes one attempt only (TryAcquire; Participant.Once).
+	once bool
 }

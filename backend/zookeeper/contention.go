@@ -318,6 +318,9 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 	}
 	pred := c.parent + "/" + nodes[i-1].name
 	head := c.parent + "/" + nodes[0].name
+	if c.p.WaitsOnly && !c.p.Once && pred != head {
+		return c.waitBehind(ctx, pred)
+	}
 	var (
 		data            []byte
 		headStat        *zk.Stat
@@ -327,8 +330,8 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 	readHead := func() { data, headStat, headErr = c.get(ctx, head) }
 	waitsOnly := c.p.WaitsOnly && pred != head
 	if waitsOnly {
-		// Only the predecessor decides this waiter's turn: the owner is read without a
-		// watch, so that a change of owner does not wake every waiter.
+		// A single attempt (Participant.Once) is told the owner, but only the predecessor
+		// decides its turn: the owner is read without a watch.
 		readHead = func() {
 			var n node
 			n, headErr = c.b.get(ctx, head)
@@ -393,6 +396,23 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		v.owner, v.token = "", 0
 	}
 	return v, false, nil
+}
+
+// waitBehind ends the look of a waiter that only waits for its turn (Participant.WaitsOnly)
+// and has other waiters between it and the owner: only the node just before its own
+// decides its turn, so that node is all it reads, with a watch that fires when it goes.
+// The owner is not read, and the view names none (it is not this contender). With 8
+// Lockers on one mutex, reading the owner, and the next nodes when the owner had just
+// left, cost 1.9 of the 7.9 requests per critical section.
+func (c *contention) waitBehind(ctx context.Context, pred string) (view, bool, error) {
+	pre, _, err := c.exists(ctx, pred)
+	switch {
+	case err != nil:
+		return view{}, false, storeError("watch", pred, err)
+	case !pre:
+		return view{}, true, nil // the predecessor left: look again
+	}
+	return view{watched: []string{c.node, pred}, node: c.node}, false, nil
 }
 
 // promote reports whether the contender owns the mutex without listing the queue again,

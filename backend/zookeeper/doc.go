@@ -16,17 +16,21 @@
 // service's non-owner also watches the owner's node, so it knows at once who owns the
 // mutex after a change (JVM Simba's non-owners do not), at the price of every such
 // waiter looking again at every change of owner. A Locker's waiter, which only waits for
-// its turn, reads the owner's node without watching it: with many Lockers waiting, a
-// hand-over wakes one of them. A retriever watches the owner's node, or the mutex node
-// while nobody contends. The queue of nodes is the mutex's wait list: contentions
-// implement simba.WaitList.
+// its turn, neither watches the owner's node nor, with other waiters between them,
+// reads it (as the ZooKeeper recipe): with many Lockers waiting, a hand-over wakes one
+// of them, and joining the queue costs a create, a list together with a read of the
+// waiter's own node, and a read of its predecessor's. A Locker's TryAcquire reads the
+// owner's node, without a watch, to say who owns the mutex. A retriever watches the
+// owner's node, or the mutex node while nobody contends. The queue of nodes is the
+// mutex's wait list: contentions implement simba.WaitList.
 //
-// A look at the mutex lists the queue and reads the owner's node. If the owner has left
-// meanwhile, the next nodes before the contender's are read until one exists (no lower
-// node can come after the list: sequence numbers only grow). A waiter whose node came
-// just after the owner's in its last list owns the mutex as soon as the owner's node is
-// deleted, without listing again; the ZooKeeper recipe (and go-zookeeper's zk.Lock)
-// lists again there, a round trip more per hand-over.
+// A look at the mutex lists the queue and reads the owner's node (a Locker's waiter only
+// when its node comes just after it). If the owner has left meanwhile, the next nodes
+// before the contender's are read until one exists (no lower node can come after the
+// list: sequence numbers only grow). A waiter whose node came just after the owner's in
+// its last list owns the mutex as soon as the owner's node is deleted, without listing
+// again; the ZooKeeper recipe (and go-zookeeper's zk.Lock) lists again there, a round
+// trip more per hand-over.
 //
 // # Clock: sessions, not clocks
 //
@@ -121,8 +125,9 @@
 // A node of this contender in this backend's session that none of its contentions holds
 // (a stopped contention left it behind, its delete unanswered) is deleted by the backend
 // in the background and, should it head the queue first, by the contender's next
-// contention, which then looks at the mutex again. It is never taken for the owner, and
-// the owner is not reported as unknown while it holds the others back.
+// contention that reads the owner's node (any but a Locker's waiter with other waiters
+// between it and the owner), which then looks at the mutex again. It is never taken for
+// the owner, and the owner is not reported as unknown while it holds the others back.
 //
 // Choose a session timeout of a few seconds at least: go-zookeeper waits a second before
 // it dials a lone server again, so with shorter sessions every lost connection is an
