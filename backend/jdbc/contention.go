@@ -602,9 +602,13 @@ func (c *contention) ensureRow(ctx context.Context) error {
 // statement cut short by its context makes go-sql-driver and pgx close the connection it
 // runs on, and the server would then let the lock go with the session, ahead of the
 // release, waking a waiter that finds the row still owned (it heads the queue, polling,
-// and the release that follows wakes nobody).
+// and the release that follows wakes nobody). Such a statement does not check the pinned
+// connection either: pgx pings one idle for over a second when it is checked.
 func (c *contention) run(ctx context.Context, lockOwn bool, f func(q querier) error) error {
-	if conn := c.idleConn(ctx); conn != nil && (lockOwn || !c.holdsLock()) {
+	if !lockOwn && c.holdsLock() {
+		return f(c.b.db)
+	}
+	if conn := c.idleConn(ctx); conn != nil {
 		err := f(conn)
 		if err == nil {
 			return nil

@@ -723,3 +723,31 @@ func TestPostgresFailedAcquireLetsTheLockGo(t *testing.T) {
 	require.NoError(t, x.Release(ctx))
 	assert.Equal(t, before, advisoryLocks(t, db, "AND granted"), "no advisory lock is left held")
 }
+
+// TestPostgresReadLeavesTheLockSessionAlone: while an owner's pinned session holds the
+// advisory lock, a read of the row (Lookup) runs on the pool (see run) and does not touch
+// that session. It once checked the pinned connection first all the same, and pgx pings
+// a connection idle for more than a second when database/sql checks it: a round trip
+// wasted, seen as the session's last query.
+func TestPostgresReadLeavesTheLockSessionAlone(t *testing.T) {
+	db := openPG(t)
+	mutex := mutexName(t)
+	b := newPGBackend(t)
+	x := leaseOf(t, b, mutex, "x")
+	require.Equal(t, "x", acquire(t, x).Owner)
+	var session int64
+	require.NoError(t, db.QueryRowContext(t.Context(), jdbc.HolderSQL(jdbc.Postgres), b.LockName(mutex)).Scan(&session))
+	require.NotZero(t, session, "the owner's session holds the advisory lock")
+	last := func() (q string) {
+		require.NoError(t, db.QueryRowContext(t.Context(), "SELECT query FROM pg_stat_activity WHERE pid = $1", session).Scan(&q))
+		return q
+	}
+	before := last()
+
+	time.Sleep(1100 * time.Millisecond) // a premise, not a wait: pgx pings a connection idle for longer than a second
+	rec, err := x.Lookup(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "x", rec.Owner)
+	assert.Equal(t, before, last(), "the lock's session ran nothing for the read")
+	require.NoError(t, x.Release(t.Context()))
+}
