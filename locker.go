@@ -101,6 +101,14 @@ func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 	l.mu.Unlock()
 	lease, err := l.contend(ctx, once)
 	l.mu.Lock()
+	if err == nil && l.closed {
+		// Close began while the acquisition was under way, found no lease to release and
+		// is ending the lifecycle: the lease is not handed out, only to end under its
+		// holder, but given back, and the acquisition ends as Close says.
+		l.mu.Unlock()
+		_ = lease.give(ctx)
+		return nil, ErrClosed
+	}
 	defer l.mu.Unlock()
 	if err != nil {
 		l.busy = false

@@ -1,0 +1,92 @@
+package simba_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+)
+
+// Close while an acquisition waits for the store (found by the simulation, seed 20450):
+// the acquisition must end with ErrClosed, not hand out a lease that Close then ends under
+// its holder. Close documents that it ends an acquisition under way.
+func TestCloseDuringAcquisitionHandsOutNoLease(t *testing.T) {
+	type acquirer struct {
+		name  string
+		open  func(b simba.Backend) (acquire func(context.Context) (*simba.Lease, error), close func() error)
+		stall string
+	}
+	locker := func(once bool) func(b simba.Backend) (func(context.Context) (*simba.Lease, error), func() error) {
+		return func(b simba.Backend) (func(context.Context) (*simba.Lease, error), func() error) {
+			l, err := simba.NewLocker(b, "m")
+			require.NoError(t, err)
+			if once {
+				return l.TryAcquire, l.Close
+			}
+			return l.Acquire, l.Close
+		}
+	}
+	mutexes := func(once bool) func(b simba.Backend) (func(context.Context) (*simba.Lease, error), func() error) {
+		return func(b simba.Backend) (func(context.Context) (*simba.Lease, error), func() error) {
+			m, err := simba.NewMutexes(b)
+			require.NoError(t, err)
+			acquire := func(ctx context.Context) (*simba.Lease, error) { return m.Acquire(ctx, "m") }
+			if once {
+				acquire = func(ctx context.Context) (*simba.Lease, error) { return m.TryAcquire(ctx, "m") }
+			}
+			return acquire, m.Close
+		}
+	}
+	var cases []acquirer
+	for _, stall := range []string{opStart, opAcquire} {
+		cases = append(cases,
+			acquirer{"Locker.Acquire", locker(false), stall},
+			acquirer{"Locker.TryAcquire", locker(true), stall},
+			acquirer{"Mutexes.Acquire", mutexes(false), stall},
+			acquirer{"Mutexes.TryAcquire", mutexes(true), stall},
+		)
+	}
+	for _, tc := range cases {
+		for _, ctxKind := range []string{"background", "cancellable"} {
+			t.Run(tc.name+"/"+tc.stall+"/"+ctxKind, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					_, f := newFaultyStore()
+					acquire, closeFn := tc.open(f)
+					ctx := context.Background()
+					if ctxKind == "cancellable" {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithCancel(ctx)
+						defer cancel()
+					}
+					f.stall(tc.stall)
+					type result struct {
+						lease *simba.Lease
+						err   error
+					}
+					got := make(chan result, 1)
+					go func() {
+						lease, err := acquire(ctx)
+						got <- result{lease, err}
+					}()
+					synctest.Wait() // the acquisition waits for the stalled store
+					closed := make(chan error, 1)
+					go func() { closed <- closeFn() }()
+					synctest.Wait() // Close has begun, and waits for the acquisition
+					f.unstall(tc.stall)
+					r := <-got
+					require.NoError(t, <-closed)
+					if r.err == nil {
+						assert.NoError(t, context.Cause(r.lease.Context()),
+							"Close began before the acquisition ended, yet it handed out a lease that Close then ended")
+						return
+					}
+					assert.ErrorIs(t, r.err, simba.ErrClosed)
+				})
+			})
+		}
+	}
+}
