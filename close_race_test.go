@@ -2,8 +2,10 @@ package simba_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +91,32 @@ func TestCloseDuringAcquisitionHandsOutNoLease(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Close while Acquire waits to retry a failed start-up: the acquisition ends with
+// ErrClosed at once, not when its backoff would have retried.
+func TestCloseEndsAnAcquisitionWaitingToRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := newFaultyStore()
+		l, err := simba.NewLocker(f, "m")
+		require.NoError(t, err)
+		f.fail(opStart, errors.New("connection refused"))
+		got := make(chan error, 1)
+		go func() {
+			_, err := l.Acquire(context.Background())
+			got <- err
+		}()
+		synctest.Wait() // the start-up failed; the acquisition waits to retry
+		require.Equal(t, 1, f.count(opStart))
+		began := time.Now()
+		require.NoError(t, l.Close())
+		synctest.Wait()
+		select {
+		case err := <-got:
+			assert.ErrorIs(t, err, simba.ErrClosed)
+			assert.Zero(t, time.Since(began), "the acquisition ended when Close returned")
+		default:
+			t.Fatal("Close returned, and the acquisition still waits to retry its start-up")
+		}
+	})
 }

@@ -24,7 +24,8 @@ import (
 // acquiring while it holds or acquires returns ErrAlreadyHeld. Goroutines that each want
 // the mutex use a Locker each. A Locker is safe for concurrent use. Close it when done.
 type Locker struct {
-	svc *Service // started for every acquisition; one at a time
+	svc     *Service      // started for every acquisition; one at a time
+	closing chan struct{} // closed by Close: ends an acquisition waiting to retry its start-up
 
 	mu     sync.Mutex
 	busy   bool   // an acquisition is under way or a lease is outstanding
@@ -43,7 +44,7 @@ func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	return &Locker{svc: newService(b, nil, nil, mutex, id, cfg)}, nil
+	return &Locker{svc: newService(b, nil, nil, mutex, id, cfg), closing: make(chan struct{})}, nil
 }
 
 // Mutex returns the name of the mutex.
@@ -55,7 +56,8 @@ func (l *Locker) ContenderID() string { return l.svc.id }
 // Acquire blocks until the locker owns the mutex or ctx ends, and returns by ctx's
 // deadline whatever the store does. Waiting costs no CPU: the locker contends on the
 // contend period and at once when the store announces a release. When the store cannot
-// be reached or refuses the locker at start-up, Acquire retries with backoff.
+// be reached or refuses the locker at start-up, Acquire retries with backoff, until ctx
+// ends or the locker is closed.
 //
 // When ctx ends first, the error matches both ErrNotAcquired and ctx's error under
 // errors.Is (and wraps the store's last error too, if there was one), and whatever was
@@ -135,7 +137,10 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 			lastErr = err
 			d := svc.period.retry(failures, false)
 			svc.log.Warn("simba: start failed; retrying", "err", err, "retry_in", d)
-			if err := sleep(ctx, svc, d); err != nil {
+			if err := sleep(ctx, svc, d, l.closing); err != nil {
+				if errors.Is(err, ErrClosed) {
+					return nil, ErrClosed
+				}
 				return nil, describe(ErrNotAcquired, "", err, lastErr)
 			}
 			continue
@@ -216,6 +221,7 @@ func (l *Locker) Close() error {
 		return l.svc.Close()
 	}
 	l.closed = true
+	close(l.closing)
 	lease := l.lease
 	l.mu.Unlock()
 	var err error
@@ -236,8 +242,9 @@ func (l *Locker) isClosed() bool {
 	return l.closed
 }
 
-// sleep waits for d on svc's clock, or returns ctx's error when ctx ends first.
-func sleep(ctx context.Context, svc *Service, d time.Duration) error {
+// sleep waits for d on svc's clock, or returns ctx's error when ctx ends first, or
+// ErrClosed when closed (nil: never) is closed first.
+func sleep(ctx context.Context, svc *Service, d time.Duration, closed <-chan struct{}) error {
 	done := make(chan struct{})
 	t := svc.cfg.clock.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
@@ -246,5 +253,7 @@ func sleep(ctx context.Context, svc *Service, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-closed:
+		return ErrClosed
 	}
 }

@@ -303,7 +303,7 @@ func (e *entry) backOff() event {
 	d := e.svc.period.retry(e.failures, false)
 	m.mu.Unlock()
 	e.svc.log.Warn("simba: start failed; retrying", "err", e.lastErrLocked(), "retry_in", d)
-	_ = sleep(m.ctx, e.svc, d)
+	_ = sleep(m.ctx, e.svc, d, nil)
 	return event{kind: evBackedOff}
 }
 
