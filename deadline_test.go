@@ -112,6 +112,44 @@ func TestServiceKeepsDeadlineWhenStoreStalls(t *testing.T) {
 	})
 }
 
+// Lookup (a health page's, cmd/simba get's) returned only when the store answered: with
+// a stalled store, long after its caller's deadline.
+func TestLookupKeepsDeadlineWhenStoreStalls(t *testing.T) {
+	for _, op := range []string{opStart, opLookup} {
+		t.Run(op, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store, f := newFaultyStore()
+				l, err := simba.NewLocker(f, "m", simba.WithContenderID("owner"))
+				require.NoError(t, err)
+				lease, err := l.Acquire(t.Context())
+				require.NoError(t, err)
+				f.stall(op)
+				looked := make(chan error, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(t.Context(), deadline)
+					defer cancel()
+					_, err := simba.Lookup(ctx, f, "m")
+					looked <- err
+				}()
+				select {
+				case err := <-looked:
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
+				case <-time.After(2 * deadline):
+					t.Error("Lookup overran its deadline against a stalled store")
+				}
+				f.unstall(op)
+				synctest.Wait() // the lookup left in the background has closed its contention
+				o, err := simba.Lookup(t.Context(), f, "m")
+				require.NoError(t, err)
+				assert.Equal(t, "owner", o.ID)
+				require.NoError(t, lease.Release(t.Context()))
+				require.NoError(t, l.Close())
+				assert.Zero(t, store.Len())
+			})
+		})
+	}
+}
+
 // Close waits for the store work left in the background, so nothing outlives it.
 func TestLockerCloseJoinsTheBackground(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

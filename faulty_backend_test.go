@@ -30,6 +30,7 @@ const (
 	opAcquire = "acquire"
 	opRelease = "release"
 	opWaiters = "waiters" // WaitList.OthersWaiting
+	opLookup  = "lookup"  // LeaseContention.Lookup
 )
 
 // newFaultyStore returns a new memory store and a faultyBackend on it.
@@ -126,6 +127,13 @@ func (c *faultyContention) Release(ctx context.Context) error {
 		return err
 	}
 	return c.LeaseContention.Release(ctx)
+}
+
+func (c *faultyContention) Lookup(ctx context.Context) (simba.Record, error) {
+	if err := c.f.enter(ctx, opLookup); err != nil {
+		return simba.Record{}, err
+	}
+	return c.LeaseContention.Lookup(ctx)
 }
 
 func (c *faultyContention) OthersWaiting(ctx context.Context) (bool, error) {

@@ -27,9 +27,12 @@ import (
 // backend/zookeeper does; the record is then what it reported (a ZooKeeper owner's TTLAt
 // is the end of the session's guaranteed life).
 //
-// Lookup takes the options of NewRetrievalService. The store calls are bounded by ctx and
-// the call timeout (WithCallTimeout), as far as the backend honours its context, as every
-// backend of this module does. Errors wrap the backend's; bad input wraps
+// Lookup takes the options of NewRetrievalService. It returns by ctx's deadline whatever
+// the store does; the error then matches ctx's error under errors.Is. Its store calls are
+// bounded by ctx and the call timeout (WithCallTimeout), and a call that the store has not
+// answered by the time ctx ends goes on in the background, bounded by the call timeout as
+// far as the backend honours its context (every backend of this module does), and closes
+// the contention when it returns. Errors wrap the backend's; bad input wraps
 // ErrInvalidArgument.
 func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner, error) {
 	if ctx == nil {
@@ -42,6 +45,34 @@ func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner
 	if err := validateNames(b, mutex, "", false); err != nil {
 		return Owner{}, err
 	}
+	if ctx.Done() == nil {
+		return lookup(ctx, b, mutex, cfg) // no deadline to keep: no goroutine is needed to keep it
+	}
+	type looked struct {
+		o   Owner
+		err error
+	}
+	out := make(chan looked, 1)
+	go func() {
+		o, err := lookup(ctx, b, mutex, cfg)
+		out <- looked{o, err}
+	}()
+	select {
+	case l := <-out:
+		return l.o, l.err
+	case <-ctx.Done():
+		select {
+		case l := <-out: // answered meanwhile
+			return l.o, l.err
+		default:
+			return Owner{}, fmt.Errorf("simba: look up %q: %w", mutex, ctx.Err())
+		}
+	}
+}
+
+// lookup is Lookup's store work: it opens a retriever's contention, reads the owner and
+// closes the contention again.
+func lookup(ctx context.Context, b Backend, mutex string, cfg config) (Owner, error) {
 	var (
 		mu       sync.Mutex
 		reported Owner
