@@ -17,7 +17,8 @@
 // Redis URLs take go-redis's options as query parameters (redis.ParseURL); a
 // redis-sentinel URL is go-redis's failover URL (redis.ParseFailoverURL) with the
 // sentinels' credentials in the user info and the master's in the "username" and
-// "password" parameters. A mysql URL becomes a go-sql-driver DSN over TCP with
+// "password" parameters. The client applies context deadlines to its sockets
+// (go-redis's ContextTimeoutEnabled), so that a call returns by its context's deadline. A mysql URL becomes a go-sql-driver DSN over TCP with
 // interpolateParams=true (one round trip per statement) unless the URL says otherwise;
 // "table" names simba's table. A postgres URL is pgx's connection URL (its parameters,
 // sslmode for one, as pgx takes them), opened through pgx's database/sql driver with the
@@ -25,6 +26,10 @@
 //
 // Unlike simba's backends, which never dial and never close a client they are given,
 // a Store dials its client itself and owns it: Close closes the backend and the client.
+//
+// List and Release return by their context's deadline whatever the server does; a call
+// the server has not answered by then goes on in the background until the server
+// answers, the client gives up, or Close closes the client, and Close waits for it.
 package storeurl
 
 import (
@@ -37,6 +42,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -59,6 +65,7 @@ type Store struct {
 
 	list    func(ctx context.Context) ([]string, error)
 	release func(ctx context.Context, mutex string, o simba.Owner) error
+	calls   sync.WaitGroup // List and Release calls, which may outlive their caller's deadline
 }
 
 // Open returns the store the URL names. It dials nothing before the first store call
@@ -76,6 +83,7 @@ func Open(rawURL string) (*Store, error) {
 		if err != nil {
 			return nil, s.invalid(err)
 		}
+		opts.ContextTimeoutEnabled = true
 		err = s.openRedis(goredis.NewClient(opts))
 		return s.opened(err)
 	case "redis-sentinel", "rediss-sentinel":
@@ -88,6 +96,7 @@ func Open(rawURL string) (*Store, error) {
 		if opts.MasterName == "" {
 			return nil, simba.InvalidArgument("store URL", s.url, "a redis-sentinel URL needs master_name")
 		}
+		opts.ContextTimeoutEnabled = true
 		return s.opened(s.openRedis(goredis.NewFailoverClient(opts)))
 	case "mysql", "mariadb":
 		dsn, table, err := mysqlDSN(u)
@@ -138,7 +147,24 @@ func (s *Store) Close() error {
 		errs = append(errs, c())
 	}
 	s.closers = nil
+	s.calls.Wait() // closing the client has ended the calls still waiting for the server
 	return errors.Join(errs...)
+}
+
+// bounded runs f, a call of the store's client, and returns its error, or ctx's error when
+// ctx ends first: f then goes on in the background, and Close waits for it.
+func (s *Store) bounded(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	s.calls.Go(func() { done <- f() })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // List returns the names of the mutexes the store holds records for, sorted: on Redis
@@ -146,7 +172,11 @@ func (s *Store) Close() error {
 // ZooKeeper every child of /simba (a mutex whose contenders have all gone may stay listed
 // until ZooKeeper reaps its container node).
 func (s *Store) List(ctx context.Context) ([]string, error) {
-	names, err := s.list(ctx)
+	var names []string
+	err := s.bounded(ctx, func() (err error) {
+		names, err = s.list(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("storeurl: list %s: %w", s.url, err)
 	}
@@ -174,7 +204,7 @@ func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error 
 	if err := simba.ValidateMutex(mutex); err != nil {
 		return err
 	}
-	if err := s.release(ctx, mutex, o); err != nil {
+	if err := s.bounded(ctx, func() error { return s.release(ctx, mutex, o) }); err != nil {
 		return fmt.Errorf("storeurl: release %q on %s: %w", mutex, s.url, err)
 	}
 	return nil

@@ -122,6 +122,46 @@ func TestStores(t *testing.T) {
 	}
 }
 
+// A server that stops answering (SIGSTOP) kept List and Release waiting past their
+// caller's deadline: on Redis until go-redis's 3 s read timeout (a URL-opened client did
+// not apply context deadlines to its socket), on ZooKeeper until the connection timed out.
+func TestCallsKeepDeadlineWhenServerStalls(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for scheme, srv := range map[string]*testserver.Server{"redis": stores.Redis, "zk": stores.ZooKeeper} {
+		t.Run(scheme, func(t *testing.T) {
+			s, err := storeurl.Open(stores.URLs()[scheme])
+			require.NoError(t, err)
+			_, err = s.List(t.Context()) // connected, with a session
+			require.NoError(t, err)
+			require.NoError(t, srv.Pause())
+			resumed := false
+			defer func() {
+				if !resumed {
+					_ = srv.Resume()
+				}
+			}()
+			const deadline = 300 * time.Millisecond
+			for name, call := range map[string]func(context.Context) error{
+				"List": func(ctx context.Context) error { _, err := s.List(ctx); return err },
+				"Release": func(ctx context.Context) error {
+					return s.Release(ctx, "stalled", simba.Owner{ID: "someone", Token: 1})
+				},
+			} {
+				ctx, cancel := context.WithTimeout(t.Context(), deadline)
+				began := time.Now()
+				err := call(ctx)
+				took := time.Since(began)
+				cancel()
+				assert.ErrorIs(t, err, context.DeadlineExceeded, name)
+				assert.Less(t, took, deadline+500*time.Millisecond, "%s overran its deadline", name)
+			}
+			require.NoError(t, srv.Resume())
+			resumed = true
+			require.NoError(t, s.Close(), "Close waits for the calls left in the background")
+		})
+	}
+}
+
 // ExampleOpen opens a backend from a URL, as a configuration file would name it.
 func ExampleOpen() {
 	s, err := storeurl.Open("redis://127.0.0.1:6379/0")
