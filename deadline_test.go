@@ -177,3 +177,16 @@ func TestLockerCloseJoinsTheBackground(t *testing.T) {
 		assert.False(t, errors.Is(err, simba.ErrNotAcquired) && errors.Is(err, context.Canceled))
 	})
 }
+
+// A Lookup whose context has ended already does not ask the store.
+func TestLookupWithAnEndedContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := newFaultyStore()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := simba.Lookup(ctx, f, "m")
+		assert.ErrorIs(t, err, context.Canceled)
+		synctest.Wait() // whatever Lookup left in the background has run
+		assert.Zero(t, f.count(opStart), "the store was asked")
+	})
+}

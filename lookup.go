@@ -48,6 +48,9 @@ func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner
 	if ctx.Done() == nil {
 		return lookup(ctx, b, mutex, cfg) // no deadline to keep: no goroutine is needed to keep it
 	}
+	if err := ctx.Err(); err != nil {
+		return Owner{}, fmt.Errorf("simba: look up %q: %w", mutex, err) // the store is not asked
+	}
 	type looked struct {
 		o   Owner
 		err error
