@@ -25,6 +25,7 @@ var (
 	simSeed  = flag.Uint64("sim.seed", 0, "run only this seed (with -sim.keep: only these of its operations)")
 	simKeep  = flag.String("sim.keep", "", "the operations of -sim.seed to run, as 1,4,7-9")
 	simSteps = flag.Int("sim.steps", 150, "operations per seed")
+	mutSeeds = flag.Int("sim.mutation-seeds", 4000, "how many seeds, at most, TestSimulationCatchesMutations gives each mutation")
 	simTrace = flag.Bool("sim.trace", false, "print every operation and event (with -sim.seed)")
 )
 
@@ -79,8 +80,11 @@ func simulate(t *testing.T, seed uint64, keep []int, trace bool) sim.Result {
 }
 
 // The core's bugs that the issue "Trustworthy core" lists, each switched back on by a
-// mutation build (internal/mutation): the simulation must find every one within the seeds
-// make test runs.
+// mutation build (internal/mutation): the simulation must find every one within
+// -sim.mutation-seeds seeds. Most are found within the first ten; grant-ending-tenure
+// needs a tenure given back while holders queue, and scheduling decides which seeds reach
+// that: under load it was first found at seeds 24 to 971 in 12 runs, beyond the 400 that
+// make test's simulation runs in a third of them.
 var coreMutations = []string{
 	"unchecked-belief", "blocking-calls", "timeout-as-deadline", "start-once", "run-ignores-stop",
 	"stop-waits-in-callback", "tryacquire-adopts", "reenter-lost", "close-no-wait",
@@ -100,15 +104,15 @@ func TestSimulationCatchesMutations(t *testing.T) {
 	var table []string
 	for _, m := range coreMutations {
 		t.Run(m, func(t *testing.T) {
-			cmd := exec.Command(bin, "-test.run", "^TestSimulation$", "-test.timeout", "120s",
-				fmt.Sprintf("-sim.seeds=%d", *simSeeds), fmt.Sprintf("-sim.first=%d", *simFirst), fmt.Sprintf("-sim.steps=%d", *simSteps))
+			cmd := exec.Command(bin, "-test.run", "^TestSimulation$", "-test.timeout", "300s",
+				fmt.Sprintf("-sim.seeds=%d", *mutSeeds), fmt.Sprintf("-sim.first=%d", *simFirst), fmt.Sprintf("-sim.steps=%d", *simSteps))
 			cmd.Env = append(os.Environ(), "SIMBA_MUTATION="+m)
 			out, err := cmd.CombinedOutput()
 			seed := failedSeed.FindStringSubmatch(string(out))
 			switch {
 			case err == nil:
-				t.Errorf("mutation %s: the simulation passed %d seeds", m, *simSeeds)
-				table = append(table, fmt.Sprintf("| %s | not caught in %d seeds |", m, *simSeeds))
+				t.Errorf("mutation %s: the simulation passed %d seeds", m, *mutSeeds)
+				table = append(table, fmt.Sprintf("| %s | not caught in %d seeds |", m, *mutSeeds))
 			case seed != nil:
 				table = append(table, fmt.Sprintf("| %s | seed %s (%d seeds) |", m, seed[1], atoi(seed[1])-int(*simFirst)+1))
 			default: // a deadlock or a hang: the bubble or the test timed out
