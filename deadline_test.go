@@ -134,6 +134,8 @@ func TestLookupKeepsDeadlineWhenStoreStalls(t *testing.T) {
 				select {
 				case err := <-looked:
 					assert.ErrorIs(t, err, context.DeadlineExceeded)
+					stage := map[string]string{opStart: "no answer from the store while starting", opLookup: "no answer from the store to the read"}[op]
+					assert.ErrorContains(t, err, stage, "the error says what the store did not answer")
 				case <-time.After(2 * deadline):
 					t.Error("Lookup overran its deadline against a stalled store")
 				}

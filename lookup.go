@@ -3,7 +3,9 @@ package simba
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,7 +48,7 @@ func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner
 		return Owner{}, err
 	}
 	if ctx.Done() == nil {
-		return lookup(ctx, b, mutex, cfg) // no deadline to keep: no goroutine is needed to keep it
+		return lookup(ctx, b, mutex, cfg, new(atomic.Bool)) // no deadline to keep: no goroutine is needed to keep it
 	}
 	if err := ctx.Err(); err != nil {
 		return Owner{}, fmt.Errorf("simba: look up %q: %w", mutex, err) // the store is not asked
@@ -56,26 +58,34 @@ func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner
 		err error
 	}
 	out := make(chan looked, 1)
+	var opened atomic.Bool // the contention is open: what is left is the read
 	go func() {
-		o, err := lookup(ctx, b, mutex, cfg)
+		o, err := lookup(ctx, b, mutex, cfg, &opened)
 		out <- looked{o, err}
 	}()
 	select {
 	case l := <-out:
 		return l.o, l.err
 	case <-ctx.Done():
+		// A backend that honours its context returns at this moment too, with an error
+		// that says what it was waiting for (a connection, a session): let it run first.
+		runtime.Gosched()
 		select {
-		case l := <-out: // answered meanwhile
+		case l := <-out:
 			return l.o, l.err
 		default:
-			return Owner{}, fmt.Errorf("simba: look up %q: %w", mutex, ctx.Err())
 		}
+		stage := "while starting (connecting, subscribing or checking the schema)"
+		if opened.Load() {
+			stage = "to the read of the owner"
+		}
+		return Owner{}, fmt.Errorf("simba: look up %q: no answer from the store %s: %w", mutex, stage, ctx.Err())
 	}
 }
 
-// lookup is Lookup's store work: it opens a retriever's contention, reads the owner and
-// closes the contention again.
-func lookup(ctx context.Context, b Backend, mutex string, cfg config) (Owner, error) {
+// lookup is Lookup's store work: it opens a retriever's contention (then sets opened),
+// reads the owner and closes the contention again.
+func lookup(ctx context.Context, b Backend, mutex string, cfg config, opened *atomic.Bool) (Owner, error) {
 	var (
 		mu       sync.Mutex
 		reported Owner
@@ -102,6 +112,7 @@ func lookup(ctx context.Context, b Backend, mutex string, cfg config) (Owner, er
 	if isNil(c) {
 		return Owner{}, fmt.Errorf("simba: look up %q: backend returned no contention", mutex)
 	}
+	opened.Store(true)
 	var (
 		o       Owner
 		readErr error
