@@ -40,6 +40,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -65,7 +66,8 @@ type Store struct {
 
 	list    func(ctx context.Context) ([]string, error)
 	release func(ctx context.Context, mutex string, o simba.Owner) error
-	calls   sync.WaitGroup // List and Release calls, which may outlive their caller's deadline
+	ready   func(ctx context.Context) error // nil, or waits for what List and Release need (a ZooKeeper session)
+	calls   sync.WaitGroup                  // List and Release calls, which may outlive their caller's deadline
 }
 
 // Open returns the store the URL names. It dials nothing before the first store call
@@ -157,13 +159,26 @@ func (s *Store) bounded(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.ready != nil {
+		if err := s.ready(ctx); err != nil {
+			return err
+		}
+	}
 	done := make(chan error, 1)
 	s.calls.Go(func() { done <- f() })
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		// A client that honours its context returns at this moment too, with an error that
+		// says what it was waiting for (a ZooKeeper session): let it run first.
+		runtime.Gosched()
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		return fmt.Errorf("no answer from the server: %w", ctx.Err())
 	}
 }
 
@@ -396,10 +411,8 @@ func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
 	}
 	s.backend = b
 	s.closers = append(s.closers, b.Close) // closes the connection too
+	s.ready = func(ctx context.Context) error { return waitSession(ctx, conn) }
 	s.list = func(ctx context.Context) ([]string, error) {
-		if err := waitSession(ctx, conn); err != nil {
-			return nil, err
-		}
 		names, _, err := conn.Children("/simba")
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, nil
