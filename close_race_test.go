@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
 )
 
 // Close while an acquisition waits for the store (found by the simulation, seed 20450):
@@ -118,5 +119,40 @@ func TestCloseEndsAnAcquisitionWaitingToRetry(t *testing.T) {
 		default:
 			t.Fatal("Close returned, and the acquisition still waits to retry its start-up")
 		}
+	})
+}
+
+// A closed backend is no store outage to wait out: Mutexes.Acquire retried its start-up
+// until the caller's context ended (forever, with a context that cannot end), where
+// Locker.Acquire fails at once.
+func TestAcquireOnAClosedBackendFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := memory.New(memory.NewStore())
+		require.NoError(t, err)
+		l, err := simba.NewLocker(b, "m")
+		require.NoError(t, err)
+		m, err := simba.NewMutexes(b)
+		require.NoError(t, err)
+		require.NoError(t, b.Close())
+		for name, acquire := range map[string]func(context.Context) (*simba.Lease, error){
+			"Locker.Acquire":  l.Acquire,
+			"Mutexes.Acquire": func(ctx context.Context) (*simba.Lease, error) { return m.Acquire(ctx, "m") },
+		} {
+			began := time.Now()
+			got := make(chan error, 1)
+			go func() {
+				_, err := acquire(context.Background())
+				got <- err
+			}()
+			select {
+			case err := <-got:
+				assert.ErrorIs(t, err, simba.ErrClosed, name)
+				assert.Zero(t, time.Since(began), name)
+			case <-time.After(time.Minute):
+				t.Errorf("%s: still retrying a closed backend after a minute", name)
+			}
+		}
+		require.NoError(t, l.Close())
+		require.NoError(t, m.Close())
 	})
 }

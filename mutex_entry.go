@@ -111,7 +111,11 @@ func (e *entry) handle(ev event) {
 		if ev.err != nil {
 			e.failures++
 			e.lastErr = ev.err
-			e.failQueue(true, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
+			// A closed backend or a name it refuses is no outage to wait out: every waiter
+			// fails, as a Locker's acquisition does. Otherwise only single attempts fail,
+			// and the others wait while the start-up is retried.
+			permanent := errors.Is(ev.err, ErrClosed) || errors.Is(ev.err, ErrInvalidArgument)
+			e.failQueue(!permanent, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
 			if e.needed() {
 				e.enter(entryBackingOff)
 				e.spawn(e.backOff)

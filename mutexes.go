@@ -57,7 +57,8 @@ func WithLocalHandOvers(n int) Option {
 // Every call returns by its context's deadline; starting and stopping the store
 // contenders happens on goroutines of the registry, which Close waits for. When a store
 // cannot be reached, Acquire waits (the contender retries with backoff) until its context
-// ends, and TryAcquire fails at once with the store's error.
+// ends, and TryAcquire fails at once with the store's error. On a closed backend both fail
+// at once, with an error matching ErrClosed.
 //
 // The registry keeps an entry only while a mutex is held or awaited: names used once leave
 // nothing behind. Mutexes is safe for concurrent use; Close releases everything.
