@@ -156,3 +156,40 @@ func TestAcquireOnAClosedBackendFailsAtOnce(t *testing.T) {
 		require.NoError(t, m.Close())
 	})
 }
+
+// A Locker that waits for its turn when its backend is closed: its attempts can only fail
+// from then on, and the acquisition ended only with its context (never, with one that
+// cannot end), saying nothing of why.
+func TestLockerWaitingWhenItsBackendClosesFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		owner, err := memory.New(store)
+		require.NoError(t, err)
+		a, err := simba.NewLocker(owner, "m")
+		require.NoError(t, err)
+		held, err := a.Acquire(t.Context())
+		require.NoError(t, err)
+		b, err := memory.New(store)
+		require.NoError(t, err)
+		l, err := simba.NewLocker(b, "m")
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			_, err := l.Acquire(context.Background())
+			got <- err
+		}()
+		synctest.Wait() // waiting for its turn
+		require.NoError(t, b.Close())
+		select {
+		case err := <-got:
+			assert.ErrorIs(t, err, simba.ErrClosed)
+			assert.ErrorIs(t, err, simba.ErrNotAcquired)
+		case <-time.After(time.Minute):
+			t.Error("the acquisition still waits a minute after its backend was closed")
+		}
+		require.NoError(t, l.Close())
+		require.NoError(t, held.Release(t.Context()))
+		require.NoError(t, a.Close())
+		require.NoError(t, owner.Close())
+	})
+}

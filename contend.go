@@ -2,6 +2,7 @@ package simba
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -58,6 +59,10 @@ func (s *Service) attempt(r *run) time.Duration {
 	defer s.markApplied(r)
 	r.lastErr = err
 	if err != nil {
+		if errors.Is(err, ErrClosed) && !r.closedByDone {
+			r.closedByDone = true // no attempt can succeed any more: a Locker's acquisition ends
+			close(r.closedBy)
+		}
 		r.failures++
 		owner := r.tenure != nil
 		d := s.period.retry(r.failures, owner)

@@ -74,6 +74,7 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 		spec:      spec,
 		events:    dispatch.NewHeld(s.recovered),
 		attempted: make(chan struct{}),
+		closedBy:  make(chan struct{}),
 		acquired:  make(chan struct{}),
 		halted:    make(chan struct{}),
 		finished:  make(chan struct{}),

@@ -152,6 +152,7 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 		select {
 		case <-wait:
 		case <-r.halted:
+		case <-r.closedBy: // the backend is closed: waiting longer cannot help
 		case <-ctx.Done():
 		}
 		svc.mu.Lock()
@@ -182,6 +183,8 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the tenure lapsed before it could be handed out", l.Mutex()), ErrOwnershipLost)
 		case t != nil:
 			continue // the tenure lapsed before it could be handed out: contend again
+		case errors.Is(lastErr, ErrClosed):
+			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", l.Mutex()), lastErr)
 		case lastErr != nil:
 			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", l.Mutex()), lastErr)
 		default:

@@ -223,6 +223,7 @@ type run struct {
 	lease      LeaseContention // nil for a session contention
 	failures   int             // consecutive failed attempts; used by one round at a time
 	attempted  chan struct{}   // closed once the first attempt has been applied
+	closedBy   chan struct{}   // closed once an attempt found the backend closed
 	acquired   chan struct{}   // closed when the first tenure begins
 	halted     chan struct{}   // closed when Stop begins (or the start fails)
 	finished   chan struct{}   // closed once the store side of the lifecycle is finished
@@ -236,6 +237,7 @@ type run struct {
 	over          bool    // spec.single: the first tenure has ended, no other begins
 	contendDone   bool    // StopContend was called already (a single session contention)
 	attemptedDone bool
+	closedByDone  bool
 	begun         uint64        // attempts begun
 	applied       uint64        // attempts whose outcome (answer or failure) was applied
 	appliedCh     chan struct{} // closed and replaced whenever an attempt is applied
