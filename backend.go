@@ -116,6 +116,12 @@ type Participant struct {
 	// It never blocks, may be called from any goroutine, and is ignored after
 	// StopContend. Session backends never call it.
 	Grant func(rec Record, sent time.Time)
+	// Closed, when not nil, tells the service that the backend was closed while this
+	// contention was open: nothing will be reported or answered any more, and a Locker's
+	// acquisition that waits for its turn ends with an error matching ErrClosed. A
+	// session backend calls it once, from its Close; a lease backend need not, as its
+	// calls fail with an error matching ErrClosed. It never blocks.
+	Closed func()
 }
 
 // Contention is a backend's side of one participant's contention, returned by StartContend.

@@ -160,36 +160,60 @@ func TestAcquireOnAClosedBackendFailsAtOnce(t *testing.T) {
 // A Locker that waits for its turn when its backend is closed: its attempts can only fail
 // from then on, and the acquisition ended only with its context (never, with one that
 // cannot end), saying nothing of why.
-func TestLockerWaitingWhenItsBackendClosesFailsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		owner, err := memory.New(store)
-		require.NoError(t, err)
-		a, err := simba.NewLocker(owner, "m")
-		require.NoError(t, err)
-		held, err := a.Acquire(t.Context())
-		require.NoError(t, err)
-		b, err := memory.New(store)
-		require.NoError(t, err)
-		l, err := simba.NewLocker(b, "m")
-		require.NoError(t, err)
-		got := make(chan error, 1)
-		go func() {
-			_, err := l.Acquire(context.Background())
-			got <- err
-		}()
-		synctest.Wait() // waiting for its turn
-		require.NoError(t, b.Close())
-		select {
-		case err := <-got:
-			assert.ErrorIs(t, err, simba.ErrClosed)
-			assert.ErrorIs(t, err, simba.ErrNotAcquired)
-		case <-time.After(time.Minute):
-			t.Error("the acquisition still waits a minute after its backend was closed")
-		}
-		require.NoError(t, l.Close())
-		require.NoError(t, held.Release(t.Context()))
-		require.NoError(t, a.Close())
-		require.NoError(t, owner.Close())
-	})
+func TestWaitingWhenTheBackendClosesFailsAtOnce(t *testing.T) {
+	for _, kind := range []string{"Locker", "Mutexes"} {
+		t.Run(kind, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				owner, err := memory.New(store)
+				require.NoError(t, err)
+				a, err := simba.NewLocker(owner, "m")
+				require.NoError(t, err)
+				held, err := a.Acquire(t.Context())
+				require.NoError(t, err)
+				b, err := memory.New(store)
+				require.NoError(t, err)
+				var (
+					acquire func(context.Context) (*simba.Lease, error)
+					closeFn func() error
+				)
+				if kind == "Locker" {
+					l, err := simba.NewLocker(b, "m")
+					require.NoError(t, err)
+					acquire, closeFn = l.Acquire, l.Close
+				} else {
+					m, err := simba.NewMutexes(b)
+					require.NoError(t, err)
+					acquire = func(ctx context.Context) (*simba.Lease, error) { return m.Acquire(ctx, "m") }
+					closeFn = m.Close
+				}
+				waiters := 2 // holders queued in one Mutexes
+				if kind == "Locker" {
+					waiters = 1 // a Locker is one holder
+				}
+				got := make(chan error, waiters)
+				for range waiters {
+					go func() {
+						_, err := acquire(context.Background())
+						got <- err
+					}()
+				}
+				synctest.Wait() // waiting for its turn
+				require.NoError(t, b.Close())
+				for range waiters {
+					select {
+					case err := <-got:
+						assert.ErrorIs(t, err, simba.ErrClosed)
+						assert.ErrorIs(t, err, simba.ErrNotAcquired)
+					case <-time.After(time.Minute):
+						t.Error("the acquisition still waits a minute after its backend was closed")
+					}
+				}
+				require.NoError(t, closeFn())
+				require.NoError(t, held.Release(t.Context()))
+				require.NoError(t, a.Close())
+				require.NoError(t, owner.Close())
+			})
+		})
+	}
 }

@@ -59,9 +59,8 @@ func (s *Service) attempt(r *run) time.Duration {
 	defer s.markApplied(r)
 	r.lastErr = err
 	if err != nil {
-		if errors.Is(err, ErrClosed) && !r.closedByDone {
-			r.closedByDone = true // no attempt can succeed any more: a Locker's acquisition ends
-			close(r.closedBy)
+		if errors.Is(err, ErrClosed) {
+			s.markClosedBy(r, err) // no attempt can succeed any more: a Locker's acquisition ends
 		}
 		r.failures++
 		owner := r.tenure != nil
@@ -71,6 +70,18 @@ func (s *Service) attempt(r *run) time.Duration {
 	}
 	r.failures = 0
 	return s.answer(r, rec, sent)
+}
+
+// markClosedBy records that r's backend is closed (err says so): nothing will be answered
+// or reported any more, and a Locker's acquisition that waits ends. Called with s.mu held.
+func (s *Service) markClosedBy(r *run, err error) {
+	if r.lastErr == nil {
+		r.lastErr = err
+	}
+	if !r.closedByDone {
+		r.closedByDone = true
+		close(r.closedBy)
+	}
 }
 
 // answer applies the record a store call sent at sent returned, or a grant of the same

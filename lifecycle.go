@@ -148,6 +148,11 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAt
 		Once:        r.spec.once,
 		Report:      func(o Owner) { s.report(r, o) },
 		Grant:       func(rec Record, sent time.Time) { s.grant(r, rec, sent) },
+		Closed: func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.markClosedBy(r, ErrClosed)
+		},
 	}
 	type opened struct {
 		c       Contention

@@ -92,6 +92,7 @@ const (
 	evAcquired                   // the contender began a tenure
 	evReleased                   // the contender's tenure ended
 	evDecided                    // the worker asked the store whether others wait
+	evClosedBy                   // the contender found the backend closed
 	evClose                      // the registry closes
 )
 
@@ -111,11 +112,11 @@ func (e *entry) handle(ev event) {
 		if ev.err != nil {
 			e.failures++
 			e.lastErr = ev.err
-			// A closed backend or a name it refuses is no outage to wait out: every waiter
-			// fails, as a Locker's acquisition does. Otherwise only single attempts fail,
-			// and the others wait while the start-up is retried.
-			permanent := errors.Is(ev.err, ErrClosed) || errors.Is(ev.err, ErrInvalidArgument)
-			e.failQueue(!permanent, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
+			// A closed backend is no outage to wait out: every waiter fails, as a Locker's
+			// acquisition does. Otherwise only single attempts fail, and the others wait
+			// while the start-up is retried (an ID another holder of this process still
+			// contends with is refused until that one is done).
+			e.failQueue(!errors.Is(ev.err, ErrClosed), describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
 			if e.needed() {
 				e.enter(entryBackingOff)
 				e.spawn(e.backOff)
@@ -157,6 +158,10 @@ func (e *entry) handle(ev event) {
 		}
 		e.tenure = nil
 		e.enter(entryIdle)
+	case evClosedBy:
+		// No tenure can come from a closed backend: the waiters fail, as a Locker's
+		// acquisition does; a holder keeps its hold until its tenure lapses.
+		e.failQueue(false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", e.name), ErrClosed))
 	case evClose:
 		e.failQueue(false, ErrClosed)
 		if e.holder != "" {
@@ -284,8 +289,26 @@ func (e *entry) spawn(action func() event) {
 // The worker actions.
 
 func (e *entry) start(pause time.Duration) event {
-	_, err := e.svc.begin(e.m.ctx, runSpec{delay: pause})
+	r, err := e.svc.begin(e.m.ctx, runSpec{delay: pause})
+	if err == nil {
+		e.watchClosedBy(r)
+	}
 	return event{kind: evStarted, err: err}
+}
+
+// watchClosedBy hands the entry an evClosedBy if lifecycle r finds the backend closed, on
+// a goroutine of the registry that ends with r.
+func (e *entry) watchClosedBy(r *run) {
+	e.m.workers.Go(func() {
+		select {
+		case <-r.closedBy:
+		case <-r.halted:
+			return
+		}
+		e.m.mu.Lock()
+		defer e.m.mu.Unlock()
+		e.handle(event{kind: evClosedBy})
+	})
 }
 
 func (e *entry) stop() event {

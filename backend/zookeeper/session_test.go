@@ -602,3 +602,46 @@ func TestSchedulerStopWaitsForWork(t *testing.T) {
 	require.NoError(t, s.Stop(t.Context()))
 	assert.True(t, returned.Load(), "Stop returned before the work did")
 }
+
+// A Locker waiting for its turn when its backend is closed: nothing can come of the wait
+// any more, and it ended only with its context, as "context deadline exceeded".
+func TestLockerWaitingWhenTheBackendClosesFailsAtOnce(t *testing.T) {
+	owner := newBackend(t)
+	a, err := simba.NewLocker(owner, "closed-under-waiter", simba.WithContenderID("a"))
+	require.NoError(t, err)
+	held, err := a.Acquire(t.Context())
+	require.NoError(t, err)
+	defer func() { _ = a.Close() }()
+	b := newBackend(t)
+	started := make(chan struct{}, 1)
+	l, err := simba.NewLocker(b, "closed-under-waiter", simba.WithContenderID("b"),
+		simba.WithObserver(simba.ObserverFuncs{Call: func(c simba.Call) {
+			if c.Op == simba.OpStart && c.Err == nil {
+				started <- struct{}{}
+			}
+		}}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx)
+		got <- err
+	}()
+	select {
+	case <-started: // queued behind the owner, and told so: it waits
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not start")
+	}
+	require.NoError(t, b.Close())
+	select {
+	case err := <-got:
+		assert.ErrorIs(t, err, simba.ErrClosed)
+		assert.ErrorIs(t, err, simba.ErrNotAcquired)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the acquisition still waits 10s after its backend was closed")
+	}
+	require.NoError(t, l.Close())
+	require.NoError(t, held.Release(t.Context()))
+}

@@ -157,18 +157,26 @@ func New(connect Connect, opts ...Option) (*Backend, error) {
 
 // Close ends every contention of the backend and closes its connection, which ends the
 // session: ZooKeeper deletes the session's nodes at once, so owners are succeeded without
-// waiting for the session timeout. Owners stop believing as the connection closes.
+// waiting for the session timeout. Owners stop believing as the connection closes, and
+// waiting acquisitions end with an error matching simba.ErrClosed (Participant.Closed).
 // Close returns once the backend's goroutines, and the connection's, have finished.
 // Later StartContend calls fail with simba.ErrClosed. Close is idempotent.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.mu.Lock()
 		b.closed = true
+		var told []func()
 		for c := range b.contentions {
 			c.suspend() // owners stop believing before the session, and its nodes, end
 			c.halt()
+			if c.p.Closed != nil {
+				told = append(told, c.p.Closed)
+			}
 		}
 		b.mu.Unlock()
+		for _, closed := range told {
+			closed() // a waiting Locker's acquisition ends
+		}
 		b.conn.Close()
 		close(b.quit)
 		b.wg.Wait()
