@@ -116,11 +116,14 @@ type Participant struct {
 	// It never blocks, may be called from any goroutine, and is ignored after
 	// StopContend. Session backends never call it.
 	Grant func(rec Record, sent time.Time)
-	// Closed, when not nil, tells the service that the backend was closed while this
-	// contention was open: nothing will be reported or answered any more, and a Locker's
-	// acquisition that waits for its turn ends with an error matching ErrClosed. A
-	// session backend calls it once, from its Close; a lease backend need not, as its
-	// calls fail with an error matching ErrClosed. It never blocks.
+	// Closed tells the service that the backend was closed while this contention was
+	// open: nothing will be reported or answered any more, and an acquisition that waits
+	// for its turn (a Locker's, a Mutexes holder's) ends at once with an error matching
+	// ErrClosed. The backend's Close calls it unless StopContend came first (more than
+	// once is allowed: a Quorum's instances each do); every backend of this module does
+	// (the TCK checks it). A
+	// lease backend that does not still ends such a wait at the next attempt, whose call
+	// fails with ErrClosed. It never blocks; nil is allowed.
 	Closed func()
 }
 

@@ -200,16 +200,20 @@ func TestWaitingWhenTheBackendClosesFailsAtOnce(t *testing.T) {
 				}
 				synctest.Wait() // waiting for its turn
 				require.NoError(t, b.Close())
+				closed := time.Now()
 				for range waiters {
 					select {
 					case err := <-got:
+						assert.Zero(t, time.Since(closed), "the acquisition ended when its backend closed")
 						assert.ErrorIs(t, err, simba.ErrClosed)
 						assert.ErrorIs(t, err, simba.ErrNotAcquired)
 					case <-time.After(time.Minute):
 						t.Error("the acquisition still waits a minute after its backend was closed")
 					}
 				}
-				require.NoError(t, closeFn())
+				if err := closeFn(); err != nil {
+					assert.ErrorIs(t, err, simba.ErrClosed, "Close may say that the closed backend took no release")
+				}
 				require.NoError(t, held.Release(t.Context()))
 				require.NoError(t, a.Close())
 				require.NoError(t, owner.Close())

@@ -75,9 +75,7 @@ func (s *Service) attempt(r *run) time.Duration {
 // markClosedBy records that r's backend is closed (err says so): nothing will be answered
 // or reported any more, and a Locker's acquisition that waits ends. Called with s.mu held.
 func (s *Service) markClosedBy(r *run, err error) {
-	if r.lastErr == nil {
-		r.lastErr = err
-	}
+	r.lastErr = err // what a Locker's acquisition reports, whatever failed before
 	if !r.closedByDone {
 		r.closedByDone = true
 		close(r.closedBy)

@@ -34,6 +34,7 @@ var checks = []check{
 	{name: "retriever", parallel: true, run: checkRetriever},
 	{name: "lookup", parallel: true, run: checkLookup},
 	{name: "wait_list", parallel: true, run: checkWaitList},
+	{name: "closed_under_waiter", parallel: true, run: checkClosedUnderWaiter},
 }
 
 // duel is two contenders of one mutex, each on its own backend.
@@ -1197,4 +1198,71 @@ func checkWaitList(e *env) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkClosedUnderWaiter: a Locker that waits for its turn when its backend is closed ends
+// at once with an error matching ErrClosed (Participant.Closed), not at its context's end
+// or at its next attempt.
+func checkClosedUnderWaiter(e *env) error {
+	mutex := e.mutex()
+	// The owner's lease is long, so that a waiter that only found out at its next attempt
+	// (due when that lease would lapse) would still be waiting when the check gives up.
+	owner, err := simba.NewLocker(e.backend(), mutex, e.options(simba.WithContenderID(e.id("owner")),
+		simba.WithTTL(time.Minute), simba.WithTransition(time.Minute))...)
+	if err != nil {
+		return err
+	}
+	defer owner.Close()
+	held, err := owner.Acquire(e.ctx)
+	if err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	defer held.Release(context.WithoutCancel(e.ctx))
+	p := e.backend()
+	closer, ok := p.inner.(interface{ Close() error })
+	if !ok {
+		return nil // a backend without Close cannot be closed under a waiter
+	}
+	id := e.id("waiter")
+	waiting := make(chan struct{})
+	var once sync.Once
+	seen := simba.WithObserver(simba.ObserverFuncs{Call: func(c simba.Call) {
+		// Waiting: the first look found the owner (a session store reports it before
+		// StartContend returns), or an attempt named the owner (a lease store).
+		if c.Err == nil && (c.Op == simba.OpStart && !p.isLease() || c.Op == simba.OpAcquire && c.Owner != "" && c.Owner != id) {
+			once.Do(func() { close(waiting) })
+		}
+	}})
+	l, err := simba.NewLocker(p, mutex, e.options(simba.WithContenderID(id), seen)...)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	got := make(chan error, 1)
+	go func() {
+		lease, err := l.Acquire(e.ctx)
+		if err == nil {
+			_ = lease.Release(context.WithoutCancel(e.ctx))
+		}
+		got <- err
+	}()
+	select {
+	case <-waiting:
+	case err := <-got:
+		return fmt.Errorf("the waiter returned before it waited: %v", err)
+	case <-e.ctx.Done():
+		return fmt.Errorf("the waiter did not begin to wait: %w", e.ctx.Err())
+	}
+	if err := closer.Close(); err != nil {
+		return fmt.Errorf("Close: %w", err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, simba.ErrClosed) || !errors.Is(err, simba.ErrNotAcquired) {
+			return fmt.Errorf("the waiter's Acquire returned %v, want an error matching ErrClosed and ErrNotAcquired", err)
+		}
+	case <-time.After(5 * time.Second):
+		return errors.New("the waiter still waits 5s after its backend was closed")
+	}
+	return nil
 }

@@ -65,8 +65,9 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 // Close frees what the backend holds itself: the connections its contentions pinned for
 // the hand-over (which lets their named locks go) and the goroutines waiting on them. It
 // releases no mutex on the table and does not close the pool. Later calls of the
-// backend's contentions fail with an error matching simba.ErrClosed, as does StartContend;
-// services stopped after Close therefore leave their leases to lapse after ttl +
+// backend's contentions fail with an error matching simba.ErrClosed, as does StartContend,
+// and acquisitions waiting for their turn end at once (Participant.Closed); services
+// stopped after Close therefore leave their leases to lapse after ttl +
 // transition, so stop them first. Close waits for the sweeps that stopped contentions
 // left behind (a row an acquisition given up on may still take, released once the
 // server has given that statement up: at most the call timeout and a little more). Close
@@ -81,6 +82,9 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	for c := range live {
 		c.abandon()
+		if c.closed != nil {
+			c.closed() // an acquisition waiting for its turn ends now, not at its next attempt
+		}
 	}
 	b.sweeps.Wait()
 	return nil

@@ -37,6 +37,7 @@ type contention struct {
 	ttl       time.Duration
 	lease     time.Duration // ttl + transition
 	wake      func()
+	closed    func() // Participant.Closed: called by the backend's Close
 	log       *slog.Logger
 	lock      string // the named lock of the mutex's row; "" without hand-over
 	acquire   string // the acquire statement, for this contention's ttl and transition
@@ -73,6 +74,7 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 		ttl:    p.TTL,
 		lease:  p.TTL + p.Transition,
 		wake:   p.Wake,
+		closed: p.Closed,
 		log:    p.Logger,
 	}
 	if c.log == nil {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/closing"
 )
 
 // Store is an in-process mutex store. Share one Store between Backends to simulate several
@@ -68,6 +69,7 @@ func (s *Store) Len() int {
 type Backend struct {
 	store  *Store
 	closed atomic.Bool
+	open   closing.Set // the Participant.Closed of open contentions
 }
 
 var _ simba.Backend = (*Backend)(nil)
@@ -82,9 +84,11 @@ func New(store *Store) (*Backend, error) {
 
 // Close disconnects the backend from its store, as if its process had died: later calls of
 // its contentions fail with simba.ErrClosed and nothing is released, so owner records
-// lapse after ttl + transition. StopContend still works. Close is idempotent.
+// lapse after ttl + transition; acquisitions waiting for their turn end at once
+// (Participant.Closed). StopContend still works. Close is idempotent.
 func (b *Backend) Close() error {
 	b.closed.Store(true)
+	b.open.Close()
 	return nil
 }
 
@@ -101,6 +105,11 @@ func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.
 		transition: p.Transition,
 		wake:       p.Wake,
 	}
+	forget, ok := b.open.Add(p.Closed)
+	if !ok {
+		return nil, fmt.Errorf("simba/memory: %w", simba.ErrClosed)
+	}
+	c.forget = forget
 	if c.id == "" {
 		s := b.store
 		s.mu.Lock()
@@ -127,6 +136,7 @@ type contention struct {
 	mutex, id       string
 	ttl, transition time.Duration
 	wake            func()
+	forget          func() // forgets the participant's Closed: at StopContend
 }
 
 var (
@@ -223,6 +233,7 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 }
 
 func (c *contention) StopContend(context.Context) error {
+	c.forget()
 	s := c.backend.store
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -20,6 +20,7 @@ import (
 // contention is one participant's contention for one mutex.
 type contention struct {
 	b          *Backend
+	forget     func()   // forgets the participant's Closed: at StopContend
 	mutex, id  string   // id is empty for a retriever
 	keys       []string // {"{mutex}"}: the key argument of every script
 	lease      string   // ttl + transition in ms: the PX of the owner key
@@ -299,6 +300,9 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 // goroutine unsubscribes the channels no other contention needs. It does no I/O itself,
 // so it returns at once even when the server does not answer.
 func (c *contention) StopContend(context.Context) error {
+	if c.forget != nil {
+		c.forget()
+	}
 	if c.joined {
 		c.joined = false
 		c.b.hub.leave(c)

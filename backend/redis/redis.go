@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/closing"
 )
 
 // Limits on names, in bytes. Redis itself would take far longer ones, but every call
@@ -30,13 +31,14 @@ const (
 // time one of its contenders has to wait) and the two goroutines that serve it, never the
 // client. A Backend must not be copied.
 type Backend struct {
-	client      goredis.UniversalClient
-	exact       string // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber: not a Cluster
-	log         *slog.Logger
-	hub         *hub
-	checked     atomic.Bool // the server answered a start-up check
-	closed      atomic.Bool
-	regressions atomic.Uint64
+	client       goredis.UniversalClient
+	exact        string // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber: not a Cluster
+	log          *slog.Logger
+	hub          *hub
+	checked      atomic.Bool // the server answered a start-up check
+	closed       atomic.Bool
+	regressions  atomic.Uint64
+	participants closing.Set // the Participant.Closed of open contentions
 }
 
 var (
@@ -119,12 +121,14 @@ func isNil(v any) bool {
 
 // Close closes the backend's subscription connection and stops the goroutines that serve
 // it. Later StartContend calls, and the store calls of contentions still open, return an
-// error wrapping simba.ErrClosed; nothing is released on the store, so owner keys lapse
-// after ttl + transition. Stop services before closing their backend. The client stays
+// error wrapping simba.ErrClosed, and acquisitions waiting for their turn end at once
+// (Participant.Closed); nothing is released on the store, so owner keys lapse after ttl +
+// transition. Stop services before closing their backend. The client stays
 // open. Close is idempotent and returns nil.
 func (b *Backend) Close() error {
 	b.closed.Store(true)
 	b.hub.close()
+	b.participants.Close() // acquisitions waiting for their turn end now, not at their next attempt
 	return nil
 }
 
@@ -203,6 +207,7 @@ func (b *Backend) validate(p simba.Participant) error {
 // subscribes its channels.
 func (b *Backend) open(p simba.Participant) *contention {
 	c := newContention(b, p)
+	c.forget, _ = b.participants.Add(p.Closed) // once closed, the contention's calls fail anyway
 	if c.id == "" {
 		c.join()
 	}

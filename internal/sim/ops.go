@@ -360,7 +360,11 @@ func (w *world) raceRound(p, q *process, o Op) bool {
 func (w *world) raceHandOut(p *process, kind, owner string, got *simba.Lease) *lease {
 	rec := &lease{proc: p, inc: p.incarnation, kind: kind, mutex: raceMutex, token: got.Token(), owner: owner, ctx: got.Context(), lease: got}
 	w.mu.Lock()
-	p.raceLeases = append(p.raceLeases, rec)
+	if w.raceClosing[owner] {
+		rec.done = true // granted before its object's Close began, which gives it back
+	} else {
+		p.raceLeases = append(p.raceLeases, rec)
+	}
 	w.mu.Unlock()
 	w.handOut(rec)
 	return rec
@@ -375,6 +379,12 @@ func (w *world) closeRace(p *process) {
 	p.raceLeases = nil
 	mx, l := p.raceMutexes, p.raceLocker
 	p.raceMutexes, p.raceLocker = nil, nil
+	if mx != nil {
+		w.raceClosing[mx.ContenderID()] = true
+	}
+	if l != nil {
+		w.raceClosing[l.ContenderID()] = true
+	}
 	w.mu.Unlock()
 	if mx != nil {
 		w.closeAsync(p, "race: Mutexes.Close of p"+fmt.Sprint(p.id), mx.Close, mx.ContenderID())

@@ -41,12 +41,16 @@ type world struct {
 	calls      []*call
 	violations []string
 	maxToken   map[string]uint64
-	tokenOwner map[string]string // mutex + token -> contender
-	epoch      map[string]int    // per mutex: bumped whenever anyone starts wanting it (TryAcquire's checks)
-	idleSince  map[string]time.Time
-	calmAt     time.Time // liveness is checked only from then on
-	nextCall   int
-	ids        atomic.Int64
+	// raceClosing: the contender IDs of hand-over race objects whose Close has been
+	// called. A lease such an object hands out afterwards may have been granted before
+	// the Close began, which then ends it: that is no loss.
+	raceClosing map[string]bool
+	tokenOwner  map[string]string // mutex + token -> contender
+	epoch       map[string]int    // per mutex: bumped whenever anyone starts wanting it (TryAcquire's checks)
+	idleSince   map[string]time.Time
+	calmAt      time.Time // liveness is checked only from then on
+	nextCall    int
+	ids         atomic.Int64
 }
 
 // process is one simulated process: its clock, its link to the store and its simba
@@ -122,14 +126,15 @@ type call struct {
 
 func newWorld(cfg Config) *world {
 	w := &world{
-		cfg:        cfg,
-		rng:        rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		store:      memory.NewStore(),
-		names:      []string{"a", "b", raceMutex},
-		maxToken:   map[string]uint64{},
-		tokenOwner: map[string]string{},
-		epoch:      map[string]int{},
-		idleSince:  map[string]time.Time{},
+		cfg:         cfg,
+		rng:         rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		store:       memory.NewStore(),
+		names:       []string{"a", "b", raceMutex},
+		maxToken:    map[string]uint64{},
+		raceClosing: map[string]bool{},
+		tokenOwner:  map[string]string{},
+		epoch:       map[string]int{},
+		idleSince:   map[string]time.Time{},
 	}
 	ob, _ := memory.New(w.store)
 	for _, m := range w.names {
