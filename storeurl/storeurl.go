@@ -18,8 +18,9 @@
 // redis-sentinel URL is go-redis's failover URL (redis.ParseFailoverURL) with the
 // sentinels' credentials in the user info and the master's in the "username" and
 // "password" parameters. The client applies context deadlines to its sockets
-// (go-redis's ContextTimeoutEnabled), so that a call returns by its context's deadline. A mysql URL becomes a go-sql-driver DSN over TCP with
-// interpolateParams=true (one round trip per statement) unless the URL says otherwise;
+// (go-redis's ContextTimeoutEnabled), so that a call returns by its context's deadline.
+// A mysql URL becomes a go-sql-driver DSN over TCP with interpolateParams=true (one round
+// trip per statement) unless the URL says otherwise;
 // "table" names simba's table. A postgres URL is pgx's connection URL (its parameters,
 // sslmode for one, as pgx takes them), opened through pgx's database/sql driver with the
 // Postgres dialect; "table" names simba's table, "schema.table" a schema's. zk URLs list the ensemble; a chroot path is not supported.
