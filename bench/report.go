@@ -158,6 +158,7 @@ func (r *results) markdown(links string) string {
 		h = "###"
 	}
 	fmt.Fprintf(&b, "\n%s Goals\n\n", h)
+	b.WriteString("The goals of the open issues (#14 Redis, #15 MariaDB and ZooKeeper, #18 PostgreSQL), and those of the first round's design card that no later goal replaced, on this run.\n\n")
 	r.writeGoals(&b)
 	fmt.Fprintf(&b, "\n%s Uncontended acquire + release\n\n", h)
 	r.writeUncontended(&b)
@@ -229,8 +230,9 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// goal is one goal of the issue with what this run measured.
+// goal is one goal of an issue with what this run measured.
 type goal struct {
+	issue    string // where it was set: "#14", or "round 1" (the first round's design card)
 	text     string
 	measured string
 	met      int // 1 met, 0 missed, -1 not measured
@@ -244,7 +246,7 @@ func verdict(ok bool) int {
 }
 
 func (r *results) writeGoals(b *bytes.Buffer) {
-	b.WriteString("| goal | measured | |\n|---|---|---|\n")
+	b.WriteString("| issue | goal | measured | |\n|---|---|---|---|\n")
 	for _, g := range r.goals() {
 		mark := "–"
 		switch g.met {
@@ -253,7 +255,7 @@ func (r *results) writeGoals(b *bytes.Buffer) {
 		case 0:
 			mark = "❌"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s |\n", g.text, g.measured, mark)
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", g.issue, g.text, g.measured, mark)
 	}
 }
 
@@ -284,120 +286,155 @@ func (r *results) contended(id string) (contendedResult, bool) {
 	return contendedResult{}, false
 }
 
-// goals evaluates the issue's goals on this run's figures.
+// goals evaluates the open issues' goals, and those of the first round's design card
+// that no later goal replaced, on this run's figures.
 func (r *results) goals() []goal {
 	var gs []goal
+	gs = append(gs, r.redisGoals()...)
+	gs = append(gs, r.mariaDBGoals()...)
+	gs = append(gs, r.zooKeeperGoals()...)
+	gs = append(gs, r.postgresGoals()...)
+	gs = append(gs, r.scaleGoals()...)
+	return gs
+}
 
-	text := "Redis uncontended cycle ≤ 1.1 × redsync's (p50)"
-	if s, ok := r.cycle("simba-redis"); ok {
-		if p, ok := r.cycle("redsync"); ok {
-			ratio := float64(s.P50) / float64(p.P50)
-			gs = append(gs, goal{text, fmt.Sprintf("simba %s, redsync %s: %.2f ×", ms(s.P50), ms(p.P50), ratio), verdict(ratio <= 1.1)})
-		} else {
-			gs = append(gs, missing(text))
+// ratioGoal compares simba's p50 cycle or hand-over (of: "cycle" or "handover") with a
+// peer's: met when simba's over the peer's is at most limit.
+func (r *results) ratioGoal(issue, text, of, mine, peer, peerName string, limit float64) goal {
+	p50 := func(id string) (time.Duration, bool) {
+		if of == "cycle" {
+			c, ok := r.cycle(id)
+			return c.P50, ok
 		}
-	} else {
-		gs = append(gs, missing(text))
+		h, ok := r.handOver(id)
+		return h.P50, ok
 	}
+	s, sok := p50(mine)
+	p, pok := p50(peer)
+	if !sok || !pok || p <= 0 {
+		return missing(issue, text)
+	}
+	ratio := float64(s) / float64(p)
+	return goal{issue, text, fmt.Sprintf("simba %s, %s %s: %.2f ×", ms(s), peerName, ms(p), ratio), verdict(ratio <= limit)}
+}
 
+// throughputGoal is a goal for simba's library mine with 8 clients: met when its sections
+// per second reach ratio × the peer's (ratio 0: perSecond), with at least the given
+// fairness and no overlap.
+func (r *results) throughputGoal(issue, text, mine, peer, peerName string, ratio, perSecond, fairness float64) goal {
+	c, ok := r.contended(mine)
+	if !ok {
+		return missing(issue, text)
+	}
+	if ratio == 0 {
+		return goal{issue, text, fmt.Sprintf("simba %.0f/s, fairness %.2f", c.PerSecond, c.Fairness),
+			verdict(c.PerSecond >= perSecond && c.Fairness >= fairness && c.Overlaps == 0)}
+	}
+	p, ok := r.contended(peer)
+	if !ok || p.PerSecond <= 0 {
+		return missing(issue, text)
+	}
+	got := c.PerSecond / p.PerSecond
+	return goal{issue, text, fmt.Sprintf("simba %.0f/s, fairness %.2f; %s %.0f/s, fairness %.2f: %.2f ×",
+		c.PerSecond, c.Fairness, peerName, p.PerSecond, p.Fairness, got),
+		verdict(got >= ratio && c.Fairness >= fairness && c.Overlaps == 0)}
+}
+
+// bestPeer returns the id and the name of the peer with the most sections per second on
+// store, and false when none ran.
+func (r *results) bestPeer(store string) (id, name string, ok bool) {
+	var best *contendedResult
+	for i := range r.Contended {
+		c := &r.Contended[i]
+		if c.Store == store && !isSimba(c.ID) && (best == nil || c.PerSecond > best.PerSecond) {
+			best = c
+		}
+	}
+	if best == nil {
+		return "", "", false
+	}
+	return best.ID, "best peer " + best.Library, true
+}
+
+// redisGoals are issue 14's goals for Redis, and the first round's hand-over goal.
+func (r *results) redisGoals() []goal {
+	gs := []goal{r.ratioGoal("#14", "Redis uncontended cycle ≤ 1.1 × redsync's (p50)", "cycle", "simba-redis", "redsync", "redsync", 1.1)}
+	text := "Redis hand-over p50 ≤ 0.3 ms"
 	s, sok := r.handOver("simba-redis")
-	text = "Redis hand-over p50 ≤ 0.3 ms"
 	if sok {
-		gs = append(gs, goal{text, ms(s.P50), verdict(s.P50 <= 300*time.Microsecond)})
+		gs = append(gs, goal{"#14", text, ms(s.P50), verdict(s.P50 <= 300*time.Microsecond)})
 	} else {
-		gs = append(gs, missing(text))
+		gs = append(gs, missing("#14", text))
+	}
+	text = fmt.Sprintf("Redis, %d clients: ≤ 10 server commands and ≤ 1 lost attempt per critical section", r.Settings.Clients)
+	if c, ok := r.contended("simba-redis"); ok && c.ServerOpsPerSection > 0 {
+		gs = append(gs, goal{"#14", text, fmt.Sprintf("%.1f commands, %.2f lost attempts", c.ServerOpsPerSection, c.LostPerSection),
+			verdict(c.ServerOpsPerSection <= 10 && c.LostPerSection <= 1)})
+	} else {
+		gs = append(gs, missing("#14", text))
+	}
+	text = fmt.Sprintf("Redis, %d clients: throughput ≥ 0.8 × the best peer's, fairness ≥ 0.5", r.Settings.Clients)
+	if id, name, ok := r.bestPeer(storeRedis); ok {
+		gs = append(gs, r.throughputGoal("#14", text, "simba-redis", id, name, 0.8, 0, 0.5))
+	} else {
+		gs = append(gs, missing("#14", text))
 	}
 	text = "Redis hand-over p50 ≤ 1/50 of redsync's (defaults)"
 	if p, ok := r.handOver("redsync"); ok && sok {
 		f := float64(p.P50) / float64(s.P50)
-		gs = append(gs, goal{text, fmt.Sprintf("simba %s, redsync %s: 1/%.0f", ms(s.P50), ms(p.P50), f), verdict(f >= 50)})
+		gs = append(gs, goal{"round 1", text, fmt.Sprintf("simba %s, redsync %s: 1/%.0f", ms(s.P50), ms(p.P50), f), verdict(f >= 50)})
 	} else {
-		gs = append(gs, missing(text))
+		gs = append(gs, missing("round 1", text))
 	}
-	text = "SQL hand-over p50 ≤ 5 ms"
+	return gs
+}
+
+// mariaDBGoals are issue 15's goals for MariaDB (item 8): an uncontended cycle of at most
+// 9 round trips (two commits and little else), 2,000 sections per second with 8 clients
+// and fairness ≥ 0.5, hand-over p50 ≤ 2 ms. They replace the first round's (hand-over
+// ≤ 5 ms, 8 clients ≥ 0.8 × the best peer's).
+func (r *results) mariaDBGoals() []goal {
+	text := "MariaDB uncontended cycle ≤ 9 round trips (p50 over SELECT 1's)"
+	var gs []goal
+	s, sok := r.cycle("simba-sql")
+	f, fok := r.floor(storeSQL)
+	if sok && fok && f.P50 > 0 {
+		trips := float64(s.P50) / float64(f.P50)
+		m := fmt.Sprintf("%.1f round trips (simba %s, SELECT 1 %s", trips, ms(s.P50), ms(f.P50))
+		for _, w := range r.Floors {
+			if w.ID == "floor-"+storeSQL+"-write" {
+				m += fmt.Sprintf("; one UPDATE with its commit: %.1f", float64(w.P50)/float64(f.P50))
+			}
+		}
+		gs = append(gs, goal{"#15", text, m + ")", verdict(trips <= 9)})
+	} else {
+		gs = append(gs, missing("#15", text))
+	}
+	gs = append(gs, r.throughputGoal("#15", fmt.Sprintf("MariaDB, %d clients: ≥ 2,000 sections/s, fairness ≥ 0.5", r.Settings.Clients),
+		"simba-sql", "", "", 0, 2000, 0.5))
+	text = "MariaDB hand-over p50 ≤ 2 ms"
 	if h, ok := r.handOver("simba-sql"); ok {
-		g := goal{text, ms(h.P50), verdict(h.P50 <= 5*time.Millisecond)}
+		g := goal{"#15", text, ms(h.P50), verdict(h.P50 <= 2*time.Millisecond)}
 		if p, ok := r.handOver("getlock"); ok {
 			g.measured += fmt.Sprintf(" (GET_LOCK alone: %s)", ms(p.P50))
 		}
 		gs = append(gs, g)
 	} else {
-		gs = append(gs, missing(text))
-	}
-	gs = append(gs, r.postgresGoals()...)
-	text = "ZooKeeper hand-over ≤ 1.2 × zk.Lock's (p50)"
-	if h, ok := r.handOver("simba-zookeeper"); ok {
-		if p, ok := r.handOver("zklock"); ok {
-			ratio := float64(h.P50) / float64(p.P50)
-			gs = append(gs, goal{text, fmt.Sprintf("simba %s, zk.Lock %s: %.2f ×", ms(h.P50), ms(p.P50), ratio), verdict(ratio <= 1.2)})
-		} else {
-			gs = append(gs, missing(text))
-		}
-	} else {
-		gs = append(gs, missing(text))
-	}
-
-	text = fmt.Sprintf("Redis, %d clients: ≤ 10 server commands and ≤ 1 lost attempt per critical section", r.Settings.Clients)
-	if c, ok := r.contended("simba-redis"); ok && c.ServerOpsPerSection > 0 {
-		gs = append(gs, goal{text, fmt.Sprintf("%.1f commands, %.2f lost attempts", c.ServerOpsPerSection, c.LostPerSection),
-			verdict(c.ServerOpsPerSection <= 10 && c.LostPerSection <= 1)})
-	} else {
-		gs = append(gs, missing(text))
-	}
-
-	for _, store := range []string{storeRedis, storeSQL, storeZooKeeper} { // PostgreSQL: postgresGoals
-		text := fmt.Sprintf("%s, %d clients: throughput ≥ 0.8 × the best peer's, fairness ≥ 0.5", storeTitle(store), r.Settings.Clients)
-		var mine *contendedResult
-		var best *contendedResult
-		for i := range r.Contended {
-			c := &r.Contended[i]
-			switch {
-			case c.Store != store:
-			case isSimba(c.ID):
-				mine = c
-			case best == nil || c.PerSecond > best.PerSecond:
-				best = c
-			}
-		}
-		if mine == nil || best == nil {
-			gs = append(gs, missing(text))
-			continue
-		}
-		ratio := mine.PerSecond / best.PerSecond
-		m := fmt.Sprintf("simba %.0f/s, fairness %.2f; best peer %s %.0f/s, fairness %.2f: %.2f ×",
-			mine.PerSecond, mine.Fairness, best.Library, best.PerSecond, best.Fairness, ratio)
-		gs = append(gs, goal{text, m, verdict(ratio >= 0.8 && mine.Fairness >= 0.5 && mine.Overlaps == 0)})
-	}
-
-	for _, store := range []string{storeMemory, storeRedis} {
-		var runs []scaleResult
-		for _, s := range r.Scale {
-			if s.Store == store {
-				runs = append(runs, s)
-			}
-		}
-		if len(runs) == 0 {
-			gs = append(gs, missing(fmt.Sprintf("%s scale: heap, store load, late renewals", storeTitle(store))))
-			continue
-		}
-		n := runs[0].Contenders
-		worst, late, window := 0.0, 0, time.Duration(0)
-		for _, s := range runs {
-			worst = max(worst, s.HeapBytes)
-			late += s.Late
-			window += s.Window
-		}
-		gs = append(gs, goal{fmt.Sprintf("%s: %s contenders in one process, ≤ 10 KB heap each", storeTitle(store), thousands(n)),
-			fmt.Sprintf("%.2f KB (worst of %d runs)", worst/1024, len(runs)), verdict(worst <= 10*1024)})
-		for _, s := range runs {
-			ratio := s.OpsPerSecond / s.Ideal
-			gs = append(gs, goal{fmt.Sprintf("%s: store load within 10 %% of N/ttl, renewal lead %s", storeTitle(store), s.LeadLabel),
-				fmt.Sprintf("%.0f/s against %.0f/s: %.3f ×", s.OpsPerSecond, s.Ideal, ratio), verdict(math.Abs(ratio-1) <= 0.10)})
-		}
-		gs = append(gs, goal{fmt.Sprintf("%s: no late renewal (%v of holding)", storeTitle(store), window.Round(time.Second)),
-			fmt.Sprintf("%d owners lost their lease", late), verdict(late == 0)})
+		gs = append(gs, missing("#15", text))
 	}
 	return gs
+}
+
+// zooKeeperGoals are issue 15's goals for ZooKeeper (item 9): 8 clients ≥ 1.0 × zk.Lock's
+// throughput with fairness 1.0 (two decimals), an uncontended cycle and a hand-over
+// ≤ 1.1 × zk.Lock's. They replace the first round's (hand-over ≤ 1.2 ×, 8 clients ≥ 0.8 ×).
+func (r *results) zooKeeperGoals() []goal {
+	return []goal{
+		r.throughputGoal("#15", fmt.Sprintf("ZooKeeper, %d clients: throughput ≥ 1.0 × zk.Lock's, fairness 1.0", r.Settings.Clients),
+			"simba-zookeeper", "zklock", "zk.Lock", 1.0, 0, 0.995),
+		r.ratioGoal("#15", "ZooKeeper uncontended cycle ≤ 1.1 × zk.Lock's (p50)", "cycle", "simba-zookeeper", "zklock", "zk.Lock", 1.1),
+		r.ratioGoal("#15", "ZooKeeper hand-over ≤ 1.1 × zk.Lock's (p50)", "handover", "simba-zookeeper", "zklock", "zk.Lock", 1.1),
+	}
 }
 
 // postgresGoals are issue 18's goals for PostgreSQL: hand-over p50 ≤ 2 ms, an uncontended
@@ -407,13 +444,13 @@ func (r *results) postgresGoals() []goal {
 	var gs []goal
 	text := "PostgreSQL hand-over p50 ≤ 2 ms"
 	if h, ok := r.handOver("simba-postgres"); ok {
-		g := goal{text, ms(h.P50), verdict(h.P50 <= 2*time.Millisecond)}
+		g := goal{"#18", text, ms(h.P50), verdict(h.P50 <= 2*time.Millisecond)}
 		if p, ok := r.handOver("advisory"); ok {
 			g.measured += fmt.Sprintf(" (pg_advisory_lock alone: %s)", ms(p.P50))
 		}
 		gs = append(gs, g)
 	} else {
-		gs = append(gs, missing(text))
+		gs = append(gs, missing("#18", text))
 	}
 	text = "PostgreSQL uncontended cycle ≤ 2 × one UPDATE with its commit (p50)"
 	s, sok := r.cycle("simba-postgres")
@@ -426,25 +463,53 @@ func (r *results) postgresGoals() []goal {
 	}
 	if sok && wok {
 		ratio := float64(s.P50) / float64(w.P50)
-		gs = append(gs, goal{text, fmt.Sprintf("simba %s, UPDATE %s: %.2f ×", ms(s.P50), ms(w.P50), ratio), verdict(ratio <= 2)})
+		gs = append(gs, goal{"#18", text, fmt.Sprintf("simba %s, UPDATE %s: %.2f ×", ms(s.P50), ms(w.P50), ratio), verdict(ratio <= 2)})
 	} else {
-		gs = append(gs, missing(text))
+		gs = append(gs, missing("#18", text))
 	}
-	text = fmt.Sprintf("PostgreSQL, %d clients: throughput ≥ 0.5 × pg_advisory_lock's, fairness ≥ 0.5", r.Settings.Clients)
-	c, cok := r.contended("simba-postgres")
-	a, aok := r.contended("advisory")
-	if cok && aok && a.PerSecond > 0 {
-		ratio := c.PerSecond / a.PerSecond
-		gs = append(gs, goal{text, fmt.Sprintf("simba %.0f/s, fairness %.2f; pg_advisory_lock %.0f/s, fairness %.2f: %.2f ×",
-			c.PerSecond, c.Fairness, a.PerSecond, a.Fairness, ratio), verdict(ratio >= 0.5 && c.Fairness >= 0.5 && c.Overlaps == 0)})
-	} else {
-		gs = append(gs, missing(text))
+	gs = append(gs, r.throughputGoal("#18", fmt.Sprintf("PostgreSQL, %d clients: throughput ≥ 0.5 × pg_advisory_lock's, fairness ≥ 0.5", r.Settings.Clients),
+		"simba-postgres", "advisory", "pg_advisory_lock", 0.5, 0, 0.5))
+	return gs
+}
+
+// scaleGoals are the first round's goals for many contenders held by one process.
+func (r *results) scaleGoals() []goal {
+	var gs []goal
+	for _, store := range []string{storeMemory, storeRedis} {
+		var runs []scaleResult
+		for _, s := range r.Scale {
+			if s.Store == store {
+				runs = append(runs, s)
+			}
+		}
+		if len(runs) == 0 {
+			gs = append(gs, missing("round 1", fmt.Sprintf("%s scale: heap, store load, late renewals", storeTitle(store))))
+			continue
+		}
+		n := runs[0].Contenders
+		worst, late, window := 0.0, 0, time.Duration(0)
+		for _, s := range runs {
+			worst = max(worst, s.HeapBytes)
+			late += s.Late
+			window += s.Window
+		}
+		gs = append(gs, goal{"round 1", fmt.Sprintf("%s: %s contenders in one process, ≤ 10 KB heap each", storeTitle(store), thousands(n)),
+			fmt.Sprintf("%.2f KB (worst of %d runs)", worst/1024, len(runs)), verdict(worst <= 10*1024)})
+		for _, s := range runs {
+			ratio := s.OpsPerSecond / s.Ideal
+			gs = append(gs, goal{"round 1", fmt.Sprintf("%s: store load within 10 %% of N/ttl, renewal lead %s", storeTitle(store), s.LeadLabel),
+				fmt.Sprintf("%.0f/s against %.0f/s: %.3f ×", s.OpsPerSecond, s.Ideal, ratio), verdict(math.Abs(ratio-1) <= 0.10)})
+		}
+		gs = append(gs, goal{"round 1", fmt.Sprintf("%s: no late renewal (%v of holding)", storeTitle(store), window.Round(time.Second)),
+			fmt.Sprintf("%d owners lost their lease", late), verdict(late == 0)})
 	}
 	return gs
 }
 
 // missing is a goal this run did not measure.
-func missing(text string) goal { return goal{text: text, measured: "not measured", met: -1} }
+func missing(issue, text string) goal {
+	return goal{issue: issue, text: text, measured: "not measured", met: -1}
+}
 
 func thousands(n int) string {
 	s := fmt.Sprint(n)
