@@ -73,12 +73,20 @@ func (s *Service) attempt(r *run) time.Duration {
 }
 
 // markClosedBy records that r's backend is closed (err says so): nothing will be answered
-// or reported any more, and a Locker's acquisition that waits ends. Called with s.mu held.
+// or reported any more, and an acquisition that waits ends (a Locker's through
+// r.closedBy, a Mutexes holder's through spec.closedBy). A halted lifecycle is past
+// caring. Called with s.mu held.
 func (s *Service) markClosedBy(r *run, err error) {
+	if r.stopped {
+		return
+	}
 	r.lastErr = err // what a Locker's acquisition reports, whatever failed before
 	if !r.closedByDone {
 		r.closedByDone = true
 		close(r.closedBy)
+		if r.spec.closedBy != nil {
+			r.spec.closedBy()
+		}
 	}
 }
 

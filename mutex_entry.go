@@ -289,22 +289,15 @@ func (e *entry) spawn(action func() event) {
 // The worker actions.
 
 func (e *entry) start(pause time.Duration) event {
-	r, err := e.svc.begin(e.m.ctx, runSpec{delay: pause})
-	if err == nil {
-		e.watchClosedBy(r)
-	}
+	_, err := e.svc.begin(e.m.ctx, runSpec{delay: pause, closedBy: e.closedBy})
 	return event{kind: evStarted, err: err}
 }
 
-// watchClosedBy hands the entry an evClosedBy if lifecycle r finds the backend closed, on
-// a goroutine of the registry that ends with r.
-func (e *entry) watchClosedBy(r *run) {
+// closedBy hands the entry an evClosedBy, on a goroutine of the registry: the entry's
+// lifecycle found the backend closed (runSpec.closedBy, called with the service's lock
+// held, before the lifecycle halts and so before the registry's Close is done waiting).
+func (e *entry) closedBy() {
 	e.m.workers.Go(func() {
-		select {
-		case <-r.closedBy:
-		case <-r.halted:
-			return
-		}
 		e.m.mu.Lock()
 		defer e.m.mu.Unlock()
 		e.handle(event{kind: evClosedBy})

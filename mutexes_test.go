@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -342,4 +343,23 @@ func TestMutexesOptions(t *testing.T) {
 	_, err = m.Acquire(cancelled, "m")
 	assert.True(t, errors.Is(err, simba.ErrNotAcquired) && errors.Is(err, context.Canceled))
 	assert.Zero(t, m.Len())
+}
+
+// TestMutexesHoldCostsNoGoroutine: a held mutex keeps no goroutine of its own, so that a
+// registry can hold many per-entity mutexes at once (one per held mutex, watching for the
+// backend's close, cost 3 KB each before).
+func TestMutexesHoldCostsNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, _ := newMutexes(t, memory.NewStore())
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		const held = 100
+		for i := range held {
+			lease, err := m.Acquire(t.Context(), fmt.Sprint("entity-", i))
+			require.NoError(t, err)
+			defer func() { _ = lease.Release(context.Background()) }()
+		}
+		synctest.Wait()
+		assert.LessOrEqual(t, runtime.NumGoroutine()-before, held/20, "goroutines left by %d held mutexes", held)
+	})
 }

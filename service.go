@@ -258,4 +258,7 @@ type runSpec struct {
 	single bool
 	// once, with single, makes one attempt only (TryAcquire; Participant.Once).
 	once bool
+	// closedBy, if set, is called once when the lifecycle finds its backend closed
+	// (markClosedBy), with the service's lock held: it must not block.
+	closedBy func()
 }
