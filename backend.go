@@ -121,9 +121,8 @@ type Participant struct {
 	// for its turn (a Locker's, a Mutexes holder's) ends at once with an error matching
 	// ErrClosed. The backend's Close calls it unless StopContend came first (more than
 	// once is allowed: a Quorum's instances each do); every backend of this module does
-	// (the TCK checks it). A
-	// lease backend that does not still ends such a wait at the next attempt, whose call
-	// fails with ErrClosed. It never blocks; nil is allowed.
+	// (the TCK checks it). A lease backend that does not still ends such a wait at the
+	// next attempt, whose call fails with ErrClosed. It never blocks; nil is allowed.
 	Closed func()
 }
 

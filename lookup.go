@@ -3,10 +3,11 @@ package simba
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/simba-go/simba/internal/await"
 )
 
 // Lookup reads who owns mutex on b once, without running a service: for a health page, an
@@ -63,24 +64,14 @@ func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner
 		o, err := lookup(ctx, b, mutex, cfg, &opened)
 		out <- looked{o, err}
 	}()
-	select {
-	case l := <-out:
-		return l.o, l.err
-	case <-ctx.Done():
-		// A backend that honours its context returns at this moment too, with an error
-		// that says what it was waiting for (a connection, a session): let it run first.
-		runtime.Gosched()
-		select {
-		case l := <-out:
-			return l.o, l.err
-		default:
-		}
-		stage := "while starting (connecting, subscribing or checking the schema)"
-		if opened.Load() {
-			stage = "to the read of the owner"
-		}
-		return Owner{}, fmt.Errorf("simba: look up %q: no answer from the store %s: %w", mutex, stage, ctx.Err())
+	if l, ok := await.Answer(ctx, out); ok {
+		return l.o, l.err // a backend that honours ctx says what it was waiting for
 	}
+	stage := "while starting (connecting, subscribing or checking the schema)"
+	if opened.Load() {
+		stage = "to the read of the owner"
+	}
+	return Owner{}, fmt.Errorf("simba: look up %q: no answer from the store %s: %w", mutex, stage, ctx.Err())
 }
 
 // lookup is Lookup's store work: it opens a retriever's contention (then sets opened),

@@ -41,7 +41,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -56,6 +55,7 @@ import (
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/backend/zookeeper"
+	"github.com/simba-go/simba/internal/await"
 )
 
 // Store is a backend opened from a URL, with the client it dialed. It is safe for
@@ -167,20 +167,10 @@ func (s *Store) bounded(ctx context.Context, f func() error) error {
 	}
 	done := make(chan error, 1)
 	s.calls.Go(func() { done <- f() })
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		// A client that honours its context returns at this moment too, with an error that
-		// says what it was waiting for (a ZooKeeper session): let it run first.
-		runtime.Gosched()
-		select {
-		case err := <-done:
-			return err
-		default:
-		}
-		return fmt.Errorf("no answer from the server: %w", ctx.Err())
+	if err, ok := await.Answer(ctx, done); ok {
+		return err // a client that honours ctx says what it was waiting for
 	}
+	return fmt.Errorf("no answer from the server: %w", ctx.Err())
 }
 
 // List returns the names of the mutexes the store holds records for, sorted: on Redis
