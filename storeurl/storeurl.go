@@ -31,6 +31,7 @@
 // List and Release return by their context's deadline whatever the server does; a call
 // the server has not answered by then goes on in the background until the server
 // answers, the client gives up, or Close closes the client, and Close waits for it.
+// After Close they fail with an error matching simba.ErrClosed.
 package storeurl
 
 import (
@@ -68,7 +69,10 @@ type Store struct {
 	list    func(ctx context.Context) ([]string, error)
 	release func(ctx context.Context, mutex string, o simba.Owner) error
 	ready   func(ctx context.Context) error // nil, or waits for what List and Release need (a ZooKeeper session)
-	calls   sync.WaitGroup                  // List and Release calls, which may outlive their caller's deadline
+
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup // List and Release calls, which may outlive their caller's deadline; joined by Close
 }
 
 // Open returns the store the URL names. It dials nothing before the first store call
@@ -145,28 +149,41 @@ func (s *Store) String() string { return s.url }
 // Close closes the backend and then the client the store dialed. Stop the services that
 // use the backend first. Close is idempotent.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	closers := s.closers
+	s.closers, s.closed = nil, true
+	s.mu.Unlock()
 	var errs []error
-	for _, c := range s.closers {
+	for _, c := range closers {
 		errs = append(errs, c())
 	}
-	s.closers = nil
 	s.calls.Wait() // closing the client has ended the calls still waiting for the server
 	return errors.Join(errs...)
 }
 
-// bounded runs f, a call of the store's client, and returns its error, or ctx's error when
-// ctx ends first: f then goes on in the background, and Close waits for it.
+// bounded runs f, a call of the store's client, once the store is ready, and returns its
+// error, or ctx's error when ctx ends first: f then goes on in the background, and Close
+// waits for it. On a closed store it fails with simba.ErrClosed.
 func (s *Store) bounded(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if s.ready != nil {
-		if err := s.ready(ctx); err != nil {
-			return err
-		}
-	}
 	done := make(chan error, 1)
-	s.calls.Go(func() { done <- f() })
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return simba.ErrClosed
+	}
+	s.calls.Go(func() { // under s.mu: never after Close has begun to wait
+		if s.ready != nil {
+			if err := s.ready(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- f()
+	})
+	s.mu.Unlock()
 	if err, ok := await.Answer(ctx, done); ok {
 		return err // a client that honours ctx says what it was waiting for
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,29 @@ func TestOpenWithoutIO(t *testing.T) {
 		assert.NotNil(t, s.Backend())
 		require.NoError(t, s.Close())
 		require.NoError(t, s.Close(), "idempotent")
+	}
+}
+
+// TestCallsAfterClose: List and Release on a closed Store fail with simba.ErrClosed without
+// touching the client, and Close may run while calls are under way (the race detector
+// watches the calls it waits for).
+func TestCallsAfterClose(t *testing.T) {
+	for _, raw := range []string{"redis://127.0.0.1:1/0?dial_timeout=100ms", "mysql://user:pw@127.0.0.1:1/db?timeout=100ms"} {
+		s, err := storeurl.Open(raw)
+		require.NoError(t, err, raw)
+		var calls sync.WaitGroup
+		for range 4 {
+			calls.Go(func() {
+				for range 20 {
+					_, _ = s.List(t.Context())
+				}
+			})
+		}
+		require.NoError(t, s.Close())
+		calls.Wait()
+		_, err = s.List(t.Context())
+		assert.ErrorIs(t, err, simba.ErrClosed, raw)
+		assert.ErrorIs(t, s.Release(t.Context(), "m", simba.Owner{ID: "x"}), simba.ErrClosed, raw)
 	}
 }
 
