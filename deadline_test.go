@@ -180,6 +180,33 @@ func TestLockerCloseJoinsTheBackground(t *testing.T) {
 	})
 }
 
+// Mutexes.Close waits, as Locker.Close does, for a start-up that the store had not
+// answered when the acquisition's deadline ended: it used to return while that
+// StartContend was still under way (adversarial review, stop 32).
+func TestMutexesCloseJoinsTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, f := newFaultyStore()
+		m, err := simba.NewMutexes(f)
+		require.NoError(t, err)
+		f.stall(opStart)
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		defer cancel()
+		_, err = m.Acquire(ctx, "m")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		closed := make(chan error, 1)
+		go func() { closed <- m.Close() }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while the stalled start-up was under way")
+		default:
+		}
+		f.unstall(opStart)
+		require.NoError(t, <-closed)
+		assert.Zero(t, store.Len(), "the contention that may have been opened was closed")
+	})
+}
+
 // A Lookup whose context has ended already does not ask the store.
 func TestLookupWithAnEndedContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

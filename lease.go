@@ -22,7 +22,10 @@ type Lease struct {
 // protects, so that it can reject writes of an owner that has been superseded.
 func (l *Lease) Token() uint64 { return l.owner.Token }
 
-// Owner returns the owner record as it was when the lease was acquired.
+// Owner returns the owner record as it was when the lease was acquired: a snapshot, not
+// renewed with the lease. Its TTLAt is the store's TTL end as of the acquisition, which
+// the holder's belief ends a little before (a margin for clock drift); whether the lease
+// is still held is what Context says, not Owner().InTTL.
 func (l *Lease) Owner() Owner { return l.owner }
 
 // Context returns the tenure context. It is cancelled as soon as the lease's holder can no

@@ -51,6 +51,9 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 	if st := s.Status(); st != StatusInitial {
 		return nil, fmt.Errorf("%w: status %s", ErrAlreadyStarted, st)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, wrapf(err, "simba: start %q", s.mutex) // ended already: the store is not asked
+	}
 	// The previous lifecycle's release must reach the store before this one's acquire:
 	// landing after it, it would end the new tenure.
 	s.mu.Lock()
@@ -84,7 +87,7 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.rounds.clock = s.cfg.clock
 	s.mu.Lock()
-	s.run, s.settled = r, r.finished
+	s.run, s.last, s.settled = r, r, r.finished
 	s.mu.Unlock()
 
 	c, attempted, err := s.startContend(ctx, r)
@@ -302,6 +305,11 @@ func (s *Service) stop(ctx context.Context, wait bool) error {
 	case <-r.finished:
 		return s.finished(r)
 	case <-abandon:
+		select {
+		case <-r.finished: // both were ready (ctx had ended before the call)
+			return s.finished(r)
+		default:
+		}
 		return fmt.Errorf("simba: stop %q: the release is still under way: %w", s.mutex, ctx.Err())
 	}
 }
@@ -419,7 +427,10 @@ func (s *Service) closeFrom(fromCallback bool) error {
 
 // Run starts the service, waits until ctx ends and stops it, for use with errgroup and
 // similar. It also returns, with nil, when the service is stopped by a Stop or Close
-// elsewhere. It returns Start's error, or Stop's; nil after a clean stop.
+// elsewhere. It returns Start's error, or Stop's; nil after a clean stop. The stop keeps
+// ctx's values and is given the call timeout: a release the store has not answered by
+// then goes on in the background (the error matches context.DeadlineExceeded), and Close
+// waits for it.
 func (s *Service) Run(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -437,7 +448,9 @@ func (s *Service) Run(ctx context.Context) error {
 	case <-halted:
 		return nil
 	}
-	err = s.Stop(context.WithoutCancel(ctx))
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.callTimeout)
+	defer cancel()
+	err = s.Stop(stop)
 	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrClosed) {
 		return nil // stopped elsewhere meanwhile
 	}
@@ -452,12 +465,22 @@ func (s *Service) inCallback() bool {
 	if mutation.On("stop-waits-in-callback") {
 		return false
 	}
-	r := s.currentRun()
+	// The last lifecycle, not the current one: a Stop or Close from elsewhere has ended
+	// the current one when it delivers OnReleased, and waits for it.
+	s.mu.Lock()
+	r := s.last
+	s.mu.Unlock()
 	return r != nil && r.events.Delivering()
 }
 
-// lock takes the lifecycle lock, or returns ctx's error when ctx ends first.
+// lock takes the lifecycle lock, or returns ctx's error when ctx ends first. A free lock
+// is taken even when ctx has ended already, so that a call with an ended context does
+// what it says (a Stop stops, leaving the release to the background) rather than toss a
+// coin between the two.
 func (s *Service) lock(ctx context.Context) error {
+	if s.tryLock() {
+		return nil
+	}
 	select {
 	case s.lifecycle <- struct{}{}:
 		return nil

@@ -201,11 +201,14 @@ func (l *Locker) newLease(r *run, t *tenure) *Lease {
 		l.mu.Lock()
 		l.busy, l.lease = false, nil
 		l.mu.Unlock()
-		if errors.Is(err, ErrNotRunning) {
+		if errors.Is(err, ErrNotRunning) || err == ErrClosed { // the service's state, not a store's error
+			// Stopped by Close, which releases what is left (and a second Close may have
+			// closed the service under the first one's release): the lease is released.
+			// Not running, or closed, the lifecycle is halted or about to be.
 			select {
-			case <-r.halted: // stopped by Close: nothing was left to release
+			case <-r.halted:
 				return nil
-			default:
+			case <-ctx.Done():
 			}
 		}
 		return err

@@ -290,6 +290,13 @@ func (e *entry) spawn(action func() event) {
 
 func (e *entry) start(pause time.Duration) event {
 	_, err := e.svc.begin(e.m.ctx, runSpec{delay: pause, closedBy: e.closedBy})
+	if err != nil {
+		// A start-up the store has not answered goes on in the service's background (the
+		// registry closed meanwhile, or the store ignored the call timeout): it ends before
+		// the entry moves on, so that the registry's Close, which waits for its workers,
+		// waits for it, and a retry does not pile another start-up on it.
+		e.svc.bg.Wait()
+	}
 	return event{kind: evStarted, err: err}
 }
 

@@ -44,6 +44,7 @@ type Service struct {
 
 	mu        sync.Mutex      // guards the fields below and the ownership fields of run
 	run       *run            // the current lifecycle; nil while not started
+	last      *run            // the last lifecycle begun, whose callbacks may still be delivered
 	settled   <-chan struct{} // closed once the store side of the last lifecycle is finished
 	lastState State           // the last change of owner seen
 }
