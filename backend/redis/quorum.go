@@ -48,7 +48,12 @@ const quorumDrift = 2 * time.Millisecond
 //   - An instance whose call fails (times out, refuses, resets) is left out for
 //     WithRecheckAfter and then tried again; while fewer than WithMinAvailable instances
 //     are available, Acquire fails at once with ErrTooFewInstances.
-//   - Release runs on every instance, available or not.
+//   - Release runs on every instance, available or not; on one whose last call has not
+//     returned yet (its answer lost), once that call has, in the background if need be.
+//
+// An instance that loses its keys (restarted without persistence) takes the owner's share
+// of the majority with it: restart such an instance only after ttl + transition, as
+// Redlock prescribes, or a contender may make a quorum while the owner still believes.
 //   - Acquire returns as soon as a quorum answers that the contender owns the mutex, and
 //     every call returns when its context ends; the calls still under way on slower
 //     instances then end in the background, by their deadline at the latest, and Close
@@ -275,7 +280,21 @@ type reply struct {
 // cancelled, and an instance that does not answer must not hold up a quorum that has. The
 // next call on the same instance waits for them. An instance whose call fails, or does
 // not answer by ctx's deadline, is left out.
+//
+// A call that is still waiting for the one before it when ctx ends gives up, unless
+// patient: then it waits for that call in the background and is made after it, with
+// ctx's deadline or, if less is left of it, the give-back budget. A release must reach every
+// instance: the call before it may have taken the key there, its answer lost.
 func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool) []reply {
+	return qc.spread(ctx, list, f, enough, false)
+}
+
+// eachPatiently is each with patient calls (see each).
+func (qc *quorumContention) eachPatiently(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error)) []reply {
+	return qc.spread(ctx, list, f, nil, true)
+}
+
+func (qc *quorumContention) spread(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool, patient bool) []reply {
 	blame := ctx.Err() == nil // a call made with no time left says nothing of its instance
 	wait, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
@@ -284,7 +303,13 @@ func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*
 		before, done := qc.done[in.index], make(chan struct{})
 		if !qc.q.background(func() {
 			defer closeAfter(done, before)
-			r, blamable := qc.call(ctx, wait, in, before, f)
+			var r reply
+			blamable := false
+			if patient {
+				r = qc.callAfter(ctx, in, before, f)
+			} else {
+				r, blamable = qc.call(ctx, wait, in, before, f)
+			}
 			if blame && blamable && r.err != nil && !errors.Is(r.err, ErrUnexpectedReply) && !errors.Is(r.err, simba.ErrClosed) {
 				qc.q.leaveOut(r.in, r.err)
 			}
@@ -332,6 +357,23 @@ func (qc *quorumContention) call(ctx, wait context.Context, in *instance, before
 	rec, err := f(qc.subs[in.index], cctx)
 	_, detached := ctx.Deadline()
 	return reply{in: in, rec: rec, err: err}, detached || !canceled(ctx)
+}
+
+// callAfter makes f's call on in's contention once the call before it there (closes
+// before; nil: none) has returned, however long that takes (it ends by its own deadline),
+// with ctx's deadline or, if less is left of it by then, the give-back budget.
+func (qc *quorumContention) callAfter(ctx context.Context, in *instance, before chan struct{}, f func(*contention, context.Context) (simba.Record, error)) reply {
+	if before != nil {
+		<-before
+	}
+	cctx, cancel := detach(ctx)
+	if d, ok := cctx.Deadline(); cctx.Err() != nil || ok && time.Until(d) < qc.giveBack {
+		cancel()
+		cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), qc.giveBack)
+	}
+	defer cancel()
+	rec, err := f(qc.subs[in.index], cctx)
+	return reply{in: in, rec: rec, err: err}
 }
 
 // detach returns a context with ctx's values and deadline that ctx's cancellation does not
@@ -559,7 +601,8 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 	return rec, nil
 }
 
-// Release releases on every instance, available or not.
+// Release releases on every instance, available or not; on one whose last call has not
+// returned, once it has (in the background if ctx ends first: Close waits for it).
 func (qc *quorumContention) Release(ctx context.Context) error {
 	if qc.q.closed.Load() {
 		return fmt.Errorf("simba/redis: %w", simba.ErrClosed)
@@ -571,9 +614,9 @@ func (qc *quorumContention) Release(ctx context.Context) error {
 	qc.owning, qc.token = false, 0
 	var errs []error
 	released := 0
-	for _, r := range qc.each(ctx, qc.q.instances, func(c *contention, ctx context.Context) (simba.Record, error) {
+	for _, r := range qc.eachPatiently(ctx, qc.q.instances, func(c *contention, ctx context.Context) (simba.Record, error) {
 		return simba.Record{}, c.release(ctx, raiseTo...)
-	}, nil) {
+	}) {
 		if r.err != nil {
 			errs = append(errs, instanceError(r.in, r.err))
 			continue
