@@ -8,9 +8,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// check verifies that the server answers and accepts the client, with a PING, once per
-// backend: after the first success it is remembered and costs nothing; a failure is not
-// remembered, so the next start checks again.
+// check verifies that the server answers and accepts the client, with a PING, and that it
+// lets the client do what the scripts do (checkScript), once per backend: after the
+// first success it is remembered and costs nothing; a failure is not remembered, so the
+// next start checks again.
 func (b *Backend) check(ctx context.Context) error {
 	if b.checked.Load() {
 		return nil
@@ -18,9 +19,26 @@ func (b *Backend) check(ctx context.Context) error {
 	if err := b.client.Ping(ctx).Err(); err != nil {
 		return newCheckError(ctx, b.client, err)
 	}
+	if err := checkScript.Run(ctx, b.client, []string{checkKey}).Err(); err != nil {
+		return newCheckError(ctx, b.client, err)
+	}
 	b.checked.Store(true)
 	return nil
 }
+
+// checkScript runs a script with a write command and a PUBLISH, neither of which changes
+// anything: a server that is a read-only replica (READONLY), or an ACL user that may not
+// run scripts or publish (NOPERM; Redis 7 gives new users no channels), refuses it, where
+// PING passes and every acquisition would fail until its caller's deadline. (The acquire
+// script writes the owner key before it publishes, and scripts do not roll back: without
+// the check, a user that may write but not publish would leave owner keys that nobody
+// believes in.) checkKey is in simba's key space, for ACL key patterns, and is no mutex's
+// key nor any contender's channel: contender IDs cannot contain "@@".
+var checkScript = goredis.NewScript(`redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[1], '')
+return 1`)
+
+const checkKey = "simba:{simba}:@@check"
 
 // newCheckError returns the error of a failed start-up check: one line, matching
 // ErrUnreachable or ErrRefused, the client's error and, when ctx had ended, ctx.Err().

@@ -15,7 +15,8 @@ var ErrUnexpectedReply = errors.New("simba/redis: unexpected reply")
 var (
 	// ErrUnreachable: the server did not answer (refused the connection, timed out).
 	ErrUnreachable = errors.New("simba/redis: server unreachable")
-	// ErrRefused: the server answered with an error, typically NOAUTH or WRONGPASS.
+	// ErrRefused: the server answered with an error: typically NOAUTH or WRONGPASS, or
+	// READONLY (a replica) or NOPERM (an ACL user without the scripts' permissions).
 	ErrRefused = errors.New("simba/redis: server refused the client")
 )
 

@@ -136,6 +136,45 @@ func TestStartChecksTheServer(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, n, h.n.Load(), "a successful check is remembered")
 	})
+	// Servers that answer PING but would refuse every acquisition (adversarial review,
+	// stop 32): Start passed, and a Locker found out only at its deadline. Where the user
+	// may write but not publish, the acquire script also left an owner key behind (scripts
+	// do not roll back), naming a contender that never believed.
+	t.Run("read-only replica", func(t *testing.T) {
+		primary, replica := ownServer(t), ownServer(t)
+		admin := newClient(t, replica.Addr())
+		host, port, err := net.SplitHostPort(primary.Addr())
+		require.NoError(t, err)
+		require.NoError(t, admin.Do(t.Context(), "REPLICAOF", host, port).Err())
+		_, err = startService(t, newBackend(t, newClient(t, replica.Addr())), eventDeadline)
+		require.ErrorIs(t, err, redis.ErrRefused)
+		assert.Contains(t, err.Error(), "READONLY")
+		oneLine(t, err)
+	})
+	for _, tc := range []struct {
+		name, says string
+		rules      []any
+	}{
+		{"user that may not run scripts", "NOPERM", []any{"~*", "&*", "+@all", "-@scripting"}},
+		{"user that may not publish", "publish", []any{"~*", "resetchannels", "+@all"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := ownServer(t)
+			admin := newClient(t, srv.Addr())
+			require.NoError(t, admin.Do(t.Context(), append([]any{"ACL", "SETUSER", "limited", "reset", "on", ">pw"}, tc.rules...)...).Err())
+			opt := clientOptions(srv.Addr())
+			opt.Username, opt.Password = "limited", "pw"
+			c := goredis.NewClient(opt)
+			t.Cleanup(func() { _ = c.Close() })
+			_, err := startService(t, newBackend(t, c), eventDeadline)
+			require.ErrorIs(t, err, redis.ErrRefused)
+			assert.Contains(t, err.Error(), tc.says)
+			oneLine(t, err)
+			keys, err := admin.Keys(t.Context(), "simba:*").Result()
+			require.NoError(t, err)
+			assert.Empty(t, keys, "nothing written")
+		})
+	}
 }
 
 // A Quorum starts while enough of its instances answer: those that do not are left out,
