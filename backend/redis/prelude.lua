@@ -117,13 +117,20 @@ local function registration(waiter)
     untilMs = tonumber(untilMs), heard = heard == '1' }, true
 end
 
--- hearsAlways reports whether nobody hearing on waiter's channel means that the waiter is
--- gone: subscriber counts must be exact (exact: not a Redis Cluster, where PUBLISH and
--- PUBSUB NUMSUB count the subscribers of one node only), and the waiter must have been
--- listening when it registered (a JVM waiter, which has no registration, subscribes
--- before its first attempt).
-local function hearsAlways(exact, reg, known)
-  return exact and ((reg ~= nil and reg.heard) or not known)
+-- hearsAlways reports whether nobody hearing on waiter's channel at server time nowMs means
+-- that the waiter is gone: subscriber counts must be exact (exact: not a Redis Cluster,
+-- where PUBLISH and PUBSUB NUMSUB count the subscribers of one node only), and the waiter
+-- must have been listening when it registered (a JVM waiter, which has no registration,
+-- subscribes before its first attempt), or have registered more than confirmWindow ago.
+-- A Go waiter's first attempt registers before its subscription is confirmed, and it
+-- registers again, listening, as soon as the server confirms it: a round trip or two. A
+-- registration that says it did not listen and is older than that is a waiter that ended
+-- meanwhile (or whose subscription connection is down, which only polls): passed by
+-- rather than granted the mutex for a lease, or woken for nobody.
+local confirmWindow = 1000
+
+local function hearsAlways(exact, reg, known, nowMs)
+  return exact and (not known or (reg ~= nil and (reg.heard or nowMs - reg.at > confirmWindow)))
 end
 
 -- The scripts return {'<owner id>@@<remaining ms of the owner key>', '<token>'}, or

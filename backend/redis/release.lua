@@ -41,7 +41,7 @@ local now, nowMs -- the server's time, read once a waiter is found
 -- serve hands the mutex to waiter, or wakes it, and reports whether it was heard.
 local function serve(waiter, reg, known)
   local channel = ownerKey .. ':' .. waiter
-  local tell = hearsAlways(exact, reg, known)
+  local tell = hearsAlways(exact, reg, known, nowMs)
   if reg and reg.nonce ~= '' then
     local age = nowMs - reg.at
     if age >= 0 and age * 10 < reg.ttl * 9 then

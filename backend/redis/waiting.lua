@@ -12,7 +12,7 @@ for _, waiter in ipairs(first) do
   if waiter ~= id then
     local reg, known = registration(waiter)
     local gone = reg ~= nil and reg.untilMs < now
-    if not gone and hearsAlways(exact, reg, known) then
+    if not gone and hearsAlways(exact, reg, known, now) then
       gone = redis.call('pubsub', 'numsub', ownerKey .. ':' .. waiter)[2] == 0
     end
     if not gone then

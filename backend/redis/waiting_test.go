@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,43 @@ func TestDeadWaitersAreDropped(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, waiting, "the live waiter")
 
+	require.NoError(t, owner.Release(ctx))
+	await(t, &r.sig, "the live waiter to be served", func() bool { return r.acquisitions("live") == 1 })
+	assert.Equal(t, "live", admin.Get(ctx, key).Val())
+	assert.Zero(t, admin.Exists(ctx, key+":contender", key+":grant").Val(), "the waiting set and the registrations are empty")
+}
+
+// A waiter that ended after its first attempt, before its subscription was confirmed,
+// left a registration that says it did not listen, like that of a live waiter whose
+// subscription is on its way. A release used to grant it the mutex, blocking it for a
+// lease (6.2–6.7 s measured with a 5 s ttl), and, once the registration was too old for
+// a grant, to wake it alone, for nobody (adversarial review, stop 32). A live waiter
+// registers again, listening, a round trip or two after its first attempt: a
+// registration that did not listen and is older than a second is taken for gone when
+// nobody hears its channel, and passed by.
+func TestWaiterThatEndedBeforeItsSubscriptionIsPassedBy(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
+	_, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+
+	c, b, _ := waiter(t, srv.Addr(), mutex, "gone", 30*time.Second)
+	rec, err := c.Acquire(ctx) // registers, not listening yet
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	require.NoError(t, b.Close()) // ends before its subscription is confirmed
+	require.True(t, strings.HasSuffix(admin.HGet(ctx, key+":grant", "gone").Val(), "@@0"), "a registration that did not listen")
+
+	r := newRecorder()
+	r.service(t, newBackend(t, newClient(t, srv.Addr())), mutex, "live", longLease...)
+	poll(t, "the live waiter to wait", func() bool {
+		return admin.ZScore(ctx, key+":contender", "live").Err() == nil && numSub(t, admin, key+":live") == 1
+	})
+	time.Sleep(time.Second + 100*time.Millisecond) // the registration is older than a live waiter's could be
 	require.NoError(t, owner.Release(ctx))
 	await(t, &r.sig, "the live waiter to be served", func() bool { return r.acquisitions("live") == 1 })
 	assert.Equal(t, "live", admin.Get(ctx, key).Val())
