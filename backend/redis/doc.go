@@ -100,9 +100,13 @@
 //
 //   - its registration has expired: it has not tried again long after it would have; or
 //   - nobody heard the message addressed to it (PUBLISH counted no subscriber) although
-//     it listened on its channel when it registered; a JVM waiter, which has no
-//     registration, listens from its start. A grant made to such a waiter is void, as
-//     nobody heard of it.
+//     it listened on its channel when it registered, or registered more than a second
+//     before; a JVM waiter, which has no registration, listens from its start. A grant
+//     made to such a waiter is void, as nobody heard of it. (A Go waiter's first attempt
+//     registers before its subscription is confirmed, and it registers again, listening,
+//     a round trip or two later: only a release within a second of the first
+//     registration of a waiter that ended at once can still grant it the mutex, which
+//     then stays blocked for that waiter's lease.)
 //
 // OthersWaiting applies the same tests (with PUBSUB NUMSUB) to the waiters ahead and
 // drops the gone ones, so that they do not keep it true. Waiters not yet reached expire
@@ -235,11 +239,19 @@
 // # An unreachable server, a refused client
 //
 // The first start of a service or Locker on a Backend checks that the server answers and
-// accepts the client, with a PING bounded by the start's context: Service.Start then
-// fails with a one-line error wrapping ErrUnreachable (a wrong address, the server down:
-// "simba/redis: server 127.0.0.1:6380 unreachable: dial tcp ...") or ErrRefused (a wrong
-// or missing password: "simba/redis: server refused the client: WRONGPASS ...") and the
-// client's error. The check is remembered after its first success, so later starts cost
+// accepts the client, with a PING, and that it lets the client do what the scripts do,
+// with a script that deletes a key that does not exist and publishes to a channel nobody
+// hears (the key and channel "simba:{simba}:@@check"), both bounded by the start's
+// context: Service.Start then fails with a one-line error wrapping ErrUnreachable (a
+// wrong address, the server down: "simba/redis: server 127.0.0.1:6380 unreachable: dial
+// tcp ...") or ErrRefused (a wrong or missing password: "simba/redis: server refused the
+// client: WRONGPASS ..."; a read-only replica: "READONLY ..."; an ACL user that may not
+// run scripts, write simba's keys or publish on its channels, which Redis 7 gives no new
+// user: "NOPERM ..." or "... can't publish to the channel ...") and the client's error.
+// An ACL user needs EVAL, EVALSHA and the commands the scripts call (GET, SET, DEL, PTTL,
+// PEXPIRE, TIME, PUBLISH, PUBSUB, HGET, HMGET, HSET, HMSET, HDEL, HINCRBY, ZADD, ZRANGE,
+// ZRANGEBYSCORE, ZREM), the keys "simba:*" and the channels "simba:*", and SUBSCRIBE. The
+// check is remembered after its first success, so later starts cost
 // no I/O; a failed check is not, so a start after the configuration was fixed succeeds. A
 // server that goes away after that is retried by the service (see the simba package for
 // how services and Lockers report it). A Quorum checks each instance it has not left out,
