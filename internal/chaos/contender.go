@@ -236,6 +236,11 @@ func (c *contender) write(ctx context.Context, token uint64) {
 			return
 		case <-t.C:
 		}
+		if ctx.Err() != nil {
+			// Both were ready (the context ended while the last write was under way), and
+			// select picked the tick: belief is checked right before the act.
+			return
+		}
 		if o := c.svc.Owner(); o.ID == c.cfg.ID && o.Token != 0 {
 			token = o.Token
 		}
