@@ -50,10 +50,6 @@ const quorumDrift = 2 * time.Millisecond
 //     are available, Acquire fails at once with ErrTooFewInstances.
 //   - Release runs on every instance, available or not; on one whose last call has not
 //     returned yet (its answer lost), once that call has, in the background if need be.
-//
-// An instance that loses its keys (restarted without persistence) takes the owner's share
-// of the majority with it: restart such an instance only after ttl + transition, as
-// Redlock prescribes, or a contender may make a quorum while the owner still believes.
 //   - Acquire returns as soon as a quorum answers that the contender owns the mutex, and
 //     every call returns when its context ends; the calls still under way on slower
 //     instances then end in the background, by their deadline at the latest, and Close
@@ -65,6 +61,10 @@ const quorumDrift = 2 * time.Millisecond
 //     that shared instance outlives the gap between the tenures or that the instances'
 //     clocks differ by less than it.
 //   - Waiters hear releases on every instance's subscription connection.
+//
+// An instance that loses its keys (restarted without persistence) takes the owner's share
+// of the majority with it: restart such an instance only after ttl + transition, as
+// Redlock prescribes, or a contender may make a quorum while the owner still believes.
 //
 // A Quorum is safe for concurrent use. Close it when done: it owns one subscription
 // connection per instance, never the clients.
@@ -283,8 +283,8 @@ type reply struct {
 //
 // A call that is still waiting for the one before it when ctx ends gives up, unless
 // patient: then it waits for that call in the background and is made after it, with
-// ctx's deadline or, if less is left of it, the give-back budget. A release must reach every
-// instance: the call before it may have taken the key there, its answer lost.
+// ctx's deadline or, if less is left of it, the give-back budget. A release must reach
+// every instance: the call before it may have taken the key there, its answer lost.
 func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool) []reply {
 	return qc.spread(ctx, list, f, enough, false)
 }
