@@ -1132,18 +1132,27 @@ func checkLeaks(e *env) error {
 	if err := round(); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	e.runCleanups()
-	baseline := goleak.IgnoreCurrent()
+	// A backend may start goroutines of its own, kept until it is closed, the first time
+	// it needs them (a Redis backend's subscription connection, when one of its
+	// contentions first waits or renews), which timing decides: one round may need them
+	// and the warm-up not. What a lifecycle leaks, it leaks at every round: the check
+	// passes when two rounds leave nothing, or else when two more rounds leave nothing
+	// beyond what the first two left.
+	var err error
 	for range 2 {
-		if err := round(); err != nil {
-			return err
+		e.runCleanups()
+		baseline := goleak.IgnoreCurrent()
+		for range 2 {
+			if err := round(); err != nil {
+				return err
+			}
+		}
+		e.runCleanups()
+		if err = goleak.Find(baseline); err == nil {
+			return nil
 		}
 	}
-	e.runCleanups()
-	if err := goleak.Find(baseline); err != nil {
-		return fmt.Errorf("goroutines left after Stop: %w", err)
-	}
-	return nil
+	return fmt.Errorf("goroutines left after Stop: %w", err)
 }
 
 // checkWaitList: a backend whose contentions implement simba.WaitList tells the owner
