@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/simba-go/simba/internal/mutation"
 )
@@ -86,17 +87,29 @@ func (e *ArgumentError) Error() string {
 // Unwrap returns ErrInvalidArgument.
 func (e *ArgumentError) Unwrap() error { return ErrInvalidArgument }
 
-// invalid builds an *ArgumentError; the value is quoted when it is a string.
+// invalid builds an *ArgumentError; the value is quoted when it is a string, and a long
+// one is cut to its first quotedBytes bytes with its length: an error must stay a line
+// (a name refused for its length may be a megabyte).
 func invalid(field string, value any, rule string) error {
 	var v string
 	switch x := value.(type) {
 	case string:
 		v = fmt.Sprintf("%q", x)
+		if len(x) > quotedBytes {
+			cut := quotedBytes
+			for cut > 0 && !utf8.RuneStart(x[cut]) {
+				cut--
+			}
+			v = fmt.Sprintf("%q… (%d bytes)", x[:cut], len(x))
+		}
 	default:
 		v = fmt.Sprint(x)
 	}
 	return &ArgumentError{Field: field, Value: v, Rule: rule}
 }
+
+// quotedBytes is how much of a string value an ArgumentError quotes.
+const quotedBytes = 64
 
 // InvalidArgument returns an *ArgumentError for backends and other packages that
 // validate their own input the way simba does.

@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -32,6 +33,31 @@ func TestValidateMutex(t *testing.T) {
 		assert.NoError(t, b.ValidateMutex(name), "%q", name)
 	}
 	assert.NoError(t, b.ValidateContenderID("any id: 1@10.0.0.1"))
+}
+
+// A name or ID longer than a request ZooKeeper takes made the server drop the connection,
+// and with it the session every mutex of the backend shares: a 1.1 MiB name passed
+// validation, its Start timed out with a 1.1 MB error, and the owner of another mutex on
+// the same backend lost its tenure (adversarial review, stop 32). Both are now limited,
+// before any I/O, and the error quotes the start of the value only.
+func TestValidateLengths(t *testing.T) {
+	var b *zookeeper.Backend
+	assert.NoError(t, b.ValidateMutex(strings.Repeat("m", zookeeper.MaxMutexLength)))
+	assert.NoError(t, b.ValidateContenderID(strings.Repeat("c", zookeeper.MaxContenderIDLength)))
+	for _, err := range []error{
+		b.ValidateMutex(strings.Repeat("m", zookeeper.MaxMutexLength+1)),
+		b.ValidateContenderID(strings.Repeat("c", zookeeper.MaxContenderIDLength+1)),
+		b.ValidateMutex(strings.Repeat("é", 600)),
+	} {
+		assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+		assert.Less(t, len(err.Error()), 200, "one short line: %s", err)
+	}
+	huge := strings.Repeat("x", 1100*1024)
+	_, err := simba.NewService(b, simba.ContenderFuncs{MutexName: huge, ID: "c"})
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+	assert.Less(t, len(err.Error()), 200, "one short line")
+	_, err = simba.NewLocker(b, "m", simba.WithContenderID(huge))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
 }
 
 // Services apply the backend's rules when they are created, before any I/O.
