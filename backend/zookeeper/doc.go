@@ -143,5 +143,13 @@
 // with go-zookeeper v1.0.4 (it lacks ZooKeeper's removeWatches): a watch of a stopped
 // contention stays until its node changes or the session ends. The backend sets each
 // watch at most once per session and node, whatever the number of contentions, so they do
-// not pile up.
+// not pile up, and watches contenders' nodes through reads, which set no watch on a node
+// that is gone already (an exists would leave one for its creation, which never comes).
+//
+// # Names
+//
+// Mutex names must be one node name (no '/', not "." or "..", none of the characters
+// ZooKeeper refuses in paths) of at most MaxMutexLength bytes, and contender IDs at most
+// MaxContenderIDLength bytes: a request longer than the server's jute.maxbuffer makes it
+// drop the connection, and with it the session that every mutex of the backend shares.
 package zookeeper
