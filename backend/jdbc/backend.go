@@ -133,15 +133,23 @@ func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
 // level with its size.
 func (b *Backend) ClockSteps() uint64 { return b.steps.Load() }
 
-// pin takes a place in the hand-over's budget of connections, if one is free. Every
-// connection a contention pins holds one, from pin to unpin.
+// pin takes a place in the hand-over's budget of connections, if one is free and the pool
+// keeps a connection for the statements besides the pinned ones. Every connection a
+// contention pins holds one, from pin to unpin. (With a pool no larger than the budget,
+// every connection could be pinned, and an owner's renewals, which borrow from the pool,
+// would wait for one until their deadline: a pool of 2 with the default budget lost a
+// held lease that way.)
 func (b *Backend) pin() bool {
 	select {
 	case b.pins <- struct{}{}:
-		return true
 	default:
 		return false
 	}
+	if most := b.db.Stats().MaxOpenConnections; most > 0 && len(b.pins) >= most {
+		<-b.pins
+		return false
+	}
+	return true
 }
 
 // unpin gives a place taken by pin back.

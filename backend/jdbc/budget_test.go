@@ -85,3 +85,39 @@ func TestConnectionBudget(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A pool no larger than the hand-over's budget: the default budget (2) pinned both
+// connections of a pool of 2, and the owner of the first mutex, whose renewals borrow
+// from the pool, lost its lease while a second mutex waited for a connection until its
+// deadline (adversarial review, stop 32). The hand-over now leaves the pool's last
+// connection to the statements: both mutexes are held, through renewals, and Close leaves
+// no connection checked out.
+func TestHandOverLeavesThePoolAConnection(t *testing.T) {
+	const ttl, transition = time.Second, 500 * time.Millisecond
+	db := openDB(t)
+	db.SetMaxOpenConns(2)
+	b, err := jdbc.New(db)
+	require.NoError(t, err)
+	m, err := simba.NewMutexes(b, simba.WithTTL(ttl), simba.WithTransition(transition))
+	require.NoError(t, err)
+	prefix := mutexName(t) + "-"
+	first, err := m.Acquire(t.Context(), prefix+"0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	second, err := m.Acquire(ctx, prefix+"1")
+	require.NoError(t, err, "a second mutex on a pool of 2 with the default budget")
+	renewed := time.After(2 * ttl)
+	select {
+	case <-first.Done():
+		t.Fatalf("the first lease was lost: %v", context.Cause(first.Context()))
+	case <-second.Done():
+		t.Fatalf("the second lease was lost: %v", context.Cause(second.Context()))
+	case <-renewed: // both renewed twice
+	}
+	require.NoError(t, first.Release(t.Context()))
+	require.NoError(t, second.Release(t.Context()))
+	require.NoError(t, m.Close())
+	require.NoError(t, b.Close())
+	assert.Zero(t, db.Stats().InUse, "connections left checked out after Close")
+}
