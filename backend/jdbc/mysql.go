@@ -195,10 +195,32 @@ func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (sch
 		}
 	}
 	s.mutex, s.owner, problems = checkColumns(d.quote(t), cols, problems)
+	if len(problems) == 0 && !readOnly {
+		if problems, err = d.checkWrites(ctx, db, t, problems); err != nil {
+			return schema{}, err
+		}
+	}
 	if len(problems) > 0 {
 		return schema{}, &SchemaError{Table: s.database + "." + t.name, Problems: problems}
 	}
 	return s, nil
+}
+
+// checkWrites appends a problem to problems if the session may not update or insert into
+// the table (mysqlMayUpdate, mysqlMayInsert), both of which write nothing; it returns an
+// error only when ctx ended meanwhile.
+func (d mysqlDialect) checkWrites(ctx context.Context, db *sql.DB, t tableName, problems []string) ([]string, error) {
+	quoted := d.quote(t)
+	for _, stmt := range []string{mysqlMayUpdate, mysqlMayInsert} {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(stmt, quoted)); err != nil {
+			if ctx.Err() != nil {
+				return problems, fmt.Errorf("check that the table can be written: %w", err)
+			}
+			return append(problems, fmt.Sprintf("the session may not write it (%v): "+
+				"fix: GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO the user, on a read-write session of a writable primary", err, quoted)), nil
+		}
+	}
+	return problems, nil
 }
 
 // mysqlColumn is one row of information_schema.COLUMNS.

@@ -169,6 +169,37 @@ func TestStartRefusesAReadOnlyServer(t *testing.T) {
 	require.ErrorIs(t, startOn(t, b, mutexName(t), "c"), jdbc.ErrSchema)
 }
 
+// A user that may read the table but not write it, and a read-only session of a writable
+// server: Start succeeded, and the service then retried every acquisition for ever, each
+// refused with error 1142 or 1792 (adversarial review, stop 32). Start now fails with a
+// schema error that quotes the server and says what to grant.
+func TestStartRefusesASessionThatCannotWrite(t *testing.T) {
+	needServer(t)
+	for _, c := range []struct{ user, grant string }{{"simba_ro", "SELECT"}, {"simba_noupd", "SELECT, INSERT"}} {
+		t.Run(c.user, func(t *testing.T) {
+			rootExec(t, fmt.Sprintf("DROP USER IF EXISTS '%[1]s'@'127.0.0.1'; CREATE USER '%[1]s'@'127.0.0.1' IDENTIFIED BY 'pw'; "+
+				"GRANT %[2]s ON simba.simba_mutex TO '%[1]s'@'127.0.0.1'", c.user, c.grant))
+			t.Cleanup(func() { rootExec(t, fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", c.user)) })
+			b, err := jdbc.New(openDSN(t, fmt.Sprintf("%s:pw@tcp(%s)/simba?interpolateParams=true", c.user, server.Addr())))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+			err = startOn(t, b, mutexName(t), "c")
+			require.ErrorIs(t, err, jdbc.ErrSchema)
+			assert.Contains(t, err.Error(), "command denied")
+			assert.Contains(t, err.Error(), "GRANT SELECT, INSERT, UPDATE, DELETE")
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+	t.Run("read-only session", func(t *testing.T) {
+		b, err := jdbc.New(openDB(t, "tx_read_only=1"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.Close() })
+		err = startOn(t, b, mutexName(t), "c")
+		require.ErrorIs(t, err, jdbc.ErrSchema)
+		assert.Contains(t, err.Error(), "READ ONLY")
+	})
+}
+
 // Wrong credentials fail Start with the driver's error, not a validation or schema error.
 func TestStartWrongPassword(t *testing.T) {
 	needServer(t)

@@ -250,6 +250,14 @@ const (
 	mysqlColumns = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +
 		"COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), COLUMN_KEY, IS_NULLABLE " +
 		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"
+
+	// mysqlMayUpdate and mysqlMayInsert write nothing, but the server checks them as it
+	// would a real UPDATE and INSERT of the table: a user without the privilege is refused
+	// (error 1142), and so is a read-only session (error 1792), which @@read_only, the
+	// server's, does not tell. Arguments: none; %[1]s is the table.
+	mysqlMayUpdate = "UPDATE %[1]s SET version = version WHERE FALSE"
+	mysqlMayInsert = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +
+		"SELECT '', 0, 0, 0, '', 0 FROM DUAL WHERE FALSE"
 )
 
 // PostgreSQL. %[1]s stands for the table name, already validated and quoted; $n are the
