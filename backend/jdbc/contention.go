@@ -408,8 +408,11 @@ func (c *contention) seen(r row) (rec simba.Record, known bool) {
 		// Nothing changed: the row is at the last millisecond of its transition window.
 	case c.token != 0 && r.version == c.version+1 && mark == renewalMark.Milliseconds():
 		// The contention's own renewal, whose answer was lost.
-	case c.token != 0 && mark == 0:
-		c.token = r.version // a new tenure begun by a statement whose answer was lost
+	case c.token != 0 && mark == 0 && r.version > c.version:
+		// A new tenure begun by a statement whose answer was lost: its version is above
+		// the one the contention knew, as every acquisition's is. A version below it is
+		// the row lowered behind the backend's back (data lost), not a tenure of its own.
+		c.token = r.version
 	default:
 		c.version, c.token = r.version, 0
 		return simba.Record{}, false

@@ -42,7 +42,10 @@
 // ones: two names would silently share a row); the error says how to ALTER the column. A
 // table created by JVM Simba's DDL on a server whose default collation is insensitive
 // therefore needs that ALTER once; JVM services keep working after it. Start also checks
-// names against the real column lengths, which may be narrower than the format.
+// names against the real column lengths, which may be narrower than the format, and that
+// the session may write the table, with an UPDATE and an INSERT that match no row: a user
+// without those privileges, a read-only session (tx_read_only) or server (read_only) fails
+// Start with the server's refusal and the GRANT to run.
 //
 // # Names the store cannot be trusted with
 //
@@ -297,8 +300,10 @@
 //   - one for a moment when a waiting contention stops (to interrupt its wait with KILL
 //     QUERY, which keeps its connection usable), and one for each Prune transaction.
 //
-// With the default, an application whose pool is 10 connections keeps 8 whatever the
-// number of mutexes it holds, less the statements in flight; a larger budget wakes more
+// The hand-over never pins the pool's last connection: with a pool of n
+// (sql.DB.SetMaxOpenConns), it holds at most n-1, whatever the budget, and contentions
+// beyond that poll. With the default, an application whose pool is 10 connections keeps 8
+// whatever the number of mutexes it holds, less the statements in flight; a larger budget wakes more
 // waiters at once on release, and costs as many connections. Retrievers pin nothing. Size
 // the server's max_connections for every process's pool. WithHandOver(false) holds
 // nothing: every statement borrows a connection from the pool and returns it. Turn the
