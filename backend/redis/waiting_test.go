@@ -14,6 +14,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/internal/testserver"
 )
 
 // waiter opens a contention that takes grants, as a service's would, with a lease of
@@ -55,15 +56,8 @@ func waitSubscribed(t testing.TB, admin goredis.UniversalClient, c simba.LeaseCo
 // dead one (which would block it for a lease) or waking nobody; afterwards neither the
 // waiting set nor the grant registrations keep them.
 func TestDeadWaitersAreDropped(t *testing.T) {
-	srv := server(t)
-	admin := newClient(t, srv.Addr())
-	ctx := t.Context()
-	mutex := uniqueName(t, "m")
-	key := "simba:{" + mutex + "}"
-	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
-	rec, err := owner.Acquire(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "owner", rec.Owner)
+	sc := ownedMutex(t)
+	srv, admin, ctx, mutex, key, owner := sc.srv, sc.admin, t.Context(), sc.mutex, sc.key, sc.owner
 
 	for i := range 3 {
 		id := "dead" + strconv.Itoa(i)
@@ -78,19 +72,52 @@ func TestDeadWaitersAreDropped(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, waiting, "only dead waiters")
 
-	r := newRecorder()
-	r.service(t, newBackend(t, newClient(t, srv.Addr())), mutex, "live", longLease...)
-	poll(t, "the live waiter to wait", func() bool {
-		return admin.ZScore(ctx, key+":contender", "live").Err() == nil && numSub(t, admin, key+":live") == 1
-	})
+	r := sc.liveWaiter()
 	waiting, err = owner.(simba.WaitList).OthersWaiting(ctx)
 	require.NoError(t, err)
 	assert.True(t, waiting, "the live waiter")
+	sc.releaseToLive(r)
+}
 
-	require.NoError(t, owner.Release(ctx))
+// waitScene is a mutex that a contention owns, on a server of the package's.
+type waitScene struct {
+	t          *testing.T
+	srv        *testserver.Server
+	admin      *goredis.Client
+	mutex, key string
+	owner      simba.LeaseContention
+}
+
+// ownedMutex returns a new mutex owned by the contention "owner".
+func ownedMutex(t *testing.T) *waitScene {
+	srv := server(t)
+	mutex := uniqueName(t, "m")
+	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
+	rec, err := owner.Acquire(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	return &waitScene{t: t, srv: srv, admin: newClient(t, srv.Addr()), mutex: mutex, key: "simba:{" + mutex + "}", owner: owner}
+}
+
+// liveWaiter starts a service "live" for the mutex and returns once it waits, subscribed.
+func (sc *waitScene) liveWaiter() *recorder {
+	t, admin, key := sc.t, sc.admin, sc.key
+	r := newRecorder()
+	r.service(t, newBackend(t, newClient(t, sc.srv.Addr())), sc.mutex, "live", longLease...)
+	poll(t, "the live waiter to wait", func() bool {
+		return admin.ZScore(t.Context(), key+":contender", "live").Err() == nil && numSub(t, admin, key+":live") == 1
+	})
+	return r
+}
+
+// releaseToLive releases the mutex and checks that the live waiter, and nobody else, is
+// served, leaving neither waiting set nor registrations.
+func (sc *waitScene) releaseToLive(r *recorder) {
+	t, ctx, key := sc.t, sc.t.Context(), sc.key
+	require.NoError(t, sc.owner.Release(ctx))
 	await(t, &r.sig, "the live waiter to be served", func() bool { return r.acquisitions("live") == 1 })
-	assert.Equal(t, "live", admin.Get(ctx, key).Val())
-	assert.Zero(t, admin.Exists(ctx, key+":contender", key+":grant").Val(), "the waiting set and the registrations are empty")
+	assert.Equal(t, "live", sc.admin.Get(ctx, key).Val())
+	assert.Zero(t, sc.admin.Exists(ctx, key+":contender", key+":grant").Val(), "the waiting set and the registrations are empty")
 }
 
 // A waiter that ended after its first attempt, before its subscription was confirmed,
@@ -102,32 +129,18 @@ func TestDeadWaitersAreDropped(t *testing.T) {
 // registration that did not listen and is older than a second is taken for gone when
 // nobody hears its channel, and passed by.
 func TestWaiterThatEndedBeforeItsSubscriptionIsPassedBy(t *testing.T) {
-	srv := server(t)
-	admin := newClient(t, srv.Addr())
-	ctx := t.Context()
-	mutex := uniqueName(t, "m")
-	key := "simba:{" + mutex + "}"
-	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
-	_, err := owner.Acquire(ctx)
-	require.NoError(t, err)
-
-	c, b, _ := waiter(t, srv.Addr(), mutex, "gone", 30*time.Second)
+	sc := ownedMutex(t)
+	admin, ctx, key := sc.admin, t.Context(), sc.key
+	c, b, _ := waiter(t, sc.srv.Addr(), sc.mutex, "gone", 30*time.Second)
 	rec, err := c.Acquire(ctx) // registers, not listening yet
 	require.NoError(t, err)
 	require.Equal(t, "owner", rec.Owner)
 	require.NoError(t, b.Close()) // ends before its subscription is confirmed
 	require.True(t, strings.HasSuffix(admin.HGet(ctx, key+":grant", "gone").Val(), "@@0"), "a registration that did not listen")
 
-	r := newRecorder()
-	r.service(t, newBackend(t, newClient(t, srv.Addr())), mutex, "live", longLease...)
-	poll(t, "the live waiter to wait", func() bool {
-		return admin.ZScore(ctx, key+":contender", "live").Err() == nil && numSub(t, admin, key+":live") == 1
-	})
+	r := sc.liveWaiter()
 	time.Sleep(time.Second + 100*time.Millisecond) // the registration is older than a live waiter's could be
-	require.NoError(t, owner.Release(ctx))
-	await(t, &r.sig, "the live waiter to be served", func() bool { return r.acquisitions("live") == 1 })
-	assert.Equal(t, "live", admin.Get(ctx, key).Val())
-	assert.Zero(t, admin.Exists(ctx, key+":contender", key+":grant").Val(), "the waiting set and the registrations are empty")
+	sc.releaseToLive(r)
 }
 
 // A contender ID used again by a later lifecycle (a restarted process) is not served
