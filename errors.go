@@ -63,6 +63,15 @@ var (
 	// caller's own context ended.
 	ErrTimeout = errors.New("simba: store call timed out")
 
+	// ErrRefused marks a store's answer that no retry can cure: wrong credentials, a
+	// missing permission, a missing or malformed table, a read-only replica, a malformed
+	// option. Backends wrap such answers in it, and nothing else: an outage (no answer, a
+	// timeout, a reset connection, a server still loading) is not a refusal. Start and
+	// every acquisition end at once on a refusal, with the store's message; a running
+	// service keeps retrying it (a password may be rotated back), logs each at Error
+	// level, and its health fails meanwhile.
+	ErrRefused = errors.New("simba: the store refused the client")
+
 	// ErrAlreadyHeld is returned by Locker.Acquire and Locker.TryAcquire while the locker
 	// holds a lease that has not been released, or while another acquisition on the same
 	// locker is under way. A Locker is one contender; use one Locker per concurrent holder.
