@@ -59,33 +59,43 @@ func (s *Service) attempt(r *run) time.Duration {
 	defer s.markApplied(r)
 	r.lastErr = err
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			s.markClosedBy(r, err) // no attempt can succeed any more: a Locker's acquisition ends
-		}
 		r.failures++
 		owner := r.tenure != nil
 		d := s.period.retry(r.failures, owner)
-		s.log.Warn("simba: store call failed; retrying", "err", err, "owner", owner, "retry_in", d)
+		switch {
+		case errors.Is(err, ErrClosed):
+			s.markHopeless(r, err)
+		case errors.Is(err, ErrRefused):
+			// An acquisition waiting for this lifecycle ends, and returns the refusal. A
+			// running service or a held lease retries it (a password may be rotated back),
+			// but loudly: no outage explains it.
+			s.markHopeless(r, err)
+			if !r.spec.single || owner {
+				s.log.Error("simba: the store refused the call; retrying", "err", err, "owner", owner, "retry_in", d)
+			}
+		default:
+			s.log.Warn("simba: store call failed; retrying", "err", err, "owner", owner, "retry_in", d)
+		}
 		return d
 	}
 	r.failures = 0
 	return s.answer(r, rec, sent)
 }
 
-// markClosedBy records that r's backend is closed (err says so): nothing will be answered
-// or reported any more, and an acquisition that waits ends (a Locker's through
-// r.closedBy, a Mutexes holder's through spec.closedBy). A halted lifecycle is past
-// caring. Called with s.mu held.
-func (s *Service) markClosedBy(r *run, err error) {
+// markHopeless records that no attempt of r can succeed as things are (err says why: the
+// backend is closed, or the store refused the client), so that an acquisition waiting for
+// r ends (a Locker's through r.hopeless, a Mutexes holder's through spec.hopeless). A
+// halted lifecycle is past caring. Called with s.mu held.
+func (s *Service) markHopeless(r *run, err error) {
 	if r.stopped {
 		return
 	}
 	r.lastErr = err // what a Locker's acquisition reports, whatever failed before
-	if !r.closedByDone {
-		r.closedByDone = true
-		close(r.closedBy)
-		if r.spec.closedBy != nil {
-			r.spec.closedBy()
+	if !r.hopelessDone {
+		r.hopelessDone = true
+		close(r.hopeless)
+		if r.spec.hopeless != nil {
+			r.spec.hopeless(err)
 		}
 	}
 }

@@ -113,17 +113,23 @@
 // caller's own context ended. A store call that simba cut off at its call timeout matches
 // ErrTimeout instead.
 //
-// Start-up, the same on every backend: Service.Start (and a Scheduler's) makes the
-// backend's start-up I/O once and fails fast with the backend's error when the store
-// cannot be reached or refuses this client (a wrong address, a wrong password, a missing
-// table). Locker.Acquire and Mutexes.Acquire retry start-up failures with backoff until
-// their context ends; TryAcquire makes one attempt. A running service retries failed
-// store calls; each failure is logged at Warn level, and Service.Err returns the last
-// one until a call succeeds again, for health checks.
+// Refusals and outages, the same on every backend. A refusal is a store's answer that no
+// retry can cure (ErrRefused: wrong credentials, a missing permission, a missing table, a
+// read-only replica); an outage is the lack of an answer (unreachable, timed out, reset,
+// a server still loading). Each backend's documentation lists which of its store's errors
+// are which. Service.Start (and a Scheduler's) fails fast on either. Locker and Mutexes
+// acquisitions fail at once on a refusal, with the store's message, and wait out an
+// outage, retrying with backoff until their context ends; TryAcquire makes one attempt. A
+// running service retries both: an outage is logged at Warn level, a refusal (a password
+// rotated under it) at Error level, and Service.Err returns the last failure until a call
+// succeeds again, so that its health check fails meanwhile.
 //
-// Logging is silent unless WithLogger is given: a library writes to the application's
-// logs only when asked to. Failures are not hidden by that: Start and the acquisitions
-// return them, and Err reports those of a running service.
+// Logging: without WithLogger, records of level Warn and above (outages, refusals, lost
+// ownership, recovered panics) go to slog.Default, the application's own logger, and the
+// rest (acquisitions, renewals, lifecycle changes) nowhere. A contender whose every call
+// fails is thus visible in the log of a process that configured nothing, as client-go's
+// elector is, while a healthy one stays quiet; WithLogger(slog.New(slog.DiscardHandler))
+// silences it.
 //
 // Metrics and tracing: WithObserver sets an Observer that is told of every store call
 // (latency, outcome), every tenure's beginning and end (with its cause) and every
@@ -142,7 +148,7 @@
 //
 // A Service moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL. Callbacks of one
 // service run one at a time, in order, on a goroutine of the service, never on the one
-// that talks to the store; a panicking callback is recovered and logged (WithLogger) and
+// that talks to the store; a panicking callback is recovered and logged and
 // contention goes on. Stop ends belief, delivers OnReleased, then releases the mutex on
 // the store, and returns after every callback and goroutine of the service has finished.
 // Results of a lifecycle that has ended are dropped, and an acquisition whose answer

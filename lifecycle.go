@@ -77,7 +77,7 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 		spec:      spec,
 		events:    dispatch.NewHeld(s.recovered),
 		attempted: make(chan struct{}),
-		closedBy:  make(chan struct{}),
+		hopeless:  make(chan struct{}),
 		acquired:  make(chan struct{}),
 		halted:    make(chan struct{}),
 		finished:  make(chan struct{}),
@@ -113,6 +113,9 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
 		s.cfg.starting()
 	}
 	s.setStatus(StatusRunning)
+	s.mu.Lock()
+	r.started = true
+	s.mu.Unlock()
 	if s.logs(slog.LevelInfo) {
 		s.log.Info("simba: started", "mode", modeName(c))
 	}
@@ -154,7 +157,7 @@ func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAt
 		Closed: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.markClosedBy(r, ErrClosed)
+			s.markHopeless(r, ErrClosed)
 		},
 	}
 	type opened struct {
@@ -354,7 +357,7 @@ func (s *Service) finish(r *run, values context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), s.cfg.callTimeout)
 	defer cancel()
 	s.mu.Lock()
-	c, lease, left := r.contention, r.lease, r.contendDone
+	c, lease, left, started := r.contention, r.lease, r.contendDone, r.started
 	s.mu.Unlock()
 	var errs []error
 	if lease != nil && s.id != "" {
@@ -372,7 +375,7 @@ func (s *Service) finish(r *run, values context.Context) {
 	}
 	switch len(errs) {
 	case 0:
-		if s.logs(slog.LevelInfo) {
+		if started && s.logs(slog.LevelInfo) { // a start-up that failed was no start
 			s.log.Info("simba: stopped")
 		}
 	case 1:

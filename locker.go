@@ -56,8 +56,9 @@ func (l *Locker) ContenderID() string { return l.svc.id }
 // Acquire blocks until the locker owns the mutex or ctx ends, and returns by ctx's
 // deadline whatever the store does. Waiting costs no CPU: the locker contends on the
 // contend period and at once when the store announces a release. When the store cannot
-// be reached or refuses the locker at start-up, Acquire retries with backoff, until ctx
-// ends or the locker is closed.
+// be reached, Acquire retries with backoff until ctx ends or the locker is closed; when it
+// refuses the locker (ErrRefused: credentials, permissions, schema), Acquire fails at once
+// with the store's message.
 //
 // When ctx ends first, the error matches both ErrNotAcquired and ctx's error under
 // errors.Is (and wraps the store's last error too, if there was one), and whatever was
@@ -131,7 +132,7 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 		case err == nil:
 		case ctx.Err() != nil:
 			return nil, describe(ErrNotAcquired, "", err, lastErr)
-		case once || errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidArgument) || mutation.On("start-once"):
+		case once || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) || errors.Is(err, ErrInvalidArgument) || mutation.On("start-once"):
 			return nil, describe(ErrNotAcquired, "", err)
 		default:
 			lastErr = err
@@ -152,7 +153,7 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 		select {
 		case <-wait:
 		case <-r.halted:
-		case <-r.closedBy: // the backend is closed: waiting longer cannot help
+		case <-r.hopeless: // the backend is closed or refuses: waiting longer cannot help
 		case <-ctx.Done():
 		}
 		svc.mu.Lock()
@@ -185,6 +186,8 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 			continue // the tenure lapsed before it could be handed out: contend again
 		case errors.Is(lastErr, ErrClosed):
 			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", l.Mutex()), lastErr)
+		case errors.Is(lastErr, ErrRefused):
+			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", l.Mutex()), lastErr)
 		case lastErr != nil:
 			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", l.Mutex()), lastErr)
 		default:

@@ -76,7 +76,7 @@ func (s entryState) String() string {
 // event is something that happened to an entry.
 type event struct {
 	kind    eventKind
-	err     error   // started, stopped
+	err     error   // started, stopped, hopeless
 	tenure  *tenure // acquired
 	waiting bool    // decided: others wait for the mutex
 	known   bool    // decided: the store could tell
@@ -92,7 +92,7 @@ const (
 	evAcquired                   // the contender began a tenure
 	evReleased                   // the contender's tenure ended
 	evDecided                    // the worker asked the store whether others wait
-	evClosedBy                   // the contender found the backend closed
+	evHopeless                   // the contender found the backend closed, or refused (err)
 	evClose                      // the registry closes
 )
 
@@ -112,11 +112,12 @@ func (e *entry) handle(ev event) {
 		if ev.err != nil {
 			e.failures++
 			e.lastErr = ev.err
-			// A closed backend is no outage to wait out: every waiter fails, as a Locker's
-			// acquisition does. Otherwise only single attempts fail, and the others wait
-			// while the start-up is retried (an ID another holder of this process still
-			// contends with is refused until that one is done).
-			e.failQueue(!errors.Is(ev.err, ErrClosed), describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
+			// A closed backend or a refusal is no outage to wait out: every waiter fails, as
+			// a Locker's acquisition does. Otherwise only single attempts fail, and the
+			// others wait while the start-up is retried (an ID another holder of this
+			// process still contends with is refused until that one is done).
+			hopeless := errors.Is(ev.err, ErrClosed) || errors.Is(ev.err, ErrRefused)
+			e.failQueue(!hopeless, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
 			if e.needed() {
 				e.enter(entryBackingOff)
 				e.spawn(e.backOff)
@@ -158,10 +159,11 @@ func (e *entry) handle(ev event) {
 		}
 		e.tenure = nil
 		e.enter(entryIdle)
-	case evClosedBy:
-		// No tenure can come from a closed backend: the waiters fail, as a Locker's
-		// acquisition does; a holder keeps its hold until its tenure lapses.
-		e.failQueue(false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", e.name), ErrClosed))
+	case evHopeless:
+		// No tenure can come from a closed backend, nor from a store that refuses the
+		// client: the waiters fail, as a Locker's acquisition does; a holder keeps its hold
+		// until its tenure lapses.
+		e.failQueue(false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
 	case evClose:
 		e.failQueue(false, ErrClosed)
 		if e.holder != "" {
@@ -289,7 +291,7 @@ func (e *entry) spawn(action func() event) {
 // The worker actions.
 
 func (e *entry) start(pause time.Duration) event {
-	_, err := e.svc.begin(e.m.ctx, runSpec{delay: pause, closedBy: e.closedBy})
+	_, err := e.svc.begin(e.m.ctx, runSpec{delay: pause, hopeless: e.hopeless})
 	if err != nil {
 		// A start-up the store has not answered goes on in the service's background (the
 		// registry closed meanwhile, or the store ignored the call timeout): it ends before
@@ -300,14 +302,15 @@ func (e *entry) start(pause time.Duration) event {
 	return event{kind: evStarted, err: err}
 }
 
-// closedBy hands the entry an evClosedBy, on a goroutine of the registry: the entry's
-// lifecycle found the backend closed (runSpec.closedBy, called with the service's lock
-// held, before the lifecycle halts and so before the registry's Close is done waiting).
-func (e *entry) closedBy() {
+// hopeless hands the entry an evHopeless, on a goroutine of the registry: the entry's
+// lifecycle found the backend closed or refusing (runSpec.hopeless, called with the
+// service's lock held, before the lifecycle halts and so before the registry's Close is
+// done waiting).
+func (e *entry) hopeless(err error) {
 	e.m.workers.Go(func() {
 		e.m.mu.Lock()
 		defer e.m.mu.Unlock()
-		e.handle(event{kind: evClosedBy})
+		e.handle(event{kind: evHopeless, err: err})
 	})
 }
 

@@ -91,10 +91,11 @@ func WithInitialDelay(d time.Duration) Option {
 	return func(c *config) { c.initialDelay, c.initialDelaySet = d, true }
 }
 
-// WithLogger sets the logger for lifecycle changes (Info), ownership changes (Info),
-// renewals and contend decisions (Debug), retried store errors (Warn) and recovered
-// callback panics (Error). Records carry the attributes "mutex" and "contender". Default:
-// a logger that discards everything; must not be nil.
+// WithLogger sets the logger for lifecycle changes and acquisitions (Info), renewals and
+// contend decisions (Debug), retried store errors and lost ownership (Warn), refusals
+// and recovered callback panics (Error). Records carry the attributes "mutex" and
+// "contender". Default: Warn and above go to slog.Default, the rest nowhere; must not be
+// nil (slog.New(slog.DiscardHandler) discards everything).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger, c.loggerSet = l, true }
 }
@@ -170,7 +171,7 @@ func newConfig(opts []Option) config {
 		c.renewalLead = c.ttl / renewalLeadDivisor
 	}
 	if !c.loggerSet {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = slog.New(processWarnings{})
 	}
 	return c
 }

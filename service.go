@@ -224,13 +224,14 @@ type run struct {
 	lease      LeaseContention // nil for a session contention
 	failures   int             // consecutive failed attempts; used by one round at a time
 	attempted  chan struct{}   // closed once the first attempt has been applied
-	closedBy   chan struct{}   // closed once an attempt found the backend closed
+	hopeless   chan struct{}   // closed once no attempt can succeed: the backend is closed, or refuses
 	acquired   chan struct{}   // closed when the first tenure begins
 	halted     chan struct{}   // closed when Stop begins (or the start fails)
 	finished   chan struct{}   // closed once the store side of the lifecycle is finished
 	finishErr  error           // what the store said when finishing; read after finished
 
 	// guarded by Service.mu
+	started       bool    // Start completed: the lifecycle ran
 	stopped       bool    // Stop has begun: results and reports are dropped
 	owner         Owner   // the owner as this service believes it now
 	tenure        *tenure // set while this contender believes it owns the mutex
@@ -238,7 +239,7 @@ type run struct {
 	over          bool    // spec.single: the first tenure has ended, no other begins
 	contendDone   bool    // StopContend was called already (a single session contention)
 	attemptedDone bool
-	closedByDone  bool
+	hopelessDone  bool
 	begun         uint64        // attempts begun
 	applied       uint64        // attempts whose outcome (answer or failure) was applied
 	appliedCh     chan struct{} // closed and replaced whenever an attempt is applied
@@ -259,7 +260,7 @@ type runSpec struct {
 	single bool
 	// once, with single, makes one attempt only (TryAcquire; Participant.Once).
 	once bool
-	// closedBy, if set, is called once when the lifecycle finds its backend closed
-	// (markClosedBy), with the service's lock held: it must not block.
-	closedBy func()
+	// hopeless, if set, is called once when the lifecycle finds that no attempt can
+	// succeed (markHopeless), with why, and with the service's lock held: it must not block.
+	hopeless func(error)
 }

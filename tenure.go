@@ -2,6 +2,7 @@ package simba
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"sync/atomic"
@@ -223,8 +224,11 @@ func (s *Service) endTenure(r *run, cause error, after Owner) {
 		r.over = true
 		r.rounds.poke()
 	}
-	if s.logs(slog.LevelInfo) {
-		s.log.Info("simba: released", "token", t.owner.Token, "cause", cause, "owner", after.ID)
+	switch {
+	case errors.Is(cause, ErrOwnershipLost):
+		s.log.Warn("simba: ownership lost", "token", t.owner.Token, "cause", cause, "owner", after.ID)
+	case s.logs(slog.LevelInfo):
+		s.log.Info("simba: released", "token", t.owner.Token)
 	}
 	if s.cfg.observer != nil {
 		s.cfg.observer.OnTenureEnded(Tenure{
