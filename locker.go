@@ -44,7 +44,7 @@ func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	return &Locker{svc: newService(b, nil, nil, mutex, id, cfg), closing: make(chan struct{})}, nil
+	return &Locker{svc: newService(b, RoleLock, nil, nil, mutex, id, cfg), closing: make(chan struct{})}, nil
 }
 
 // Mutex returns the name of the mutex.
@@ -80,7 +80,7 @@ func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 	}
 	began := cfg.now()
 	lease, err := l.obtain(ctx, once)
-	cfg.observeAcquire(l.Mutex(), l.ContenderID(), once, began, lease, err)
+	cfg.observeAcquire(ctx, l.Mutex(), l.ContenderID(), once, began, lease, err)
 	return lease, err
 }
 

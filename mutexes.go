@@ -191,7 +191,7 @@ func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) 
 	}
 	began := m.cfg.now()
 	lease, err := m.obtain(ctx, mutex, holder, once)
-	m.cfg.observeAcquire(mutex, m.id, once, began, lease, err)
+	m.cfg.observeAcquire(ctx, mutex, m.id, once, began, lease, err)
 	return lease, err
 }
 
@@ -241,7 +241,7 @@ func (m *Mutexes) obtain(ctx context.Context, mutex, holder string, once bool) (
 func (m *Mutexes) newEntry(mutex string) *entry {
 	e := &entry{m: m, name: mutex, changed: make(chan struct{})}
 	e.waiters.Init()
-	e.svc = newService(m.backend, entryContender{e}, nil, mutex, m.id, m.cfg)
+	e.svc = newService(m.backend, RoleLock, entryContender{e}, nil, mutex, m.id, m.cfg)
 	return e
 }
 

@@ -31,8 +31,9 @@ type Observer interface {
 	// OnTenureEnded is told that the belief ended; Tenure.Cause says why.
 	OnTenureEnded(Tenure)
 	// OnAcquire is told of every Acquire and TryAcquire of a Locker or Mutexes when it
-	// returns.
-	OnAcquire(Acquisition)
+	// returns, with the caller's context (a span recorded for it belongs to the caller's
+	// trace).
+	OnAcquire(context.Context, Acquisition)
 }
 
 // ObserverFuncs adapts plain functions to the Observer interface. Nil functions are
@@ -45,7 +46,7 @@ type ObserverFuncs struct {
 	// TenureEnded is called by OnTenureEnded.
 	TenureEnded func(Tenure)
 	// Acquire is called by OnAcquire.
-	Acquire func(Acquisition)
+	Acquire func(context.Context, Acquisition)
 }
 
 var _ Observer = ObserverFuncs{}
@@ -72,9 +73,9 @@ func (f ObserverFuncs) OnTenureEnded(t Tenure) {
 }
 
 // OnAcquire calls f.Acquire if it is set.
-func (f ObserverFuncs) OnAcquire(a Acquisition) {
+func (f ObserverFuncs) OnAcquire(ctx context.Context, a Acquisition) {
 	if f.Acquire != nil {
-		f.Acquire(a)
+		f.Acquire(ctx, a)
 	}
 }
 
@@ -124,12 +125,43 @@ func (o Op) String() string {
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
 
+// Role says what a contender is for, so that an Observer can tell leadership apart from a
+// critical section.
+type Role uint8
+
+// The roles.
+const (
+	// RoleLeader is a Service's or a Scheduler's: long-running leadership, one per mutex
+	// and process.
+	RoleLeader Role = iota + 1
+	// RoleLock is a Locker's or Mutexes': a lease held for a critical section.
+	RoleLock
+	// RoleObserver is a retrieval service's (Observe, Lookup): it contends for nothing.
+	RoleObserver
+)
+
+// String returns "leader", "lock" or "observer", fit for a metric label.
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleLock:
+		return "lock"
+	case RoleObserver:
+		return "observer"
+	}
+	return "Role(" + strconv.Itoa(int(r)) + ")"
+}
+
 // Call is one store call of a service, as an Observer is told of it.
 type Call struct {
 	// Mutex is the mutex name.
 	Mutex string
 	// Contender is the contender's ID; empty for a retriever.
 	Contender string
+	// Role is what the contender is for. A leader's first call is its start-up (OpStart),
+	// made before it can lead: an Observer can set up what it keeps per mutex then.
+	Role Role
 	// Op is what the call asked for.
 	Op Op
 	// Latency is the time from sending the call to its answer or failure.
@@ -151,6 +183,9 @@ type Tenure struct {
 	Mutex string
 	// Contender is the contender's ID.
 	Contender string
+	// Role is RoleLeader for a Service's or Scheduler's tenure (leadership), RoleLock for a
+	// Locker's or Mutexes'.
+	Role Role
 	// Owner is the owner record: as acquired when the tenure began, as last renewed when
 	// it ended. Owner.Token is the tenure's fencing token.
 	Owner Owner
@@ -201,7 +236,7 @@ func attemptOp(id string, renewing bool) Op {
 // observeCall tells the Observer of a store call sent at sent. Callers check that there is
 // an Observer first, so that nothing is built without one.
 func (s *Service) observeCall(op Op, sent time.Time, rec Record, err error) {
-	c := Call{Mutex: s.mutex, Contender: s.id, Op: op, Latency: s.cfg.now().Sub(sent), Err: err}
+	c := Call{Mutex: s.mutex, Contender: s.id, Role: s.role, Op: op, Latency: s.cfg.now().Sub(sent), Err: err}
 	if err == nil {
 		c.Owner, c.Token = rec.Owner, rec.Token
 	}
@@ -219,14 +254,14 @@ func (s *Service) call(ctx, caller context.Context, op Op, f func(context.Contex
 	return err
 }
 
-// observeAcquire tells the Observer of an acquisition that began at began and returned
-// lease or err. Callers check that there is an Observer first.
-func (c *config) observeAcquire(mutex, id string, try bool, began time.Time, lease *Lease, err error) {
+// observeAcquire tells the Observer of an acquisition that began at began, with the
+// caller's ctx, and returned lease or err. Callers check that there is an Observer first.
+func (c *config) observeAcquire(ctx context.Context, mutex, id string, try bool, began time.Time, lease *Lease, err error) {
 	a := Acquisition{Mutex: mutex, Contender: id, Try: try, Wait: c.now().Sub(began), Err: err}
 	if lease != nil {
 		a.Token = lease.Token()
 	}
-	c.observer.OnAcquire(a)
+	c.observer.OnAcquire(ctx, a)
 }
 
 // Outcome names the outcome of the call for a metric label or span attribute: "ok",

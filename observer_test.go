@@ -39,10 +39,10 @@ func (r *recorder) add(e any) {
 	}
 }
 
-func (r *recorder) OnCall(c simba.Call)           { r.add(c) }
-func (r *recorder) OnTenureBegan(t simba.Tenure)  { r.add(tenureBegan(t)) }
-func (r *recorder) OnTenureEnded(t simba.Tenure)  { r.add(tenureEnded(t)) }
-func (r *recorder) OnAcquire(a simba.Acquisition) { r.add(a) }
+func (r *recorder) OnCall(c simba.Call)                              { r.add(c) }
+func (r *recorder) OnTenureBegan(t simba.Tenure)                     { r.add(tenureBegan(t)) }
+func (r *recorder) OnTenureEnded(t simba.Tenure)                     { r.add(tenureEnded(t)) }
+func (r *recorder) OnAcquire(_ context.Context, a simba.Acquisition) { r.add(a) }
 
 func (r *recorder) snapshot() []any {
 	r.mu.Lock()
@@ -310,4 +310,55 @@ func TestEventNames(t *testing.T) {
 	} {
 		assert.Equal(t, want, simba.Tenure{Cause: cause}.Reason(), "%v", cause)
 	}
+}
+
+// TestObserverRolesAndCallerContext: every event says what its contender is for, and an
+// acquisition is told with the caller's context (a tracer puts its span in the caller's
+// trace).
+func TestObserverRolesAndCallerContext(t *testing.T) {
+	b, err := memory.New(memory.NewStore())
+	require.NoError(t, err)
+	type key struct{}
+	ctxs := make(chan context.Context, 1)
+	var mu sync.Mutex
+	roles := map[string]map[simba.Role]bool{}
+	note := func(mutex string, r simba.Role) {
+		mu.Lock()
+		defer mu.Unlock()
+		if roles[mutex] == nil {
+			roles[mutex] = map[simba.Role]bool{}
+		}
+		roles[mutex][r] = true
+	}
+	obs := simba.WithObserver(simba.ObserverFuncs{
+		Call:        func(c simba.Call) { note(c.Mutex, c.Role) },
+		TenureBegan: func(t simba.Tenure) { note(t.Mutex, t.Role) },
+		Acquire:     func(ctx context.Context, _ simba.Acquisition) { ctxs <- ctx },
+	})
+
+	l, err := simba.NewLocker(b, "lock", obs)
+	require.NoError(t, err)
+	defer l.Close()
+	lease, err := l.Acquire(context.WithValue(t.Context(), key{}, "caller"))
+	require.NoError(t, err)
+	assert.Equal(t, "caller", (<-ctxs).Value(key{}))
+	require.NoError(t, lease.Release(t.Context()))
+
+	acquired := make(chan struct{})
+	svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "leader", ID: "a",
+		Acquired: func(context.Context, simba.State) { close(acquired) }}, obs)
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(t.Context()))
+	<-acquired
+	require.NoError(t, svc.Close())
+
+	owners, err := simba.Observe(t.Context(), b, "watched", obs)
+	require.NoError(t, err)
+	_ = owners
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[simba.Role]bool{simba.RoleLock: true}, roles["lock"])
+	assert.Equal(t, map[simba.Role]bool{simba.RoleLeader: true}, roles["leader"])
+	assert.Equal(t, map[simba.Role]bool{simba.RoleObserver: true}, roles["watched"])
 }

@@ -100,7 +100,7 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 		return nil, err
 	}
 	s := &Scheduler{schedule: schedule, work: work, hooks: cfg.leaderHooks}
-	s.svc = newService(b, schedulerContender{s: s, mutex: mutex, id: id}, nil, mutex, id, cfg)
+	s.svc = newService(b, RoleLeader, schedulerContender{s: s, mutex: mutex, id: id}, nil, mutex, id, cfg)
 	return s, nil
 }
 

@@ -32,6 +32,7 @@ type Service struct {
 	retriever Retriever // nil for a contender
 	mutex     string
 	id        string // contender ID; empty for a retriever
+	role      Role
 	cfg       config
 	period    contendPeriod
 	log       *slog.Logger
@@ -65,7 +66,7 @@ func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	return newService(b, c, nil, mutex, id, cfg), nil
+	return newService(b, RoleLeader, c, nil, mutex, id, cfg), nil
 }
 
 // NewRetrievalService returns a service that observes who owns r.Mutex() through b without
@@ -82,16 +83,17 @@ func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, erro
 	if err := validateNames(b, mutex, "", false); err != nil {
 		return nil, err
 	}
-	return newService(b, nil, r, mutex, "", cfg), nil
+	return newService(b, RoleObserver, nil, r, mutex, "", cfg), nil
 }
 
-func newService(b Backend, c Contender, r Retriever, mutex, id string, cfg config) *Service {
+func newService(b Backend, role Role, c Contender, r Retriever, mutex, id string, cfg config) *Service {
 	log := cfg.logger.With("mutex", mutex)
 	if id != "" {
 		log = log.With("contender", id)
 	}
 	return &Service{
 		backend:   b,
+		role:      role,
 		contender: c,
 		retriever: r,
 		mutex:     mutex,

@@ -171,7 +171,7 @@ func (s *Service) beginTenure(r *run, o Owner, end, now time.Time) {
 		s.logAcquired(o)
 	}
 	if s.cfg.observer != nil {
-		s.cfg.observer.OnTenureBegan(Tenure{Mutex: s.mutex, Contender: s.id, Owner: o, Granted: r.granting})
+		s.cfg.observer.OnTenureBegan(Tenure{Mutex: s.mutex, Contender: s.id, Role: s.role, Owner: o, Granted: r.granting})
 	}
 	if s.contender != nil {
 		r.events.Push(func() { s.contender.OnAcquired(t.ctx, st) })
@@ -232,7 +232,7 @@ func (s *Service) endTenure(r *run, cause error, after Owner) {
 	}
 	if s.cfg.observer != nil {
 		s.cfg.observer.OnTenureEnded(Tenure{
-			Mutex: s.mutex, Contender: s.id, Owner: t.owner, Held: s.cfg.now().Sub(t.base), Cause: cause,
+			Mutex: s.mutex, Contender: s.id, Role: s.role, Owner: t.owner, Held: s.cfg.now().Sub(t.base), Cause: cause,
 		})
 	}
 	if s.contender != nil {

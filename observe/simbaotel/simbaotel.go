@@ -171,7 +171,7 @@ func (o *Observer) OnTenureEnded(t simba.Tenure) {
 }
 
 // OnAcquire records an acquisition's wait, and its span.
-func (o *Observer) OnAcquire(a simba.Acquisition) {
+func (o *Observer) OnAcquire(_ context.Context, a simba.Acquisition) {
 	outcome := "acquired"
 	if a.Err != nil {
 		outcome = "not_acquired"

@@ -124,7 +124,7 @@ func TestRenewalSpanAndCauses(t *testing.T) {
 		Err: fmt.Errorf("renew: %w", simba.ErrTimeout)})
 	h.obs.OnTenureBegan(simba.Tenure{Mutex: "m", Granted: true})
 	h.obs.OnTenureEnded(simba.Tenure{Mutex: "m", Cause: fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("down"))})
-	h.obs.OnAcquire(simba.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
+	h.obs.OnAcquire(context.Background(), simba.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
 
 	assert.Equal(t, 1.0, h.value(t, "simba.store.call.duration", mutex, attribute.String("simba.op", "renew"), attribute.String("simba.outcome", "timeout")))
 	assert.Equal(t, 1.0, h.value(t, "simba.tenure.started", mutex, attribute.String("simba.via", "handover")))

@@ -34,6 +34,8 @@
 package simbaprom
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/simba-go/simba"
@@ -199,7 +201,7 @@ func (o *Observer) OnTenureEnded(t simba.Tenure) {
 }
 
 // OnAcquire observes an acquisition's wait.
-func (o *Observer) OnAcquire(a simba.Acquisition) {
+func (o *Observer) OnAcquire(_ context.Context, a simba.Acquisition) {
 	outcome := "acquired"
 	if a.Err != nil {
 		outcome = "not_acquired"

@@ -1,6 +1,8 @@
 package simbaprom_test
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -112,7 +114,7 @@ func TestCausesAndLabels(t *testing.T) {
 	lost.Cause = simba.ErrLeaseExpired
 	obs.OnTenureEnded(lost)
 	obs.OnCall(simba.Call{Mutex: "m", Op: simba.OpRenew, Err: simba.ErrTimeout, Latency: time.Second})
-	obs.OnAcquire(simba.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
+	obs.OnAcquire(context.Background(), simba.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
 
 	m := func(kv ...string) map[string]string {
 		labels := map[string]string{"mutex": "m"}
