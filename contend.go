@@ -76,6 +76,7 @@ func (s *Service) attempt(r *run) time.Duration {
 		default:
 			s.log.Warn("simba: store call failed; retrying", "err", err, "owner", owner, "retry_in", d)
 		}
+		s.due(r, d)
 		return d
 	}
 	r.failures = 0
@@ -125,6 +126,7 @@ func (s *Service) answer(r *run, rec Record, sent time.Time) time.Duration {
 	o := rec.At(sent)
 	s.apply(r, o, end)
 	d := s.period.next(s.id, o, s.cfg.now())
+	s.due(r, d)
 	if s.logs(slog.LevelDebug) {
 		s.log.Debug("simba: contended", "owner", o.ID, "token", o.Token, "next_in", d)
 	}
@@ -152,6 +154,27 @@ func (s *Service) grant(r *run, rec Record, sent time.Time) {
 	if s.logs(slog.LevelDebug) {
 		s.log.Debug("simba: granted", "token", rec.Token)
 	}
+}
+
+// due records, while this contender leads, the instant by which the attempt due d from
+// now must have been applied: later, its renewal is overdue (Health.Overdue). Called with
+// s.mu held.
+func (s *Service) due(r *run, d time.Duration) {
+	if r.tenure == nil {
+		r.renewBy = time.Time{}
+		return
+	}
+	r.renewBy = s.cfg.now().Add(d + s.cfg.callTimeout)
+}
+
+// overdue returns how long the renewal of the running lifecycle's tenure is overdue.
+func (s *Service) overdue() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == nil || s.run.renewBy.IsZero() {
+		return 0
+	}
+	return max(0, s.cfg.now().Sub(s.run.renewBy))
 }
 
 // callTimeout bounds a store call sent at now by the call timeout and, while this

@@ -3,22 +3,32 @@ package simba
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
-// Health is the state of a service (or Scheduler) for readiness and liveness probes.
+// Health is the state of a service, Scheduler, Locker or Mutexes for readiness and
+// liveness probes.
 type Health struct {
-	// Mutex is the mutex name.
+	// Mutex is the mutex name; empty for a Mutexes, which serves many.
 	Mutex string `json:"mutex"`
 	// Contender is the contender's ID; empty for a retrieval service.
 	Contender string `json:"contender,omitempty"`
-	// Status is the lifecycle status: StatusRunning while it contends (or observes).
+	// Status is the lifecycle status: StatusRunning while it contends (or observes); a
+	// Locker or Mutexes is StatusRunning until Close.
 	Status Status `json:"-"`
-	// Leading reports whether this contender believes it owns the mutex now.
+	// Leading reports whether this contender believes it owns the mutex now (a Mutexes:
+	// any of its mutexes).
 	Leading bool `json:"leading"`
 	// Owner is the owner's ID as the service believes it now; empty when none is known.
 	Owner string `json:"owner"`
-	// Err is the error of the last store call (Service.Err): nil when the store answered.
+	// Err is the error of the last store call (Service.Err; a Locker's or Mutexes' last
+	// acquisition's): nil when the store answered.
 	Err error `json:"-"`
+	// Overdue is how long the renewal of this contender's tenure is overdue: its contend
+	// loop made no store call, answered or failed, for longer than its contend period and
+	// call timeout allow (the loop is stuck, as in a store call that ignores its
+	// deadline). Zero when it is not, and always for a contender that does not lead.
+	Overdue time.Duration `json:"-"`
 }
 
 // Healthy reports whether the service runs and its last store call succeeded: its store
@@ -26,19 +36,23 @@ type Health struct {
 func (h Health) Healthy() bool { return h.Status == StatusRunning && h.Err == nil }
 
 // MarshalJSON encodes the health with its status as a string and its error as a message,
-// and "healthy" as Healthy says.
+// "healthy" as Healthy says, and "renewal_overdue" when the renewal is overdue.
 func (h Health) MarshalJSON() ([]byte, error) {
 	type plain Health
-	var msg string
+	var msg, overdue string
 	if h.Err != nil {
 		msg = h.Err.Error()
+	}
+	if h.Overdue > 0 {
+		overdue = h.Overdue.String()
 	}
 	return json.Marshal(struct {
 		plain
 		Status  string `json:"status"`
 		Healthy bool   `json:"healthy"`
 		Error   string `json:"error,omitempty"`
-	}{plain(h), h.Status.String(), h.Healthy(), msg})
+		Overdue string `json:"renewal_overdue,omitempty"`
+	}{plain(h), h.Status.String(), h.Healthy(), msg, overdue})
 }
 
 // Health returns the service's state now.
@@ -50,29 +64,52 @@ func (s *Service) Health() Health {
 		Leading:   s.IsOwner(),
 		Owner:     s.Owner().ID,
 		Err:       s.Err(),
+		Overdue:   s.overdue(),
 	}
 }
 
 // Health returns the scheduler's state now; see Service.Health.
 func (s *Scheduler) Health() Health { return s.svc.Health() }
 
-// HealthReporter is what HealthHandler asks: *Service and *Scheduler.
+// HealthReporter is what HealthHandler asks: *Service, *Scheduler, *Locker and *Mutexes.
 type HealthReporter interface {
 	Health() Health
 }
 
-// HealthHandler returns an http.Handler for readiness and liveness probes of services and
-// Schedulers. It answers 200 OK when every one is Healthy (running, its last store call
-// answered), and 503 Service Unavailable otherwise. With the query parameter "leading"
-// (/healthz?leading), it also requires every one to lead: a probe that only the leader
-// passes, to route traffic to it. The body is a JSON array of the Health of each, in the
-// order given, for people and dashboards. A nil entry is reported as unhealthy.
+var (
+	_ HealthReporter = (*Service)(nil)
+	_ HealthReporter = (*Scheduler)(nil)
+	_ HealthReporter = (*Locker)(nil)
+	_ HealthReporter = (*Mutexes)(nil)
+)
+
+// HealthHandler returns an http.Handler for the probes of services, Schedulers, Lockers
+// and Mutexes. The body is a JSON array of the Health of each, in the order given; a nil
+// entry is reported as unhealthy. It answers 503 Service Unavailable when one fails the
+// probe the query asks for, and 200 OK otherwise:
 //
-// A store outage makes the probe fail while the service keeps retrying; use it for
-// readiness rather than liveness unless restarting the process is the cure you want.
+//   - /readyz: readiness. Every one must be Healthy: running, its last store call
+//     answered. A store outage fails it while the service retries.
+//   - /readyz?leading: readiness of the leader only, to route traffic to it: every one
+//     must also lead.
+//   - /livez?live, or ?live=5s: liveness, in the style of client-go's HealthzAdaptor. It
+//     fails only a leader whose renewal is overdue (Health.Overdue) by more than the
+//     tolerance given (default 0): a stuck process that restarting cures. An outage, or
+//     not leading, passes. A tolerance that is not a duration is a 400.
 func HealthHandler(services ...HealthReporter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, leading := r.URL.Query()["leading"]
+		q := r.URL.Query()
+		_, leading := q["leading"]
+		_, live := q["live"]
+		var tolerance time.Duration
+		if v := q.Get("live"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				http.Error(w, "simba: live "+v+": must be a duration >= 0", http.StatusBadRequest)
+				return
+			}
+			tolerance = d
+		}
 		code := http.StatusOK
 		states := make([]Health, 0, len(services))
 		for _, s := range services {
@@ -80,7 +117,11 @@ func HealthHandler(services ...HealthReporter) http.Handler {
 			if !isNil(s) {
 				h = s.Health()
 			}
-			if !h.Healthy() || (leading && !h.Leading) {
+			switch {
+			case live && h.Overdue > tolerance:
+				code = http.StatusServiceUnavailable
+			case live:
+			case !h.Healthy() || (leading && !h.Leading):
 				code = http.StatusServiceUnavailable
 			}
 			states = append(states, h)

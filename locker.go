@@ -27,10 +27,11 @@ type Locker struct {
 	svc     *Service      // started for every acquisition; one at a time
 	closing chan struct{} // closed by Close: ends an acquisition waiting to retry its start-up
 
-	mu     sync.Mutex
-	busy   bool   // an acquisition is under way or a lease is outstanding
-	lease  *Lease // the outstanding lease
-	closed bool
+	mu       sync.Mutex
+	busy     bool   // an acquisition is under way or a lease is outstanding
+	lease    *Lease // the outstanding lease
+	closed   bool
+	storeErr error // the store's last error in the last acquisition; nil if it acquired
 }
 
 // NewLocker returns a Locker for mutex on b. Its contender ID is a new HostContenderID
@@ -123,9 +124,17 @@ func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 
 // contend starts lifecycles of the locker's service until one yields a tenure that is
 // still believed when it is handed out, ctx ends, or (once) one attempt was made.
-func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
+func (l *Locker) contend(ctx context.Context, once bool) (lease *Lease, _ error) {
 	svc := l.svc
-	var lastErr error
+	var lastErr error // the store's last error, for the error returned and for Health
+	defer func() {
+		if lease != nil {
+			lastErr = nil
+		}
+		l.mu.Lock()
+		l.storeErr = lastErr
+		l.mu.Unlock()
+	}()
 	for failures := 1; ; failures++ {
 		r, err := svc.begin(ctx, runSpec{single: true, once: once})
 		switch {
@@ -133,6 +142,9 @@ func (l *Locker) contend(ctx context.Context, once bool) (*Lease, error) {
 		case ctx.Err() != nil:
 			return nil, describe(ErrNotAcquired, "", err, lastErr)
 		case once || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) || errors.Is(err, ErrInvalidArgument) || mutation.On("start-once"):
+			if !errors.Is(err, ErrInvalidArgument) {
+				lastErr = err
+			}
 			return nil, describe(ErrNotAcquired, "", err)
 		default:
 			lastErr = err
@@ -243,6 +255,23 @@ func (l *Locker) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// Health returns the locker's state now, for HealthHandler: it is running until Close,
+// leads while it holds a lease, and its error is that of the acquisition under way, or
+// else of the last one (nil when it acquired).
+func (l *Locker) Health() Health {
+	h := l.svc.Health()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h.Status = StatusRunning
+	if l.closed {
+		h.Status = StatusInitial
+	}
+	if h.Err == nil && l.svc.Status() != StatusRunning {
+		h.Err = l.storeErr
+	}
+	return h
 }
 
 func (l *Locker) isClosed() bool {

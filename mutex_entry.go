@@ -111,7 +111,7 @@ func (e *entry) handle(ev event) {
 	case evStarted:
 		if ev.err != nil {
 			e.failures++
-			e.lastErr = ev.err
+			e.lastErr, e.m.storeErr = ev.err, ev.err
 			// A closed backend or a refusal is no outage to wait out: every waiter fails, as
 			// a Locker's acquisition does. Otherwise only single attempts fail, and the
 			// others wait while the start-up is retried (an ID another holder of this
@@ -160,6 +160,7 @@ func (e *entry) handle(ev event) {
 		e.tenure = nil
 		e.enter(entryIdle)
 	case evHopeless:
+		e.m.storeErr = ev.err
 		// No tenure can come from a closed backend, nor from a store that refuses the
 		// client: the waiters fail, as a Locker's acquisition does; a holder keeps its hold
 		// until its tenure lapses.
@@ -243,6 +244,7 @@ func (e *entry) grant() {
 	owner := e.svc.tenureOwner(e.tenure)
 	e.holder = first.holder
 	e.endHold = func() { cancel(context.Canceled) }
+	e.m.storeErr = nil
 	if e.fresh {
 		e.fresh = false
 	} else {
@@ -376,6 +378,7 @@ func (e *entry) taken(ctx context.Context, w *waiter) (*Lease, error) {
 	if last == nil {
 		last = e.svc.Err()
 	}
+	m.storeErr = last
 	e.handle(event{kind: evQueue})
 	return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ctx.Err(), last)
 }
@@ -434,6 +437,7 @@ func (e *entry) tryOnce(ctx context.Context, w *waiter) (*Lease, error) {
 				continue
 			}
 			if err != nil {
+				m.storeErr = err
 				return refuse("was not acquired: the store did not answer", err)
 			}
 			return refuse(fmt.Sprintf("is owned by %q", e.svc.Owner().ID))

@@ -71,10 +71,11 @@ type Mutexes struct {
 	ctx     context.Context // ends at Close: cuts a worker's start-up or backoff short
 	cancel  context.CancelFunc
 
-	mu      sync.Mutex
-	entries map[string]*entry
-	closed  bool
-	errs    []error // store errors of the stops Close made
+	mu       sync.Mutex
+	entries  map[string]*entry
+	closed   bool
+	errs     []error // store errors of the stops Close made
+	storeErr error   // the store's error in the last acquisition that ended; nil if granted
 }
 
 // NewMutexes returns a registry of mutexes on b. Options are those of services (TTL,
@@ -159,6 +160,30 @@ func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 		return fmt.Errorf("%w: %q holds nothing on mutex %q", ErrNotOwner, holder, mutex)
 	}
 	return l.Release(ctx)
+}
+
+// Health returns the registry's state now, for HealthHandler: it is running until Close,
+// leads while any of its mutexes is held, and its error is the store's last: of a
+// contender that runs, or else of the last acquisition that ended (nil when granted).
+func (m *Mutexes) Health() Health {
+	m.mu.Lock()
+	entries := make([]*entry, 0, len(m.entries))
+	h := Health{Contender: m.id, Status: StatusRunning, Err: m.storeErr}
+	if m.closed {
+		h.Status = StatusInitial
+	}
+	for _, e := range m.entries {
+		entries = append(entries, e)
+		h.Leading = h.Leading || e.holder != ""
+	}
+	m.mu.Unlock()
+	for _, e := range entries { // the services' own locks come after the registry's
+		if err := e.svc.Err(); err != nil {
+			h.Err = err
+		}
+		h.Overdue = max(h.Overdue, e.svc.overdue())
+	}
+	return h
 }
 
 // Close gives up every mutex of the registry: waiters return errors matching ErrClosed,

@@ -246,6 +246,7 @@ type run struct {
 	applied       uint64        // attempts whose outcome (answer or failure) was applied
 	appliedCh     chan struct{} // closed and replaced whenever an attempt is applied
 	lastErr       error         // the error of the last attempt, nil after a successful one
+	renewBy       time.Time     // while leading: when the next attempt must have been applied
 	granting      bool          // a grant is being applied (for the Observer)
 	answeredSent  time.Time     // the send time of the latest answer or grant applied
 	grantedSent   time.Time     // the send time of the latest grant applied
