@@ -257,7 +257,9 @@ func TestDefaultLoggerShowsWarnings(t *testing.T) {
 	require.NoError(t, svc.Start(context.Background()))
 	<-acquired
 	b.fail(opAcquire, errWrongPassword)
-	waitFor(t, func() bool { return strings.Contains(buf.String(), "mutex=default-logger") && strings.Contains(buf.String(), "level=ERROR") })
+	waitFor(t, func() bool {
+		return strings.Contains(buf.String(), "mutex=default-logger") && strings.Contains(buf.String(), "level=ERROR")
+	})
 	assert.Contains(t, buf.String(), "WRONGPASS")
 	assert.NotContains(t, buf.String(), "level=INFO", "acquisitions are not logged by default")
 }
