@@ -37,3 +37,19 @@ func Example() {
 	fmt.Println("ran on the leader")
 	// Output: ran on the leader
 }
+
+// ExampleNewLocker runs a job every minute on whichever instance takes the slot first.
+func ExampleNewLocker() {
+	b, _ := memory.New(memory.NewStore()) // each instance: a backend on the store they share
+	locker, _ := simbagocron.NewLocker(b,
+		simbagocron.WithMinHold(10*time.Second)) // a slot stays taken 10s: longer than clocks differ, shorter than a minute
+	s, _ := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+	_, _ = s.NewJob(gocron.CronJob("* * * * *", false), gocron.NewTask(func() {
+		fmt.Println("report")
+	}), gocron.WithName("report"))
+	s.Start()
+
+	// when the process ends:
+	_ = s.Shutdown()
+	_ = locker.Close()
+}

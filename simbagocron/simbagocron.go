@@ -10,10 +10,28 @@
 //     survives between runs, so a job is never run twice for one slot because two
 //     instances' clocks differ. Prefer it.
 //   - Locker (gocron.WithDistributedLocker, gocron.WithDistributedJobLocker): every
-//     instance schedules every job, and the run takes a lock named after the job first;
-//     an instance that cannot take it at once skips the run. The lock is released when the
-//     run ends, so instances whose clocks differ by more than a run's length may each run
-//     the same slot: gocron's own caveat for lockers.
+//     instance schedules every job, and each run first takes a mutex named after the job;
+//     an instance that cannot take it at once skips the run.
+//
+// A slot is locked by holding the job's mutex, not by naming the slot: gocron v2 passes
+// Lock the job's name and the job's context only, not the time the run was scheduled
+// for, and a slot read off each instance's clock would differ between instances near a
+// slot's start (and a DurationJob's slots differ from one instance to the next). So a run's
+// mutex stays held until the run has ended and the minimum hold (WithMinHold, default
+// 500ms) has passed since Lock, as ShedLock's lockAtLeastFor does: instances whose
+// schedulers fire for the same slot a little later find it held and skip it. Released
+// when the run ends, the mutex would let an instance that fires a few milliseconds later
+// (start jitter, lock latency, clock difference) run a short job's slot again.
+//
+// A slot can still run twice when another instance fires for it more than the hold after
+// the first instance took the mutex (or, for a run longer than the hold, after the run
+// ended): when the instances' clocks differ, plus their start jitter and the store's
+// latency, by more than the hold; when the hold ends early, because the Locker is closed
+// or the lease is lost (a store outage longer than the TTL); and for a DurationJob whose
+// instances started at different times, since gocron counts its slots from each
+// scheduler's start: align them with gocron.WithStartAt, or use a CronJob. A hold longer
+// than the period less that difference skips slots instead: the mutex is still held,
+// everywhere, when the next slot fires.
 //
 // Neither stops a run that is under way when leadership or the lock is lost: pass the
 // fencing token (Service.Owner().Token) to what the job writes, as simba's documentation
@@ -24,6 +42,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-co-op/gocron/v2"
 
@@ -67,42 +88,109 @@ func (e *Elector) IsLeader(context.Context) error {
 // Locker is a gocron.Locker that takes, for each run of a job, the simba mutex named after
 // the job (gocron passes the job's name; name jobs with gocron.WithName, with names valid
 // on your store: ZooKeeper refuses '/', which gocron's default names, Go function names,
-// contain). One Locker shares its mutexes among the jobs of one process (simba.Mutexes):
-// one contender per mutex on the store. It is safe for concurrent use; Close it when the
-// scheduler has shut down.
+// contain), and holds it until the run has ended and the minimum hold has passed. One
+// Locker shares its mutexes among the jobs of one process (simba.Mutexes): one contender
+// per mutex on the store. It is safe for concurrent use; Close it when the scheduler has
+// shut down.
 type Locker struct {
 	mutexes *simba.Mutexes
+	minHold time.Duration
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{} // closed by Close: ends the holds under way
+	holds   sync.WaitGroup
 }
 
 var _ gocron.Locker = (*Locker)(nil)
 
-// NewLocker returns a Locker on b. opts are simba.NewMutexes' (TTL, contender ID, logger,
-// observer).
-func NewLocker(b simba.Backend, opts ...simba.Option) (*Locker, error) {
-	m, err := simba.NewMutexes(b, opts...)
+// NewLocker returns a Locker on b.
+func NewLocker(b simba.Backend, opts ...Option) (*Locker, error) {
+	cfg := config{minHold: DefaultMinHold}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := simba.NewMutexes(b, cfg.simba...)
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{mutexes: m}, nil
+	return &Locker{mutexes: m, minHold: cfg.minHold, closing: make(chan struct{})}, nil
 }
 
 // Lock takes the mutex named key if that is possible without waiting (Mutexes.TryAcquire):
 // the instance that holds it runs the job, the others skip the run. The error matches
-// simba.ErrNotAcquired when another instance holds it.
+// simba.ErrNotAcquired when another instance holds the mutex.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	lease, err := l.mutexes.TryAcquire(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return lock{lease}, nil
+	return &lock{locker: l, job: key, lease: lease, holdEnd: time.Now().Add(l.minHold)}, nil
 }
 
-// Close releases every mutex the Locker holds and waits for its goroutines.
-func (l *Locker) Close() error { return l.mutexes.Close() }
+// Close ends the holds under way (see WithMinHold), releases every mutex the Locker holds
+// and waits for its goroutines.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.closing)
+	}
+	l.mu.Unlock()
+	l.holds.Wait()
+	return l.mutexes.Close()
+}
+
+// holdOn releases lease once wait has passed, or at once when the lease is lost or the
+// Locker closes, on a goroutine that Close joins. It returns false after Close.
+func (l *Locker) holdOn(ctx context.Context, job string, lease *simba.Lease, wait time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.holds.Add(1)
+	go func() {
+		defer l.holds.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-lease.Done():
+		case <-l.closing:
+		}
+		_ = lease.Release(context.WithoutCancel(ctx))
+	}()
+	return true
+}
 
 // lock is one held run.
-type lock struct{ lease *simba.Lease }
+type lock struct {
+	locker   *Locker
+	job      string
+	lease    *simba.Lease
+	holdEnd  time.Time // the end of the minimum hold, on the monotonic clock
+	unlocked atomic.Bool
+}
 
-// Unlock releases the mutex. A lease lost during the run is reported with an error
-// matching simba.ErrOwnershipLost.
-func (l lock) Unlock(ctx context.Context) error { return l.lease.Release(ctx) }
+// Unlock releases the mutex once the minimum hold since Lock has passed: at once if it
+// has, else later, in the background, returning at once. A lease lost during the run is
+// released at once, and reported with an error matching simba.ErrOwnershipLost.
+func (k *lock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return simba.InvalidArgument("ctx", nil, "must not be nil")
+	}
+	if !k.unlocked.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: the lock of job %q is already unlocked", simba.ErrNotOwner, k.job)
+	}
+	wait := time.Until(k.holdEnd)
+	if wait > 0 && k.lease.Context().Err() == nil && k.locker.holdOn(ctx, k.job, k.lease, wait) {
+		return nil
+	}
+	return k.lease.Release(ctx)
+}

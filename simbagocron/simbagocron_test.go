@@ -55,16 +55,17 @@ func TestMain(m *testing.M) {
 }
 
 // stores returns, by name, a function that makes a new backend (a process of its own) on
-// each store the tests run on: memory and a real Redis.
-func stores(t *testing.T) map[string]func() simba.Backend {
+// each store the tests run on: memory and a real Redis. Call it with the (sub)test that
+// uses the backend.
+func stores() map[string]func(t *testing.T) simba.Backend {
 	mem := memory.NewStore()
-	return map[string]func() simba.Backend{
-		"memory": func() simba.Backend {
+	return map[string]func(t *testing.T) simba.Backend{
+		"memory": func(t *testing.T) simba.Backend {
 			b, err := memory.New(mem)
 			require.NoError(t, err)
 			return b
 		},
-		"redis": func() simba.Backend {
+		"redis": func(t *testing.T) simba.Backend {
 			testserver.Need(t, redisErr)
 			client := goredis.NewClient(&goredis.Options{Addr: redisServer.Addr()})
 			t.Cleanup(func() { _ = client.Close() })
@@ -110,11 +111,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestElector(t *testing.T) {
-	for name, newBackend := range stores(t) {
+	for name, newBackend := range stores() {
 		t.Run(name, func(t *testing.T) {
 			mutex := "gocron-elector-" + name
 			elector := func(id string) (*simba.Service, *simbagocron.Elector) {
-				svc, err := simba.NewService(newBackend(), simba.ContenderFuncs{MutexName: mutex, ID: id},
+				svc, err := simba.NewService(newBackend(t), simba.ContenderFuncs{MutexName: mutex, ID: id},
 					simba.WithTTL(time.Second), simba.WithTransition(500*time.Millisecond))
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = svc.Close() })
@@ -144,7 +145,7 @@ func TestElector(t *testing.T) {
 }
 
 func TestLocker(t *testing.T) {
-	for name, newBackend := range stores(t) {
+	for name, newBackend := range stores() {
 		t.Run(name, func(t *testing.T) {
 			var inFlight, most atomic.Int64
 			var runs atomic.Int64
@@ -158,7 +159,8 @@ func TestLocker(t *testing.T) {
 			}
 			job := "gocron-locker-" + name
 			for range 2 {
-				l, err := simbagocron.NewLocker(newBackend())
+				// No minimum hold: each run's end frees the mutex, so that the instances' runs meet.
+				l, err := simbagocron.NewLocker(newBackend(t), simbagocron.WithMinHold(0))
 				require.NoError(t, err)
 				s, err := gocron.NewScheduler(gocron.WithDistributedLocker(l))
 				require.NoError(t, err)

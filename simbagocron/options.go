@@ -1,0 +1,40 @@
+package simbagocron
+
+import (
+	"time"
+
+	"github.com/simba-go/simba"
+)
+
+// DefaultMinHold is the Locker's minimum hold (WithMinHold): above the clock difference
+// of hosts kept in sync by NTP plus schedulers' start jitter and a store's latency (a few
+// to tens of milliseconds), below the period of most jobs (a cron job's is 1s at least).
+const DefaultMinHold = 500 * time.Millisecond
+
+// Option configures a Locker.
+type Option func(*config)
+
+type config struct {
+	minHold time.Duration
+	simba   []simba.Option
+}
+
+// WithMinHold sets how long after Lock a run's mutex stays held at least: a run that ends
+// sooner keeps it until then, so that instances whose schedulers fire for the same slot a
+// little later skip it. Choose it longer than the instances' clock difference plus their
+// start jitter, and shorter than the job's period minus those: a mutex still held when the
+// next slot fires skips that slot everywhere. Default DefaultMinHold (500ms); must be >= 0
+// (0: release when the run ends).
+func WithMinHold(d time.Duration) Option { return func(c *config) { c.minHold = d } }
+
+// WithSimbaOptions passes opts to simba.NewMutexes: TTL, contender ID, observer, logger.
+func WithSimbaOptions(opts ...simba.Option) Option {
+	return func(c *config) { c.simba = append(c.simba, opts...) }
+}
+
+func (c *config) validate() error {
+	if c.minHold < 0 {
+		return simba.InvalidArgument("min hold", c.minHold, "must be >= 0")
+	}
+	return nil
+}
