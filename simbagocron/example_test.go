@@ -3,6 +3,7 @@ package simbagocron_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -42,7 +43,8 @@ func Example() {
 func ExampleNewLocker() {
 	b, _ := memory.New(memory.NewStore()) // each instance: a backend on the store they share
 	locker, _ := simbagocron.NewLocker(b,
-		simbagocron.WithMinHold(10*time.Second)) // a slot stays taken 10s: longer than clocks differ, shorter than a minute
+		simbagocron.WithMinHold(10*time.Second), // a slot stays taken 10s: longer than clocks differ, shorter than a minute
+		simbagocron.WithLogger(slog.Default()))
 	s, _ := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
 	_, _ = s.NewJob(gocron.CronJob("* * * * *", false), gocron.NewTask(func() {
 		fmt.Println("report")

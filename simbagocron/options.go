@@ -1,6 +1,7 @@
 package simbagocron
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/simba-go/simba"
@@ -15,8 +16,10 @@ const DefaultMinHold = 500 * time.Millisecond
 type Option func(*config)
 
 type config struct {
-	minHold time.Duration
-	simba   []simba.Option
+	minHold   time.Duration
+	logger    *slog.Logger
+	loggerSet bool
+	simba     []simba.Option
 }
 
 // WithMinHold sets how long after Lock a run's mutex stays held at least: a run that ends
@@ -27,14 +30,34 @@ type config struct {
 // (0: release when the run ends).
 func WithMinHold(d time.Duration) Option { return func(c *config) { c.minHold = d } }
 
+// WithLogger sets the logger of the Locker (a Lock that no retry can cure, such as a
+// refusal by the store, at Error; a failed release at Warn) and of its mutexes
+// (simba.WithLogger, unless WithSimbaOptions sets one). Default: slog.Default() for the
+// Locker, simba's default (nothing) for the mutexes; must not be nil.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger, c.loggerSet = l, true }
+}
+
 // WithSimbaOptions passes opts to simba.NewMutexes: TTL, contender ID, observer, logger.
 func WithSimbaOptions(opts ...simba.Option) Option {
 	return func(c *config) { c.simba = append(c.simba, opts...) }
 }
 
 func (c *config) validate() error {
-	if c.minHold < 0 {
+	switch {
+	case c.minHold < 0:
 		return simba.InvalidArgument("min hold", c.minHold, "must be >= 0")
+	case c.logger == nil:
+		return simba.InvalidArgument("logger", nil, "must not be nil")
 	}
 	return nil
+}
+
+// mutexOptions returns the options of the Locker's simba.Mutexes: the logger of
+// WithLogger, overridden by one among WithSimbaOptions.
+func (c *config) mutexOptions() []simba.Option {
+	if !c.loggerSet {
+		return c.simba
+	}
+	return append([]simba.Option{simba.WithLogger(c.logger)}, c.simba...)
 }

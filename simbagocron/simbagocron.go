@@ -33,6 +33,11 @@
 // than the period less that difference skips slots instead: the mutex is still held,
 // everywhere, when the next slot fires.
 //
+// gocron drops Lock's error and logs nothing by default. The Locker logs the errors that
+// no retry cures at Error (WithLogger; slog.Default() unless set): a store that refused
+// the client (the error matches simba.ErrRefused, where another instance's hold matches
+// simba.ErrNotAcquired only), a job name the store does not accept, a closed Locker.
+//
 // Neither stops a run that is under way when leadership or the lock is lost: pass the
 // fencing token (Service.Owner().Token) to what the job writes, as simba's documentation
 // explains.
@@ -42,6 +47,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +101,7 @@ func (e *Elector) IsLeader(context.Context) error {
 type Locker struct {
 	mutexes *simba.Mutexes
 	minHold time.Duration
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	closed  bool
@@ -106,7 +113,7 @@ var _ gocron.Locker = (*Locker)(nil)
 
 // NewLocker returns a Locker on b.
 func NewLocker(b simba.Backend, opts ...Option) (*Locker, error) {
-	cfg := config{minHold: DefaultMinHold}
+	cfg := config{minHold: DefaultMinHold, logger: slog.Default()}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -115,19 +122,21 @@ func NewLocker(b simba.Backend, opts ...Option) (*Locker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, err := simba.NewMutexes(b, cfg.simba...)
+	m, err := simba.NewMutexes(b, cfg.mutexOptions()...)
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{mutexes: m, minHold: cfg.minHold, closing: make(chan struct{})}, nil
+	return &Locker{mutexes: m, minHold: cfg.minHold, log: cfg.logger, closing: make(chan struct{})}, nil
 }
 
 // Lock takes the mutex named key if that is possible without waiting (Mutexes.TryAcquire):
 // the instance that holds it runs the job, the others skip the run. The error matches
-// simba.ErrNotAcquired when another instance holds the mutex.
+// simba.ErrNotAcquired when another instance holds the mutex, and simba.ErrRefused when
+// the store refused the client (logged at Error).
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	lease, err := l.mutexes.TryAcquire(ctx, key)
 	if err != nil {
+		l.skipped(ctx, key, err)
 		return nil, err
 	}
 	return &lock{locker: l, job: key, lease: lease, holdEnd: time.Now().Add(l.minHold)}, nil
@@ -144,6 +153,20 @@ func (l *Locker) Close() error {
 	l.mu.Unlock()
 	l.holds.Wait()
 	return l.mutexes.Close()
+}
+
+// skipped logs why Lock failed. gocron drops the error, and its default logger prints
+// nothing, so a failure that no retry cures would skip every run in silence: it is logged
+// at Error. Another instance's hold is the normal case, and an outage is logged by simba
+// (WithLogger), so both are only Debug.
+func (l *Locker) skipped(ctx context.Context, job string, err error) {
+	switch {
+	case ctx != nil && ctx.Err() != nil: // the job was removed or the scheduler shut down
+	case errors.Is(err, simba.ErrRefused), errors.Is(err, simba.ErrInvalidArgument), errors.Is(err, simba.ErrClosed):
+		l.log.ErrorContext(ctx, "simbagocron: cannot lock; the run is skipped", "job", job, "err", err)
+	default:
+		l.log.DebugContext(ctx, "simbagocron: not locked; the run is skipped", "job", job, "err", err)
+	}
 }
 
 // holdOn releases lease once wait has passed, or at once when the lease is lost or the
@@ -164,9 +187,19 @@ func (l *Locker) holdOn(ctx context.Context, job string, lease *simba.Lease, wai
 		case <-lease.Done():
 		case <-l.closing:
 		}
-		_ = lease.Release(context.WithoutCancel(ctx))
+		_ = l.release(context.WithoutCancel(ctx), job, lease)
 	}()
 	return true
+}
+
+// release releases lease and logs its error, which gocron drops: a lease lost before
+// its release may have let another instance run the job meanwhile.
+func (l *Locker) release(ctx context.Context, job string, lease *simba.Lease) error {
+	err := lease.Release(ctx)
+	if err != nil {
+		l.log.WarnContext(ctx, "simbagocron: releasing the lock failed", "job", job, "err", err)
+	}
+	return err
 }
 
 // lock is one held run.
@@ -192,5 +225,5 @@ func (k *lock) Unlock(ctx context.Context) error {
 	if wait > 0 && k.lease.Context().Err() == nil && k.locker.holdOn(ctx, k.job, k.lease, wait) {
 		return nil
 	}
-	return k.lease.Release(ctx)
+	return k.locker.release(ctx, k.job, k.lease)
 }
