@@ -33,7 +33,7 @@ func WithMinHold(d time.Duration) Option { return func(c *config) { c.minHold = 
 // WithLogger sets the logger of the Locker (a Lock that no retry can cure, such as a
 // refusal by the store, at Error; a failed release at Warn) and of its mutexes
 // (simba.WithLogger, unless WithSimbaOptions sets one). Default: slog.Default() for the
-// Locker, simba's default (nothing) for the mutexes; must not be nil.
+// Locker, simba's default (Warn and above to slog.Default()) for the mutexes; must not be nil.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger, c.loggerSet = l, true }
 }
