@@ -31,7 +31,8 @@
 // List and Release return by their context's deadline whatever the server does; a call
 // the server has not answered by then goes on in the background until the server
 // answers, the client gives up, or Close closes the client, and Close waits for it.
-// After Close they fail with an error matching simba.ErrClosed.
+// A call that Close ends (one waiting for a ZooKeeper session among them), and every call
+// after Close, fails with an error matching simba.ErrClosed.
 package storeurl
 
 import (
@@ -70,9 +71,10 @@ type Store struct {
 	release func(ctx context.Context, mutex string, o simba.Owner) error
 	ready   func(ctx context.Context) error // nil, or waits for what List and Release need (a ZooKeeper session)
 
-	mu     sync.Mutex
-	closed bool
-	calls  sync.WaitGroup // List and Release calls, which may outlive their caller's deadline; joined by Close
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{}  // closed when Close begins: ends what waits without the client (a session wait)
+	calls   sync.WaitGroup // List and Release calls, which may outlive their caller's deadline; joined by Close
 }
 
 // Open returns the store the URL names. It dials nothing before the first store call
@@ -83,7 +85,7 @@ func Open(rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, simba.InvalidArgument("store URL", redact(rawURL), "must be a URL")
 	}
-	s := &Store{url: u.Redacted()}
+	s := &Store{url: u.Redacted(), closing: make(chan struct{})}
 	switch u.Scheme {
 	case "redis", "rediss":
 		opts, err := goredis.ParseURL(rawURL)
@@ -151,6 +153,9 @@ func (s *Store) String() string { return s.url }
 func (s *Store) Close() error {
 	s.mu.Lock()
 	closers := s.closers
+	if !s.closed {
+		close(s.closing)
+	}
 	s.closers, s.closed = nil, true
 	s.mu.Unlock()
 	var errs []error
@@ -163,7 +168,8 @@ func (s *Store) Close() error {
 
 // bounded runs f, a call of the store's client, once the store is ready, and returns its
 // error, or ctx's error when ctx ends first: f then goes on in the background, and Close
-// waits for it. On a closed store it fails with simba.ErrClosed.
+// waits for it. On a closed store, or one closed under the call, it fails with an error
+// matching simba.ErrClosed.
 func (s *Store) bounded(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -181,13 +187,27 @@ func (s *Store) bounded(ctx context.Context, f func() error) error {
 				return
 			}
 		}
-		done <- f()
+		done <- s.closedUnder(f())
 	})
 	s.mu.Unlock()
 	if err, ok := await.Answer(ctx, done); ok {
 		return err // a client that honours ctx says what it was waiting for
 	}
 	return fmt.Errorf("no answer from the server: %w", ctx.Err())
+}
+
+// closedUnder returns err, marked with simba.ErrClosed when Close has begun: the client
+// closed under the call is why it failed.
+func (s *Store) closedUnder(err error) error {
+	if err == nil || errors.Is(err, simba.ErrClosed) {
+		return err
+	}
+	select {
+	case <-s.closing:
+		return fmt.Errorf("%w: %w", simba.ErrClosed, err)
+	default:
+		return err
+	}
 }
 
 // List returns the names of the mutexes the store holds records for, sorted: on Redis
@@ -419,7 +439,7 @@ func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
 	}
 	s.backend = b
 	s.closers = append(s.closers, b.Close) // closes the connection too
-	s.ready = func(ctx context.Context) error { return waitSession(ctx, conn) }
+	s.ready = func(ctx context.Context) error { return waitSession(ctx, conn, s.closing) }
 	s.list = func(ctx context.Context) ([]string, error) {
 		names, _, err := conn.Children("/simba")
 		if errors.Is(err, zk.ErrNoNode) {
@@ -433,14 +453,17 @@ func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
 	return nil
 }
 
-// waitSession waits until conn has a ZooKeeper session, or ctx ends.
-func waitSession(ctx context.Context, conn *zk.Conn) error {
+// waitSession waits until conn has a ZooKeeper session, ctx ends, or closing is closed
+// (the store's Close has begun: the session will never come).
+func waitSession(ctx context.Context, conn *zk.Conn, closing <-chan struct{}) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for conn.State() != zk.StateHasSession {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("no zookeeper session: %w", ctx.Err())
+		case <-closing:
+			return fmt.Errorf("no zookeeper session: %w", simba.ErrClosed)
 		case <-tick.C:
 		}
 	}

@@ -197,3 +197,84 @@ func ExampleOpen() {
 	fmt.Println(s)
 	// Output: redis://127.0.0.1:6379/0
 }
+
+// doneSeen is a context that tells, by closing seen, that a call has asked for its Done
+// channel: the call has got past its closed-store check and is waiting.
+type doneSeen struct {
+	context.Context
+	once sync.Once
+	seen chan struct{}
+}
+
+func (c *doneSeen) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.seen) })
+	return c.Context.Done()
+}
+
+// A call waiting for a ZooKeeper session with a context without deadline (an unreachable
+// ensemble) kept Close waiting for ever: the wait heard only the session and the context.
+// Close now ends the wait, and the call fails with simba.ErrClosed.
+func TestCloseEndsSessionWait(t *testing.T) {
+	s, err := storeurl.Open("zk://127.0.0.1:1")
+	require.NoError(t, err)
+	parent, cancel := context.WithCancel(context.Background()) // never ends before the test does
+	defer cancel()
+	ctx := &doneSeen{Context: parent, seen: make(chan struct{})}
+	listed := make(chan error, 1)
+	go func() {
+		_, err := s.List(ctx)
+		listed <- err
+	}()
+	select {
+	case <-ctx.seen:
+	case err := <-listed:
+		t.Fatalf("List returned without a session: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("List never began to wait")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		cancel() // lets the wait, and Close, end
+		t.Fatal("Close did not return within 10s while List waited for a session")
+	}
+	select {
+	case err := <-listed:
+		assert.ErrorIs(t, err, simba.ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("List did not return within 10s of Close")
+	}
+}
+
+// A call under way on a stalled server when Close begins ends with the client Close
+// closes, and says so: its error matches simba.ErrClosed.
+func TestCloseEndsCallUnderWay(t *testing.T) {
+	testserver.Need(t, storesErr)
+	s, err := storeurl.Open(stores.URLs()["redis"])
+	require.NoError(t, err)
+	_, err = s.List(t.Context()) // connected
+	require.NoError(t, err)
+	require.NoError(t, stores.Redis.Pause())
+	defer func() { require.NoError(t, stores.Redis.Resume()) }()
+	ctx := &doneSeen{Context: t.Context(), seen: make(chan struct{})}
+	listed := make(chan error, 1)
+	go func() {
+		_, err := s.List(ctx)
+		listed <- err
+	}()
+	select {
+	case <-ctx.seen:
+	case err := <-listed:
+		t.Fatalf("List returned from a stalled server: %v", err)
+	}
+	require.NoError(t, s.Close())
+	select {
+	case err := <-listed:
+		assert.ErrorIs(t, err, simba.ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("List did not return within 10s of Close")
+	}
+}
