@@ -20,10 +20,15 @@
 // "password" parameters. The client applies context deadlines to its sockets
 // (go-redis's ContextTimeoutEnabled), so that a call returns by its context's deadline.
 // A mysql URL becomes a go-sql-driver DSN over TCP with interpolateParams=true (one round
-// trip per statement) unless the URL says otherwise;
-// "table" names simba's table. A postgres URL is pgx's connection URL (its parameters,
-// sslmode for one, as pgx takes them), opened through pgx's database/sql driver with the
-// Postgres dialect; "table" names simba's table, "schema.table" a schema's. zk URLs list the ensemble; a chroot path is not supported.
+// trip per statement) unless the URL says otherwise; "table" names simba's table. A
+// postgres URL is pgx's connection URL (its parameters, sslmode for one, as pgx takes
+// them), opened through pgx's database/sql driver with the Postgres dialect; "table" names
+// simba's table, "schema.table" a schema's. zk URLs list the ensemble; session_timeout is
+// a whole number of milliseconds from 100ms (the server grants at least 2 × its tickTime,
+// 4 s by default); a chroot path and credentials are not supported.
+//
+// Open parses every parameter as the client would (pgx's and go-sql-driver's parsers
+// included), so that a malformed one fails there, not at the first connection.
 //
 // Unlike simba's backends, which never dial and never close a client they are given,
 // a Store dials its client itself and owns it: Close closes the backend and the client.
@@ -41,16 +46,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for postgres:// URLs
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
@@ -108,17 +116,21 @@ func Open(rawURL string) (*Store, error) {
 		opts.ContextTimeoutEnabled = true
 		return s.opened(s.openRedis(goredis.NewFailoverClient(opts)))
 	case "mysql", "mariadb":
-		dsn, table, err := mysqlDSN(u)
+		cfg, table, err := mysqlConfig(u)
 		if err != nil {
 			return nil, s.invalid(err)
 		}
-		return s.opened(s.openSQL("mysql", dsn, table, quoteMySQL))
+		db, err := mysqlDB(cfg)
+		if err != nil {
+			return nil, s.invalid(err)
+		}
+		return s.opened(s.openSQL(db, table, quoteMySQL))
 	case "postgres", "postgresql":
-		dsn, table, err := postgresDSN(u)
+		cfg, table, err := postgresConfig(u)
 		if err != nil {
 			return nil, s.invalid(err)
 		}
-		return s.opened(s.openSQL("pgx", dsn, table, quotePostgres, jdbc.WithDialect(jdbc.Postgres)))
+		return s.opened(s.openSQL(stdlib.OpenDB(*cfg), table, quotePostgres, jdbc.WithDialect(jdbc.Postgres)))
 	case "zk", "zookeeper":
 		servers, timeout, err := zkServers(u)
 		if err != nil {
@@ -310,13 +322,9 @@ func (s *Store) openRedis(client goredis.UniversalClient) error {
 	return nil
 }
 
-// openSQL opens the SQL backend on a pool of its own, with driver, on the table that
-// quote quotes for the statement that lists it.
-func (s *Store) openSQL(driver, dsn, table string, quote func(string) string, opts ...jdbc.Option) error {
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		return s.invalid(err)
-	}
+// openSQL opens the SQL backend on db, a pool of its own, on the table that quote quotes
+// for the statement that lists it.
+func (s *Store) openSQL(db *sql.DB, table string, quote func(string) string, opts ...jdbc.Option) error {
 	s.closers = append(s.closers, db.Close)
 	b, err := jdbc.New(db, append(opts, jdbc.WithTable(table))...)
 	if err != nil {
@@ -375,30 +383,52 @@ func takeTable(q url.Values) string {
 	return t
 }
 
-// postgresDSN takes the table name out of a postgres:// URL and checks that the rest
-// names one database; pgx parses the rest when it connects.
-func postgresDSN(u *url.URL) (dsn, table string, err error) {
+// postgresConfig takes the table name out of a postgres:// URL, checks that the rest names
+// one database, and parses it as pgx does (without connecting), so that every malformed
+// parameter is found here rather than at the first connection.
+func postgresConfig(u *url.URL) (cfg *pgx.ConnConfig, table string, err error) {
 	q := u.Query()
 	table = takeTable(q)
 	if db := strings.TrimPrefix(u.Path, "/"); db == "" || strings.Contains(db, "/") {
-		return "", "", errors.New("the path must name one database")
+		return nil, "", errors.New("the path must name one database")
 	}
 	if u.Host == "" {
-		return "", "", errors.New("the URL must name a host")
+		return nil, "", errors.New("the URL must name a host")
 	}
 	c := *u
 	c.RawQuery = q.Encode()
-	return c.String(), table, nil
+	cfg, err = pgx.ParseConfig(c.String())
+	if err != nil {
+		// pgx's message repeats the URL (without its password) before what is wrong with it.
+		msg := err.Error()
+		if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+			if _, why, ok := strings.Cut(rest, "`: "); ok {
+				msg = why
+			}
+		}
+		return nil, "", errors.New(msg)
+	}
+	return cfg, table, nil
 }
 
-// mysqlDSN turns a mysql:// URL into a go-sql-driver DSN and the table name.
-func mysqlDSN(u *url.URL) (dsn, table string, err error) {
+// mysqlDB returns a pool on cfg; it connects nothing yet.
+func mysqlDB(cfg *mysql.Config) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// mysqlConfig turns a mysql:// URL into a go-sql-driver configuration, checked as the
+// driver checks a DSN, and the table name.
+func mysqlConfig(u *url.URL) (cfg *mysql.Config, table string, err error) {
 	q := u.Query()
 	table = takeTable(q)
 	if !q.Has("interpolateParams") {
 		q.Set("interpolateParams", "true")
 	}
-	cfg := mysql.NewConfig()
+	cfg = mysql.NewConfig()
 	cfg.User = u.User.Username()
 	cfg.Passwd, _ = u.User.Password()
 	cfg.Net = "tcp"
@@ -408,11 +438,11 @@ func mysqlDSN(u *url.URL) (dsn, table string, err error) {
 	}
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
 	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
-		return "", "", errors.New("the path must name one database")
+		return nil, "", errors.New("the path must name one database")
 	}
 	// The driver parses its parameters from a DSN only: format one without them, append
-	// them, and parse it back to check them.
-	dsn = cfg.FormatDSN()
+	// them, and parse it back.
+	dsn := cfg.FormatDSN()
 	if len(q) > 0 {
 		sep := "?"
 		if strings.Contains(dsn, "?") {
@@ -420,10 +450,11 @@ func mysqlDSN(u *url.URL) (dsn, table string, err error) {
 		}
 		dsn += sep + q.Encode()
 	}
-	if _, err := mysql.ParseDSN(dsn); err != nil {
-		return "", "", err
+	cfg, err = mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", err
 	}
-	return dsn, table, nil
+	return cfg, table, nil
 }
 
 // openZooKeeper opens the ZooKeeper backend on a connection to servers.
@@ -520,17 +551,36 @@ func lowestLatch(children []string) (string, bool) {
 	return best, best != ""
 }
 
+// Bounds of a zk URL's session_timeout. ZooKeeper takes whole milliseconds in an int32,
+// and the server clamps what it grants to [2, 20] × its tickTime (4 s to 40 s by
+// default). go-zookeeper gives its first handshake 10 × 2/3 of the requested timeout to
+// answer: below 100 ms that is under 667 ms, which a loaded host or a remote ensemble
+// misses, and the store never gets a session.
+const (
+	minSessionTimeout = 100 * time.Millisecond
+	maxSessionTimeout = math.MaxInt32 * time.Millisecond
+)
+
 // zkServers reads the ensemble and the session timeout from a zk:// URL.
 func zkServers(u *url.URL) ([]string, time.Duration, error) {
 	if u.Path != "" && u.Path != "/" {
 		return nil, 0, errors.New("a chroot path is not supported")
 	}
+	if u.User != nil {
+		return nil, 0, errors.New("a zk URL takes no user or password (ZooKeeper authentication is not supported)")
+	}
 	timeout := 10 * time.Second
 	q := u.Query()
-	if v := q.Get("session_timeout"); v != "" {
+	if q.Has("session_timeout") {
+		v := q.Get("session_timeout")
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, 0, fmt.Errorf("session_timeout %q must be a positive duration", v)
+		switch {
+		case err != nil:
+			return nil, 0, fmt.Errorf("session_timeout %q must be a duration such as 10s", v)
+		case d%time.Millisecond != 0:
+			return nil, 0, fmt.Errorf("session_timeout %s must be a whole number of milliseconds (ZooKeeper's unit)", d)
+		case d < minSessionTimeout || d > maxSessionTimeout:
+			return nil, 0, fmt.Errorf("session_timeout %s must be from %s to %s", d, minSessionTimeout, maxSessionTimeout)
 		}
 		timeout = d
 		q.Del("session_timeout")
@@ -543,10 +593,14 @@ func zkServers(u *url.URL) ([]string, time.Duration, error) {
 		if h == "" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			h = net.JoinHostPort(h, "2181")
+		host, port, err := net.SplitHostPort(h)
+		if err != nil {
+			host, port = h, "2181"
 		}
-		servers = append(servers, h)
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, 0, fmt.Errorf("server %q: the port must be a number from 1 to 65535", h)
+		}
+		servers = append(servers, net.JoinHostPort(host, port))
 	}
 	if len(servers) == 0 {
 		return nil, 0, errors.New("no server")

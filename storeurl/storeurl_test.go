@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,20 +34,58 @@ func TestMain(m *testing.M) {
 // createTable creates simba's table in the SQL stores of s.
 func createTable(ctx context.Context, s *testserver.Stores) error { return s.CreateTables(ctx) }
 
+// Every malformed URL, and every malformed option of a scheme, fails at Open with an
+// error wrapping simba.ErrInvalidArgument that does not show the password, and dials
+// nothing: no listener at the URL's address hears a connection.
 func TestOpenInvalid(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var dials atomic.Int64
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			_ = c.Close()
+		}
+	}()
+	at := l.Addr().String()
 	for _, raw := range []string{
-		"ftp://host",
+		"ftp://" + at,
 		"redis://:secret@host:notaport",
-		"redis://host?no_such_option=1",
-		"redis-sentinel://:secret@host:26379",
-		"mysql://user:secret@host",
-		"mysql://user:secret@host/a/b",
-		"postgres://user:secret@host:5432",
-		"postgres://user:secret@host:5432/a/b",
+		"redis://:secret@" + at + "?no_such_option=1",
+		"redis://:secret@" + at + "?dial_timeout=soon",
+		"redis://:secret@" + at + "?pool_size=many",
+		"redis://:secret@" + at + "/notadb",
+		"redis-sentinel://:secret@" + at,
+		"redis-sentinel://:secret@" + at + "?master_name=m&read_timeout=soon",
+		"mysql://user:secret@" + at,
+		"mysql://user:secret@" + at + "/a/b",
+		"mysql://user:secret@" + at + "/db?timeout=soon",
+		"mysql://user:secret@" + at + "/db?tls=no-such-config",
+		"mysql://user:secret@" + at + "/db?interpolateParams=maybe",
+		"mysql://user:secret@" + at + "/db?table=bad%60name",
+		"postgres://user:secret@" + at,
+		"postgres://user:secret@" + at + "/a/b",
 		"postgresql://user:secret@/db",
-		"zk://host:2181/chroot",
-		"zk://host:2181?session_timeout=soon",
-		"zk://host:2181?unknown=1",
+		"postgres://user:secret@" + at + "/db?sslmode=bogus",
+		"postgres://user:secret@" + at + "/db?connect_timeout=soon",
+		"postgres://user:secret@" + at + "/db?target_session_attrs=bogus",
+		"postgres://user:secret@" + at + "/db?default_query_exec_mode=bogus",
+		"postgres://user:secret@" + at + "/db?statement_cache_capacity=many",
+		"postgres://user:secret@" + at + "/db?table=bad%22name",
+		"zk://" + at + "/chroot",
+		"zk://" + at + "?session_timeout=soon",
+		"zk://" + at + "?session_timeout=500us",  // below a millisecond: was sent as 0
+		"zk://" + at + "?session_timeout=1500us", // not whole milliseconds
+		"zk://" + at + "?session_timeout=50ms",   // below the minimum
+		"zk://" + at + "?session_timeout=1000000h",
+		"zk://" + at + "?unknown=1",
+		"zk://user:secret@" + at, // credentials it would ignore
 		"zk://",
 		"::not a url",
 	} {
@@ -55,7 +95,11 @@ func TestOpenInvalid(t *testing.T) {
 			continue
 		}
 		assert.NotContains(t, err.Error(), "secret", "the password never shows")
+		assert.NotContains(t, err.Error(), "\n", "one line")
 	}
+	require.NoError(t, l.Close())
+	<-accepted
+	assert.Zero(t, dials.Load(), "Open dialed")
 }
 
 func TestOpenWithoutIO(t *testing.T) {
@@ -215,7 +259,7 @@ func (c *doneSeen) Done() <-chan struct{} {
 // ensemble) kept Close waiting for ever: the wait heard only the session and the context.
 // Close now ends the wait, and the call fails with simba.ErrClosed.
 func TestCloseEndsSessionWait(t *testing.T) {
-	s, err := storeurl.Open("zk://127.0.0.1:1")
+	s, err := storeurl.Open("zk://127.0.0.1:1?session_timeout=2s")
 	require.NoError(t, err)
 	parent, cancel := context.WithCancel(context.Background()) // never ends before the test does
 	defer cancel()
