@@ -75,9 +75,15 @@ type Store struct {
 	backend simba.Backend
 	closers []func() error // the backend's first, then the client's
 
-	list    func(ctx context.Context) ([]string, error)
-	release func(ctx context.Context, mutex string, o simba.Owner) error
-	ready   func(ctx context.Context) error // nil, or waits for what List and Release need (a ZooKeeper session)
+	list        func(ctx context.Context) ([]string, error)
+	release     func(ctx context.Context, mutex string, o simba.Owner) error
+	ready       func(ctx context.Context) error // nil, or waits for what List and Release need (a ZooKeeper session)
+	createTable func(ctx context.Context) error // nil but on SQL
+
+	// The client, by scheme.
+	redis  goredis.UniversalClient
+	db     *sql.DB
+	zkConn *zk.Conn
 
 	mu      sync.Mutex
 	closed  bool
@@ -156,6 +162,34 @@ func (s *Store) invalid(err error) error {
 
 // Backend returns the backend, for services, Lockers, Lookup and the like.
 func (s *Store) Backend() simba.Backend { return s.backend }
+
+// RedisClient returns the client of a redis, rediss or redis-sentinel URL, nil for other
+// schemes, for a service that shares it. The Store owns it: do not close it.
+func (s *Store) RedisClient() goredis.UniversalClient { return s.redis }
+
+// DB returns the pool of a mysql or postgres URL, nil for other schemes, for a service
+// that shares it or sizes it (backend/jdbc says what the backend holds of it). The Store
+// owns it: do not close it.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// ZooKeeperConn returns the connection of a zk URL, nil for other schemes, for a service
+// that shares its session (the nodes it creates live as long as the backend's session).
+// The Store owns it, and its backend reads its events: do not close it.
+func (s *Store) ZooKeeperConn() *zk.Conn { return s.zkConn }
+
+// CreateTable creates simba's table that a mysql or postgres URL names if it is missing,
+// and checks it as the backend's Start does (jdbc.CreateTable): for an application that
+// does not run migrations of its own. On other stores, which need nothing created, it does
+// nothing.
+func (s *Store) CreateTable(ctx context.Context) error {
+	if s.createTable == nil {
+		return nil
+	}
+	if err := s.bounded(ctx, func() error { return s.createTable(ctx) }); err != nil {
+		return fmt.Errorf("storeurl: create table on %s: %w", s.url, err)
+	}
+	return nil
+}
 
 // String returns the URL without its password.
 func (s *Store) String() string { return s.url }
@@ -298,6 +332,7 @@ func (s *Store) releaseAs(ctx context.Context, mutex string, o simba.Owner, clai
 
 // openRedis opens the Redis backend on client.
 func (s *Store) openRedis(client goredis.UniversalClient) error {
+	s.redis = client
 	s.closers = append(s.closers, client.Close)
 	b, err := redis.New(client)
 	if err != nil {
@@ -325,11 +360,14 @@ func (s *Store) openRedis(client goredis.UniversalClient) error {
 // openSQL opens the SQL backend on db, a pool of its own, on the table that quote quotes
 // for the statement that lists it.
 func (s *Store) openSQL(db *sql.DB, table string, quote func(string) string, opts ...jdbc.Option) error {
+	s.db = db
 	s.closers = append(s.closers, db.Close)
-	b, err := jdbc.New(db, append(opts, jdbc.WithTable(table))...)
+	opts = append(opts, jdbc.WithTable(table))
+	b, err := jdbc.New(db, opts...)
 	if err != nil {
 		return err
 	}
+	s.createTable = func(ctx context.Context) error { return jdbc.CreateTable(ctx, db, opts...) }
 	s.backend = b
 	s.closers = append([]func() error{b.Close}, s.closers...)
 	// The row whose mutex is '' is the table's floor (see backend/jdbc), not a mutex.
@@ -468,7 +506,7 @@ func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	s.backend = b
+	s.backend, s.zkConn = b, conn
 	s.closers = append(s.closers, b.Close) // closes the connection too
 	s.ready = func(ctx context.Context) error { return waitSession(ctx, conn, s.closing) }
 	s.list = func(ctx context.Context) ([]string, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -320,5 +321,65 @@ func TestCloseEndsCallUnderWay(t *testing.T) {
 		assert.ErrorIs(t, err, simba.ErrClosed)
 	case <-time.After(10 * time.Second):
 		t.Fatal("List did not return within 10s of Close")
+	}
+}
+
+// A service shares the Store's client: the accessor of its scheme returns the client the
+// Store dialed (which works), the others nil.
+func TestClients(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for scheme, raw := range stores.URLs() {
+		t.Run(scheme, func(t *testing.T) {
+			s, err := storeurl.Open(raw)
+			require.NoError(t, err)
+			defer s.Close()
+			ctx := t.Context()
+			assert.Equal(t, scheme == "redis", s.RedisClient() != nil, "RedisClient")
+			assert.Equal(t, scheme == "mysql" || scheme == "postgres", s.DB() != nil, "DB")
+			assert.Equal(t, scheme == "zk", s.ZooKeeperConn() != nil, "ZooKeeperConn")
+			switch {
+			case s.RedisClient() != nil:
+				require.NoError(t, s.RedisClient().Ping(ctx).Err())
+			case s.DB() != nil:
+				require.NoError(t, s.DB().PingContext(ctx))
+			default:
+				_, err := s.List(ctx) // waits for the session
+				require.NoError(t, err)
+				_, _, err = s.ZooKeeperConn().Exists("/")
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+// CreateTable creates the table a SQL URL names, on which a Locker then works; on the
+// other stores it has nothing to do.
+func TestCreateTable(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for scheme, raw := range stores.URLs() {
+		t.Run(scheme, func(t *testing.T) {
+			sep := "?"
+			if strings.Contains(raw, "?") {
+				sep = "&"
+			}
+			if scheme == "mysql" || scheme == "postgres" {
+				raw += sep + "table=created_by_storeurl"
+			}
+			s, err := storeurl.Open(raw)
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, s.CreateTable(t.Context()))
+			require.NoError(t, s.CreateTable(t.Context()), "once created, it is left as it is")
+			l, err := simba.NewLocker(s.Backend(), "created-"+scheme)
+			require.NoError(t, err)
+			defer l.Close()
+			lease, err := l.Acquire(t.Context())
+			require.NoError(t, err)
+			require.NoError(t, lease.Release(t.Context()))
+			require.NoError(t, s.Close())
+			if s.DB() != nil {
+				assert.ErrorIs(t, s.CreateTable(t.Context()), simba.ErrClosed)
+			}
+		})
 	}
 }
