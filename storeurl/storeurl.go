@@ -30,6 +30,14 @@
 // Open parses every parameter as the client would (pgx's and go-sql-driver's parsers
 // included), so that a malformed one fails there, not at the first connection.
 //
+// go-redis writes some failures of its own (a pool's failed dials, a sentinel's change of
+// master) to standard error through a logger global to the process (redis.SetLogger),
+// outside any slog.Logger. It has no logger per client, and a library must not replace the
+// process's: a Store leaves it as the application set it. An application that wants those
+// lines in slog sets RedisLogger once at start-up; the zero RedisLogger drops them:
+//
+//	goredis.SetLogger(storeurl.RedisLogger{Logger: logger})
+//
 // Unlike simba's backends, which never dial and never close a client they are given,
 // a Store dials its client itself and owns it: Close closes the backend and the client.
 //
@@ -654,6 +662,20 @@ func redact(raw string) string {
 		}
 	}
 	return raw
+}
+
+// RedisLogger writes go-redis's own lines to Logger at level Warn (they report failures
+// the client retries or returns), or drops them when Logger is nil. Set it with
+// goredis.SetLogger, which applies to every go-redis client of the process.
+type RedisLogger struct {
+	Logger *slog.Logger
+}
+
+// Printf logs one line of go-redis's.
+func (l RedisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l.Logger != nil {
+		l.Logger.Log(ctx, slog.LevelWarn, fmt.Sprintf(format, v...))
+	}
 }
 
 // discard is the logger of the contentions a Store opens itself.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -382,4 +386,47 @@ func TestCreateTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recorder is a slog.Handler that keeps the messages of the records it handles.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Level.String()+" "+rec.Message)
+	return nil
+}
+
+func (r *recorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
+
+// go-redis writes its pool's failed dials to standard error through its process-wide
+// logger, which a Store leaves alone; RedisLogger is what an application sets there to
+// have them in slog, or, as the zero value, to drop them.
+func TestRedisLogger(t *testing.T) {
+	t.Cleanup(logging.Enable) // go-redis's own logger again
+	rec := &recorder{}
+	goredis.SetLogger(storeurl.RedisLogger{Logger: slog.New(rec)})
+	s, err := storeurl.Open("redis://127.0.0.1:1?dial_timeout=100ms")
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.List(t.Context())
+	require.Error(t, err)
+	assert.True(t, slices.ContainsFunc(rec.messages(), func(m string) bool {
+		return strings.HasPrefix(m, "WARN ") && strings.Contains(m, "failed to dial")
+	}), "%q", rec.messages())
+
+	goredis.SetLogger(storeurl.RedisLogger{}) // drops them
+	_, err = s.List(t.Context())
+	require.Error(t, err)
 }
