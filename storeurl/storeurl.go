@@ -161,7 +161,16 @@ func (s *Store) opened(err error) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if r, ok := s.backend.(ownerReleaser); ok {
+		s.release = r.ReleaseOwner
+	}
 	return s, nil
+}
+
+// ownerReleaser is a backend that releases a mutex in the name of the tenure a lookup
+// found, only while that tenure holds it.
+type ownerReleaser interface {
+	ReleaseOwner(ctx context.Context, mutex string, owner simba.Owner) error
 }
 
 func (s *Store) invalid(err error) error {
@@ -290,10 +299,10 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 // next owner's token is greater, and a resource that checks tokens refuses the old
 // owner's writes; one that does not may see both write.
 //
-// On Redis and SQL the release is the owner's own release, made in its name: it frees
-// the mutex only if o still owns it (on Redis, it also hands it to
-// the oldest waiter, as a release does). On ZooKeeper it deletes the owner's node, if it is still
-// the node of o's tenure.
+// A backend's ReleaseOwner does the release where the backend has one. Without it: on Redis
+// and SQL the release is the owner's own release, made in its name, which frees the mutex
+// if o's contender ID owns it, even in a tenure begun after the lookup; on ZooKeeper it
+// deletes the owner's node if it is still the node of o's tenure.
 func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error {
 	if o.IsZero() {
 		return nil

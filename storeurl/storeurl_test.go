@@ -430,3 +430,44 @@ func TestRedisLogger(t *testing.T) {
 	_, err = s.List(t.Context())
 	require.Error(t, err)
 }
+
+// Release frees only the tenure it was given: after the owner it names has released and
+// acquired again (the same contender ID, a new tenure), releasing the old record leaves
+// the new tenure holding. It used to free the mutex of whatever tenure the ID held (Redis
+// and SQL release in the contender's name).
+func TestReleaseLeavesLaterTenure(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for scheme, raw := range stores.URLs() {
+		t.Run(scheme, func(t *testing.T) {
+			s, err := storeurl.Open(raw)
+			require.NoError(t, err)
+			defer s.Close()
+			mutex, id := "tenures-"+scheme, "same-"+scheme
+			l, err := simba.NewLocker(s.Backend(), mutex, simba.WithContenderID(id),
+				simba.WithTTL(2*time.Second), simba.WithTransition(time.Second))
+			require.NoError(t, err)
+			defer l.Close()
+			first, err := l.Acquire(t.Context())
+			require.NoError(t, err)
+			old, err := simba.Lookup(t.Context(), s.Backend(), mutex)
+			require.NoError(t, err)
+			require.Equal(t, id, old.ID)
+			require.NoError(t, first.Release(t.Context()))
+			second, err := l.Acquire(t.Context())
+			require.NoError(t, err)
+			if old.Token != 0 {
+				require.Greater(t, second.Token(), old.Token, "a new tenure")
+			}
+
+			require.NoError(t, s.Release(t.Context(), mutex, old))
+			now, err := simba.Lookup(t.Context(), s.Backend(), mutex)
+			require.NoError(t, err)
+			assert.Equal(t, id, now.ID, "the later tenure still holds")
+			if now.Token != 0 {
+				assert.Equal(t, second.Token(), now.Token, "the later tenure's token")
+			}
+			assert.NoError(t, second.Context().Err(), "the lease of the later tenure goes on")
+			assert.NoError(t, second.Release(t.Context()), "the later tenure releases as owner")
+		})
+	}
+}
