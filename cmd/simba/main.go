@@ -3,9 +3,11 @@
 // last resort, release a mutex whose owner is stuck.
 //
 //	simba [flags] get <mutex>       the owner record: owner, fencing token, instants
-//	simba [flags] list              the mutexes the store holds records for, with owners
+//	simba [flags] list [--held]     the mutexes the store holds records for, with owners
 //	simba [flags] watch <mutex>     every change of owner, until interrupted
 //	simba [flags] release <mutex>   release the mutex whoever owns it (asks first)
+//	simba [flags] prune             SQL: delete the rows of mutexes nobody holds (asks first)
+//	simba version                   the module version ("(devel)" from a checkout)
 //
 // The store is named by one URL (see package storeurl): --store, or the environment
 // variable SIMBA_STORE.
@@ -18,12 +20,19 @@
 //
 // Flags (before or after the command):
 //
-//	--store URL      the store (default $SIMBA_STORE)
-//	--json           print JSON (watch: one object a line) instead of a table
-//	--timeout 10s    bound every store call but watch's
-//	--yes            release without asking
+//	--store URL        the store (default $SIMBA_STORE)
+//	--json             print JSON (watch: one object a line) instead of a table
+//	--timeout 10s      bound each store call but watch's (a Redis URL's client timeouts default to it)
+//	--transition 6s    the owners' transition, from which a Redis owner's TTL end is derived
+//	--older-than 1h    prune: rows without an owner for longer than this
+//	--yes              release or prune without asking
 //
-// Exit status: 0 on success, 1 on failure (release refused included), 2 for bad usage.
+// Redis keeps only when an owner's transition ends (the key's expiry): the TTL end shown
+// there is that minus --transition, exact for owners configured with it, and the command
+// says so on standard error.
+//
+// Exit status: 0 on success, 1 on failure (release refused included), 2 for bad usage (a
+// store URL that does not parse among it).
 package main
 
 import (
@@ -33,19 +42,16 @@ import (
 	"syscall"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba/storeurl"
 )
 
 func main() {
 	// go-redis logs each failed dial of its pool on its own; the command's error says once
 	// that the server is unreachable, and why.
-	goredis.SetLogger(quietRedis{})
+	goredis.SetLogger(storeurl.RedisLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
-
-// quietRedis drops go-redis's own log lines.
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}

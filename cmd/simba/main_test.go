@@ -263,16 +263,213 @@ func TestUsage(t *testing.T) {
 		{"--store", "redis://127.0.0.1:1", "frobnicate"},
 		{"--store", "redis://127.0.0.1:1", "get"},
 		{"--store", "redis://127.0.0.1:1", "list", "extra"},
+		{"--store", "redis://127.0.0.1:1", "get", "m", "--held"},
+		{"--store", "redis://127.0.0.1:1", "release", "m", "--older-than", "1h"},
+		{"--store", "redis://127.0.0.1:1", "prune", "--older-than", "-1h"},
+		{"version", "extra"},
 		{"--no-such-flag"},
 	} {
 		r := cli(t, "", args...)
 		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 		assert.Contains(t, r.stderr, "usage: simba")
 	}
-	r := cli(t, "", "--store", "ftp://host", "get", "m")
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "scheme")
+	for _, store := range []string{"ftp://host", "zk://host?session_timeout=500us", "::"} {
+		r := cli(t, "", "--store", store, "get", "m")
+		assert.Equal(t, 2, r.code, "a store URL that does not parse is bad usage: %s", r.stderr)
+		assert.Contains(t, r.stderr, "store URL")
+	}
+	r := cli(t, "", "--store", "redis://127.0.0.1:1", "--timeout", "0s", "get", "m")
+	assert.Equal(t, 2, r.code, r.stderr)
 	r = cli(t, "", "--help")
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "release <mutex>")
+}
+
+// holdingWith is holding with the owner's TTL and transition.
+func holdingWith(t *testing.T, raw, mutex, id string, ttl, transition time.Duration) *simba.Lease {
+	t.Helper()
+	s, err := storeurl.Open(raw)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l, err := simba.NewLocker(s.Backend(), mutex, simba.WithContenderID(id),
+		simba.WithTTL(ttl), simba.WithTransition(transition))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	lease, err := l.Acquire(t.Context())
+	require.NoError(t, err)
+	return lease
+}
+
+// Redis keeps one expiry (ttl + transition); the TTL end is derived from it with the
+// transition --transition names (default 6s, simba's), and the output says so. It was
+// derived with 6s whatever the owner's: TTL LEFT 0s for a healthy owner with 1s.
+func TestTransitionOnRedis(t *testing.T) {
+	testserver.Need(t, storesErr)
+	raw, mutex := stores.URLs()["redis"], "cli-transition"
+	holdingWith(t, raw, mutex, "owner", 4*time.Second, time.Second)
+
+	began := time.Now()
+	r := cli(t, "", "--store", raw, "--json", "--transition", "1s", "get", mutex)
+	require.Equal(t, 0, r.code, r.stderr)
+	var got record
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.NotNil(t, got.TTLAt)
+	require.NotNil(t, got.TransitionAt)
+	assert.Equal(t, time.Second, got.TransitionAt.Sub(*got.TTLAt), "derived with --transition")
+	assert.True(t, got.TTLAt.After(began), "a healthy owner's TTL ends after the read: %v, read at %v", got.TTLAt, began)
+
+	r = cli(t, "", "--store", raw, "--json", "get", mutex)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	assert.Equal(t, simba.DefaultTransition, got.TransitionAt.Sub(*got.TTLAt), "derived with simba's default")
+	assert.Contains(t, r.stderr, "--transition", "says how the TTL end was derived")
+
+	r = cli(t, "", "--store", raw, "get", mutex)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "derived")
+
+	r = cli(t, "", "--store", stores.URLs()["mysql"], "get", mutex)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "derived", "SQL keeps the TTL end")
+
+	r = cli(t, "", "--help")
+	assert.Contains(t, r.stdout, "--transition")
+	for _, bad := range []string{"-1s", "1500us", "soon"} {
+		r = cli(t, "", "--store", raw, "--transition", bad, "get", mutex)
+		assert.Equal(t, 2, r.code, "--transition %s: %s", bad, r.stderr)
+	}
+}
+
+// --timeout bounds each store call: a store that stalls for longer than simba's default
+// call timeout (2.5s) but less than --timeout is waited for. The lookups ended at 2.5s.
+func TestTimeoutBoundsEachCall(t *testing.T) {
+	testserver.Need(t, storesErr)
+	raw := stores.URLs()["mysql"]
+	holding(t, raw, "cli-timeout", "owner")
+	require.NoError(t, stores.MariaDB.Pause())
+	paused := true
+	defer func() {
+		if paused {
+			_ = stores.MariaDB.Resume()
+		}
+	}()
+	results := make(chan result, 2)
+	go func() { results <- cli(t, "", "--store", raw, "--timeout", "60s", "get", "cli-timeout") }()
+	go func() { results <- cli(t, "", "--store", raw, "--timeout", "60s", "list") }()
+	select {
+	case r := <-results:
+		t.Fatalf("a command ended while the store stalled: %d %s", r.code, r.stderr)
+	case <-time.After(6 * time.Second): // the stall, longer than the default call timeout
+	}
+	require.NoError(t, stores.MariaDB.Resume())
+	paused = false
+	for range 2 {
+		r := <-results
+		assert.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "cli-timeout")
+	}
+}
+
+// A stalled server makes get and list say the same: that it did not answer within
+// --timeout. list said "i/o timeout" after 5s.
+func TestStalledServerSaysNoAnswer(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for scheme, srv := range map[string]*testserver.Server{"redis": stores.Redis, "mysql": stores.MariaDB.Server} {
+		t.Run(scheme, func(t *testing.T) {
+			raw := stores.URLs()[scheme]
+			holding(t, raw, "cli-stall-"+scheme, "owner")
+			require.NoError(t, srv.Pause())
+			defer func() { require.NoError(t, srv.Resume()) }()
+			for _, args := range [][]string{{"get", "cli-stall-" + scheme}, {"list"}} {
+				r := cli(t, "", append([]string{"--store", raw, "--timeout", "2s"}, args...)...)
+				assert.Equal(t, 1, r.code, "%v", args)
+				assert.Contains(t, r.stderr, "no answer from the server within 2s", "%v", args)
+				assert.NotContains(t, r.stderr, "read_timeout", "the URL as given")
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := cli(t, "", "version")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "simba (devel)", "a build from a checkout")
+	r = cli(t, "", "--json", "version")
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct{ Version, Go string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	assert.Equal(t, "(devel)", v.Version)
+	assert.NotEmpty(t, v.Go)
+}
+
+// list --held shows the mutexes with an owner only; list shows every row of a SQL table.
+func TestListHeld(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for _, scheme := range []string{"mysql", "redis"} {
+		t.Run(scheme, func(t *testing.T) {
+			raw := stores.URLs()[scheme]
+			held, free := "cli-held-"+scheme, "cli-free-"+scheme
+			holding(t, raw, held, "owner")
+			_, lease := holding(t, raw, free, "owner")
+			require.NoError(t, lease.Release(t.Context()))
+
+			r := cli(t, "", "--store", raw, "--json", "list", "--held")
+			require.Equal(t, 0, r.code, r.stderr)
+			var all []record
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &all), r.stdout)
+			var names []string
+			for _, rec := range all {
+				assert.NotEmpty(t, rec.Owner, "list --held shows only owned mutexes: %s", r.stdout)
+				names = append(names, rec.Mutex)
+			}
+			assert.Contains(t, names, held)
+			assert.NotContains(t, names, free)
+			if scheme == "mysql" {
+				r = cli(t, "", "--store", raw, "list")
+				require.Equal(t, 0, r.code, r.stderr)
+				assert.Contains(t, r.stdout, free, "a SQL table keeps the rows of free mutexes")
+			}
+		})
+	}
+}
+
+// prune deletes the rows of mutexes without an owner from a SQL table, once confirmed;
+// the rows of held mutexes stay. Other stores have nothing to prune.
+func TestPrune(t *testing.T) {
+	testserver.Need(t, storesErr)
+	for _, scheme := range []string{"mysql", "postgres"} {
+		t.Run(scheme, func(t *testing.T) {
+			raw := stores.URLs()[scheme]
+			held, free := "cli-prune-held-"+scheme, "cli-prune-free-"+scheme
+			holding(t, raw, held, "owner")
+			_, lease := holding(t, raw, free, "owner")
+			require.NoError(t, lease.Release(t.Context()))
+			listed := func() string {
+				r := cli(t, "", "--store", raw, "list")
+				require.Equal(t, 0, r.code, r.stderr)
+				return r.stdout
+			}
+
+			r := cli(t, "no\n", "--store", raw, "prune", "--older-than", "0s")
+			assert.Equal(t, 1, r.code)
+			assert.Contains(t, r.stderr, "not confirmed")
+			assert.Contains(t, listed(), free, "nothing was pruned")
+
+			r = cli(t, "prune\n", "--store", raw, "prune", "--older-than", "0s")
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Contains(t, r.stdout, "pruned")
+			all := listed()
+			assert.NotContains(t, all, free)
+			assert.Contains(t, all, held, "a held mutex's row stays")
+
+			r = cli(t, "", "--store", raw, "--yes", "--json", "prune")
+			require.Equal(t, 0, r.code, r.stderr)
+			var out struct{ Pruned *int64 }
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+			require.NotNil(t, out.Pruned, r.stdout)
+		})
+	}
+	r := cli(t, "", "--store", stores.URLs()["redis"], "--yes", "prune")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "SQL")
 }

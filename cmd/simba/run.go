@@ -8,13 +8,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/storeurl"
 )
 
@@ -29,38 +34,66 @@ const usage = `usage: simba [flags] <command> [arguments]
 
 commands:
   get <mutex>       show the owner record of a mutex
-  list              list the mutexes the store holds records for, with their owners
+  list [--held]     list the mutexes the store holds records for, with their owners
+                    (--held: only those with an owner)
   watch <mutex>     print every change of owner until interrupted
   release <mutex>   release a mutex whoever owns it (asks for confirmation)
+  prune             SQL only: delete the rows of mutexes without an owner for longer
+                    than --older-than (asks for confirmation)
+  version           print the version of this command
 
 flags (before or after the command):
   --store URL       the store: redis://, redis-sentinel://, mysql://, postgres://, zk:// (default $SIMBA_STORE)
   --json            print JSON (watch: one object a line)
-  --timeout D       bound every store call but watch's (default 10s)
-  --yes             release without asking
+  --timeout D       bound each store call but watch's (default 10s, at most 24h); a Redis
+                    URL's dial_timeout, read_timeout and write_timeout default to it
+  --transition D    the owners' transition (default 6s): Redis keeps only when an owner's
+                    transition ends, and the TTL end shown there is derived with D
+  --older-than D    prune: rows without an owner for longer than D (default 1h)
+  --yes             release or prune without asking
 `
+
+// Bounds of the flags.
+const maxTimeout = 24 * time.Hour
 
 // cli is one invocation: its flags and streams.
 type cli struct {
-	store   string
-	json    bool
-	timeout time.Duration
-	yes     bool
-	stdin   *bufio.Reader
-	stdout  io.Writer
-	stderr  io.Writer
+	store      string
+	json       bool
+	timeout    time.Duration
+	transition time.Duration
+	held       bool
+	olderThan  time.Duration
+	yes        bool
+	stdin      *bufio.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+	shown      *strings.Replacer // nil, or shows the store's URL as given where the opened one (clientTimeouts) appears
 }
 
-// run runs the command line args and returns the exit status.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// onlyFor names the commands a flag applies to, for the flags that apply to few.
+var onlyFor = map[string][]string{
+	"held":       {"list"},
+	"older-than": {"prune"},
+	"yes":        {"release", "prune"},
+}
+
+// args is how many arguments each command takes.
+var args = map[string]int{"get": 1, "list": 0, "watch": 1, "release": 1, "prune": 0, "version": 0}
+
+// run runs the command line argv and returns the exit status.
+func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{stdin: bufio.NewReader(stdin), stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("simba", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.store, "store", os.Getenv("SIMBA_STORE"), "")
 	fs.BoolVar(&c.json, "json", false, "")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "")
+	fs.DurationVar(&c.transition, "transition", simba.DefaultTransition, "")
+	fs.BoolVar(&c.held, "held", false, "")
+	fs.DurationVar(&c.olderThan, "older-than", time.Hour, "")
 	fs.BoolVar(&c.yes, "yes", false, "")
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, argv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, usage)
@@ -69,29 +102,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return c.usage(err.Error())
 	case len(pos) == 0:
 		return c.usage("no command")
-	case c.store == "":
-		return c.usage("no store: give --store or set SIMBA_STORE")
-	case c.timeout <= 0:
-		return c.usage("--timeout must be positive")
 	}
 	cmd, pos := pos[0], pos[1:]
-	want := 1
-	if cmd == "list" {
-		want = 0
-	}
-	switch cmd {
-	case "get", "list", "watch", "release":
-	default:
+	want, ok := args[cmd]
+	if !ok {
 		return c.usage(fmt.Sprintf("unknown command %q", cmd))
 	}
 	if len(pos) != want {
 		return c.usage(fmt.Sprintf("%s takes %d argument(s), got %d", cmd, want, len(pos)))
 	}
-	s, err := storeurl.Open(c.store)
+	if msg := c.check(fs, cmd); msg != "" {
+		return c.usage(msg)
+	}
+	if cmd == "version" {
+		return c.done(c.version())
+	}
+	s, err := storeurl.Open(clientTimeouts(c.store, c.timeout))
 	if err != nil {
-		return c.fail(err)
+		return c.done(err)
 	}
 	defer s.Close()
+	if u, err := url.Parse(c.store); err == nil {
+		c.shown = strings.NewReplacer(s.String(), u.Redacted()) // the URL as given, in messages
+	}
 	switch cmd {
 	case "get":
 		err = c.get(ctx, s, pos[0])
@@ -101,11 +134,53 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = c.watch(ctx, s, pos[0])
 	case "release":
 		err = c.release(ctx, s, pos[0])
+	case "prune":
+		err = c.prune(ctx, s)
 	}
-	if err != nil {
-		return c.fail(err)
+	return c.done(err)
+}
+
+// check returns what is wrong with the flags for cmd, or "".
+func (c *cli) check(fs *flag.FlagSet, cmd string) string {
+	var msg string
+	fs.Visit(func(f *flag.Flag) {
+		if cmds, ok := onlyFor[f.Name]; ok && !slices.Contains(cmds, cmd) && msg == "" {
+			msg = fmt.Sprintf("--%s applies to %s only", f.Name, strings.Join(cmds, " and "))
+		}
+	})
+	switch {
+	case msg != "":
+		return msg
+	case cmd == "version":
+		return ""
+	case c.store == "":
+		return "no store: give --store or set SIMBA_STORE"
+	case c.timeout <= 0 || c.timeout > maxTimeout:
+		return fmt.Sprintf("--timeout %s must be more than 0 and at most %s", c.timeout, maxTimeout)
+	case c.transition < 0 || c.transition%time.Millisecond != 0:
+		return fmt.Sprintf("--transition %s must be >= 0 and a whole number of milliseconds", c.transition)
+	case c.olderThan < 0:
+		return fmt.Sprintf("--older-than %s must be >= 0", c.olderThan)
 	}
-	return exitOK
+	return ""
+}
+
+// clientTimeouts returns a Redis URL with its client's own timeouts (dial_timeout,
+// read_timeout, write_timeout: 5s and 3s by default) set to d where it does not name them,
+// so that d, not those, bounds a call; other URLs as they are.
+func clientTimeouts(raw string, d time.Duration) string {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.HasPrefix(u.Scheme, "redis") {
+		return raw // Open reports what is wrong with it
+	}
+	q := u.Query()
+	for _, name := range []string{"dial_timeout", "read_timeout", "write_timeout"} {
+		if !q.Has(name) {
+			q.Set(name, d.String())
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // parse parses flags anywhere among args and returns the other arguments.
@@ -131,8 +206,20 @@ func (c *cli) usage(msg string) int {
 	return exitUsage
 }
 
-func (c *cli) fail(err error) int {
-	fmt.Fprintf(c.stderr, "simba: %s\n", strings.TrimPrefix(err.Error(), "simba: "))
+// done reports err, if any, and returns the exit status: bad input (a store URL that does
+// not parse, a mutex name the store refuses) is bad usage.
+func (c *cli) done(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	msg := strings.TrimPrefix(err.Error(), "simba: ")
+	if c.shown != nil {
+		msg = c.shown.Replace(msg)
+	}
+	fmt.Fprintf(c.stderr, "simba: %s\n", msg)
+	if errors.Is(err, simba.ErrInvalidArgument) {
+		return exitUsage
+	}
 	return exitFail
 }
 
@@ -159,11 +246,44 @@ func newRecord(mutex string, o simba.Owner) record {
 	return r
 }
 
-// lookup reads the owner of mutex, bounded by the timeout.
-func (c *cli) lookup(ctx context.Context, s *storeurl.Store, mutex string) (simba.Owner, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+// call runs f, the store call what, bounded by the timeout. A call that the timeout ends
+// says so in the same words whatever it was waiting for (a connection, a session, an
+// answer).
+func (c *cli) call(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return simba.Lookup(ctx, s.Backend(), mutex)
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return &noAnswerError{what: what, after: c.timeout, err: err}
+	}
+	return err
+}
+
+// noAnswerError is a store call that the timeout ended.
+type noAnswerError struct {
+	what  string
+	after time.Duration
+	err   error
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("%s: no answer from the server within %s (--timeout)", e.what, e.after)
+}
+
+func (e *noAnswerError) Unwrap() error { return e.err }
+
+// lookup reads the owner of mutex. Its store calls are bounded by the timeout, not by
+// simba's default call timeout (a quarter of the TTL, which must exceed it: a reader's
+// TTL is used for nothing else), and a Redis owner's TTL end is derived with the
+// transition.
+func (c *cli) lookup(ctx context.Context, s *storeurl.Store, mutex string) (o simba.Owner, err error) {
+	ttl := max(simba.DefaultTTL, c.timeout.Truncate(time.Millisecond)+time.Millisecond)
+	err = c.call(ctx, fmt.Sprintf("look up %q", mutex), func(ctx context.Context) error {
+		o, err = simba.Lookup(ctx, s.Backend(), mutex,
+			simba.WithTTL(ttl), simba.WithCallTimeout(c.timeout), simba.WithTransition(c.transition))
+		return err
+	})
+	return o, err
 }
 
 func (c *cli) get(ctx context.Context, s *storeurl.Store, mutex string) error {
@@ -171,25 +291,43 @@ func (c *cli) get(ctx context.Context, s *storeurl.Store, mutex string) error {
 	if err != nil {
 		return err
 	}
+	c.noteDerived(s, o)
 	return c.print([]record{newRecord(mutex, o)}, false)
 }
 
 func (c *cli) list(ctx context.Context, s *storeurl.Store) error {
-	lctx, cancel := context.WithTimeout(ctx, c.timeout)
-	names, err := s.List(lctx)
-	cancel()
+	var names []string
+	err := c.call(ctx, "list", func(ctx context.Context) (err error) {
+		names, err = s.List(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	records := make([]record, 0, len(names))
+	var owned simba.Owner
 	for _, name := range names {
 		o, err := c.lookup(ctx, s, name)
 		if err != nil {
 			return err
 		}
+		if c.held && !o.HasOwner(time.Now()) {
+			continue
+		}
+		if !o.IsZero() {
+			owned = o
+		}
 		records = append(records, newRecord(name, o))
 	}
+	c.noteDerived(s, owned)
 	return c.print(records, true)
+}
+
+// noteDerived says, on a Redis store, how the TTL end of owner o was derived.
+func (c *cli) noteDerived(s *storeurl.Store, o simba.Owner) {
+	if s.RedisClient() != nil && !o.IsZero() {
+		fmt.Fprintf(c.stderr, "simba: Redis keeps only when an owner's transition ends; the TTL end is derived from it with --transition %s\n", c.transition)
+	}
 }
 
 // print writes records as a JSON value (an array when many) or a table.
@@ -312,19 +450,10 @@ another contender may acquire at once. Only the fencing token protects the resou
 the next owner's token is greater, and a resource that rejects lower tokens refuses the old
 owner's writes. A resource that does not check tokens may see both owners write.
 `, mutex, o.ID, tokenNote(o.Token))
-	if !c.yes {
-		fmt.Fprintf(c.stderr, "Type the mutex name to release it: ")
-		line, err := c.stdin.ReadString('\n')
-		if strings.TrimSpace(line) != mutex {
-			if err != nil && !errors.Is(err, io.EOF) {
-				return err
-			}
-			return errors.New("release not confirmed: nothing was done")
-		}
+	if err := c.confirm("Type the mutex name to release it: ", mutex, "release"); err != nil {
+		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	if err := s.Release(rctx, mutex, o); err != nil {
+	if err := c.call(ctx, fmt.Sprintf("release %q", mutex), func(ctx context.Context) error { return s.Release(ctx, mutex, o) }); err != nil {
 		return err
 	}
 	if c.json {
@@ -334,4 +463,68 @@ owner's writes. A resource that does not check tokens may see both owners write.
 	}
 	fmt.Fprintf(c.stdout, "released %s from %s%s\n", mutex, o.ID, tokenNote(o.Token))
 	return nil
+}
+
+// confirm asks the user to type want, unless --yes was given, and fails when they do not.
+func (c *cli) confirm(prompt, want, what string) error {
+	if c.yes {
+		return nil
+	}
+	fmt.Fprint(c.stderr, prompt)
+	line, err := c.stdin.ReadString('\n')
+	if strings.TrimSpace(line) != want {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return fmt.Errorf("%s not confirmed: nothing was done", what)
+	}
+	return nil
+}
+
+// prune deletes the rows of mutexes without an owner for longer than --older-than from
+// a SQL store's table (jdbc.Backend.Prune), once confirmed.
+func (c *cli) prune(ctx context.Context, s *storeurl.Store) error {
+	b, ok := s.Backend().(*jdbc.Backend)
+	if !ok {
+		return simba.InvalidArgument("prune", s.String(), "only SQL stores keep rows of mutexes nobody holds; this one has nothing to prune")
+	}
+	fmt.Fprintf(c.stderr, `prune deletes from the table of %s the rows of mutexes that have had no owner
+for more than %s. A row with an owner is never deleted, and a pruned mutex gets its row
+back at its next use.
+`, s, c.olderThan)
+	if err := c.confirm("Type prune to go on: ", "prune", "prune"); err != nil {
+		return err
+	}
+	var n int64
+	err := c.call(ctx, "prune", func(ctx context.Context) (err error) {
+		n, err = b.Prune(ctx, c.olderThan)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(c.stdout).Encode(struct {
+			Pruned int64 `json:"pruned"`
+		}{n})
+	}
+	_, err = fmt.Fprintf(c.stdout, "pruned %d rows of mutexes without an owner for more than %s\n", n, c.olderThan)
+	return err
+}
+
+// version prints the module version this command was built from: "(devel)" from a
+// checkout, a tag with go install ...@version.
+func (c *cli) version() error {
+	v, goVersion := "unknown", runtime.Version()
+	if info, ok := debug.ReadBuildInfo(); ok {
+		v, goVersion = info.Main.Version, info.GoVersion
+	}
+	if c.json {
+		return json.NewEncoder(c.stdout).Encode(struct {
+			Version string `json:"version"`
+			Go      string `json:"go"`
+		}{v, goVersion})
+	}
+	_, err := fmt.Fprintf(c.stdout, "simba %s %s\n", v, goVersion)
+	return err
 }
