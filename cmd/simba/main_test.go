@@ -344,29 +344,33 @@ func TestTransitionOnRedis(t *testing.T) {
 // call timeout (2.5s) but less than --timeout is waited for. The lookups ended at 2.5s.
 func TestTimeoutBoundsEachCall(t *testing.T) {
 	testserver.Need(t, storesErr)
-	raw := stores.URLs()["mysql"]
-	holding(t, raw, "cli-timeout", "owner")
-	require.NoError(t, stores.MariaDB.Pause())
-	paused := true
-	defer func() {
-		if paused {
-			_ = stores.MariaDB.Resume()
-		}
-	}()
-	results := make(chan result, 2)
-	go func() { results <- cli(t, "", "--store", raw, "--timeout", "60s", "get", "cli-timeout") }()
-	go func() { results <- cli(t, "", "--store", raw, "--timeout", "60s", "list") }()
-	select {
-	case r := <-results:
-		t.Fatalf("a command ended while the store stalled: %d %s", r.code, r.stderr)
-	case <-time.After(6 * time.Second): // the stall, longer than the default call timeout
-	}
-	require.NoError(t, stores.MariaDB.Resume())
-	paused = false
-	for range 2 {
-		r := <-results
-		assert.Equal(t, 0, r.code, r.stderr)
-		assert.Contains(t, r.stdout, "cli-timeout")
+	for scheme, srv := range map[string]*testserver.Server{"redis": stores.Redis, "mysql": stores.MariaDB.Server} {
+		t.Run(scheme, func(t *testing.T) {
+			raw, mutex := stores.URLs()[scheme], "cli-timeout-"+scheme
+			holdingWith(t, raw, mutex, "owner", 30*time.Second, time.Second) // outlives the stall
+			require.NoError(t, srv.Pause())
+			paused := true
+			defer func() {
+				if paused {
+					_ = srv.Resume()
+				}
+			}()
+			results := make(chan result, 2)
+			go func() { results <- cli(t, "", "--store", raw, "--timeout", "60s", "get", mutex) }()
+			go func() { results <- cli(t, "", "--store", raw, "--timeout", "60s", "list") }()
+			select {
+			case r := <-results:
+				t.Fatalf("a command ended while the store stalled: %d %s", r.code, r.stderr)
+			case <-time.After(8 * time.Second): // the stall: longer than simba's and go-redis's default timeouts
+			}
+			require.NoError(t, srv.Resume())
+			paused = false
+			for range 2 {
+				r := <-results
+				assert.Equal(t, 0, r.code, r.stderr)
+				assert.Contains(t, r.stdout, mutex)
+			}
+		})
 	}
 }
 
