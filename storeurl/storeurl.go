@@ -557,7 +557,7 @@ func waitSession(ctx context.Context, conn *zk.Conn, closing <-chan struct{}) er
 }
 
 // deleteOwnerNode deletes the node of the owner of mutex, the one with the lowest
-// sequence number (SPEC: Curator's LeaderLatch), if it still carries o's ID.
+// sequence number (as in Curator's LeaderLatch), if it still carries o's ID.
 func deleteOwnerNode(ctx context.Context, conn *zk.Conn, mutex string, o simba.Owner) error {
 	if err := ctx.Err(); err != nil {
 		return err
