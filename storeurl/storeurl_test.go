@@ -266,21 +266,9 @@ func (c *doneSeen) Done() <-chan struct{} {
 func TestCloseEndsSessionWait(t *testing.T) {
 	s, err := storeurl.Open("zk://127.0.0.1:1?session_timeout=2s")
 	require.NoError(t, err)
-	parent, cancel := context.WithCancel(context.Background()) // never ends before the test does
+	ctx, cancel := context.WithCancel(context.Background()) // never ends before the test does
 	defer cancel()
-	ctx := &doneSeen{Context: parent, seen: make(chan struct{})}
-	listed := make(chan error, 1)
-	go func() {
-		_, err := s.List(ctx)
-		listed <- err
-	}()
-	select {
-	case <-ctx.seen:
-	case err := <-listed:
-		t.Fatalf("List returned without a session: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("List never began to wait")
-	}
+	listed := listWaiting(t, s, ctx)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	select {
@@ -290,6 +278,33 @@ func TestCloseEndsSessionWait(t *testing.T) {
 		cancel() // lets the wait, and Close, end
 		t.Fatal("Close did not return within 10s while List waited for a session")
 	}
+	assertEndedByClose(t, listed)
+}
+
+// listWaiting starts s.List with ctx and returns, once the call waits (past its check for
+// a closed store), the channel its error comes on.
+func listWaiting(t *testing.T, s *storeurl.Store, ctx context.Context) <-chan error {
+	t.Helper()
+	seen := &doneSeen{Context: ctx, seen: make(chan struct{})}
+	listed := make(chan error, 1)
+	go func() {
+		_, err := s.List(seen)
+		listed <- err
+	}()
+	select {
+	case <-seen.seen:
+	case err := <-listed:
+		t.Fatalf("List returned at once: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("List never began to wait")
+	}
+	return listed
+}
+
+// assertEndedByClose checks that the List whose error comes on listed ends, with an
+// error matching simba.ErrClosed, within 10s of the Close that ended it.
+func assertEndedByClose(t *testing.T, listed <-chan error) {
+	t.Helper()
 	select {
 	case err := <-listed:
 		assert.ErrorIs(t, err, simba.ErrClosed)
@@ -308,24 +323,9 @@ func TestCloseEndsCallUnderWay(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, stores.Redis.Pause())
 	defer func() { require.NoError(t, stores.Redis.Resume()) }()
-	ctx := &doneSeen{Context: t.Context(), seen: make(chan struct{})}
-	listed := make(chan error, 1)
-	go func() {
-		_, err := s.List(ctx)
-		listed <- err
-	}()
-	select {
-	case <-ctx.seen:
-	case err := <-listed:
-		t.Fatalf("List returned from a stalled server: %v", err)
-	}
+	listed := listWaiting(t, s, t.Context())
 	require.NoError(t, s.Close())
-	select {
-	case err := <-listed:
-		assert.ErrorIs(t, err, simba.ErrClosed)
-	case <-time.After(10 * time.Second):
-		t.Fatal("List did not return within 10s of Close")
-	}
+	assertEndedByClose(t, listed)
 }
 
 // A service shares the Store's client: the accessor of its scheme returns the client the

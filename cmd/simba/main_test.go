@@ -406,16 +406,24 @@ func TestVersion(t *testing.T) {
 	assert.NotEmpty(t, v.Go)
 }
 
+// heldAndFree returns two mutexes named after prefix: one held until the test ends, one
+// acquired and released.
+func heldAndFree(t *testing.T, raw, prefix string) (held, free string) {
+	t.Helper()
+	held, free = prefix+"-held", prefix+"-free"
+	holding(t, raw, held, "owner")
+	_, lease := holding(t, raw, free, "owner")
+	require.NoError(t, lease.Release(t.Context()))
+	return held, free
+}
+
 // list --held shows the mutexes with an owner only; list shows every row of a SQL table.
 func TestListHeld(t *testing.T) {
 	testserver.Need(t, storesErr)
 	for _, scheme := range []string{"mysql", "redis"} {
 		t.Run(scheme, func(t *testing.T) {
 			raw := stores.URLs()[scheme]
-			held, free := "cli-held-"+scheme, "cli-free-"+scheme
-			holding(t, raw, held, "owner")
-			_, lease := holding(t, raw, free, "owner")
-			require.NoError(t, lease.Release(t.Context()))
+			held, free := heldAndFree(t, raw, "cli-list-"+scheme)
 
 			r := cli(t, "", "--store", raw, "--json", "list", "--held")
 			require.Equal(t, 0, r.code, r.stderr)
@@ -444,10 +452,7 @@ func TestPrune(t *testing.T) {
 	for _, scheme := range []string{"mysql", "postgres"} {
 		t.Run(scheme, func(t *testing.T) {
 			raw := stores.URLs()[scheme]
-			held, free := "cli-prune-held-"+scheme, "cli-prune-free-"+scheme
-			holding(t, raw, held, "owner")
-			_, lease := holding(t, raw, free, "owner")
-			require.NoError(t, lease.Release(t.Context()))
+			held, free := heldAndFree(t, raw, "cli-prune-"+scheme)
 			listed := func() string {
 				r := cli(t, "", "--store", raw, "list")
 				require.Equal(t, 0, r.code, r.stderr)
