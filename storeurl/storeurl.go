@@ -1,7 +1,7 @@
 // Package storeurl opens a simba.Backend from one URL, with the client it dials for it,
 // for tools and configuration files that name a store by a string (cmd/simba does). It
 // also does what a store's administrator asks of it: list the mutexes the store holds
-// records for, and release a mutex whatever its owner.
+// records for, release a mutex whatever its owner, and create the SQL table.
 //
 // The URL schemes:
 //
@@ -41,11 +41,11 @@
 // Unlike simba's backends, which never dial and never close a client they are given,
 // a Store dials its client itself and owns it: Close closes the backend and the client.
 //
-// List and Release return by their context's deadline whatever the server does; a call
-// the server has not answered by then goes on in the background until the server
-// answers, the client gives up, or Close closes the client, and Close waits for it.
-// A call that Close ends (one waiting for a ZooKeeper session among them), and every call
-// after Close, fails with an error matching simba.ErrClosed.
+// List, Release and CreateTable return by their context's deadline whatever the server
+// does; a call the server has not answered by then goes on in the background until the
+// server answers, the client gives up, or Close closes the client, and Close waits for
+// it. A call that Close ends (one waiting for a ZooKeeper session among them), and every
+// call after Close, fails with an error matching simba.ErrClosed.
 package storeurl
 
 import (
