@@ -3,7 +3,7 @@
 // JVM Simba services that name the same mutex on the same ensemble contend with each
 // other.
 //
-// # Storage format (SPEC §6)
+// # Storage format
 //
 // A mutex is the node /simba/<mutex>. Each contender creates an EPHEMERAL_SEQUENTIAL child
 // named _c_<uuid>-latch-<10-digit sequence> (Curator's protection: the UUID is random per

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Node layout, shared with JVM Simba (Curator's LeaderLatch with protection, SPEC §6).
+// Node layout, shared with JVM Simba (Curator's LeaderLatch with protection).
 const (
 	// rootPath is the parent of every mutex node.
 	rootPath = "/simba"
