@@ -131,7 +131,7 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	case errors.Is(err, zk.ErrNoNode):
 		return false, nil
 	case err != nil:
-		return false, storeError("list", c.parent, err)
+		return false, b.explain(storeError("list", c.parent, err))
 	}
 	for _, l := range latches(kids) {
 		if l.name != mine {
@@ -198,17 +198,23 @@ func (c *contention) run() {
 			continue
 		}
 		failures++
+		err = c.b.explain(err)
 		c.b.mu.Lock()
 		c.lastErr = err
 		c.b.mu.Unlock()
-		if !transient(err) && !c.isStarted {
+		isRefused := errors.Is(err, simba.ErrRefused)
+		if (isRefused || !transient(err)) && !c.isStarted {
 			c.startErr = err
 			c.isStarted = true
 			close(c.started)
 			continue
 		}
 		d := min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, time.Second)
-		c.log.Warn("simba/zookeeper: reading the mutex failed; retrying", "err", err, "retry_in", d)
+		if isRefused {
+			c.log.Error("simba/zookeeper: zookeeper refused a request on the mutex; retrying", "err", err, "retry_in", d)
+		} else {
+			c.log.Warn("simba/zookeeper: reading the mutex failed; retrying", "err", err, "retry_in", d)
+		}
 		retry.Reset(d)
 	}
 }
@@ -719,7 +725,7 @@ func (c *contention) deleteNode(s session) error {
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
-	return storeError("delete", c.node, err)
+	return c.b.explain(storeError("delete", c.node, err))
 }
 
 // together runs f and g at once and returns when both have: two independent requests on

@@ -133,6 +133,49 @@
 // it dials a lone server again, so with shorter sessions every lost connection is an
 // expired session, and the owner's successor takes over instead of the owner resuming.
 //
+// # Refusals and outages
+//
+// An answer that no retry can cure is a refusal: the errors of New, StartContend,
+// OthersWaiting and StopContend then match simba.ErrRefused, and StartContend fails at
+// once rather than waiting for its context. A running contention retries a refusal like
+// any failure (an ACL may be put back), logging each at Error level. Every other failure
+// is an outage, which StartContend waits out within its context and a contention retries.
+//
+//	Condition                                               ZooKeeper's answer               Kind
+//	an ACL forbids this client to create, list, read or     zk.ErrNoAuth                     refusal
+//	  delete under /simba, a mutex node or a contender's
+//	  node; wrong digest credentials (ZooKeeper takes any:
+//	  they name an identity that the ACL does not list)
+//	the server requires an authentication scheme the        SESSIONCLOSEDREQUIRESASLAUTH,    refusal
+//	  session has not used (enforce.auth.enabled, or          then the connection dropped
+//	  sessionRequireClientSASLAuth: go-zookeeper has no
+//	  SASL)
+//	Connect's AddAuth names a scheme the server refuses     zk.ErrAuthFailed, from New       refusal
+//	WithACL's ACL is malformed, or names the auth scheme    zk.ErrInvalidACL                 refusal
+//	  while the session has authenticated with none
+//	/simba or /simba/<mutex> is another client's            zk.ErrNoChildrenForEphemerals    refusal
+//	  ephemeral node
+//	a path the server or go-zookeeper refuses (never a      zk.ErrBadArguments,              refusal
+//	  name that passed ValidateMutex)                         zk.ErrInvalidPath
+//	no server answers: down, a wrong address, cut off       no session: ErrNoSession and     outage
+//	  from its quorum (go-zookeeper asks for no read-only     the context's error
+//	  session)
+//	the connection breaks, or a request gets no answer      zk.ErrConnectionClosed, network  outage
+//	  within its bound                                        errors, a context deadline
+//	the session expired or moved                            zk.ErrSessionExpired,            outage
+//	                                                          zk.ErrSessionMoved
+//
+// An ephemeral /simba or mutex node goes with its owner's session, but it is another
+// application using simba's paths, which someone has to look at: a refusal. With
+// SESSIONCLOSEDREQUIRESASLAUTH (go-zookeeper v1.0.4 reports it as "unknown error:
+// -124") the server answers one request and drops the connection; go-zookeeper dials
+// again and resumes the session, which fares no better. The requests that fail with the
+// connection are reported with that refusal too, until a request is answered otherwise.
+// go-zookeeper v1.0.4 never reports StateAuthFailed; credentials it sends again after a
+// reconnect and the server now refuses are only logged, by go-zookeeper, and look like a
+// connection that keeps breaking. It has no chroot either: a server address with one
+// ("zk1:2181/app") does not dial, which looks like a server that is down.
+//
 // # What Stop leaves behind
 //
 // StopContend deletes the contender's node, within its context. Without a session, or

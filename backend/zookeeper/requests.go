@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -61,10 +62,42 @@ func ask[T any](ctx context.Context, b *Backend, f func() (T, error)) (T, error)
 	b.mu.Unlock()
 	select {
 	case a := <-got:
+		a.err = fromZK(a.err)
+		b.heard(a.err)
 		return a.v, a.err
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
+}
+
+// heard records what an answer says of the session as a whole. When the server refuses
+// every request of the session (errAuthRequired), it answers one and drops the connection,
+// and the other requests, the next contention's among them, fail with the connection;
+// explain names the refusal for them, until a request is answered otherwise.
+func (b *Backend) heard(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case errors.Is(err, errAuthRequired):
+		b.refusal = fmt.Errorf("%w: %w", simba.ErrRefused, err)
+	case err == nil || !transient(err):
+		b.refusal = nil
+	}
+}
+
+// explain adds to err, the failure of a request, the refusal of the session that dropped
+// its connection (see heard), if any.
+func (b *Backend) explain(err error) error {
+	if err == nil || !transient(err) || errors.Is(err, simba.ErrRefused) {
+		return err
+	}
+	b.mu.Lock()
+	r := b.refusal
+	b.mu.Unlock()
+	if r == nil {
+		return err
+	}
+	return fmt.Errorf("%w, dropped after the server refused the session: %w", err, r)
 }
 
 // stat is what an exists request answers.

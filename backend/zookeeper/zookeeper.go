@@ -64,6 +64,7 @@ type Backend struct {
 	armed       map[watch]struct{}                  // watches this session holds that have not fired
 	events      uint64                              // node events seen so far
 	orphans     map[orphan]struct{}                 // nodes to delete once the session is back
+	refusal     error                               // the server refuses every request of the session; see heard
 	adopted     int                                 // nodes found again after a lost create reply (tests)
 
 	// What proves the session alive on the ensemble's leader; see alive.
@@ -136,6 +137,9 @@ func New(connect Connect, opts ...Option) (*Backend, error) {
 	}
 	conn, events, err := connect(b.event)
 	if err != nil {
+		if refused(err) { // Connect authenticated (AddAuth), and the server refused it
+			err = fmt.Errorf("%w: %w", simba.ErrRefused, err)
+		}
 		return nil, fmt.Errorf("simba/zookeeper: connect: %w", err)
 	}
 	if conn == nil {
@@ -608,12 +612,45 @@ func negotiatedTimeout(conn *zk.Conn) time.Duration {
 	return time.Duration(reflect.ValueOf(conn).Elem().FieldByName("sessionTimeoutMs").Int()) * time.Millisecond
 }
 
-// storeError wraps an error of the connection with the operation and node.
+// storeError wraps an error of the connection with the operation and node, and a refusal
+// in simba.ErrRefused.
 func storeError(op, path string, err error) error {
-	if errors.Is(err, zk.ErrClosing) {
+	switch {
+	case errors.Is(err, zk.ErrClosing):
 		err = errors.Join(simba.ErrClosed, err)
+	case refused(err):
+		err = fmt.Errorf("%w: %w", simba.ErrRefused, err)
 	}
 	return fmt.Errorf("simba/zookeeper: %s %s: %w", op, path, err)
+}
+
+// errAuthRequired stands for ZooKeeper's answer SESSIONCLOSEDREQUIRESASLAUTH (-124), for
+// which go-zookeeper v1.0.4 has no error of its own (it returns "unknown error: -124"):
+// the server requires an authentication scheme (enforce.auth.schemes, or SASL with
+// sessionRequireClientSASLAuth) that the session has not used, and drops the connection
+// after the answer. go-zookeeper then dials again and resumes the session, which fares
+// no better.
+var errAuthRequired = errors.New("zk: the server requires authentication that the session has not given (SESSIONCLOSEDREQUIRESASLAUTH)")
+
+// fromZK returns err, an answer of the connection, with the codes go-zookeeper does not
+// name replaced by the package's errors.
+func fromZK(err error) error {
+	if err != nil && err.Error() == "unknown error: -124" {
+		return errAuthRequired
+	}
+	return err
+}
+
+// refused reports whether err is an answer that no retry can cure: see the package
+// documentation for the table of refusals and outages.
+func refused(err error) bool {
+	for _, e := range []error{zk.ErrNoAuth, zk.ErrAuthFailed, errAuthRequired, zk.ErrInvalidACL,
+		zk.ErrNoChildrenForEphemerals, zk.ErrBadArguments, zk.ErrInvalidPath} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // transient reports whether err comes from the connection or session rather than from an
@@ -637,7 +674,7 @@ func transient(err error) bool {
 // refused it, or it never left this process. Any other failure (the connection broke
 // while the request was out) leaves the outcome unknown.
 func answered(err error) bool {
-	for _, e := range []error{zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrInvalidACL, zk.ErrBadArguments,
+	for _, e := range []error{zk.ErrNoNode, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrInvalidACL, zk.ErrBadArguments, errAuthRequired,
 		zk.ErrNoChildrenForEphemerals, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrInvalidPath, zk.ErrInvalidFlags, zk.ErrClosing} {
 		if errors.Is(err, e) {
 			return true
