@@ -66,15 +66,27 @@ func (d *dropper) Write(p []byte) (int, error) {
 	return d.Conn.Write(p)
 }
 
+// ZooKeeper's operation codes of the requests tests swallow.
+const (
+	opDelete       = 2
+	opGetChildren2 = 12
+)
+
 // deleteDropping returns a backend whose connection swallows the next delete request once
 // armed is set, and the count of those swallowed.
 func deleteDropping(t *testing.T) (*testBackend, *atomic.Bool, *atomic.Int32) {
 	t.Helper()
-	const opDelete = 2
+	return dropping(t, opDelete)
+}
+
+// dropping returns a backend whose connection swallows the next request with operation
+// code op once armed is set, and the count of those swallowed.
+func dropping(t *testing.T, op int32) (*testBackend, *atomic.Bool, *atomic.Int32) {
+	t.Helper()
 	var armed atomic.Bool
 	var dropped atomic.Int32
 	n := &network{wrap: func(c net.Conn) net.Conn {
-		return &dropper{Conn: c, op: opDelete, armed: &armed, dropped: &dropped}
+		return &dropper{Conn: c, op: op, armed: &armed, dropped: &dropped}
 	}}
 	return newBackendOn(t, n), &armed, &dropped
 }

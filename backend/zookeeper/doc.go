@@ -136,8 +136,8 @@
 // # Refusals and outages
 //
 // An answer that no retry can cure is a refusal: the errors of New, StartContend,
-// OthersWaiting and StopContend then match simba.ErrRefused, and StartContend fails at
-// once rather than waiting for its context. A running contention retries a refusal like
+// OthersWaiting, StopContend and ReleaseOwner then match simba.ErrRefused, and
+// StartContend fails at once rather than waiting for its context. A running contention retries a refusal like
 // any failure (an ACL may be put back), logging each at Error level. Every other failure
 // is an outage, which StartContend waits out within its context and a contention retries.
 //

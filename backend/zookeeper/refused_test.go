@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"testing"
@@ -162,6 +163,22 @@ func TestRefusedAuthScheme(t *testing.T) {
 	assert.ErrorIs(t, err, simba.ErrRefused)
 }
 
+// createMutexNode makes /simba/<mutex> an ephemeral node of admin's session, with acl.
+func createMutexNode(t *testing.T, admin *zk.Conn, mutex string, acl []zk.ACL) {
+	t.Helper()
+	for range 10 {
+		if _, err := admin.CreateContainer("/simba", nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
+			require.ErrorIs(t, err, zk.ErrNodeExists)
+		}
+		_, err := admin.Create("/simba/"+mutex, nil, zk.FlagEphemeral, acl)
+		if !errors.Is(err, zk.ErrNoNode) { // the server reaped /simba, empty, meanwhile
+			require.NoError(t, err)
+			return
+		}
+	}
+	t.Fatal("/simba keeps disappearing")
+}
+
 // Requests the server refuses whatever the number of retries: the backend's ACL option,
 // the node layout, the mutex name.
 func TestRefusedRequests(t *testing.T) {
@@ -174,13 +191,8 @@ func TestRefusedRequests(t *testing.T) {
 	t.Run("an ephemeral mutex node", func(t *testing.T) {
 		// Another client made /simba/<mutex> an ephemeral node, which can have no children.
 		mutex := mutexName(t)
-		admin := adminConn(t)
-		if _, err := admin.CreateContainer("/simba", nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
-			require.ErrorIs(t, err, zk.ErrNodeExists)
-		}
-		_, err := admin.Create("/simba/"+mutex, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-		require.NoError(t, err)
-		err = startRefused(t, newBackend(t), contender(mutex, "a", testLogger(t)))
+		createMutexNode(t, adminConn(t), mutex, zk.WorldACL(zk.PermAll))
+		err := startRefused(t, newBackend(t), contender(mutex, "a", testLogger(t)))
 		assert.ErrorIs(t, err, zk.ErrNoChildrenForEphemerals)
 	})
 	t.Run("a name the server refuses", func(t *testing.T) {
