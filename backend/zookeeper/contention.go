@@ -483,7 +483,9 @@ func (c *contention) create(ctx context.Context, prefix string) (string, error) 
 			}
 			return path, nil
 		}
-		if err := c.b.makeParents(ctx, c.parent); err != nil {
+		// ErrNoNode: the server reaped /simba, empty, before the mutex node was made under
+		// it. Both are made again.
+		if err := c.b.makeParents(ctx, c.parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return "", err
 		}
 	}
