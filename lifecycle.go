@@ -5,344 +5,664 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/simba-go/simba/internal/dispatch"
-	"github.com/simba-go/simba/internal/mutation"
 )
 
-// Start begins contending (or observing). ctx bounds only the start-up: the start-up I/O,
-// which the call timeout bounds too, and the wait for the store work of the previous
-// lifecycle if that is still under way. The service then runs until Stop or Close. Its
-// callbacks begin once Start has completed: they find the service RUNNING, and free to stop.
+// This file is the engine: one lifecycle of a contender (or retriever), from the store's
+// start-up to its release, top-down:
 //
-// Start fails fast, the same way on every backend: when the store cannot be reached or
-// refuses this client, it returns the backend's error, wrapped, and the service is INITIAL
-// again (Locker.Acquire, by contrast, retries until its context ends). An error matches a
-// context error only when ctx itself ended; a start-up cut off by the call timeout matches
-// ErrTimeout. Start also returns ErrAlreadyStarted unless the status is INITIAL, and
-// ErrClosed after Close.
-func (s *Service) Start(ctx context.Context) error {
-	if ctx == nil {
-		return invalid("ctx", nil, "must not be nil")
-	}
-	_, err := s.begin(ctx, runSpec{delay: s.cfg.initialDelay})
-	return err
+//	open         StartContend: subscriptions, schema checks, session nodes
+//	round        an attempt on the contend period (a lease store), or a report (a session store)
+//	  attempt    Acquire (a retriever: Lookup), bounded by the call timeout and the local TTL end
+//	  answer     the owner the store named: apply it
+//	  apply      begin a tenure, renew it, or end it; tell a retriever of a new owner
+//	  expire     the local TTL end passed without a renewal: belief ends
+//	halt         Stop: belief ends at once, answers are dropped from now on
+//	finish       the callbacks are delivered, then Release and StopContend
+//
+// A front-end (Service, Locker, Scheduler, Mutexes) creates one lifecycle per Start or
+// acquisition, opens it, and learns what it needs through the methods in the last section
+// of this file and through its hooks, which the lifecycle queues on its dispatcher, in
+// order, one at a time. Front-ends never touch its fields.
+//
+// Locks: a lifecycle's mu guards its state. Lock order, where several are held: Mutexes.mu,
+// then Service.mu, then lifecycle.mu, then the dispatcher's and the rounds' own locks. No
+// lock is held while the store or a user's code runs (an Observer aside, which must not
+// block).
+
+// phase is where a lifecycle is; enter is the one place it changes.
+type phase uint8
+
+const (
+	phaseOpening phase = iota // the store's start-up (StartContend) is under way
+	phaseRunning              // attempts (lease) or reports (session) are applied
+	phaseOver                 // a single lifecycle's tenure ended: no other begins; it gives the mutex back
+	phaseHalted               // Stop began: answers and reports are dropped
+)
+
+// runSpec says how one lifecycle contends: what Start asks for, or a Locker's acquisition.
+type runSpec struct {
+	// delay is the time before the first attempt of a lease store.
+	delay time.Duration
+	// single makes the lifecycle serve one tenure, as a Locker's acquisition does: it
+	// waits only for its own turn (Participant.WaitsOnly), begins no tenure once its first
+	// has ended, and then gives the mutex back (a lease store) or leaves the queue (a
+	// session store) at once.
+	single bool
+	// once, with single, makes one attempt only (TryAcquire; Participant.Once).
+	once bool
+	// hopeless, if set, is called once when the lifecycle finds that no attempt can
+	// succeed (the backend is closed, or refuses), with why, and with mu held: it must not
+	// block.
+	hopeless func(error)
 }
 
-// begin starts a lifecycle as spec says and returns it.
-func (s *Service) begin(ctx context.Context, spec runSpec) (*run, error) {
-	// The lifecycle's callbacks begin once Start has completed, the lifecycle lock let go
-	// included, so that they find the service RUNNING and free to stop (a Stop from inside
-	// one), or stopped again if it failed. Deferred first, this runs after the unlock.
-	var resume func()
-	defer func() {
-		if resume != nil {
-			resume()
-		}
-	}()
-	if err := s.lock(ctx); err != nil {
-		return nil, wrapf(err, "simba: start %q", s.mutex)
+// hooks are what a front-end is told, on the lifecycle's dispatcher, in order.
+type hooks struct {
+	acquired func(t *tenure, st State) // a tenure began
+	released func(st State)            // the tenure ended
+	changed  func(st State)            // the owner changed (a retriever)
+}
+
+// lifecycle is one Start to Stop of a service (or one acquisition of a Locker).
+type lifecycle struct {
+	svc    *Service // identity, configuration, logger and background WaitGroup: read-only
+	spec   runSpec
+	hooks  hooks
+	ctx    context.Context // ends at halt: cuts a store call in flight short
+	cancel context.CancelFunc
+	rounds rounds // the attempts of a lease contention; leaving a session contention
+	events *dispatch.Queue
+
+	// closed once each, when what they name has happened
+	attempted signal // the first attempt (or report) has been applied
+	acquired  signal // the first tenure began
+	hopeless  signal // no attempt can succeed: the backend is closed, or refuses
+	halted    signal // Stop began (or the start-up failed)
+	finished  chan struct{}
+	finishErr error // what the store said when finishing; read after finished
+
+	mu           sync.Mutex
+	phase        phase
+	started      bool // Start completed: the lifecycle ran (for the log)
+	contention   Contention
+	lease        LeaseContention // nil for a session contention
+	left         bool            // a single session contention was left (StopContend called)
+	owner        Owner           // the owner as this lifecycle believes it now
+	state        State           // the last change of owner seen
+	tenure       *tenure         // set while this contender believes it owns the mutex
+	first        *tenure         // the first tenure
+	failures     int             // attempts failed in a row
+	lastErr      error           // the error of the last attempt, nil after a successful one
+	begun        uint64          // attempts begun
+	applied      uint64          // attempts whose outcome (answer or failure) was applied
+	appliedCh    chan struct{}   // closed and replaced whenever an attempt is applied
+	granting     bool            // a grant is being applied (for the Observer)
+	answeredSent time.Time       // the send time of the latest answer or grant applied
+	grantedSent  time.Time       // the send time of the latest grant applied
+	renewBy      time.Time       // while leading: when the next attempt must have been applied
+}
+
+// signal is a channel closed once; fire is idempotent. Guarded by its lifecycle's mu.
+type signal struct {
+	ch    chan struct{}
+	fired bool
+}
+
+func newSignal() signal { return signal{ch: make(chan struct{})} }
+
+func (s *signal) fire() {
+	if !s.fired {
+		s.fired = true
+		close(s.ch)
 	}
-	defer s.unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if st := s.Status(); st != StatusInitial {
-		return nil, fmt.Errorf("%w: status %s", ErrAlreadyStarted, st)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, wrapf(err, "simba: start %q", s.mutex) // ended already: the store is not asked
-	}
-	// The previous lifecycle's release must reach the store before this one's acquire:
-	// landing after it, it would end the new tenure.
-	s.mu.Lock()
-	settled := s.settled
-	s.mu.Unlock()
-	if settled != nil {
-		select {
-		case <-settled:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("simba: start %q: the previous lifecycle's release is still under way: %w", s.mutex, ctx.Err())
-		}
-	}
-	s.setStatus(StatusStarting)
-	if s.id != "" {
-		if err := claim(s.mutex, s.id); err != nil {
-			s.setStatus(StatusInitial)
-			return nil, err
-		}
-	}
-	r := &run{
-		spec:      spec,
-		events:    dispatch.NewHeld(s.recovered),
-		attempted: make(chan struct{}),
-		hopeless:  make(chan struct{}),
-		acquired:  make(chan struct{}),
-		halted:    make(chan struct{}),
+}
+
+func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
+	l := &lifecycle{
+		svc: svc, spec: spec, hooks: h,
+		events:    dispatch.NewHeld(svc.recovered),
+		attempted: newSignal(), acquired: newSignal(), hopeless: newSignal(), halted: newSignal(),
 		finished:  make(chan struct{}),
 		appliedCh: make(chan struct{}),
+		state:     svc.State(), // a new lifecycle starts from what the last one saw
 	}
-	resume = r.events.Resume
-	r.ctx, r.cancel = context.WithCancel(context.Background())
-	r.rounds.clock = s.cfg.clock
-	s.mu.Lock()
-	s.run, s.last, s.settled = r, r, r.finished
-	s.mu.Unlock()
-
-	c, attempted, err := s.startContend(ctx, r)
-	if err != nil {
-		s.setStatus(StatusInitial)
-		return nil, wrapf(err, "simba: start %q", s.mutex)
-	}
-	if _, ok := c.(LeaseContention); ok {
-		delay := spec.delay
-		if attempted.made {
-			delay = attempted.next
-		}
-		r.rounds.begin(func() (time.Duration, bool) { return s.round(r) }, true, delay)
-	} else {
-		s.mu.Lock()
-		s.markAttempted(r)
-		s.mu.Unlock()
-		if spec.single {
-			r.rounds.begin(func() (time.Duration, bool) { return 0, !s.leaveIfOver(r) }, false, 0)
-		}
-	}
-	if s.cfg.starting != nil {
-		s.cfg.starting()
-	}
-	s.setStatus(StatusRunning)
-	s.mu.Lock()
-	r.started = true
-	s.mu.Unlock()
-	if s.logs(slog.LevelInfo) {
-		s.log.Info("simba: started", "mode", modeName(c))
-	}
-	return r, nil
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.rounds.clock = svc.cfg.clock
+	return l
 }
 
-func modeName(c Contention) string {
-	if _, ok := c.(LeaseContention); ok {
-		return "lease"
+// enter moves the lifecycle to phase p. Called with mu held.
+func (l *lifecycle) enter(p phase) {
+	switch {
+	case l.phase == phaseHalted || l.phase == p:
+		return // halted is final
+	case p == phaseHalted:
+		l.halted.fire()
+	case p == phaseOver:
+		l.rounds.poke() // the next round gives the mutex back
 	}
-	return "session"
+	l.phase = p
 }
 
-// firstAttempt is what startContend says of the attempt it made: whether it made one,
-// and the delay until the next.
+// ---- open -------------------------------------------------------------------------------
+
+// firstAttempt is what open says of the attempt it made: whether it made one, and the
+// delay until the next.
 type firstAttempt struct {
 	made bool
 	next time.Duration
 }
 
-// startContend opens r's contention on the store. The backend's StartContend runs on a
-// goroutine of its own, so that ctx is kept whatever the backend does: when ctx ends
-// first, r is halted, and the contention, if the backend still opens one, is closed again
+// open opens the contention on the store. The backend's StartContend runs on a goroutine
+// of its own, so that ctx is kept whatever the backend does: when ctx ends first, the
+// lifecycle is halted, and the contention, if the backend still opens one, is closed again
 // in the background. A Locker waits for its first attempt anyway: for one, the same
 // goroutine then makes the first attempt of a lease contention, which saves two goroutine
 // hand-offs (with a context that cannot end, the caller's goroutine makes both).
-func (s *Service) startContend(ctx context.Context, r *run) (Contention, firstAttempt, error) {
+func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
+	svc := l.svc
 	p := Participant{
-		Mutex:       s.mutex,
-		ContenderID: s.id,
-		TTL:         s.cfg.ttl,
-		Transition:  s.cfg.transition,
-		Logger:      s.log,
-		Wake:        r.rounds.poke,
-		WaitsOnly:   r.spec.single,
-		Once:        r.spec.once,
-		Report:      func(o Owner) { s.report(r, o) },
-		Grant:       func(rec Record, sent time.Time) { s.grant(r, rec, sent) },
-		Closed: func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.markHopeless(r, ErrClosed)
-		},
+		Mutex:       svc.mutex,
+		ContenderID: svc.id,
+		TTL:         svc.cfg.ttl,
+		Transition:  svc.cfg.transition,
+		Logger:      svc.log,
+		Wake:        l.rounds.poke,
+		WaitsOnly:   l.spec.single,
+		Once:        l.spec.once,
+		Report:      l.report,
+		Grant:       l.grant,
+		Closed:      func() { l.giveUp(ErrClosed) },
 	}
 	type opened struct {
-		c       Contention
 		err     error
 		attempt firstAttempt
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
-	// open opens the contention and, for a Locker, makes the first attempt of a lease
-	// contention, unless the caller has given up meanwhile (r is halted).
-	open := func() (o opened) {
-		o.c, o.err = s.open(ctx, cctx, p)
+	cctx, cancel := context.WithTimeout(ctx, svc.cfg.callTimeout)
+	// try opens the contention and, for a Locker, makes the first attempt of a lease
+	// contention, unless the caller has given up meanwhile (the lifecycle is halted).
+	try := func() (o opened) {
+		o.err = l.startContend(ctx, cctx, p)
 		cancel()
-		if o.err != nil {
-			return o
-		}
-		s.setContention(r, o.c)
-		if _, ok := o.c.(LeaseContention); ok && r.spec.single && r.ctx.Err() == nil {
-			o.attempt = firstAttempt{made: true, next: s.attempt(r)}
+		if o.err == nil && l.spec.single && l.leaseStore() && l.ctx.Err() == nil {
+			o.attempt = firstAttempt{made: true, next: l.attempt()}
 		}
 		return o
+	}
+	failed := func(err error, background bool) error {
+		l.halt()
+		if background {
+			svc.bg.Go(func() { l.finish(ctx) })
+		} else {
+			l.finish(ctx)
+		}
+		return callError(err, cctx, ctx, svc.cfg.callTimeout)
 	}
 	if ctx.Done() == nil {
 		// A context that cannot end has no deadline to keep: no goroutine is needed to
 		// keep it (the call timeout still bounds a backend that honours contexts).
-		o := open()
-		if o.err != nil {
-			s.halt(r)
-			s.finish(r, ctx)
-			return nil, firstAttempt{}, callError(o.err, cctx, ctx, s.cfg.callTimeout)
+		if o := try(); o.err != nil {
+			return firstAttempt{}, failed(o.err, false)
+		} else {
+			return o.attempt, nil
 		}
-		return o.c, o.attempt, nil
 	}
 	out := make(chan opened, 1)
-	abandon := ctx.Done()
-	if mutation.On("blocking-calls") {
-		abandon = nil // wait for the store, whatever the caller's deadline
-	}
-	s.bg.Go(func() { out <- open() })
+	svc.bg.Go(func() { out <- try() })
 	select {
 	case o := <-out:
 		if o.err != nil {
-			s.halt(r)
-			s.bg.Go(func() { s.finish(r, ctx) })
-			return nil, firstAttempt{}, callError(o.err, cctx, ctx, s.cfg.callTimeout)
+			return firstAttempt{}, failed(o.err, true)
 		}
-		return o.c, o.attempt, nil
-	case <-abandon:
+		return o.attempt, nil
+	case <-ctx.Done():
 		cancel()
-		s.halt(r)
-		s.bg.Go(func() {
-			<-out // the contention, if opened, is r's: finish ends it
-			s.finish(r, ctx)
+		l.halt()
+		svc.bg.Go(func() {
+			<-out // the contention, if opened, is the lifecycle's: finish ends it
+			l.finish(ctx)
 		})
-		return nil, firstAttempt{}, ctx.Err()
+		return firstAttempt{}, ctx.Err()
 	}
 }
 
-// open calls the backend's StartContend with cctx, the call context derived from the
-// caller's ctx.
-func (s *Service) open(ctx, cctx context.Context, p Participant) (Contention, error) {
-	sent := s.cfg.now()
-	c, err := s.backend.StartContend(cctx, p)
+// startContend calls the backend's StartContend with cctx, the call context derived from
+// the caller's ctx, and keeps the contention it opens.
+func (l *lifecycle) startContend(ctx, cctx context.Context, p Participant) error {
+	svc := l.svc
+	sent := svc.cfg.now()
+	c, err := svc.backend.StartContend(cctx, p)
 	if err == nil && isNil(c) {
 		c, err = nil, errors.New("backend returned no contention")
 	}
-	if s.cfg.observer != nil {
-		s.observeCall(OpStart, sent, Record{}, callError(err, cctx, ctx, s.cfg.callTimeout))
+	if svc.cfg.observer != nil {
+		svc.observeCall(OpStart, sent, Record{}, callError(err, cctx, ctx, svc.cfg.callTimeout))
 	}
-	return c, err
-}
-
-func (s *Service) setContention(r *run, c Contention) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r.contention = c
-	r.lease, _ = c.(LeaseContention)
-}
-
-// Stop stops contending. If this contender believed it owned the mutex, its tenure context
-// is cancelled and OnReleased is delivered, and only then is the mutex released on the
-// store, so that no successor can overlap. Stop returns once that is done and every
-// goroutine of the lifecycle has exited, or when ctx ends, whichever comes first; in the
-// second case the release goes on in the background, bounded by the call timeout, and
-// the error matches ctx's error. ctx's values are kept for the release.
-//
-// Called from inside one of the service's own callbacks (or a Scheduler's work), Stop ends
-// belief at once and returns without waiting: the callback it was called from has to
-// return before OnReleased can be delivered. The release follows in the background.
-//
-// Stop returns ErrNotRunning unless the status is RUNNING, ErrClosed after Close, and the
-// store's error if the release failed; the service has stopped regardless, and the store's
-// lease then lapses by itself after ttl + transition.
-func (s *Service) Stop(ctx context.Context) error {
-	if ctx == nil {
-		return invalid("ctx", nil, "must not be nil")
+	if err != nil {
+		return err
 	}
-	return s.stopFrom(ctx, !s.inCallback())
-}
-
-// stopFrom is Stop. Without wait it neither waits for the lifecycle lock nor for the stop
-// to complete: it is called from inside a callback of this service (which the stop waits
-// for), or by a Locker that leaves the release to the background.
-func (s *Service) stopFrom(ctx context.Context, wait bool) error {
-	if st := s.Status(); st != StatusRunning {
-		// Not running (a Start under way, a Stop or Close under way, or stopped): an
-		// error at once, rather than a wait for the lifecycle call under way.
-		if s.isClosed() {
-			return ErrClosed
-		}
-		return fmt.Errorf("%w: status %s", ErrNotRunning, st)
-	}
-	if !wait {
-		if !s.tryLock() {
-			return fmt.Errorf("%w: another Start, Stop or Close is under way", ErrNotRunning)
-		}
-	} else if err := s.lock(ctx); err != nil {
-		return wrapf(err, "simba: stop %q", s.mutex)
-	}
-	defer s.unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.stop(ctx, wait)
-}
-
-func (s *Service) stop(ctx context.Context, wait bool) error {
-	if st := s.Status(); st != StatusRunning {
-		return fmt.Errorf("%w: status %s", ErrNotRunning, st)
-	}
-	s.setStatus(StatusStopping)
-	defer s.setStatus(StatusInitial)
-	r := s.currentRun()
-	s.halt(r)
-	if wait && ctx.Done() == nil {
-		s.finish(r, ctx) // no deadline to keep: no goroutine is needed to keep it
-		return s.finished(r)
-	}
-	s.bg.Go(func() { s.finish(r, ctx) })
-	if !wait {
-		return nil
-	}
-	abandon := ctx.Done()
-	if mutation.On("blocking-calls") {
-		abandon = nil // wait for the store, whatever the caller's deadline
-	}
-	select {
-	case <-r.finished:
-		return s.finished(r)
-	case <-abandon:
-		select {
-		case <-r.finished: // both were ready (ctx had ended before the call)
-			return s.finished(r)
-		default:
-		}
-		return fmt.Errorf("simba: stop %q: the release is still under way: %w", s.mutex, ctx.Err())
-	}
-}
-
-// finished returns Stop's error once r has finished.
-func (s *Service) finished(r *run) error {
-	if r.finishErr != nil {
-		return wrapf(r.finishErr, "simba: stop %q", s.mutex)
-	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.contention = c
+	l.lease, _ = c.(LeaseContention)
 	return nil
 }
 
-// halt ends lifecycle r at once: from now on its results and reports are dropped, belief
+// run begins the rounds of an opened lifecycle, or takes a session store's reports from
+// now on, and lets the callbacks be delivered once resume is called.
+func (l *lifecycle) run(first firstAttempt) {
+	l.mu.Lock()
+	l.enter(phaseRunning)
+	session := l.lease == nil
+	if session {
+		l.attempted.fire()
+	}
+	l.mu.Unlock()
+	switch {
+	case !session:
+		delay := l.spec.delay
+		if first.made {
+			delay = first.next
+		}
+		l.rounds.begin(l.round, true, delay)
+	case l.spec.single:
+		l.rounds.begin(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }, false, 0)
+	}
+}
+
+// ---- rounds: attempt and answer ------------------------------------------------------------
+
+// round is one round of a lease contention: an attempt, or, once a single lifecycle's
+// tenure has ended, the release after which there are no more rounds.
+func (l *lifecycle) round() (time.Duration, bool) {
+	if l.is(phaseOver) {
+		l.releaseAfterTenure()
+		return 0, false
+	}
+	return l.attempt(), true
+}
+
+// attempt makes one acquire (or, for a retriever, lookup) call and applies its answer. It
+// returns the delay until the next attempt.
+func (l *lifecycle) attempt() time.Duration {
+	svc := l.svc
+	sent := svc.cfg.now()
+	l.mu.Lock()
+	l.begun++
+	timeout := l.callTimeout(sent)
+	lease := l.lease
+	renewing := l.tenure != nil
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	var (
+		rec Record
+		err error
+	)
+	if svc.id == "" {
+		rec, err = lease.Lookup(ctx)
+	} else {
+		rec, err = lease.Acquire(ctx)
+	}
+	err = callError(err, ctx, l.ctx, timeout)
+	cancel()
+	if svc.cfg.observer != nil {
+		svc.observeCall(attemptOp(svc.id, renewing), sent, rec, err)
+	}
+	if l.ctx.Err() != nil {
+		return 0 // stopping: the result belongs to an ended lifecycle; Stop releases
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.phase == phaseHalted {
+		return 0
+	}
+	defer l.markApplied()
+	l.lastErr = err
+	if err != nil {
+		return l.failed(err)
+	}
+	l.failures = 0
+	return l.answer(rec, sent)
+}
+
+// failed applies an attempt's error and returns the delay until the retry. Called with
+// mu held.
+func (l *lifecycle) failed(err error) time.Duration {
+	svc := l.svc
+	l.failures++
+	owner := l.tenure != nil
+	d := svc.period.retry(l.failures, owner)
+	switch {
+	case errors.Is(err, ErrClosed):
+		l.giveUpLocked(err)
+	case errors.Is(err, ErrRefused):
+		// An acquisition waiting for this lifecycle ends, and returns the refusal. A
+		// running service or a held lease retries it (a password may be rotated back),
+		// but loudly: no outage explains it.
+		l.giveUpLocked(err)
+		if !l.spec.single || owner {
+			svc.log.Error("simba: the store refused the call; retrying", "err", err, "owner", owner, "retry_in", d)
+		}
+	default:
+		svc.log.Warn("simba: store call failed; retrying", "err", err, "owner", owner, "retry_in", d)
+	}
+	l.due(d)
+	return d
+}
+
+// answer applies the record a store call sent at sent returned, or a grant of the same
+// shape, and returns the delay until the next attempt. Called with mu held.
+func (l *lifecycle) answer(rec Record, sent time.Time) time.Duration {
+	svc := l.svc
+	if l.tenure != nil && rec.Owner != svc.id && !sent.After(l.grantedSent) {
+		// The call was sent before the waiting that a grant answered ended: its answer
+		// predates the hand-over and must not end the tenure the grant began.
+		return svc.period.next(svc.id, l.owner, svc.cfg.now())
+	}
+	if sent.After(l.answeredSent) {
+		l.answeredSent = sent
+	}
+	var end time.Time
+	if svc.id != "" && rec.Owner == svc.id {
+		rec.TTL = min(rec.TTL, svc.cfg.ttl) // never believe longer than this contender asked for
+		// Belief ends a drift margin before the store's TTL end, counted from the send
+		// time: the store read its clock later, so its TTL ends later still.
+		end = sent.Add(rec.TTL - svc.cfg.driftMargin())
+	}
+	o := rec.At(sent)
+	l.apply(o, end)
+	d := svc.period.next(svc.id, o, svc.cfg.now())
+	l.due(d)
+	if svc.logs(slog.LevelDebug) {
+		svc.log.Debug("simba: contended", "owner", o.ID, "token", o.Token, "next_in", d)
+	}
+	return d
+}
+
+// grant applies a hand-over the store made to this contender while it waited
+// (Participant.Grant): as the answer to the call sent at sent, unless an answer to a later
+// call has been applied already. The next attempt is then due as after that answer.
+func (l *lifecycle) grant(rec Record, sent time.Time) {
+	svc := l.svc
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.phase == phaseHalted || svc.id == "" || rec.Owner != svc.id || sent.Before(l.answeredSent) {
+		return
+	}
+	if sent.After(l.grantedSent) {
+		l.grantedSent = sent
+	}
+	l.lastErr = nil
+	l.granting = true
+	d := l.answer(rec, sent)
+	l.granting = false
+	l.attempted.fire()
+	l.rounds.reschedule(d)
+	if svc.logs(slog.LevelDebug) {
+		svc.log.Debug("simba: granted", "token", rec.Token)
+	}
+}
+
+// report receives an owner from a session backend (Participant.Report).
+func (l *lifecycle) report(o Owner) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.phase == phaseHalted {
+		return // a report of an ended lifecycle
+	}
+	var end time.Time
+	if o.OwnedBy(l.svc.id) {
+		end = o.TTLAt
+	}
+	l.apply(o, end)
+	l.attempted.fire()
+}
+
+// giveUp records that no attempt can succeed as things are (err says why: the backend is
+// closed, or the store refused the client), so that an acquisition waiting for the
+// lifecycle ends (a Locker's through hopeless, a Mutexes holder's through
+// spec.hopeless). A halted lifecycle is past caring.
+func (l *lifecycle) giveUp(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.giveUpLocked(err)
+}
+
+func (l *lifecycle) giveUpLocked(err error) {
+	if l.phase == phaseHalted {
+		return
+	}
+	l.lastErr = err // what a Locker's acquisition reports, whatever failed before
+	if !l.hopeless.fired {
+		l.hopeless.fire()
+		if l.spec.hopeless != nil {
+			l.spec.hopeless(err)
+		}
+	}
+}
+
+// callTimeout bounds a store call sent at now by the call timeout and, while this
+// contender believes it owns the mutex, by its local TTL end. (Once that has passed, the
+// tenure is over whatever the call brings, and the call gets the whole timeout: the store
+// may still name this contender, which then begins a new tenure.) Called with mu held.
+func (l *lifecycle) callTimeout(now time.Time) time.Duration {
+	d := l.svc.cfg.callTimeout
+	if t := l.tenure; t != nil {
+		if left := t.left(now); left > 0 && left < d {
+			d = left
+		}
+	}
+	return d
+}
+
+// due records, while this contender leads, the instant by which the attempt due d from
+// now must have been applied: later, its renewal is overdue (Health.Overdue). Called with
+// mu held.
+func (l *lifecycle) due(d time.Duration) {
+	if l.tenure == nil {
+		l.renewBy = time.Time{}
+		return
+	}
+	l.renewBy = l.svc.cfg.now().Add(d + l.svc.cfg.callTimeout)
+}
+
+// markApplied counts an applied attempt and wakes those waiting for one (attemptNow).
+// Called with mu held.
+func (l *lifecycle) markApplied() {
+	l.applied++
+	close(l.appliedCh)
+	l.appliedCh = make(chan struct{})
+	l.attempted.fire()
+}
+
+// ---- tenures: apply, begin, renew, end ----------------------------------------------------
+
+// apply records the owner an answer or report named. end is the local end of belief when o
+// names this contender (zero: none). Called with mu held.
+func (l *lifecycle) apply(o Owner, end time.Time) {
+	svc := l.svc
+	now := svc.cfg.now()
+	if t := l.tenure; t != nil {
+		// The tenure is over whatever the answer says when its local end passed before the
+		// answer could be applied (its context may have said so already), or when the
+		// store answers with another tenure of this contender's (the mutex was freed and
+		// taken again behind its back).
+		switch {
+		case !t.believes(now):
+			l.endTenure(l.expiredCause(), Owner{})
+		case o.OwnedBy(svc.id) && otherTenure(t.record(), o):
+			l.endTenure(ErrOwnerChanged, Owner{})
+		}
+	}
+	if o.OwnedBy(svc.id) {
+		if l.phase != phaseOver && (end.IsZero() || now.Before(end)) {
+			if t := l.tenure; t != nil {
+				l.renew(t, o, end, now)
+				return
+			}
+			l.beginTenure(o, end, now)
+			return
+		}
+		// The store names this contender, but belief cannot begin: the lifecycle serves no
+		// further tenure, or the answer came after the local TTL end it implies. Until a
+		// timely answer, the owner is unknown.
+		o = Owner{}
+	}
+	if l.tenure != nil {
+		l.endTenure(ErrOwnerChanged, o)
+		return
+	}
+	if o.ID != l.owner.ID {
+		l.changed(State{Before: l.owner, After: o})
+	}
+	l.owner = o
+}
+
+// changed records a change of owner that is no tenure of this contender's, and tells a
+// retriever of it. Called with mu held.
+func (l *lifecycle) changed(st State) {
+	l.state = st
+	if l.hooks.changed != nil {
+		l.events.Push(func() { l.hooks.changed(st) })
+	}
+	if l.svc.logs(slog.LevelDebug) {
+		l.svc.log.Debug("simba: owner changed", "owner", st.After.ID, "token", st.After.Token)
+	}
+}
+
+// otherTenure reports whether o, a record naming the owner of was, is a later (or lost and
+// restarted) tenure rather than a renewal: both tell their fencing tokens, and these differ.
+func otherTenure(was, o Owner) bool {
+	return was.Token != 0 && o.Token != 0 && was.Token != o.Token
+}
+
+func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
+	svc := l.svc
+	t := newTenure(svc.cfg.clock, o, end, now, l.expire)
+	st := State{Before: l.owner, After: o}
+	l.tenure, l.owner, l.state = t, o, st
+	if l.first == nil {
+		l.first = t
+		l.acquired.fire()
+	}
+	if svc.logs(slog.LevelInfo) {
+		svc.log.Info("simba: acquired", "token", o.Token)
+	}
+	if svc.cfg.observer != nil {
+		svc.cfg.observer.OnTenureBegan(Tenure{Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Owner: o, Granted: l.granting})
+	}
+	if l.hooks.acquired != nil {
+		l.events.Push(func() { l.hooks.acquired(t, st) })
+	}
+}
+
+func (l *lifecycle) renew(t *tenure, o Owner, end, now time.Time) {
+	l.owner = o
+	t.renew(o, end, now)
+	if l.svc.logs(slog.LevelDebug) {
+		l.svc.log.Debug("simba: renewed", "token", o.Token)
+	}
+}
+
+// endTenure ends this contender's belief: the tenure context is cancelled with cause at
+// once, and OnReleased is queued. after is the owner now believed. Called with mu held.
+func (l *lifecycle) endTenure(cause error, after Owner) {
+	svc := l.svc
+	t := l.tenure
+	l.tenure = nil
+	t.end(cause)
+	was := t.record()
+	st := State{Before: was, After: after}
+	l.owner, l.state = after, st
+	if l.spec.single {
+		l.enter(phaseOver)
+	}
+	switch {
+	case errors.Is(cause, ErrOwnershipLost):
+		svc.log.Warn("simba: ownership lost", "token", was.Token, "cause", cause, "owner", after.ID)
+	case svc.logs(slog.LevelInfo):
+		svc.log.Info("simba: released", "token", was.Token)
+	}
+	if svc.cfg.observer != nil {
+		svc.cfg.observer.OnTenureEnded(Tenure{
+			Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Owner: was, Held: svc.cfg.now().Sub(t.base), Cause: cause,
+		})
+	}
+	if l.hooks.released != nil {
+		l.events.Push(func() { l.hooks.released(st) })
+	}
+}
+
+// expire ends belief at the local TTL end of t unless a renewal has moved it. It runs on
+// the tenure's timer, independently of any store call in flight.
+func (l *lifecycle) expire(t *tenure) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tenure != t || l.phase == phaseHalted || t.believes(l.svc.cfg.now()) {
+		return
+	}
+	l.endTenure(l.expiredCause(), Owner{})
+	l.rounds.poke() // the renewal may still succeed: contend now
+}
+
+// expiredCause is the cause of a tenure whose local TTL end passed: ErrLeaseExpired, with
+// the last store error if the renewals failed. Called with mu held.
+func (l *lifecycle) expiredCause() error {
+	if l.lastErr == nil {
+		return ErrLeaseExpired
+	}
+	return describe(ErrLeaseExpired, "", l.lastErr)
+}
+
+// ---- a single lifecycle's end ------------------------------------------------------------
+
+// releaseAfterTenure gives the mutex back once a single lifecycle's tenure has ended, so
+// that others need not wait for the lease to lapse.
+func (l *lifecycle) releaseAfterTenure() {
+	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+	defer cancel()
+	if err := l.svc.call(ctx, l.ctx, OpRelease, l.lease.Release); err != nil && l.ctx.Err() == nil {
+		l.svc.log.Warn("simba: release after lost tenure failed", "err", err)
+	}
+}
+
+// leaveIfOver gives up a session contention once a single lifecycle's tenure has ended
+// (lost, while its session survived): its node would otherwise stay first in line until
+// the lease is released. It reports whether it did.
+func (l *lifecycle) leaveIfOver() bool {
+	if !l.is(phaseOver) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+	err := l.svc.call(ctx, l.ctx, OpStop, l.contention.StopContend)
+	cancel()
+	l.mu.Lock()
+	l.left = true
+	l.mu.Unlock()
+	if err != nil && l.ctx.Err() == nil {
+		l.svc.log.Warn("simba: leaving after a lost tenure failed", "err", err)
+	}
+	return true
+}
+
+// ---- halt and finish ---------------------------------------------------------------------
+
+// halt ends the lifecycle at once: from now on its answers and reports are dropped, belief
 // ends (the tenure context is cancelled and OnReleased queued), the store call in flight
 // is cut short and no further round begins. finish does the rest.
-func (s *Service) halt(r *run) {
-	r.rounds.halt() // first: ending the tenure below must not start a round
-	r.cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !r.stopped {
-		r.stopped = true
-		close(r.halted)
+func (l *lifecycle) halt() {
+	l.rounds.halt() // first: ending the tenure below must not start a round
+	l.cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tenure != nil {
+		l.endTenure(context.Canceled, Owner{})
 	}
-	if r.tenure != nil {
-		s.endTenure(r, context.Canceled, Owner{})
-	}
-	if s.run == r {
-		s.run = nil
-	}
+	l.enter(phaseHalted)
 }
 
 // finish does the store work of a halted lifecycle, on a goroutine that Close waits for:
@@ -350,156 +670,159 @@ func (s *Service) halt(r *run) {
 // returned before the store hears of the release), releases the mutex on the store (which
 // also undoes an acquisition whose answer was lost or dropped) and ends the contention.
 // Each store call is bounded by the call timeout; values carries the caller's values.
-func (s *Service) finish(r *run, values context.Context) {
-	defer close(r.finished)
-	r.rounds.wait()
-	r.events.Close()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), s.cfg.callTimeout)
+func (l *lifecycle) finish(values context.Context) {
+	svc := l.svc
+	defer close(l.finished)
+	l.rounds.wait()
+	l.events.Close()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), svc.cfg.callTimeout)
 	defer cancel()
-	s.mu.Lock()
-	c, lease, left, started := r.contention, r.lease, r.contendDone, r.started
-	s.mu.Unlock()
+	l.mu.Lock()
+	c, lease, left, started := l.contention, l.lease, l.left, l.started
+	l.mu.Unlock()
 	var errs []error
-	if lease != nil && s.id != "" {
-		if err := s.call(ctx, nil, OpRelease, lease.Release); err != nil {
+	if lease != nil && svc.id != "" {
+		if err := svc.call(ctx, nil, OpRelease, lease.Release); err != nil {
 			errs = append(errs, fmt.Errorf("release: %w", err))
 		}
 	}
 	if c != nil && !left {
-		if err := s.call(ctx, nil, OpStop, c.StopContend); err != nil {
+		if err := svc.call(ctx, nil, OpStop, c.StopContend); err != nil {
 			errs = append(errs, fmt.Errorf("stop contend: %w", err))
 		}
 	}
-	if s.id != "" {
-		unclaim(s.mutex, s.id)
+	if svc.id != "" {
+		unclaim(svc.mutex, svc.id)
 	}
-	switch len(errs) {
-	case 0:
-		if started && s.logs(slog.LevelInfo) { // a start-up that failed was no start
-			s.log.Info("simba: stopped")
-		}
-	case 1:
-		r.finishErr = errs[0]
-	default:
-		r.finishErr = fmt.Errorf("%w; %w", errs[0], errs[1])
-	}
-	if r.finishErr != nil {
-		s.log.Warn("simba: stopped; the store was not told", "err", r.finishErr)
+	if len(errs) > 0 {
+		l.finishErr = errors.Join(errs...)
+		svc.log.Warn("simba: stopped; the store was not told", "err", l.finishErr)
+	} else if started && svc.logs(slog.LevelInfo) { // a start-up that failed was no start
+		svc.log.Info("simba: stopped")
 	}
 }
 
-// Close stops the service if it is running, makes later Start and Stop calls fail with
-// ErrClosed, and waits for every store call of the service that is still under way in the
-// background (each bounded by the call timeout). It is idempotent and returns nil when
-// there was nothing to stop. Called from inside one of the service's own callbacks, it
-// does not wait: the stop completes once the callback has returned.
-func (s *Service) Close() error { return s.closeFrom(s.inCallback()) }
+// ---- what front-ends ask ------------------------------------------------------------------
 
-// closeFrom is Close; fromCallback says that it was called from inside a callback of this
-// service (or a Scheduler's work), which it must not wait for.
-func (s *Service) closeFrom(fromCallback bool) error {
-	if fromCallback {
-		if !s.tryLock() {
-			go func() { _ = s.Close() }() // the holder of the lock waits for this callback
-			return nil
-		}
-		defer s.unlock()
-		if s.closed {
-			return nil
-		}
-		s.closed = true
-		s.closing.Store(true)
-		if s.Status() == StatusRunning {
-			return s.stop(context.Background(), false)
-		}
-		return nil
-	}
-	s.closing.Store(true)
-	s.lifecycle <- struct{}{}
-	var err error
-	if !s.closed {
-		s.closed = true
-		if s.Status() == StatusRunning {
-			err = s.stop(context.Background(), true)
-		}
-	}
-	s.unlock()
-	s.bg.Wait()
-	return err
+// is reports whether the lifecycle is in phase p.
+func (l *lifecycle) is(p phase) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.phase == p
 }
 
-// Run starts the service, waits until ctx ends and stops it, for use with errgroup and
-// similar. It also returns, with nil, when the service is stopped by a Stop or Close
-// elsewhere. It returns Start's error, or Stop's; nil after a clean stop. The stop keeps
-// ctx's values and is given the call timeout: a release the store has not answered by
-// then goes on in the background (the error matches context.DeadlineExceeded), and Close
-// waits for it.
-func (s *Service) Run(ctx context.Context) error {
-	if ctx == nil {
-		return invalid("ctx", nil, "must not be nil")
-	}
-	r, err := s.begin(ctx, runSpec{delay: s.cfg.initialDelay})
-	if err != nil {
-		return err
-	}
-	halted := r.halted
-	if mutation.On("run-ignores-stop") {
-		halted = nil
-	}
-	select {
-	case <-ctx.Done():
-	case <-halted:
+// leaseStore reports whether the contention is a lease store's.
+func (l *lifecycle) leaseStore() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lease != nil
+}
+
+// markStarted records that Start completed.
+func (l *lifecycle) markStarted() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.started = true
+}
+
+// believed returns the tenure this contender believes in now, or nil.
+func (l *lifecycle) believed() *tenure {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tenure == nil || !l.tenure.believes(l.svc.cfg.now()) {
 		return nil
 	}
-	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.callTimeout)
+	return l.tenure
+}
+
+// believedOwner returns the owner as the lifecycle believes it now: the record of the last
+// answer, with this contender's own record dropped once its local TTL end has passed.
+func (l *lifecycle) believedOwner() Owner {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t := l.tenure; t != nil && !t.believes(l.svc.cfg.now()) {
+		return Owner{}
+	}
+	return l.owner
+}
+
+// lastState returns the last change of owner the lifecycle saw.
+func (l *lifecycle) lastState() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// err returns the error of the last attempt.
+func (l *lifecycle) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}
+
+// outcome returns what a single lifecycle's acquisition needs: its first tenure (nil if
+// none began), the owner believed, and the store's last error.
+func (l *lifecycle) outcome() (*tenure, Owner, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.first, l.owner, l.lastErr
+}
+
+// overdue returns how long the renewal of the lifecycle's tenure is overdue.
+func (l *lifecycle) overdue() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.renewBy.IsZero() {
+		return 0
+	}
+	return max(0, l.svc.cfg.now().Sub(l.renewBy))
+}
+
+// attemptNow asks a lease contention for an attempt at once and waits until an attempt
+// that began after the call has been applied, or ctx ends; it returns that attempt's
+// error. A session contention has nothing to ask: what it reported is all there is.
+func (l *lifecycle) attemptNow(ctx context.Context) error {
+	l.mu.Lock()
+	if l.lease == nil {
+		l.mu.Unlock()
+		return nil
+	}
+	target := l.begun + 1
+	l.mu.Unlock()
+	l.rounds.poke()
+	for {
+		l.mu.Lock()
+		if l.applied >= target || l.phase == phaseHalted {
+			err := l.lastErr
+			l.mu.Unlock()
+			return err
+		}
+		applied := l.appliedCh
+		l.mu.Unlock()
+		select {
+		case <-applied:
+		case <-l.halted.ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// othersWaiting asks the store whether other contenders wait for the mutex. known is false
+// when the store cannot tell or did not answer.
+func (l *lifecycle) othersWaiting(ctx context.Context) (waiting, known bool) {
+	l.mu.Lock()
+	wl, ok := l.contention.(WaitList)
+	l.mu.Unlock()
+	if !ok {
+		return false, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.svc.cfg.callTimeout)
 	defer cancel()
-	err = s.Stop(stop)
-	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrClosed) {
-		return nil // stopped elsewhere meanwhile
+	waiting, err := wl.OthersWaiting(ctx)
+	if err != nil {
+		l.svc.log.Warn("simba: asking the store for waiters failed", "err", err)
+		return false, false
 	}
-	return err
+	return waiting, true
 }
-
-// isClosed reports whether Close has been called, without waiting for a lifecycle call.
-func (s *Service) isClosed() bool { return s.closing.Load() }
-
-// inCallback reports whether the caller runs inside one of the service's callbacks.
-func (s *Service) inCallback() bool {
-	if mutation.On("stop-waits-in-callback") {
-		return false
-	}
-	// The last lifecycle, not the current one: a Stop or Close from elsewhere has ended
-	// the current one when it delivers OnReleased, and waits for it.
-	s.mu.Lock()
-	r := s.last
-	s.mu.Unlock()
-	return r != nil && r.events.Delivering()
-}
-
-// lock takes the lifecycle lock, or returns ctx's error when ctx ends first. A free lock
-// is taken even when ctx has ended already, so that a call with an ended context does
-// what it says (a Stop stops, leaving the release to the background) rather than toss a
-// coin between the two.
-func (s *Service) lock(ctx context.Context) error {
-	if s.tryLock() {
-		return nil
-	}
-	select {
-	case s.lifecycle <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// tryLock takes the lifecycle lock if it is free.
-func (s *Service) tryLock() bool {
-	select {
-	case s.lifecycle <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Service) unlock() { <-s.lifecycle }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Locker acquires a mutex for a critical section: Acquire blocks until this contender owns
@@ -45,7 +43,7 @@ func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	return &Locker{svc: newService(b, RoleLock, nil, nil, mutex, id, cfg), closing: make(chan struct{})}, nil
+	return &Locker{svc: newService(b, RoleLock, hooks{}, mutex, id, cfg), closing: make(chan struct{})}, nil
 }
 
 // Mutex returns the name of the mutex.
@@ -124,93 +122,108 @@ func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 
 // contend starts lifecycles of the locker's service until one yields a tenure that is
 // still believed when it is handed out, ctx ends, or (once) one attempt was made.
-func (l *Locker) contend(ctx context.Context, once bool) (lease *Lease, _ error) {
-	svc := l.svc
-	var lastErr error // the store's last error, for the error returned and for Health
+func (l *Locker) contend(ctx context.Context, once bool) (lease *Lease, err error) {
+	var storeErr error // the store's last error, for the error returned and for Health
 	defer func() {
-		if lease != nil {
-			lastErr = nil
-		}
 		l.mu.Lock()
-		l.storeErr = lastErr
+		l.storeErr = storeErr
 		l.mu.Unlock()
 	}()
 	for failures := 1; ; failures++ {
-		r, err := svc.begin(ctx, runSpec{single: true, once: once})
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil, describe(ErrNotAcquired, "", err, lastErr)
-		case once || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) || errors.Is(err, ErrInvalidArgument) || mutation.On("start-once"):
-			if !errors.Is(err, ErrInvalidArgument) {
-				lastErr = err
-			}
-			return nil, describe(ErrNotAcquired, "", err)
-		default:
-			lastErr = err
-			d := svc.period.retry(failures, false)
-			svc.log.Warn("simba: start failed; retrying", "err", err, "retry_in", d)
-			if err := sleep(ctx, svc, d, l.closing); err != nil {
-				if errors.Is(err, ErrClosed) {
-					return nil, ErrClosed
-				}
-				return nil, describe(ErrNotAcquired, "", err, lastErr)
+		lc, err := l.svc.begin(ctx, runSpec{single: true, once: once})
+		if err != nil {
+			if retry := l.startFailed(ctx, once, failures, err, &storeErr); retry != nil {
+				return nil, retry
 			}
 			continue
 		}
-		wait := r.acquired
-		if once {
-			wait = r.attempted
-		}
-		select {
-		case <-wait:
-		case <-r.halted:
-		case <-r.hopeless: // the backend is closed or refuses: waiting longer cannot help
-		case <-ctx.Done():
-		}
-		svc.mu.Lock()
-		t, owner := r.first, r.owner
-		if r.lastErr != nil {
-			lastErr = r.lastErr
-		}
-		svc.mu.Unlock()
-		// Belief is checked here, where the lease is handed out: a tenure whose local end
-		// has passed (the process paused after it began) is not handed out.
-		if t != nil && t.live() && ctx.Err() == nil {
-			return l.newLease(r, t), nil
-		}
-		switch {
-		case mutation.On("blocking-calls"):
-			_ = svc.Stop(context.WithoutCancel(ctx)) // waits for the store
-		case ctx.Err() == nil:
-			_ = svc.Stop(ctx) // what is left is released by ctx's deadline, or goes on in the background
-		default:
-			_ = svc.stopFrom(ctx, false) // the release goes on in the background
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", l.Mutex()), ctx.Err(), lastErr)
-		case l.isClosed():
-			return nil, ErrClosed
-		case t != nil && once:
-			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the tenure lapsed before it could be handed out", l.Mutex()), ErrOwnershipLost)
-		case t != nil:
-			continue // the tenure lapsed before it could be handed out: contend again
-		case errors.Is(lastErr, ErrClosed):
-			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", l.Mutex()), lastErr)
-		case errors.Is(lastErr, ErrRefused):
-			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", l.Mutex()), lastErr)
-		case lastErr != nil:
-			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", l.Mutex()), lastErr)
-		default:
-			return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q is owned by %q", l.Mutex(), owner.ID))
+		lease, again, err := l.await(ctx, lc, once, &storeErr)
+		if !again {
+			return lease, err
 		}
 	}
 }
 
-// newLease hands out tenure t of lifecycle r.
-func (l *Locker) newLease(r *run, t *tenure) *Lease {
-	lease := &Lease{mutex: l.Mutex(), owner: l.svc.tenureOwner(t), ctx: t.ctx}
+// startFailed decides, after the failed start-up of an acquisition's lifecycle, whether
+// to retry it (nil, after a backoff) or to give up (the error to return). An outage is
+// retried; a refusal, a closed backend, bad input, or a single attempt are not.
+func (l *Locker) startFailed(ctx context.Context, once bool, failures int, err error, storeErr *error) error {
+	svc := l.svc
+	switch {
+	case ctx.Err() != nil:
+		return describe(ErrNotAcquired, "", err, *storeErr)
+	case errors.Is(err, ErrInvalidArgument):
+		return describe(ErrNotAcquired, "", err)
+	case once || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused):
+		*storeErr = err
+		return describe(ErrNotAcquired, "", err)
+	}
+	*storeErr = err
+	d := svc.period.retry(failures, false)
+	svc.log.Warn("simba: start failed; retrying", "err", err, "retry_in", d)
+	if err := sleep(ctx, svc, d, l.closing); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return ErrClosed
+		}
+		return describe(ErrNotAcquired, "", err, *storeErr)
+	}
+	return nil
+}
+
+// await waits for the outcome of an acquisition's lifecycle lc: its first tenure (or,
+// once, its first attempt), the end of its hopes, or ctx's end. It hands out a lease, or
+// stops lc and returns why not, or asks for another lifecycle (again) when the tenure
+// lapsed before it could be handed out.
+func (l *Locker) await(ctx context.Context, lc *lifecycle, once bool, storeErr *error) (_ *Lease, again bool, _ error) {
+	wait := lc.acquired.ch
+	if once {
+		wait = lc.attempted.ch
+	}
+	select {
+	case <-wait:
+	case <-lc.halted.ch:
+	case <-lc.hopeless.ch: // the backend is closed or refuses: waiting longer cannot help
+	case <-ctx.Done():
+	}
+	t, owner, err := lc.outcome()
+	if err != nil {
+		*storeErr = err
+	}
+	// Belief is checked here, where the lease is handed out: a tenure whose local end has
+	// passed (the process paused after it began) is not handed out.
+	if t != nil && t.live() && ctx.Err() == nil {
+		*storeErr = nil
+		return l.newLease(lc, t), false, nil
+	}
+	if ctx.Err() == nil {
+		_ = l.svc.Stop(ctx) // what is left is released by ctx's deadline, or goes on in the background
+	} else {
+		_ = l.svc.stopFrom(ctx, false) // the release goes on in the background
+	}
+	mutex := l.Mutex()
+	switch last := *storeErr; {
+	case ctx.Err() != nil:
+		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", mutex), ctx.Err(), last)
+	case l.isClosed():
+		return nil, false, ErrClosed
+	case t != nil && once:
+		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the tenure lapsed before it could be handed out", mutex), ErrOwnershipLost)
+	case t != nil:
+		return nil, true, nil // the tenure lapsed before it could be handed out: contend again
+	case errors.Is(last, ErrClosed):
+		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", mutex), last)
+	case errors.Is(last, ErrRefused):
+		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", mutex), last)
+	case last != nil:
+		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", mutex), last)
+	default:
+		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q is owned by %q", mutex, owner.ID))
+	}
+}
+
+// newLease hands out tenure t of lifecycle lc.
+func (l *Locker) newLease(lc *lifecycle, t *tenure) *Lease {
+	lease := &Lease{mutex: l.Mutex(), owner: t.record(), ctx: t.ctx}
 	lease.give = func(ctx context.Context) error {
 		err := l.svc.Stop(ctx)
 		l.mu.Lock()
@@ -221,7 +234,7 @@ func (l *Locker) newLease(r *run, t *tenure) *Lease {
 			// closed the service under the first one's release): the lease is released.
 			// Not running, or closed, the lifecycle is halted or about to be.
 			select {
-			case <-r.halted:
+			case <-lc.halted.ch:
 				return nil
 			case <-ctx.Done():
 			}

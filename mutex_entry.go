@@ -109,27 +109,7 @@ func (e *entry) handle(ev event) {
 	switch ev.kind {
 	case evQueue, evReleased: // advance looks at the queue and the tenure
 	case evStarted:
-		if ev.err != nil {
-			e.failures++
-			e.lastErr, e.m.storeErr = ev.err, ev.err
-			// A closed backend or a refusal is no outage to wait out: every waiter fails, as
-			// a Locker's acquisition does. Otherwise only single attempts fail, and the
-			// others wait while the start-up is retried (an ID another holder of this
-			// process still contends with is refused until that one is done).
-			hopeless := errors.Is(ev.err, ErrClosed) || errors.Is(ev.err, ErrRefused)
-			e.failQueue(!hopeless, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), ev.err))
-			if e.needed() {
-				e.enter(entryBackingOff)
-				e.spawn(e.backOff)
-			} else {
-				e.enter(entryIdle)
-			}
-			break
-		}
-		e.failures, e.lastErr = 0, nil
-		if e.state == entryStarting {
-			e.enter(entryWaiting)
-		}
+		e.started(ev.err)
 	case evBackedOff:
 		e.enter(entryIdle)
 	case evAcquired:
@@ -144,15 +124,9 @@ func (e *entry) handle(ev event) {
 			e.adopt(ev.tenure) // the next tenure, come before the end of the last was delivered
 		}
 	case evDecided:
-		if e.state != entryDeciding {
-			break
+		if e.state == entryDeciding {
+			e.decided(ev.waiting, ev.known)
 		}
-		if ev.known && !ev.waiting {
-			e.handOvers, e.cleared = 0, true
-		} else {
-			e.giveBack = true
-		}
-		e.enter(entryOwning)
 	case evStopped:
 		if ev.err != nil && e.m.closed {
 			e.m.errs = append(e.m.errs, ev.err)
@@ -175,6 +149,43 @@ func (e *entry) handle(ev event) {
 	e.advance()
 }
 
+// started applies the outcome of the worker's start-up (err nil: started). Called by
+// handle only.
+func (e *entry) started(err error) {
+	if err == nil {
+		e.failures, e.lastErr = 0, nil
+		if e.state == entryStarting {
+			e.enter(entryWaiting)
+		}
+		return
+	}
+	e.failures++
+	e.lastErr, e.m.storeErr = err, err
+	// A closed backend or a refusal is no outage to wait out: every waiter fails, as a
+	// Locker's acquisition does. Otherwise only single attempts fail, and the others wait
+	// while the start-up is retried (an ID another holder of this process still contends
+	// with is refused until that one is done).
+	hopeless := errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused)
+	e.failQueue(!hopeless, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", e.name), err))
+	if e.needed() {
+		e.enter(entryBackingOff)
+		e.spawn(e.backOff)
+	} else {
+		e.enter(entryIdle)
+	}
+}
+
+// decided applies the store's answer to whether others wait: the hand-overs may go on, or
+// the mutex goes back to the store. Called by handle only.
+func (e *entry) decided(waiting, known bool) {
+	if known && !waiting {
+		e.handOvers, e.cleared = 0, true
+	} else {
+		e.giveBack = true
+	}
+	e.enter(entryOwning)
+}
+
 // advance takes the steps that the state, the tenure and the queue call for. Called by
 // handle only.
 func (e *entry) advance() {
@@ -184,21 +195,34 @@ func (e *entry) advance() {
 			e.enter(entryWaiting)
 		}
 	}
-	if mutation.On("grant-ending-tenure") && e.giveBack && e.state == entryOwning && e.holder == "" && e.waiters.Len() > 0 {
-		e.grant() // the tenure that is being given back goes to a waiter
-	}
-	if e.state == entryOwning && e.holder == "" && e.waiters.Len() > 0 && !e.giveBack {
-		switch {
-		case e.fresh || e.cleared || e.handOvers < e.m.cfg.localHandOvers:
-			e.grant()
-		case e.work == nil:
-			e.enter(entryDeciding)
-			e.spawn(e.decide)
-		}
-	}
+	e.serve()
 	if e.work != nil {
 		return // one action at a time: a tenure can come before its start-up returns
 	}
+	e.step()
+}
+
+// serve hands the owned mutex to the next local waiter, or asks the store first whether
+// others wait once the hand-overs reach their limit. Called by advance only.
+func (e *entry) serve() {
+	if mutation.On("grant-ending-tenure") && e.giveBack && e.state == entryOwning && e.holder == "" && e.waiters.Len() > 0 {
+		e.grant() // the tenure that is being given back goes to a waiter
+	}
+	if e.state != entryOwning || e.holder != "" || e.waiters.Len() == 0 || e.giveBack {
+		return
+	}
+	switch {
+	case e.fresh || e.cleared || e.handOvers < e.m.cfg.localHandOvers:
+		e.grant()
+	case e.work == nil:
+		e.enter(entryDeciding)
+		e.spawn(e.decide)
+	}
+}
+
+// step starts the worker's next action on the store, or lets an idle entry go. Called by
+// advance only, while no action is under way.
+func (e *entry) step() {
 	needed := e.needed()
 	switch {
 	case e.state == entryIdle && needed:
@@ -241,7 +265,7 @@ func (e *entry) adopt(t *tenure) {
 func (e *entry) grant() {
 	first := e.waiters.Front().Value.(*waiter)
 	ctx, cancel := e.tenure.derive()
-	owner := e.svc.tenureOwner(e.tenure)
+	owner := e.tenure.record()
 	e.holder = first.holder
 	e.endHold = func() { cancel(context.Canceled) }
 	e.m.storeErr = nil
@@ -299,7 +323,7 @@ func (e *entry) start(pause time.Duration) event {
 		// registry closed meanwhile, or the store ignored the call timeout): it ends before
 		// the entry moves on, so that the registry's Close, which waits for its workers,
 		// waits for it, and a retry does not pile another start-up on it.
-		e.svc.bg.Wait()
+		e.svc.settle()
 	}
 	return event{kind: evStarted, err: err}
 }
@@ -332,7 +356,7 @@ func (e *entry) decide() event {
 func (e *entry) backOff() event {
 	m := e.m
 	m.mu.Lock()
-	d := e.svc.period.retry(e.failures, false)
+	d := e.svc.backoff(e.failures)
 	m.mu.Unlock()
 	e.svc.log.Warn("simba: start failed; retrying", "err", e.lastErrLocked(), "retry_in", d)
 	_ = sleep(m.ctx, e.svc, d, nil)
@@ -388,74 +412,79 @@ func (e *entry) taken(ctx context.Context, w *waiter) (*Lease, error) {
 func (e *entry) tryOnce(ctx context.Context, w *waiter) (*Lease, error) {
 	m := e.m
 	m.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			m.mu.Unlock()
-		}
-	}()
-	refuse := func(detail string, causes ...error) (*Lease, error) {
-		e.waiters.Remove(w.elem)
-		if !mutation.On("tryacquire-adopts") {
-			e.handle(event{kind: evQueue})
-		}
-		return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q %s", e.name, detail), causes...)
-	}
-	for {
-		if w.finished() {
-			return w.outcome()
-		}
+	defer m.mu.Unlock()
+	for !w.finished() {
 		switch {
 		case ctx.Err() != nil:
-			return refuse("", ctx.Err())
+			return e.refuse(w, "", ctx.Err())
 		case e.holder != "" || (e.waiters.Front() != w.elem && !mutation.On("tryacquire-adopts")):
-			return refuse("is held or awaited by another holder of this process")
+			return e.refuse(w, "is held or awaited by another holder of this process")
 		case e.state == entryOwning || e.state == entryDeciding:
-			return refuse("is being given back to the store")
+			return e.refuse(w, "is being given back to the store")
 		case e.state == entryBackingOff:
-			return refuse("cannot be reached on the store", e.lastErr)
+			return e.refuse(w, "cannot be reached on the store", e.lastErr)
 		case e.state == entryWaiting:
-			m.mu.Unlock()
-			locked = false
-			err := e.svc.attemptNow(ctx)
-			t := e.svc.currentTenure()
-			m.mu.Lock()
-			locked = true
-			switch {
-			case t != nil && mutation.On("tryacquire-adopts"):
-				if e.state == entryWaiting {
-					e.adopt(t)
-					e.enter(entryOwning)
-				}
-				if e.waiters.Front() == w.elem && e.holder == "" {
-					e.grant()
-				}
-			case t != nil:
-				e.handle(event{kind: evAcquired, tenure: t}) // grants the oldest waiter: w
+			if err := e.attemptFor(ctx, w); err != nil {
+				return nil, err
 			}
-			if w.finished() {
-				continue
-			}
-			if err != nil {
-				m.storeErr = err
-				return refuse("was not acquired: the store did not answer", err)
-			}
-			return refuse(fmt.Sprintf("is owned by %q", e.svc.Owner().ID))
 		case mutation.On("try-no-wait"):
-			return refuse("is being started or stopped")
+			return e.refuse(w, "is being started or stopped")
 		default: // idle, starting, stopping: wait for the store side to settle
 			changed := e.changed
 			m.mu.Unlock()
-			locked = false
 			select {
 			case <-changed:
 			case <-w.done:
 			case <-ctx.Done():
 			}
 			m.mu.Lock()
-			locked = true
 		}
 	}
+	return w.outcome()
+}
+
+// attemptFor makes one store attempt for TryAcquire's waiter w, while the entry waits for
+// its turn on the store: a tenure it begins is granted to the oldest waiter, w. It returns
+// the refusal to return when w was not granted. Called with m.mu held, which it lets go
+// during the attempt.
+func (e *entry) attemptFor(ctx context.Context, w *waiter) error {
+	m := e.m
+	m.mu.Unlock()
+	err := e.svc.attemptNow(ctx)
+	t := e.svc.believed()
+	m.mu.Lock()
+	switch {
+	case t != nil && mutation.On("tryacquire-adopts"):
+		if e.state == entryWaiting {
+			e.adopt(t)
+			e.enter(entryOwning)
+		}
+		if e.waiters.Front() == w.elem && e.holder == "" {
+			e.grant()
+		}
+	case t != nil:
+		e.handle(event{kind: evAcquired, tenure: t}) // grants the oldest waiter: w
+	}
+	switch {
+	case w.finished():
+		return nil
+	case err != nil:
+		m.storeErr = err
+		_, err = e.refuse(w, "was not acquired: the store did not answer", err)
+		return err
+	}
+	_, err = e.refuse(w, fmt.Sprintf("is owned by %q", e.svc.Owner().ID))
+	return err
+}
+
+// refuse takes TryAcquire's waiter w out of the queue and returns why it was not granted.
+// Called with m.mu held.
+func (e *entry) refuse(w *waiter, detail string, causes ...error) (*Lease, error) {
+	e.waiters.Remove(w.elem)
+	if !mutation.On("tryacquire-adopts") {
+		e.handle(event{kind: evQueue})
+	}
+	return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q %s", e.name, detail), causes...)
 }
 
 // release gives hold l back. When it was the holder's last, the mutex goes to the next

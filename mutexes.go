@@ -266,7 +266,7 @@ func (m *Mutexes) obtain(ctx context.Context, mutex, holder string, once bool) (
 func (m *Mutexes) newEntry(mutex string) *entry {
 	e := &entry{m: m, name: mutex, changed: make(chan struct{})}
 	e.waiters.Init()
-	e.svc = newService(m.backend, RoleLock, entryContender{e}, nil, mutex, m.id, m.cfg)
+	e.svc = newService(m.backend, RoleLock, hooks{acquired: e.acquired, released: e.released}, mutex, m.id, m.cfg)
 	return e
 }
 
@@ -303,21 +303,14 @@ func (w *waiter) outcome() (*Lease, error) {
 	return w.lease, nil
 }
 
-// entryContender receives the store tenures of an entry.
-type entryContender struct{ e *entry }
-
-func (c entryContender) Mutex() string       { return c.e.name }
-func (c entryContender) ContenderID() string { return c.e.m.id }
-
-func (c entryContender) OnAcquired(ctx context.Context, _ State) {
-	e := c.e
+// acquired and released receive the store tenures of an entry (its hooks).
+func (e *entry) acquired(t *tenure, _ State) {
 	e.m.mu.Lock()
 	defer e.m.mu.Unlock()
-	e.handle(event{kind: evAcquired, tenure: ctx.(tenureContext).t})
+	e.handle(event{kind: evAcquired, tenure: t})
 }
 
-func (c entryContender) OnReleased(State) {
-	e := c.e
+func (e *entry) released(State) {
 	e.m.mu.Lock()
 	defer e.m.mu.Unlock()
 	e.handle(event{kind: evReleased})

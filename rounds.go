@@ -9,53 +9,85 @@ import (
 
 // rounds runs the store calls of one lifecycle one at a time: after a delay, or at once
 // when poked. Between rounds only a timer exists; each round runs on a goroutine of its
-// own that exits when the round is over, so an idle contender costs no goroutine and
-// stopping one that is idle waits for nobody.
+// own that exits when the round is over, so an idle contender costs no goroutine.
 //
-// The zero value is idle: pokes are ignored until begin.
+// Its states, and what moves it (enter is the one place the state changes):
+//
+//	new      -> poked     poke before begin: the first round runs at once
+//	new      -> armed     begin, timed: the first round after the delay
+//	new      -> idle      begin, not timed: rounds run only when poked
+//	idle     -> running   poke
+//	armed    -> running   the timer fires, or poke (the timer stopped)
+//	running  -> rerun     poke: another round right after this one
+//	running  -> armed     the round is over and set the delay until the next (timed)
+//	running  -> idle      the round is over (not timed)
+//	rerun    -> running   the round is over: the next one begins
+//	any      -> done      halt, or a round said there are no more; final
+//	running, rerun, armed (timer already fired) -> halting -> done
+//	                      halt while a round runs or is about to: done when it is over
+//
+// The zero value is new.
 type rounds struct {
-	mu     sync.Mutex
-	clock  clock.Clock                            // sets the timer; nil: the system clock
-	do     func() (next time.Duration, more bool) // one round; more false: no more rounds
-	timed  bool                                   // rounds follow each other after the delay a round returns
-	timer  clock.Timer
-	armed  bool // the timer is set and has not fired
-	busy   bool // a round is running
-	again  bool // poked during a round: run another one right after it
-	early  bool // poked before begin: the first round runs at once
-	begun  bool
-	halted bool
-	wg     sync.WaitGroup // one count while armed or busy
+	mu    sync.Mutex
+	clock clock.Clock                            // sets the timer; nil: the system clock
+	do    func() (next time.Duration, more bool) // one round; more false: no more rounds
+	timed bool                                   // rounds follow each other after the delay a round returns
+	timer clock.Timer
+	state roundsState
+	done  chan struct{} // closed on entering done; made on first use
 }
 
-// begin starts the rounds. Timed, the first runs after delay (or when poked), and each
-// sets the delay until the next; otherwise rounds run only when poked.
+type roundsState uint8
+
+const (
+	roundsNew roundsState = iota
+	roundsPoked
+	roundsIdle
+	roundsArmed
+	roundsRunning
+	roundsRerun
+	roundsHalting
+	roundsDone
+)
+
+// enter moves the rounds to state s. Called with q.mu held.
+func (q *rounds) enter(s roundsState) {
+	q.state = s
+	if s == roundsDone {
+		close(q.doneCh())
+	}
+}
+
+// doneCh returns the channel closed on entering done. Called with q.mu held.
+func (q *rounds) doneCh() chan struct{} {
+	if q.done == nil {
+		q.done = make(chan struct{})
+	}
+	return q.done
+}
+
+// begin starts the rounds. Timed, the first runs after delay (or at once if poked
+// before), and each sets the delay until the next; otherwise rounds run only when poked.
 func (q *rounds) begin(do func() (time.Duration, bool), timed bool, delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.halted {
-		return
-	}
-	q.do, q.timed, q.begun = do, timed, true
+	q.do, q.timed = do, timed
 	switch {
-	case timed && q.early:
+	case q.state == roundsDone: // halted before it began
+	case q.state == roundsPoked && timed:
 		q.arm(0)
+	case q.state == roundsPoked:
+		q.start()
 	case timed:
 		q.arm(delay)
-	case q.early:
-		q.wg.Add(1)
-		q.start()
+	default:
+		q.enter(roundsIdle)
 	}
 }
 
-// arm sets the timer for the next round. Called with q.mu held, while neither armed nor
-// busy; the caller has added the count to q.wg, or passes on the count of the round that
-// calls it.
+// arm sets the timer for the next round. Called with q.mu held.
 func (q *rounds) arm(delay time.Duration) {
-	if !q.busy {
-		q.wg.Add(1)
-	}
-	q.armed = true
+	q.enter(roundsArmed)
 	if q.timer == nil {
 		c := q.clock
 		if c == nil {
@@ -67,76 +99,68 @@ func (q *rounds) arm(delay time.Duration) {
 	q.timer.Reset(delay)
 }
 
-// start runs rounds on a goroutine of their own. Called with q.mu held and the round's
-// count added to q.wg.
+// start runs a round on a goroutine of its own. Called with q.mu held.
 func (q *rounds) start() {
-	q.busy = true
+	q.enter(roundsRunning)
 	go q.run()
 }
 
 // fire is the timer's function.
 func (q *rounds) fire() {
 	q.mu.Lock()
-	q.armed = false
-	if q.halted {
+	switch q.state {
+	case roundsArmed:
+		q.enter(roundsRunning)
 		q.mu.Unlock()
-		q.wg.Done()
+		q.run()
 		return
+	case roundsHalting: // halted as the timer fired
+		q.enter(roundsDone)
 	}
-	q.busy = true
 	q.mu.Unlock()
-	q.run()
 }
 
 // run runs rounds until no poke came during the last one, or the rounds are halted or
-// done; timed, it then sets the timer for the next. Called with q.busy set.
+// over; timed, it then sets the timer for the next. Called in state running.
 func (q *rounds) run() {
 	for {
 		next, more := q.do()
 		q.mu.Lock()
-		if !more {
-			q.do = nil
-		}
 		switch {
-		case q.halted || !more:
-		case q.again:
-			q.again = false
+		case q.state == roundsHalting || !more:
+			q.enter(roundsDone)
+		case q.state == roundsRerun:
+			q.enter(roundsRunning)
 			q.mu.Unlock()
 			continue
 		case q.timed:
-			q.arm(next) // passes on the count of this round
-			q.busy = false
-			q.mu.Unlock()
-			return
+			q.arm(next)
+		default:
+			q.enter(roundsIdle)
 		}
-		q.busy, q.again = false, false
 		q.mu.Unlock()
-		q.wg.Done()
 		return
 	}
 }
 
 // poke asks for a round now. A poke during a round runs another right after it; a poke
 // while the timer is set runs one at once instead; a poke before begin has the first round
-// run at once; a poke after a round said there are no more is ignored.
+// run at once; a poke once the rounds are over is ignored.
 func (q *rounds) poke() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch {
-	case q.halted:
-	case !q.begun:
-		q.early = true
-	case q.do == nil:
-	case q.busy:
-		q.again = true
-	case q.armed && q.timer.Stop():
-		q.armed = false
-		q.start() // takes over the count of the timer
-	case !q.armed:
-		// Not timed: only pokes run rounds. (A fired timer whose round has not yet
-		// begun, armed with Stop false, needs nothing: that round begins after this poke.)
-		q.wg.Add(1)
+	switch q.state {
+	case roundsNew:
+		q.enter(roundsPoked)
+	case roundsIdle:
 		q.start()
+	case roundsArmed:
+		// A timer that has fired already (Stop false) runs its round right after this.
+		if q.timer.Stop() {
+			q.start()
+		}
+	case roundsRunning:
+		q.enter(roundsRerun)
 	}
 }
 
@@ -147,12 +171,13 @@ func (q *rounds) poke() {
 func (q *rounds) reschedule(delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch {
-	case q.halted:
-	case !q.begun:
-		q.early = true
-	case q.timed && q.armed && q.timer.Stop():
-		q.timer.Reset(delay)
+	switch q.state {
+	case roundsNew:
+		q.enter(roundsPoked)
+	case roundsArmed:
+		if q.timer.Stop() {
+			q.timer.Reset(delay)
+		}
 	}
 }
 
@@ -161,13 +186,26 @@ func (q *rounds) reschedule(delay time.Duration) {
 func (q *rounds) halt() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.halted = true
-	if q.armed && q.timer.Stop() {
-		q.armed = false
-		q.wg.Done()
+	switch q.state {
+	case roundsRunning, roundsRerun:
+		q.enter(roundsHalting)
+	case roundsArmed:
+		if q.timer.Stop() {
+			q.enter(roundsDone)
+		} else {
+			q.enter(roundsHalting) // fire is about to run: it ends the rounds
+		}
+	case roundsHalting, roundsDone:
+	default:
+		q.enter(roundsDone)
 	}
 }
 
-// wait returns once no round runs and none is due: after halt, once the round under way,
-// if any, has returned.
-func (q *rounds) wait() { q.wg.Wait() }
+// wait returns once the rounds are over: after halt, once the round under way, if any,
+// has returned.
+func (q *rounds) wait() {
+	q.mu.Lock()
+	done := q.doneCh()
+	q.mu.Unlock()
+	<-done
+}

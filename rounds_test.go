@@ -56,7 +56,7 @@ func idle(t *testing.T, q *rounds) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		q.mu.Lock()
-		busy := q.busy
+		busy := q.state == roundsRunning || q.state == roundsRerun
 		q.mu.Unlock()
 		if !busy {
 			return

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/simba-go/simba/internal/clock"
 	"github.com/simba-go/simba/internal/goroutine"
 )
 
@@ -54,6 +55,7 @@ type Scheduler struct {
 	schedule Schedule
 	work     func(ctx context.Context, leader Owner)
 	hooks    leaderHooks
+	clock    clock.Clock
 	leading  sync.WaitGroup // the schedule of the current tenure
 	worker   atomic.Uint64  // the number of the goroutine that runs the schedule; 0: none
 }
@@ -99,8 +101,8 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{schedule: schedule, work: work, hooks: cfg.leaderHooks}
-	s.svc = newService(b, RoleLeader, schedulerContender{s: s, mutex: mutex, id: id}, nil, mutex, id, cfg)
+	s := &Scheduler{schedule: schedule, work: work, hooks: cfg.leaderHooks, clock: cfg.clock}
+	s.svc = newService(b, RoleLeader, hooks{acquired: s.acquired, released: s.released}, mutex, id, cfg)
 	return s, nil
 }
 
@@ -145,35 +147,27 @@ func (s *Scheduler) inSchedule() bool {
 	return id != 0 && id == goroutine.ID()
 }
 
-// schedulerContender receives the scheduler's ownership changes; a separate type keeps
-// the callbacks out of the Scheduler's method set, and so out of types that embed it.
-type schedulerContender struct {
-	s         *Scheduler
-	mutex, id string
+// acquired starts the schedule of tenure t (the service's hook).
+func (s *Scheduler) acquired(t *tenure, st State) {
+	s.leading.Go(func() { s.lead(t, st.After) })
 }
 
-func (c schedulerContender) Mutex() string       { return c.mutex }
-func (c schedulerContender) ContenderID() string { return c.id }
+// released waits for the schedule to end: its context is already cancelled (the service's
+// hook).
+func (s *Scheduler) released(State) { s.leading.Wait() }
 
-func (c schedulerContender) OnAcquired(ctx context.Context, st State) {
-	t := ctx.(tenureContext).t
-	c.s.leading.Go(func() { c.s.lead(ctx, t, st.After) })
-}
-
-// OnReleased waits for the schedule to end: its context is already cancelled.
-func (c schedulerContender) OnReleased(State) { c.s.leading.Wait() }
-
-// lead runs the work on schedule until ctx, the context of tenure t, ends.
-func (s *Scheduler) lead(ctx context.Context, t *tenure, leader Owner) {
+// lead runs the work on schedule until the context of tenure t ends.
+func (s *Scheduler) lead(t *tenure, leader Owner) {
+	ctx := t.ctx
 	s.worker.Store(goroutine.ID())
 	defer s.worker.Store(0)
 	if h := s.hooks.started; h != nil {
 		s.guard("leadership started hook", func() { h(ctx, leader) })
 	}
 	if h := s.hooks.stopped; h != nil {
-		defer s.guard("leadership stopped hook", func() { h(s.svc.tenureOwner(t), context.Cause(ctx)) })
+		defer s.guard("leadership stopped hook", func() { h(t.record(), context.Cause(ctx)) })
 	}
-	clock := s.svc.cfg.clock
+	clock := s.clock
 	due := make(chan struct{}, 1)
 	timer := clock.AfterFunc(s.schedule.InitialDelay, func() {
 		select {
@@ -194,7 +188,7 @@ func (s *Scheduler) lead(ctx context.Context, t *tenure, leader Owner) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.guard("scheduled work", func() { s.work(ctx, s.svc.tenureOwner(t)) })
+		s.guard("scheduled work", func() { s.work(ctx, t.record()) })
 		if ctx.Err() != nil {
 			return
 		}

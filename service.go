@@ -2,58 +2,49 @@ package simba
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/simba-go/simba/internal/dispatch"
 )
 
-// Service runs one Contender (or Retriever) for one mutex through a Backend. It owns the
-// lifecycle (Start, Stop, Close, Run), the contend loop of lease stores, the local TTL end
-// that bounds ownership belief, and the ordered delivery of callbacks.
+// Service runs one Contender (or Retriever) for one mutex through a Backend: Start, Stop,
+// Close, Run. Each Start begins a lifecycle (the engine, lifecycle.go), which Stop ends.
 //
 // Status moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL. Start is an error
 // unless the status is INITIAL, Stop unless it is RUNNING; a failed Start returns to
 // INITIAL; a stopped service can be started again. Close stops a running service and makes
 // every later Start or Stop fail with ErrClosed.
 //
-// Every lifecycle call returns by its context's deadline whatever the store does. Store
-// work whose outcome is still unknown then (a release, undoing an acquisition that may have
-// been applied) goes on in the background, bounded by the call timeout; the next Start
-// waits for it, and Close waits for all of it.
-//
 // A Service is safe for concurrent use; lifecycle calls are serialised. It must not be
 // copied.
 type Service struct {
-	backend   Backend
-	contender Contender // nil for a retriever and for a Locker's service
-	retriever Retriever // nil for a contender
-	mutex     string
-	id        string // contender ID; empty for a retriever
-	role      Role
-	cfg       config
-	period    contendPeriod
-	log       *slog.Logger
+	// identity and configuration: set by the constructor, read-only after
+	backend Backend
+	role    Role
+	hooks   hooks
+	mutex   string
+	id      string // contender ID; empty for a retriever
+	cfg     config
+	period  contendPeriod
+	log     *slog.Logger
 
-	lifecycle chan struct{} // a lock held by Start, Stop and Close (see lock)
-	closed    bool          // guarded by lifecycle
-	closing   atomic.Bool   // Close has been called
-	status    atomic.Int32
-	bg        sync.WaitGroup // finishing lifecycles and abandoned starts; Close waits for them
+	calls   chan struct{}  // a lock held by Start, Stop and Close (see lock)
+	closed  bool           // guarded by calls
+	closing atomic.Bool    // Close has been called
+	status  atomic.Int32   // a Status
+	bg      sync.WaitGroup // finishing lifecycles and abandoned starts; Close waits for them
 
-	mu        sync.Mutex      // guards the fields below and the ownership fields of run
-	run       *run            // the current lifecycle; nil while not started
-	last      *run            // the last lifecycle begun, whose callbacks may still be delivered
-	settled   <-chan struct{} // closed once the store side of the last lifecycle is finished
-	lastState State           // the last change of owner seen
+	mu      sync.Mutex // guards the fields below (lock order: see lifecycle.go)
+	cur     *lifecycle // the running lifecycle; nil while not started
+	last    *lifecycle // the last lifecycle begun, whose callbacks may still be delivered
+	settled <-chan struct{}
 }
 
 // NewService returns a service that contends for c.Mutex() as c.ContenderID() through b.
-// The mutex name and contender ID are validated here, before any I/O, by
-// ValidateMutex, ValidateContenderID and the backend's Validator, if it has one.
-// WithContenderID is not accepted: the Contender names its ID.
+// The names are validated here, before any I/O.
 func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
 	cfg, err := checkedConfig(b, opts, forService)
 	if err != nil {
@@ -66,11 +57,15 @@ func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	return newService(b, RoleLeader, c, nil, mutex, id, cfg), nil
+	h := hooks{
+		acquired: func(t *tenure, st State) { c.OnAcquired(t.ctx, st) },
+		released: c.OnReleased,
+	}
+	return newService(b, RoleLeader, h, mutex, id, cfg), nil
 }
 
 // NewRetrievalService returns a service that observes who owns r.Mutex() through b without
-// contending, and reports every change of owner to r. WithContenderID is not accepted.
+// contending, and reports every change of owner to r.
 func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, error) {
 	cfg, err := checkedConfig(b, opts, forRetrievalService)
 	if err != nil {
@@ -83,27 +78,26 @@ func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, erro
 	if err := validateNames(b, mutex, "", false); err != nil {
 		return nil, err
 	}
-	return newService(b, RoleObserver, nil, r, mutex, "", cfg), nil
+	return newService(b, RoleObserver, hooks{changed: r.NotifyOwner}, mutex, "", cfg), nil
 }
 
-func newService(b Backend, role Role, c Contender, r Retriever, mutex, id string, cfg config) *Service {
+func newService(b Backend, role Role, h hooks, mutex, id string, cfg config) *Service {
 	log := cfg.logger.With("mutex", mutex)
 	if id != "" {
 		log = log.With("contender", id)
 	}
 	return &Service{
-		backend:   b,
-		role:      role,
-		contender: c,
-		retriever: r,
-		mutex:     mutex,
-		id:        id,
-		cfg:       cfg,
+		backend: b,
+		role:    role,
+		hooks:   h,
+		mutex:   mutex,
+		id:      id,
+		cfg:     cfg,
 		period: contendPeriod{
 			ttl: cfg.ttl, transition: cfg.transition, lead: cfg.renewalLead, jitter: cfg.jitter,
 		},
-		log:       log,
-		lifecycle: make(chan struct{}, 1),
+		log:   log,
+		calls: make(chan struct{}, 1),
 	}
 }
 
@@ -118,90 +112,86 @@ func (s *Service) Status() Status { return Status(s.status.Load()) }
 
 func (s *Service) setStatus(st Status) { s.status.Store(int32(st)) }
 
-// Owner returns the owner as the service believes it now: the record of the last answer,
-// with this contender's own record dropped once its local TTL end has passed. It is the
-// zero Owner while the service is not running.
+// Owner returns the owner as the service believes it now; the zero Owner while it is not
+// running.
 func (s *Service) Owner() Owner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.run
-	if r == nil {
-		return Owner{}
+	if l := s.current(); l != nil {
+		return l.believedOwner()
 	}
-	if t := r.tenure; t != nil && !t.believes(s.cfg.now()) {
-		return Owner{}
-	}
-	return r.owner
+	return Owner{}
 }
 
 // State returns the last change of owner the service saw; it is kept after Stop.
 func (s *Service) State() State {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastState
+	l := s.last
+	s.mu.Unlock()
+	if l == nil {
+		return State{}
+	}
+	return l.lastState()
 }
 
-// IsOwner reports whether this contender believes it owns the mutex now: it acquired or
-// renewed it, no answer since named anyone else, and its local TTL end has not passed.
-func (s *Service) IsOwner() bool { return s.currentTenure() != nil }
+// IsOwner reports whether this contender believes it owns the mutex now.
+func (s *Service) IsOwner() bool { return s.believed() != nil }
 
 // Err returns the error of the service's last store call while it runs: nil when that
-// call succeeded, or when the service is not running. A contender that cannot reach its
-// store, or that the store refuses, keeps retrying (and logs each failure at Warn level);
-// Err is how a health check learns of it.
+// call succeeded, or when the service is not running. A running service retries failed
+// calls; Err is how a health check learns of them.
 func (s *Service) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.run == nil {
-		return nil
+	if l := s.current(); l != nil {
+		return l.err()
 	}
-	return s.run.lastErr
+	return nil
 }
 
-// currentRun returns the running lifecycle, or nil.
-func (s *Service) currentRun() *run {
+// current returns the running lifecycle, or nil.
+func (s *Service) current() *lifecycle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.run
+	return s.cur
 }
 
-// currentTenure returns the tenure this contender believes in now, or nil.
-func (s *Service) currentTenure() *tenure {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.run == nil || s.run.tenure == nil || !s.run.tenure.believes(s.cfg.now()) {
-		return nil
+// believed returns the tenure this contender believes in now, or nil.
+func (s *Service) believed() *tenure {
+	if l := s.current(); l != nil {
+		return l.believed()
 	}
-	return s.run.tenure
+	return nil
 }
 
-// tenureOwner returns the owner record of t as last renewed.
-func (s *Service) tenureOwner(t *tenure) Owner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return t.owner
+// overdue returns how long the running lifecycle's renewal is overdue.
+func (s *Service) overdue() time.Duration {
+	if l := s.current(); l != nil {
+		return l.overdue()
+	}
+	return 0
 }
 
-// othersWaiting asks the store whether other contenders wait for the mutex. known is false
-// when the store cannot tell or did not answer.
+// attemptNow makes the running lifecycle attempt at once and returns that attempt's error
+// (lifecycle.attemptNow); nil when none runs.
+func (s *Service) attemptNow(ctx context.Context) error {
+	if l := s.current(); l != nil {
+		return l.attemptNow(ctx)
+	}
+	return nil
+}
+
+// othersWaiting asks the store, through the running lifecycle, whether other contenders
+// wait for the mutex (lifecycle.othersWaiting).
 func (s *Service) othersWaiting(ctx context.Context) (waiting, known bool) {
-	r := s.currentRun()
-	if r == nil {
-		return false, false
+	if l := s.current(); l != nil {
+		return l.othersWaiting(ctx)
 	}
-	wl, ok := r.contention.(WaitList)
-	if !ok {
-		return false, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
-	defer cancel()
-	waiting, err := wl.OthersWaiting(ctx)
-	if err != nil {
-		s.log.Warn("simba: asking the store for waiters failed", "err", err)
-		return false, false
-	}
-	return waiting, true
+	return false, false
 }
+
+// backoff returns the delay before the retry that follows failures failed start-ups.
+func (s *Service) backoff(failures int) time.Duration { return s.period.retry(failures, false) }
+
+// settle waits for the service's store work in the background: a start-up that its
+// caller gave up on, a release.
+func (s *Service) settle() { s.bg.Wait() }
 
 // logs reports whether the logger takes records of level. Calls on the hot paths ask first:
 // a disabled slog call still costs its arguments and slog's large stack frame, which can
@@ -215,55 +205,290 @@ func (s *Service) recovered(v any) {
 	s.log.Error("simba: callback panicked", "panic", v)
 }
 
-// run is one lifecycle of a service, from Start to the end of Stop's store work.
-type run struct {
-	spec       runSpec
-	ctx        context.Context // ends when Stop begins: cuts a store call in flight short
-	cancel     context.CancelFunc
-	rounds     rounds // the store calls of a lease contention; leaving a session contention
-	events     *dispatch.Queue
-	contention Contention
-	lease      LeaseContention // nil for a session contention
-	failures   int             // consecutive failed attempts; used by one round at a time
-	attempted  chan struct{}   // closed once the first attempt has been applied
-	hopeless   chan struct{}   // closed once no attempt can succeed: the backend is closed, or refuses
-	acquired   chan struct{}   // closed when the first tenure begins
-	halted     chan struct{}   // closed when Stop begins (or the start fails)
-	finished   chan struct{}   // closed once the store side of the lifecycle is finished
-	finishErr  error           // what the store said when finishing; read after finished
+// ---- Start, Stop, Close, Run ------------------------------------------------------------
 
-	// guarded by Service.mu
-	started       bool    // Start completed: the lifecycle ran
-	stopped       bool    // Stop has begun: results and reports are dropped
-	owner         Owner   // the owner as this service believes it now
-	tenure        *tenure // set while this contender believes it owns the mutex
-	first         *tenure // the run's first tenure
-	over          bool    // spec.single: the first tenure has ended, no other begins
-	contendDone   bool    // StopContend was called already (a single session contention)
-	attemptedDone bool
-	hopelessDone  bool
-	begun         uint64        // attempts begun
-	applied       uint64        // attempts whose outcome (answer or failure) was applied
-	appliedCh     chan struct{} // closed and replaced whenever an attempt is applied
-	lastErr       error         // the error of the last attempt, nil after a successful one
-	renewBy       time.Time     // while leading: when the next attempt must have been applied
-	granting      bool          // a grant is being applied (for the Observer)
-	answeredSent  time.Time     // the send time of the latest answer or grant applied
-	grantedSent   time.Time     // the send time of the latest grant applied
+// Start begins contending (or observing). ctx bounds only the start-up: the store's
+// start-up I/O, which the call timeout bounds too, and the wait for the previous
+// lifecycle's store work if that is still under way. The service then runs until Stop or
+// Close; its callbacks begin once Start has returned.
+//
+// Start fails fast, on every backend: when the store cannot be reached or refuses this
+// client, it returns the backend's error, wrapped, and the service is INITIAL again.
+// Start returns ErrAlreadyStarted unless the status is INITIAL, and ErrClosed after Close.
+func (s *Service) Start(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	_, err := s.begin(ctx, runSpec{delay: s.cfg.initialDelay})
+	return err
 }
 
-// runSpec says how one lifecycle contends: what Start asks for, or a Locker's acquisition.
-type runSpec struct {
-	// delay is the time before the first attempt of a lease store.
-	delay time.Duration
-	// single makes the lifecycle serve one tenure, as a Locker's acquisition does: it
-	// waits only for its own turn (Participant.WaitsOnly), begins no tenure once its first
-	// has ended, and then gives the mutex back (a lease store) or leaves the queue (a
-	// session store) at once.
-	single bool
-	// once, with single, makes one attempt only (TryAcquire; Participant.Once).
-	once bool
-	// hopeless, if set, is called once when the lifecycle finds that no attempt can
-	// succeed (markHopeless), with why, and with the service's lock held: it must not block.
-	hopeless func(error)
+// begin starts a lifecycle as spec says and returns it.
+func (s *Service) begin(ctx context.Context, spec runSpec) (*lifecycle, error) {
+	// The lifecycle's callbacks begin once Start has completed, the lock let go included,
+	// so that they find the service RUNNING and free to stop (a Stop from inside one), or
+	// stopped again if it failed. Deferred first, this runs after the unlock.
+	var resume func()
+	defer func() {
+		if resume != nil {
+			resume()
+		}
+	}()
+	if err := s.lock(ctx); err != nil {
+		return nil, wrapf(err, "simba: start %q", s.mutex)
+	}
+	defer s.unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if st := s.Status(); st != StatusInitial {
+		return nil, fmt.Errorf("%w: status %s", ErrAlreadyStarted, st)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, wrapf(err, "simba: start %q", s.mutex) // ended already: the store is not asked
+	}
+	// The previous lifecycle's release must reach the store before this one's acquire:
+	// landing after it, it would end the new tenure.
+	s.mu.Lock()
+	settled := s.settled
+	s.mu.Unlock()
+	if settled != nil {
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("simba: start %q: the previous lifecycle's release is still under way: %w", s.mutex, ctx.Err())
+		}
+	}
+	s.setStatus(StatusStarting)
+	if s.id != "" {
+		if err := claim(s.mutex, s.id); err != nil {
+			s.setStatus(StatusInitial)
+			return nil, err
+		}
+	}
+	l := newLifecycle(s, spec, s.hooks)
+	resume = l.events.Resume
+	s.mu.Lock()
+	s.cur, s.last, s.settled = l, l, l.finished
+	s.mu.Unlock()
+
+	first, err := l.open(ctx)
+	if err != nil {
+		s.detach(l)
+		s.setStatus(StatusInitial)
+		return nil, wrapf(err, "simba: start %q", s.mutex)
+	}
+	l.run(first)
+	if s.cfg.starting != nil {
+		s.cfg.starting()
+	}
+	s.setStatus(StatusRunning)
+	l.markStarted()
+	if s.logs(slog.LevelInfo) {
+		s.log.Info("simba: started")
+	}
+	return l, nil
 }
+
+// detach forgets l as the running lifecycle.
+func (s *Service) detach(l *lifecycle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == l {
+		s.cur = nil
+	}
+}
+
+// Stop stops contending. If this contender believed it owned the mutex, its tenure context
+// is cancelled and OnReleased is delivered, and only then is the mutex released on the
+// store, so that no successor can overlap. Stop returns once that is done, or when ctx
+// ends, whichever comes first; in the second case the release goes on in the background,
+// bounded by the call timeout, and the error matches ctx's error. ctx's values are kept
+// for the release.
+//
+// Called from inside one of the service's own callbacks (or a Scheduler's work), Stop ends
+// belief at once and returns without waiting: the callback it was called from has to
+// return before OnReleased can be delivered. The release follows in the background.
+//
+// Stop returns ErrNotRunning unless the status is RUNNING, ErrClosed after Close, and the
+// store's error if the release failed; the service has stopped regardless, and the store's
+// lease then lapses by itself after ttl + transition.
+func (s *Service) Stop(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	return s.stopFrom(ctx, !s.inCallback())
+}
+
+// stopFrom is Stop. Without wait it neither waits for the lock nor for the stop to
+// complete: it is called from inside a callback of this service (which the stop waits
+// for), or by a Locker that leaves the release to the background.
+func (s *Service) stopFrom(ctx context.Context, wait bool) error {
+	if st := s.Status(); st != StatusRunning {
+		// Not running (a Start under way, a Stop or Close under way, or stopped): an
+		// error at once, rather than a wait for the lifecycle call under way.
+		if s.isClosed() {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: status %s", ErrNotRunning, st)
+	}
+	if !wait {
+		if !s.tryLock() {
+			return fmt.Errorf("%w: another Start, Stop or Close is under way", ErrNotRunning)
+		}
+	} else if err := s.lock(ctx); err != nil {
+		return wrapf(err, "simba: stop %q", s.mutex)
+	}
+	defer s.unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.stop(ctx, wait)
+}
+
+func (s *Service) stop(ctx context.Context, wait bool) error {
+	if st := s.Status(); st != StatusRunning {
+		return fmt.Errorf("%w: status %s", ErrNotRunning, st)
+	}
+	s.setStatus(StatusStopping)
+	defer s.setStatus(StatusInitial)
+	l := s.current()
+	l.halt()
+	s.detach(l)
+	if wait && ctx.Done() == nil {
+		l.finish(ctx) // no deadline to keep: no goroutine is needed to keep it
+		return s.finished(l)
+	}
+	s.bg.Go(func() { l.finish(ctx) })
+	if !wait {
+		return nil
+	}
+	select {
+	case <-l.finished:
+		return s.finished(l)
+	case <-ctx.Done():
+		select {
+		case <-l.finished: // both were ready (ctx had ended before the call)
+			return s.finished(l)
+		default:
+		}
+		return fmt.Errorf("simba: stop %q: the release is still under way: %w", s.mutex, ctx.Err())
+	}
+}
+
+// finished returns Stop's error once l has finished.
+func (s *Service) finished(l *lifecycle) error {
+	if l.finishErr != nil {
+		return wrapf(l.finishErr, "simba: stop %q", s.mutex)
+	}
+	return nil
+}
+
+// Close stops the service if it is running, makes later Start and Stop calls fail with
+// ErrClosed, and waits for the service's store work still under way in the background
+// (each call bounded by the call timeout). It is idempotent and returns nil when there
+// was nothing to stop. Called from inside one of the service's own callbacks, it does not
+// wait: the stop completes once the callback has returned.
+func (s *Service) Close() error { return s.closeFrom(s.inCallback()) }
+
+// closeFrom is Close; fromCallback says that it was called from inside a callback of this
+// service (or a Scheduler's work), which it must not wait for.
+func (s *Service) closeFrom(fromCallback bool) error {
+	if fromCallback {
+		if !s.tryLock() {
+			go func() { _ = s.Close() }() // the holder of the lock waits for this callback
+			return nil
+		}
+		defer s.unlock()
+		if s.closed {
+			return nil
+		}
+		s.closed = true
+		s.closing.Store(true)
+		if s.Status() == StatusRunning {
+			return s.stop(context.Background(), false)
+		}
+		return nil
+	}
+	s.closing.Store(true)
+	s.calls <- struct{}{}
+	var err error
+	if !s.closed {
+		s.closed = true
+		if s.Status() == StatusRunning {
+			err = s.stop(context.Background(), true)
+		}
+	}
+	s.unlock()
+	s.bg.Wait()
+	return err
+}
+
+// Run starts the service, waits until ctx ends and stops it, for use with errgroup and
+// similar. It also returns, with nil, when the service is stopped by a Stop or Close
+// elsewhere. It returns Start's error, or Stop's; nil after a clean stop. The stop keeps
+// ctx's values and is given the call timeout: a release the store has not answered by
+// then goes on in the background (the error matches context.DeadlineExceeded), and Close
+// waits for it.
+func (s *Service) Run(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	l, err := s.begin(ctx, runSpec{delay: s.cfg.initialDelay})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-l.halted.ch:
+		return nil
+	}
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.callTimeout)
+	defer cancel()
+	err = s.Stop(stop)
+	if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrClosed) {
+		return nil // stopped elsewhere meanwhile
+	}
+	return err
+}
+
+// isClosed reports whether Close has been called, without waiting for a lifecycle call.
+func (s *Service) isClosed() bool { return s.closing.Load() }
+
+// inCallback reports whether the caller runs inside one of the service's callbacks.
+func (s *Service) inCallback() bool {
+	// The last lifecycle, not the current one: a Stop or Close from elsewhere has ended
+	// the current one when it delivers OnReleased, and waits for it.
+	s.mu.Lock()
+	l := s.last
+	s.mu.Unlock()
+	return l != nil && l.events.Delivering()
+}
+
+// lock takes the lock of lifecycle calls, or returns ctx's error when ctx ends first. A
+// free lock is taken even when ctx has ended already, so that a call with an ended
+// context does what it says (a Stop stops, leaving the release to the background) rather
+// than toss a coin between the two.
+func (s *Service) lock(ctx context.Context) error {
+	if s.tryLock() {
+		return nil
+	}
+	select {
+	case s.calls <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tryLock takes the lock of lifecycle calls if it is free.
+func (s *Service) tryLock() bool {
+	select {
+	case s.calls <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Service) unlock() { <-s.calls }
