@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Sentinel errors. Test for them with errors.Is; the errors simba returns wrap them with
@@ -163,7 +161,7 @@ func contextFree(err error) []error {
 // its own context (call) did while the caller's (caller, nil if none) did not is a timeout
 // of simba's, not a context error of the caller's.
 func callError(err error, call, caller context.Context, timeout time.Duration) error {
-	if err == nil || call.Err() == nil || (caller != nil && caller.Err() != nil) || mutation.On("timeout-as-deadline") {
+	if err == nil || call.Err() == nil || (caller != nil && caller.Err() != nil) {
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // entry is one mutex of a Mutexes registry: its contender on the store, its local holder
@@ -113,9 +111,6 @@ func (e *entry) handle(ev event) {
 	case evBackedOff:
 		e.enter(entryIdle)
 	case evAcquired:
-		if mutation.On("tryacquire-adopts") && e.tenure == ev.tenure {
-			return // taken up by a TryAcquire already
-		}
 		switch {
 		case e.state == entryStarting || e.state == entryWaiting:
 			e.adopt(ev.tenure)
@@ -205,9 +200,6 @@ func (e *entry) advance() {
 // serve hands the owned mutex to the next local waiter, or asks the store first whether
 // others wait once the hand-overs reach their limit. Called by advance only.
 func (e *entry) serve() {
-	if mutation.On("grant-ending-tenure") && e.giveBack && e.state == entryOwning && e.holder == "" && e.waiters.Len() > 0 {
-		e.grant() // the tenure that is being given back goes to a waiter
-	}
 	if e.state != entryOwning || e.holder != "" || e.waiters.Len() == 0 || e.giveBack {
 		return
 	}
@@ -382,7 +374,7 @@ func (e *entry) newLease(ctx context.Context, owner Owner) *Lease {
 // Called with m.mu held.
 func (e *entry) reenter() (*Lease, error) {
 	h := e.holds[0]
-	if h.ctx.Err() != nil && !mutation.On("reenter-lost") {
+	if h.ctx.Err() != nil {
 		return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the tenure of holder %q's holds has ended; release them first", e.name, e.holder), ErrOwnershipLost)
 	}
 	return e.newLease(h.ctx, h.owner), nil
@@ -417,7 +409,7 @@ func (e *entry) tryOnce(ctx context.Context, w *waiter) (*Lease, error) {
 		switch {
 		case ctx.Err() != nil:
 			return e.refuse(w, "", ctx.Err())
-		case e.holder != "" || (e.waiters.Front() != w.elem && !mutation.On("tryacquire-adopts")):
+		case e.holder != "" || e.waiters.Front() != w.elem:
 			return e.refuse(w, "is held or awaited by another holder of this process")
 		case e.state == entryOwning || e.state == entryDeciding:
 			return e.refuse(w, "is being given back to the store")
@@ -427,8 +419,6 @@ func (e *entry) tryOnce(ctx context.Context, w *waiter) (*Lease, error) {
 			if err := e.attemptFor(ctx, w); err != nil {
 				return nil, err
 			}
-		case mutation.On("try-no-wait"):
-			return e.refuse(w, "is being started or stopped")
 		default: // idle, starting, stopping: wait for the store side to settle
 			changed := e.changed
 			m.mu.Unlock()
@@ -453,16 +443,7 @@ func (e *entry) attemptFor(ctx context.Context, w *waiter) error {
 	err := e.svc.attemptNow(ctx)
 	t := e.svc.believed()
 	m.mu.Lock()
-	switch {
-	case t != nil && mutation.On("tryacquire-adopts"):
-		if e.state == entryWaiting {
-			e.adopt(t)
-			e.enter(entryOwning)
-		}
-		if e.waiters.Front() == w.elem && e.holder == "" {
-			e.grant()
-		}
-	case t != nil:
+	if t != nil {
 		e.handle(event{kind: evAcquired, tenure: t}) // grants the oldest waiter: w
 	}
 	switch {
@@ -481,9 +462,7 @@ func (e *entry) attemptFor(ctx context.Context, w *waiter) error {
 // Called with m.mu held.
 func (e *entry) refuse(w *waiter, detail string, causes ...error) (*Lease, error) {
 	e.waiters.Remove(w.elem)
-	if !mutation.On("tryacquire-adopts") {
-		e.handle(event{kind: evQueue})
-	}
+	e.handle(event{kind: evQueue})
 	return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q %s", e.name, detail), causes...)
 }
 

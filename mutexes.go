@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // DefaultLocalHandOvers is how many times in a row a tenure passes from one local holder
@@ -200,9 +198,7 @@ func (m *Mutexes) Close() error {
 		}
 	}
 	m.mu.Unlock()
-	if !mutation.On("close-no-wait") {
-		m.workers.Wait()
-	}
+	m.workers.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return errors.Join(m.errs...)
