@@ -17,10 +17,10 @@ func (b *Backend) check(ctx context.Context) error {
 		return nil
 	}
 	if err := b.client.Ping(ctx).Err(); err != nil {
-		return newCheckError(ctx, b.client, err)
+		return b.checkError(ctx, err)
 	}
 	if err := checkScript.Run(ctx, b.client, []string{checkKey}).Err(); err != nil {
-		return newCheckError(ctx, b.client, err)
+		return b.checkError(ctx, err)
 	}
 	b.checked.Store(true)
 	return nil
@@ -40,30 +40,29 @@ return 1`)
 
 const checkKey = "simba:{simba}:@@check"
 
-// newCheckError returns the error of a failed start-up check: one line, matching
-// ErrUnreachable or ErrRefused, the client's error and, when ctx had ended, ctx.Err().
-func newCheckError(ctx context.Context, client goredis.UniversalClient, err error) error {
-	kind, what := ErrUnreachable, "server unreachable"
-	var refused goredis.Error
-	switch {
-	case errors.As(err, &refused):
-		kind, what = ErrRefused, "server refused the client"
-	case addrOf(client) != "":
-		what = "server " + addrOf(client) + " unreachable"
+// checkError returns the error of a failed start-up check: one line, matching ErrRefused
+// for a refusal (see refuses) or ErrUnreachable for an outage, the client's error and,
+// when ctx had ended, ctx.Err().
+func (b *Backend) checkError(ctx context.Context, err error) error {
+	if refuses(b.client, err) {
+		return failure(ctx, "server refused the client", err, ErrRefused)
 	}
-	e := &backendError{detail: what + ": " + err.Error(), causes: []error{kind, err}}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		e.detail += " (" + cerr.Error() + ")"
-		e.causes = append(e.causes, cerr)
+	state := "unreachable"
+	if errors.As(err, new(goredis.Error)) {
+		state = "unavailable" // it answered: that it cannot serve now
 	}
-	return e
+	what := "server " + state
+	if addr := addrOf(b.client); addr != "" {
+		what = "server " + addr + " " + state
+	}
+	return failure(ctx, what, err, ErrUnreachable)
 }
 
 // addrOf returns the address(es) a client dials, or "" when it cannot tell.
 func addrOf(client goredis.UniversalClient) string {
 	switch c := client.(type) {
 	case *goredis.Client:
-		if addr := c.Options().Addr; addr != "FailoverClient" { // a Sentinel client's placeholder
+		if addr := c.Options().Addr; addr != failoverAddr {
 			return addr
 		}
 	case *goredis.ClusterClient:

@@ -174,7 +174,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		}
 	}
 	if err != nil {
-		return simba.Record{}, c.storeError(ctx, op, err)
+		return simba.Record{}, c.b.storeError(ctx, op, err)
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
@@ -216,7 +216,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 		return err
 	}
 	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
-		return c.storeError(ctx, "", err)
+		return c.b.storeError(ctx, "", err)
 	}
 	c.listed = unlisted
 	c.owner.Store(false)
@@ -273,7 +273,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	}
 	v, err := lookupScript.Run(ctx, c.b.client, c.keys).Result()
 	if err != nil {
-		return simba.Record{}, c.storeError(ctx, "lookup", err)
+		return simba.Record{}, c.b.storeError(ctx, "lookup", err)
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
@@ -291,7 +291,7 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	}
 	n, err := waitingScript.Run(ctx, c.b.client, c.keys, c.id, c.b.exact).Int()
 	if err != nil {
-		return false, c.storeError(ctx, "read the waiting set", err)
+		return false, c.b.storeError(ctx, "read the waiting set", err)
 	}
 	return n == 1, nil
 }
@@ -448,16 +448,21 @@ func (c *contention) observe(o simba.Owner) {
 }
 
 // storeError wraps an error of a store call, named op ("" when the service names it, as
-// it does a release). redis.Nil never escapes; when ctx has ended, the error also wraps
-// ctx.Err() (go-redis reports a missed deadline as a network timeout). The mutex is not
-// named: the service's errors and log lines carry it.
-func (c *contention) storeError(ctx context.Context, op string, err error) error {
-	c.b.unanswered(err)
+// it does a release). redis.Nil never escapes; a refusal (see refuses) also matches
+// ErrRefused, and when ctx has ended, the error also wraps ctx.Err() (go-redis reports a
+// missed deadline as a network timeout). The mutex is not named: the service's errors and
+// log lines carry it.
+func (b *Backend) storeError(ctx context.Context, op string, err error) error {
+	b.unanswered(err)
 	if errors.Is(err, goredis.Nil) {
 		err = fmt.Errorf("%w: nil", ErrUnexpectedReply)
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return wrap(op, err, cerr)
+	if refuses(b.client, err) {
+		what := "server refused the client"
+		if op != "" {
+			what = op + ": " + what
+		}
+		return failure(ctx, what, err, ErrRefused)
 	}
-	return wrap(op, err)
+	return failure(ctx, op, err, nil)
 }

@@ -242,21 +242,75 @@
 // accepts the client, with a PING, and that it lets the client do what the scripts do,
 // with a script that deletes a key that does not exist and publishes to a channel nobody
 // hears (the key and channel "simba:{simba}:@@check"), both bounded by the start's
-// context: Service.Start then fails with a one-line error wrapping ErrUnreachable (a
-// wrong address, the server down: "simba/redis: server 127.0.0.1:6380 unreachable: dial
-// tcp ...") or ErrRefused (a wrong or missing password: "simba/redis: server refused the
-// client: WRONGPASS ..."; a read-only replica: "READONLY ..."; an ACL user that may not
-// run scripts, write simba's keys or publish on its channels, which Redis 7 gives no new
-// user: "NOPERM ..." or "... can't publish to the channel ...") and the client's error.
-// An ACL user needs EVAL, EVALSHA and the commands the scripts call (GET, SET, DEL, PTTL,
-// PEXPIRE, TIME, PUBLISH, PUBSUB, HGET, HMGET, HSET, HMSET, HDEL, HINCRBY, ZADD, ZRANGE,
-// ZRANGEBYSCORE, ZREM), the keys "simba:*" and the channels "simba:*", and SUBSCRIBE. The
-// check is remembered after its first success, so later starts cost
-// no I/O; a failed check is not, so a start after the configuration was fixed succeeds. A
-// server that goes away after that is retried by the service (see the simba package for
-// how services and Lockers report it). A Quorum checks each instance it has not left out,
+// context: Service.Start then fails with a one-line error wrapping ErrRefused for a
+// refusal (a wrong or missing password: "simba/redis: server refused the client:
+// WRONGPASS ..."; a read-only replica: "READONLY ..."; an ACL user that may not run
+// scripts, write simba's keys or publish on its channels, which Redis 7 gives no new
+// user: "NOPERM ..." or "... can't publish to the channel ...") or ErrUnreachable for an
+// outage (a wrong address, the server down: "simba/redis: server 127.0.0.1:6380
+// unreachable: dial tcp ..."; a server still loading: "server 127.0.0.1:6380
+// unavailable: LOADING ..."), and the client's error. An ACL user needs EVAL, EVALSHA and
+// the commands the scripts call (GET, SET, DEL, PTTL, PEXPIRE, TIME, PUBLISH, PUBSUB,
+// HGET, HMGET, HSET, HMSET, HDEL, HINCRBY, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM), the keys
+// "simba:*" and the channels "simba:*", and SUBSCRIBE. The check is remembered after its
+// first success, so later starts cost no I/O; a failed check is not, so a start after the
+// configuration was fixed succeeds. A Quorum checks each instance it has not left out,
 // leaves out those that do not answer, and fails when one refuses the client or fewer
 // than WithMinAvailable remain.
+//
+// # Refusals and outages
+//
+// Every error of the backend that carries a refusal matches ErrRefused and
+// simba.ErrRefused, the start-up check's and every later call's alike (a password
+// changed, a permission taken away, a primary turned into a replica after the start):
+// simba then ends Start and acquisitions at once instead of retrying until their
+// deadline. Nothing else matches it: an outage is retried. The server's answer decides:
+//
+//	Answer                                 Class    Why
+//	NOAUTH, WRONGPASS                      refusal  the credentials are wrong or missing
+//	ERR Protocol error: unauthenticated    refusal  NOAUTH, for a command of more than 10 arguments
+//	ERR invalid password, ERR Client sent  refusal  the credentials are wrong (Redis 5 and
+//	  AUTH, but no password is set                  older)
+//	NOPERM, ERR The user executing the     refusal  the ACL user lacks a command, key or channel
+//	  script can't ...                              of the scripts
+//	ERR unknown command                    refusal  EVALSHA or EVAL renamed away (or Redis < 3.2)
+//	ERR DB index is out of range, ERR      refusal  the client's DB option
+//	  invalid DB index, ERR SELECT is not
+//	  allowed in cluster mode
+//	WRONGTYPE                              refusal  another program's data under a simba key:
+//	                                                someone must delete it
+//	READONLY, MOVED, ASK                   refusal  with a standalone client: a replica, or a
+//	                                                Cluster node, until the configuration
+//	                                                changes (go-redis has already retried
+//	                                                READONLY on new connections)
+//	READONLY, MOVED, ASK                   outage   with a Sentinel or Cluster client, which
+//	                                                follows the failover or the slot's move
+//	LOADING                                outage   the server is starting or resynchronising
+//	BUSY                                   outage   a script runs; it ends or is killed
+//	MASTERDOWN, NOREPLICAS                 outage   a replica lost its primary, or the primary
+//	                                                its replicas, for now
+//	TRYAGAIN, CLUSTERDOWN                  outage   a slot moves or a Cluster fails over
+//	ERR max number of clients reached      outage   other clients hold the connections
+//	OOM                                    outage   the server is full now; keys expire or are
+//	                                                evicted and other clients delete theirs
+//	MISCONF                                outage   the last background save failed; Redis
+//	                                                keeps trying and accepts writes again
+//	                                                after one succeeds
+//	any other answer                       outage   not known to be lasting
+//	no answer (dial refused, timeout,      outage   the server or the network is down or slow
+//	  reset, EOF)
+//
+// OOM and MISCONF need an operator as surely as a wrong password may, but they are states
+// of the whole server, which it can leave by itself, not of this client: a Start that
+// fails at once on them would fail where a retry a moment later succeeds. The service
+// logs the errors of its store calls either way.
+//
+// Scripts do not roll back: a permission taken away after the start (channels, say) can
+// fail an acquire script after it wrote the owner key, which then names the contender
+// whose call failed, until that contender's next call or the key's expiry. A Quorum's call is a refusal
+// when the instances that refused leave fewer than a quorum (see Quorum). A refused
+// subscription connection fails no call: the backend's logger (WithLogger) gets it at
+// Error level, wrapped in ErrRefused, and waiters poll on their contend period meanwhile.
 //
 // # Requirements
 //

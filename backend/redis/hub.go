@@ -267,7 +267,7 @@ func (h *hub) write(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, h.ping)
 		if len(add) > 0 {
 			if err := ps.Subscribe(cctx, add...); err != nil && ctx.Err() == nil {
-				h.log.Warn("simba/redis: subscribe failed; it is sent again when the connection is back", "err", err)
+				h.failed("simba/redis: subscribe failed; it is sent again when the connection is back", err)
 			}
 		}
 		if len(drop) > 0 {
@@ -314,7 +314,7 @@ func (h *hub) read(ctx context.Context) {
 			// every channel must be confirmed anew.
 			h.unconfirm()
 			if backoff == 0 {
-				h.log.Warn("simba/redis: subscription connection lost; reconnecting", "err", err)
+				h.failed("simba/redis: subscription connection lost; reconnecting", err)
 			}
 			backoff = min(max(2*backoff, minReceiveBackoff), maxReceiveBackoff)
 			timer.Reset(backoff)
@@ -325,6 +325,20 @@ func (h *hub) read(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// failed logs an error of the subscription connection at Warn level with msg, or a
+// refusal (see refuses) at Error level, wrapped in ErrRefused: the server will refuse
+// the connection until someone changes its configuration or the client's, and waiters
+// poll meanwhile (every contender contends on its contend period), without hearing of
+// releases. The store calls of the contentions meet most refusals themselves.
+func (h *hub) failed(msg string, err error) {
+	if !refuses(h.client, err) {
+		h.log.Warn(msg, "err", err)
+		return
+	}
+	h.log.Error("simba/redis: the server refused the subscription connection; waiters hear of no release until it is fixed",
+		"err", failure(context.Background(), "subscribe: server refused the client", err, ErrRefused))
 }
 
 // replace swaps old for a new PubSub, closes old, and has the writer subscribe every

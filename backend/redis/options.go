@@ -47,8 +47,8 @@ func WithMinAvailable(n int) Option {
 }
 
 // WithRecheckAfter sets how long a Quorum leaves out an instance whose call failed (timed
-// out, refused, reset) before trying it again. Default 30s (Bedrock's combination lock
-// waits 15 minutes); must be > 0. Only NewQuorum accepts it.
+// out, reset; not one that refuses the client) before trying it again. Default 30s
+// (Bedrock's combination lock waits 15 minutes); must be > 0. Only NewQuorum accepts it.
 func WithRecheckAfter(d time.Duration) Option {
 	return func(c *config) { c.recheck, c.recheckSet = d, true }
 }

@@ -45,9 +45,12 @@ const quorumDrift = 2 * time.Millisecond
 //   - The TTL reported is the smallest of the quorum's, less a 2ms allowance for expiry
 //     precision and clock rates. simba counts it from the moment the attempt was sent, so
 //     the time the slowest instance took is accounted for.
-//   - An instance whose call fails (times out, refuses, resets) is left out for
-//     WithRecheckAfter and then tried again; while fewer than WithMinAvailable instances
-//     are available, Acquire fails at once with ErrTooFewInstances.
+//   - An instance whose call fails (times out, resets) is left out for WithRecheckAfter
+//     and then tried again; while fewer than WithMinAvailable instances are available,
+//     Acquire fails at once with ErrTooFewInstances. An instance that refuses the client
+//     (see ErrRefused) answers at once and is not left out. A call's error matches
+//     ErrRefused when the instances that refused leave fewer than a quorum: no retry can
+//     cure it; otherwise it is an outage, which the other instances' return may cure.
 //   - Release runs on every instance, available or not; on one whose last call has not
 //     returned yet (its answer lost), once that call has, in the background if need be.
 //   - Acquire returns as soon as a quorum answers that the contender owns the mutex, and
@@ -218,6 +221,27 @@ func (q *Quorum) check(ctx context.Context) error {
 	return nil
 }
 
+// shortOf returns the error of a call that too few instances served: detail, matching
+// each of the instances' failures errs and also. A failure that is a refusal is matched
+// only when the instances that refused leave fewer than a quorum, so that the error is a
+// refusal only when no retry can cure it: otherwise the call may succeed once the other
+// instances are back, and only the message tells of the refusal.
+func (q *Quorum) shortOf(detail string, errs []error, also ...error) error {
+	refused := 0
+	for _, err := range errs {
+		if errors.Is(err, simba.ErrRefused) {
+			refused++
+		}
+	}
+	causes := make([]error, 0, len(errs)+len(also))
+	for _, err := range errs {
+		if len(q.instances)-refused < q.quorum || !errors.Is(err, simba.ErrRefused) {
+			causes = append(causes, err)
+		}
+	}
+	return &backendError{detail: detail, causes: append(causes, also...)}
+}
+
 // instanceError names the instance whose call failed with err.
 func instanceError(in *instance, err error) error {
 	return wrap(fmt.Sprintf("instance %d", in.index), err)
@@ -310,7 +334,7 @@ func (qc *quorumContention) spread(ctx context.Context, list []*instance, f func
 			} else {
 				r, blamable = qc.call(ctx, wait, in, before, f)
 			}
-			if blame && blamable && r.err != nil && !errors.Is(r.err, ErrUnexpectedReply) && !errors.Is(r.err, simba.ErrClosed) {
+			if blame && blamable && leaveOutAfter(r.err) {
 				qc.q.leaveOut(r.in, r.err)
 			}
 			answers <- r
@@ -333,6 +357,14 @@ func (qc *quorumContention) spread(ctx context.Context, list []*instance, f func
 		}
 	}
 	return got
+}
+
+// leaveOutAfter reports whether an instance whose call failed with err is left out: not
+// for an answer in a shape this package does not write, nor a refusal (see refuses),
+// which costs no wait and which every call must hear again, lest it hide behind
+// ErrTooFewInstances for the recheck interval.
+func leaveOutAfter(err error) bool {
+	return err != nil && !errors.Is(err, ErrUnexpectedReply) && !errors.Is(err, simba.ErrClosed) && !errors.Is(err, simba.ErrRefused)
 }
 
 // closeAfter closes done once the call that closes before (nil: none) has returned: a call
@@ -584,8 +616,8 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 		}
 	}
 	if answered < qc.q.quorum {
-		return simba.Record{}, &backendError{causes: append(errs, ErrTooFewInstances),
-			detail: fmt.Sprintf("%d of %d instances answered, need %d: %s", answered, len(qc.q.instances), qc.q.quorum, joined(errs))}
+		return simba.Record{}, qc.q.shortOf(fmt.Sprintf("%d of %d instances answered, need %d: %s",
+			answered, len(qc.q.instances), qc.q.quorum, joined(errs)), errs, ErrTooFewInstances)
 	}
 	owner, n := "", 0
 	for o, v := range votes {
@@ -624,8 +656,7 @@ func (qc *quorumContention) Release(ctx context.Context) error {
 		released++
 	}
 	if released < qc.q.quorum {
-		return &backendError{causes: errs,
-			detail: fmt.Sprintf("released on %d of %d instances: %s", released, len(qc.q.instances), joined(errs))}
+		return qc.q.shortOf(fmt.Sprintf("released on %d of %d instances: %s", released, len(qc.q.instances), joined(errs)), errs)
 	}
 	return nil
 }
@@ -666,7 +697,7 @@ func (qc *quorumContention) OthersWaiting(ctx context.Context) (bool, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return false, &backendError{causes: errs, detail: joined(errs)}
+		return false, qc.q.shortOf(joined(errs), errs)
 	}
 	return false, nil
 }
