@@ -192,6 +192,50 @@ func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.C
 	return qc, nil
 }
 
+// ReleaseOwner frees mutex in the name of owner, as Backend.ReleaseOwner does on one
+// instance, on every instance where the owner key names owner.ID and the instance's token
+// for that tenure is not above owner.Token. That is the tenure's quorum-wide token: the
+// largest of the quorum that answered its acquisition, so the tenure is freed on that
+// quorum at least (an instance that answered later may show a larger token and keeps its
+// key until it lapses), and it is written back to the instances (at the tenure's first
+// renewal, or within its release), so a later tenure's tokens exceed it on every instance
+// that kept its fence, as the Quorum's tokens themselves assume. Elsewhere it changes
+// nothing. A Quorum's Lookup shows no token (Token 0), and such a record frees only
+// tenures that show none either (JVM contenders'): pass the owner's own record
+// (Lease.Owner, the service's Owner) to free a Go owner's. It fails when fewer than a
+// quorum of instances answered.
+func (q *Quorum) ReleaseOwner(ctx context.Context, mutex string, owner simba.Owner) error {
+	if q.closed.Load() {
+		return fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simba/redis: %w", err)
+	}
+	if err := q.instances[0].backend.validateRelease(mutex, owner); err != nil || owner.ID == "" {
+		return err
+	}
+	raiseTo := ""
+	if owner.Token != 0 {
+		raiseTo = strconv.FormatUint(owner.Token, 10)
+	}
+	errs := make([]error, len(q.instances))
+	var wg sync.WaitGroup
+	for i, in := range q.instances {
+		wg.Go(func() { errs[i] = in.backend.releaseOwner(ctx, mutex, owner, raiseTo) })
+	}
+	wg.Wait()
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, instanceError(q.instances[i], err))
+		}
+	}
+	if answered := len(q.instances) - len(failed); answered < q.quorum {
+		return q.shortOf(fmt.Sprintf("released on %d of %d instances: %s", answered, len(q.instances), joined(failed)), failed, ErrTooFewInstances)
+	}
+	return nil
+}
+
 // check runs the start-up check of every available instance, in parallel.
 func (q *Quorum) check(ctx context.Context) error {
 	list := q.available(time.Now())

@@ -139,6 +139,54 @@ func (b *Backend) Close() error {
 // also logged at Error level with the mutex, the token and the previous token.
 func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
 
+// ReleaseOwner frees mutex in the name of owner, a record read before (simba.Lookup), as
+// the owner's own release does (handing the mutex to the oldest waiter), but only while
+// that tenure holds it: the owner key names owner.ID and the tenure's fencing token is
+// owner.Token. Otherwise (another tenure holds it, a later one of the same contender
+// included, or none) it changes nothing and returns nil. It is for admin tools.
+//
+// Token 0 says that the reader was shown no token: the owner is a JVM contender, which
+// keeps none, or a Go tenure whose fence key has lapsed. It frees a tenure of owner.ID
+// whose token the store does not show either, and none that shows one: the ID is all
+// there is to compare, so a later tenure of the same JVM contender ID is freed too, as
+// JVM Simba cannot tell its tenures apart. Bad names wrap simba.ErrInvalidArgument.
+func (b *Backend) ReleaseOwner(ctx context.Context, mutex string, owner simba.Owner) error {
+	return b.releaseOwner(ctx, mutex, owner, "")
+}
+
+// releaseOwner is ReleaseOwner; a Quorum passes the tenure's token as raiseTo, to raise
+// the instance's fence of owner.ID to it first (see Quorum.ReleaseOwner).
+func (b *Backend) releaseOwner(ctx context.Context, mutex string, owner simba.Owner, raiseTo string) error {
+	if err := b.usable(ctx); err != nil {
+		return err
+	}
+	if err := b.validateRelease(mutex, owner); err != nil || owner.ID == "" {
+		return err // "": no owner
+	}
+	token := strconv.FormatUint(owner.Token, 10)
+	if err := releaseScript.Run(ctx, b.client, scriptKeys(mutex), owner.ID, string(unlisted), b.exact, raiseTo, token).Err(); err != nil {
+		return b.storeError(ctx, "release in the name of "+strconv.Quote(owner.ID), err)
+	}
+	return nil
+}
+
+// validateRelease applies simba's rules and the Redis rules to the names of a release in
+// the name of owner.
+func (b *Backend) validateRelease(mutex string, owner simba.Owner) error {
+	for _, err := range []error{simba.ValidateMutex(mutex), b.ValidateMutex(mutex)} {
+		if err != nil {
+			return err
+		}
+	}
+	if owner.ID == "" {
+		return nil
+	}
+	if err := simba.ValidateContenderID(owner.ID); err != nil {
+		return err
+	}
+	return b.ValidateContenderID(owner.ID)
+}
+
 // ValidateMutex checks the Redis rules for mutex names, beyond simba.ValidateMutex: no "{"
 // or "}" (the key is simba:{mutex}, and its braces must hold the whole name to keep every
 // key of the mutex in one cluster slot), and at most MaxMutexLength bytes. It does no I/O;

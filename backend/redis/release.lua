@@ -1,7 +1,10 @@
 -- release: ARGV[1] the contender ID; ARGV[2] '0' if the contender is not in the waiting
 -- set ('1' or '2' if it may be, see acquire.lua); ARGV[3] '1' if subscriber counts are
--- exact (see hearsAlways); ARGV[4], optional, a fencing token to raise the contender's
--- fence to first (a Quorum whose tenure ends before its first renewal).
+-- exact (see hearsAlways); ARGV[4], optional ('' for none), a fencing token to raise the
+-- contender's fence to first (a Quorum whose tenure ends before its first renewal);
+-- ARGV[5], optional, the token of the tenure to release ('0': a tenure whose token the
+-- store does not show), for a release in the name of an owner that was looked up: the
+-- contender's other tenures are left alone.
 -- Returns 1 if the contender owned the mutex and released it, 0 otherwise.
 -- A non-owner only leaves the waiting set. The owner takes the oldest waiter off the
 -- waiting set and then either
@@ -18,13 +21,19 @@
 -- nobody heard the message addressed to it although it would have (see hearsAlways); a
 -- grant made to it is then void, as nobody heard of it. With nobody left to serve, the
 -- owner deletes its key and tells every Go subscriber 'released@@<releaser>'.
-local id, listed, exact = ARGV[1], ARGV[2] ~= '0', ARGV[3] == '1'
+local id, listed, exact, raiseTo, tenure = ARGV[1], ARGV[2] ~= '0', ARGV[3] == '1', ARGV[4] or '', ARGV[5]
 
-if ARGV[4] and redis.call('hget', fenceKey, 'owner') == id then
+if tenure and redis.call('get', ownerKey) ~= id then
+  return 0 -- and no fence raised for a tenure that does not hold the mutex
+end
+if raiseTo ~= '' and redis.call('hget', fenceKey, 'owner') == id then
   local current = redis.call('hget', fenceKey, 'token')
-  if not current or isGreater(ARGV[4], current) then
-    redis.call('hset', fenceKey, 'token', ARGV[4])
+  if not current or isGreater(raiseTo, current) then
+    redis.call('hset', fenceKey, 'token', raiseTo)
   end
+end
+if tenure and tokenOf(id) ~= tenure then
+  return 0
 end
 if redis.call('get', ownerKey) ~= id then
   if listed then
