@@ -218,10 +218,11 @@ func (b *Backend) ValidateContenderID(id string) error {
 }
 
 // StartContend opens a participant's contention; see simba.Backend. The backend's first
-// successful StartContend checks that the server answers and accepts the client (a PING);
-// until one succeeds, each checks again, bounded by ctx, and fails with an error
-// wrapping ErrUnreachable (no answer: a wrong address, the server down) or ErrRefused
-// (an error answer: a wrong or missing password), together with the client's error.
+// successful StartContend checks that the server answers and accepts the client (a PING
+// and a script); until one succeeds, each checks again, bounded by ctx, and fails with an
+// error wrapping ErrUnreachable (an outage: a wrong address, the server down or still
+// loading) or ErrRefused (a refusal: a wrong or missing password, a missing permission, a
+// replica), together with the client's error.
 // Once the check has succeeded, it does no I/O. A contender subscribes only when an
 // attempt finds the mutex owned by someone else (or at its first renewal), so that an
 // uncontended acquisition costs one script call; a retriever has the mutex's channels
