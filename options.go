@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/internal/clock"
+	"github.com/simba-go/simba/internal/defaultlog"
 )
 
 // Default timing, as in JVM Simba.
@@ -171,7 +172,7 @@ func newConfig(opts []Option) config {
 		c.renewalLead = c.ttl / renewalLeadDivisor
 	}
 	if !c.loggerSet {
-		c.logger = slog.New(processWarnings{})
+		c.logger = defaultlog.New()
 	}
 	return c
 }

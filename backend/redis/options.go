@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/defaultlog"
 )
 
 // Defaults and limits of the options.
@@ -55,8 +56,8 @@ func WithRecheckAfter(d time.Duration) Option {
 
 // WithLogger sets the logger for the backend's own events: problems of the subscription
 // connection (Warn) and fencing tokens that went backwards (Error). What happens to one
-// mutex is logged by the service, through its own logger. Default: a logger that discards
-// everything; must not be nil.
+// mutex is logged by the service, through its own logger. Default: Warn and above to
+// slog.Default, the rest nowhere; must not be nil.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger, c.loggerSet = l, true }
 }
@@ -87,7 +88,7 @@ func newConfig(opts []Option) (config, error) {
 		return c, simba.InvalidArgument("recheck after", c.recheck, "must be > 0")
 	}
 	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = defaultlog.New()
 	}
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/defaultlog"
 )
 
 // Option configures a Backend.
@@ -28,7 +29,7 @@ func WithACL(acl []zk.ACL) Option {
 // WithLogger sets the logger for the backend's own events: sessions established, lost and
 // expired, with the negotiated session timeout (Info), nodes left to delete after a lost
 // connection (Warn) and heartbeats (Debug). Contentions log through the service's logger.
-// Default: a logger that discards everything; must not be nil.
+// Default: Warn and above to slog.Default, the rest nowhere; must not be nil.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger, c.loggerSet = l, true }
 }
@@ -41,7 +42,7 @@ func newConfig(opts []Option) config {
 		}
 	}
 	if !c.loggerSet {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = defaultlog.New()
 	}
 	return c
 }

@@ -1,14 +1,19 @@
-package simba
+// Package defaultlog is the logger simba's packages use when they are given none: records
+// of level Warn and above go to the process's default logger (slog.Default, as it is when
+// the record is made), the rest nowhere. Failures, refusals and lost ownership thus show
+// in the application's own log without any set-up, while acquisitions, renewals and
+// lifecycle changes do not.
+package defaultlog
 
 import (
 	"context"
 	"log/slog"
 )
 
-// processWarnings is the handler of the default logger: it hands records of level Warn and
-// above to the process's default logger (slog.Default, as it is when the record is made)
-// and drops the rest. Failures and losses thus show without any set-up, in the
-// application's own log, while acquisitions, renewals and lifecycle changes do not.
+// New returns the default logger.
+func New() *slog.Logger { return slog.New(processWarnings{}) }
+
+// processWarnings hands records of level Warn and above to slog.Default's handler.
 type processWarnings struct {
 	with []func(slog.Handler) slog.Handler // WithAttrs and WithGroup, in order
 }
