@@ -2,40 +2,31 @@ package simba
 
 import "context"
 
-// Contender is a participant in the contention for a mutex: implement it and pass it to
-// NewService. The service calls OnAcquired when the contender becomes the owner and
-// OnReleased when it stops being the owner; the two strictly alternate, starting with
-// OnAcquired. Renewals are not reported.
-//
-// Callbacks of one service run one at a time, in order, on a goroutine of the service's
-// (never the one that talks to the store). A slow callback delays later callbacks of the
-// same service but not contention; a panicking one is recovered and logged. A callback
-// may call Stop or Close of its own service: belief ends at once, and the call returns
-// without waiting for the release notification, which follows when the callback returns.
+// Contender is a participant in the contention for a mutex, for NewService. OnAcquired and
+// OnReleased strictly alternate, starting with OnAcquired; renewals are not reported. A
+// service's callbacks run one at a time, in order, off the goroutine that talks to the
+// store; a panic is recovered and logged. A callback may call Stop or Close of its own
+// service: belief ends at once, and OnReleased follows when the callback returns.
 type Contender interface {
 	// Mutex returns the name of the mutex to contend for. It must not change.
 	Mutex() string
-	// ContenderID returns the contender's ID, unique among all contenders of the mutex
-	// on the store (see HostContenderID). It must not change.
+	// ContenderID returns the contender's ID, unique among the mutex's contenders on the
+	// store (see HostContenderID). It must not change.
 	ContenderID() string
 	// OnAcquired is called when the contender has become the owner. ctx is the tenure
-	// context: it is cancelled, with a cause matching ErrOwnershipLost (ErrOwnerChanged,
-	// ErrLeaseExpired) or context.Canceled (on Stop),
-	// as soon as the contender stops believing it owns the mutex, which can be before
-	// OnReleased is delivered. Work done for the tenure should use it.
+	// context: it ends, with a cause, as soon as the contender stops believing it owns
+	// the mutex (see Lease.Context), possibly before OnReleased.
 	OnAcquired(ctx context.Context, s State)
-	// OnReleased is called when the contender has stopped being the owner: another owner
-	// was seen, the local TTL end passed, or the service stopped.
+	// OnReleased is called when the contender has stopped being the owner.
 	OnReleased(s State)
 }
 
-// Retriever observes who owns a mutex without contending for it: pass it to
-// NewRetrievalService. It is called, as Contender callbacks are, one change at a time.
+// Retriever observes who owns a mutex without contending, for NewRetrievalService; it is
+// called as a Contender is, one change at a time.
 type Retriever interface {
 	// Mutex returns the name of the mutex to observe. It must not change.
 	Mutex() string
-	// NotifyOwner is called whenever the owner ID changes, including to and from "no
-	// owner". Renewals are not reported.
+	// NotifyOwner is called whenever the owner ID changes, to and from "no owner".
 	NotifyOwner(s State)
 }
 

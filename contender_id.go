@@ -13,23 +13,17 @@ import (
 // contenderCounter numbers the IDs HostContenderID hands out in this process.
 var contenderCounter atomic.Int64
 
-// HostContenderID returns a new contender ID of the form "{counter}:{pid}@{host-ip}", the
-// format of JVM Simba's default generator: counter is process-wide and starts at 0, pid is
-// this process's ID, and host-ip the first non-loopback address of this host.
-//
-// The IDs are unique within a process. Across processes they are unique only as long as
-// no two processes share both a PID and an address: containers that all run their service
-// as PID 1 behind one address (for example, with host networking on several hosts that
-// NAT to one address, or several containers in one network namespace) produce the same
-// IDs, and two contenders with one ID both believe they own the mutex, because the store's
-// owner check is ID equality. Use UUIDContenderID in such deployments.
+// HostContenderID returns a new contender ID "{counter}:{pid}@{host-ip}", JVM Simba's
+// default format. Processes that share a PID and an address (containers that all run as
+// PID 1 behind one address) get equal IDs, and two contenders with one ID both believe
+// they own the mutex: use UUIDContenderID there.
 func HostContenderID() string {
 	n := contenderCounter.Add(1) - 1
 	return strconv.FormatInt(n, 10) + ":" + strconv.Itoa(os.Getpid()) + "@" + hostip.Address()
 }
 
-// UUIDContenderID returns a new random (version 4) UUID as 32 lower-case hexadecimal
-// digits without dashes, the format of JVM Simba's UUID generator.
+// UUIDContenderID returns a new random UUID as 32 hexadecimal digits, JVM Simba's other
+// format.
 func UUIDContenderID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error

@@ -12,67 +12,47 @@ import (
 // Sentinel errors. Test for them with errors.Is; the errors simba returns wrap them with
 // the detail of the case at hand.
 var (
-	// ErrInvalidArgument marks input that simba rejects before doing any I/O: a blank
-	// mutex name, a non-positive TTL, a nil context and the like. The error that wraps it
-	// is an *ArgumentError naming the field, the value and the rule.
+	// ErrInvalidArgument marks input rejected before any I/O; the error that wraps it is
+	// an *ArgumentError naming the field, the value and the rule.
 	ErrInvalidArgument = errors.New("simba: invalid argument")
 
-	// ErrAlreadyStarted is returned by Start when the service is not in StatusInitial.
+	// ErrAlreadyStarted is returned by Start unless the status is StatusInitial.
 	ErrAlreadyStarted = errors.New("simba: already started")
 
-	// ErrNotRunning is returned by Stop when the service is not in StatusRunning.
+	// ErrNotRunning is returned by Stop unless the status is StatusRunning.
 	ErrNotRunning = errors.New("simba: not running")
 
-	// ErrClosed is returned by any lifecycle call on a service, locker or scheduler after
-	// Close, and by backends used after their own Close.
+	// ErrClosed is returned by calls after Close, and by backends after their own Close.
 	ErrClosed = errors.New("simba: closed")
 
-	// ErrNotAcquired is returned when an acquisition did not make the caller the owner:
-	// TryAcquire found another owner, or Acquire's context ended first (then the error
-	// also matches the context's error).
+	// ErrNotAcquired is returned by an acquisition that did not make the caller the owner;
+	// when its context ended first, the error matches the context's error too.
 	ErrNotAcquired = errors.New("simba: not acquired")
 
-	// ErrNotOwner is returned when an operation needs ownership that the caller does not
-	// have, such as releasing a lease twice. Backends return it (wrapped) when the store
-	// names another owner for an operation that needs this contender to own the mutex.
+	// ErrNotOwner is returned by a release of what the caller does not hold (a second
+	// Release), and by backends when the store names another owner.
 	ErrNotOwner = errors.New("simba: not the owner")
 
-	// ErrOwnershipLost is matched by the cause (see context.Cause) of a tenure context
-	// that ended because ownership was lost: the store named another owner
-	// (ErrOwnerChanged), or the local TTL end passed without a successful renewal
-	// (ErrLeaseExpired). Lease.Release returns it, wrapped, when the lease had been lost
-	// before it was released.
+	// ErrOwnershipLost is matched by the cause (context.Cause) of a tenure context that
+	// ended because ownership was lost, and by Lease.Release's error after such a loss.
 	ErrOwnershipLost = errors.New("simba: ownership lost")
 
-	// ErrOwnerChanged is the cause of a tenure context that ended because the store named
-	// another owner, or none (a session store that lost its session names none). It
-	// matches ErrOwnershipLost.
+	// ErrOwnerChanged is the loss by an answer that named another owner, or none.
 	ErrOwnerChanged = fmt.Errorf("%w: the store named another owner", ErrOwnershipLost)
 
-	// ErrLeaseExpired is the cause of a tenure context that ended because its local TTL
-	// end passed without a successful renewal. It matches ErrOwnershipLost. When
-	// renewals failed, the cause Observer.OnTenureEnded is told also wraps the last store
-	// error.
+	// ErrLeaseExpired is the loss by the local TTL end, without a successful renewal.
 	ErrLeaseExpired = fmt.Errorf("%w: the local ttl end passed", ErrOwnershipLost)
 
-	// ErrTimeout marks a store call that simba cut off at its call timeout
-	// (WithCallTimeout) while the caller's context was still live. Such errors do not
-	// match context.DeadlineExceeded: simba's errors match a context error only when the
-	// caller's own context ended.
+	// ErrTimeout marks a store call cut off at the call timeout (WithCallTimeout) while
+	// the caller's context was live; it does not match context.DeadlineExceeded.
 	ErrTimeout = errors.New("simba: store call timed out")
 
-	// ErrRefused marks a store's answer that no retry can cure: wrong credentials, a
-	// missing permission, a missing or malformed table, a read-only replica, a malformed
-	// option. Backends wrap such answers in it, and nothing else: an outage (no answer, a
-	// timeout, a reset connection, a server still loading) is not a refusal. Start and
-	// every acquisition end at once on a refusal, with the store's message; a running
-	// service keeps retrying it (a password may be rotated back), logs each at Error
-	// level, and its health fails meanwhile.
+	// ErrRefused marks a store's answer that no retry can cure (credentials, permissions,
+	// schema, a read-only replica), as opposed to an outage; see the package doc.
 	ErrRefused = errors.New("simba: the store refused the client")
 
-	// ErrAlreadyHeld is returned by Locker.Acquire and Locker.TryAcquire while the locker
-	// holds a lease that has not been released, or while another acquisition on the same
-	// locker is under way. A Locker is one contender; use one Locker per concurrent holder.
+	// ErrAlreadyHeld is returned by a Locker's acquisition while it holds a lease or
+	// acquires already: a Locker is one contender, use one per concurrent holder.
 	ErrAlreadyHeld = errors.New("simba: locker already held")
 )
 

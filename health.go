@@ -6,37 +6,29 @@ import (
 	"time"
 )
 
-// Health is the state of a service, Scheduler, Locker or Mutexes for readiness and
-// liveness probes.
+// Health is the state of a Service, Scheduler, Locker or Mutexes, for probes.
 type Health struct {
 	// Mutex is the mutex name; empty for a Mutexes, which serves many.
 	Mutex string `json:"mutex"`
 	// Contender is the contender's ID; empty for a retrieval service.
 	Contender string `json:"contender,omitempty"`
-	// Status is the lifecycle status: StatusRunning while it contends (or observes); a
-	// Locker or Mutexes is StatusRunning until Close.
+	// Status is the lifecycle status; a Locker or Mutexes is StatusRunning until Close.
 	Status Status `json:"-"`
-	// Leading reports whether this contender believes it owns the mutex now (a Mutexes:
-	// any of its mutexes).
+	// Leading reports whether it believes it owns the mutex (a Mutexes: any of them).
 	Leading bool `json:"leading"`
-	// Owner is the owner's ID as the service believes it now; empty when none is known.
+	// Owner is the owner's ID as it believes it now; empty when none is known.
 	Owner string `json:"owner"`
-	// Err is the error of the last store call (Service.Err; a Locker's or Mutexes' last
-	// acquisition's): nil when the store answered.
+	// Err is the error of the last store call; nil when the store answered.
 	Err error `json:"-"`
-	// Overdue is how long the renewal of this contender's tenure is overdue: its contend
-	// loop made no store call, answered or failed, for longer than its contend period and
-	// call timeout allow (the loop is stuck, as in a store call that ignores its
-	// deadline). Zero when it is not, and always for a contender that does not lead.
+	// Overdue is how long a leader's renewal is overdue: its contend loop made no store
+	// call for longer than its period and call timeout allow (the loop is stuck).
 	Overdue time.Duration `json:"-"`
 }
 
-// Healthy reports whether the service runs and its last store call succeeded: its store
-// is reachable and contention goes on.
+// Healthy reports whether it runs and its last store call succeeded.
 func (h Health) Healthy() bool { return h.Status == StatusRunning && h.Err == nil }
 
-// MarshalJSON encodes the health with its status as a string and its error as a message,
-// "healthy" as Healthy says, and "renewal_overdue" when the renewal is overdue.
+// MarshalJSON adds "status", "healthy", "error" and "renewal_overdue" as text.
 func (h Health) MarshalJSON() ([]byte, error) {
 	type plain Health
 	var msg, overdue string

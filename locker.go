@@ -8,19 +8,10 @@ import (
 	"time"
 )
 
-// Locker acquires a mutex for a critical section: Acquire blocks until this contender owns
-// the mutex or its context ends, and returns a Lease that owns the tenure until Release.
-// While held, the lease renews itself; its Context ends as soon as ownership could have
-// lapsed, so work that must not outlive ownership should use it.
-//
-// Every call returns by its context's deadline, whatever the store does. What is left to
-// do on the store then (releasing an acquisition that may have been applied, a release
-// that has not been answered) goes on in the background, bounded by the call timeout; the
-// next acquisition waits for it, and Close waits for all of it.
-//
-// A Locker is one contender with one ID: it holds at most one lease at a time, and
-// acquiring while it holds or acquires returns ErrAlreadyHeld. Goroutines that each want
-// the mutex use a Locker each. A Locker is safe for concurrent use. Close it when done.
+// Locker acquires a mutex for a critical section: Acquire returns a Lease that holds the
+// tenure until Release. A Locker is one contender: it holds one lease at a time
+// (ErrAlreadyHeld), so goroutines use one each, or share Mutexes. It is safe for concurrent
+// use; Close it when done.
 type Locker struct {
 	svc     *Service      // started for every acquisition; one at a time
 	closing chan struct{} // closed by Close: ends an acquisition waiting to retry its start-up
@@ -32,8 +23,8 @@ type Locker struct {
 	storeErr error // the store's last error in the last acquisition; nil if it acquired
 }
 
-// NewLocker returns a Locker for mutex on b. Its contender ID is a new HostContenderID
-// unless WithContenderID sets one. WithInitialDelay is not accepted.
+// NewLocker returns a Locker for mutex on b, with a new HostContenderID unless
+// WithContenderID sets one.
 func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
 	cfg, err := checkedConfig(b, opts, forLocker)
 	if err != nil {
@@ -52,23 +43,14 @@ func (l *Locker) Mutex() string { return l.svc.mutex }
 // ContenderID returns the locker's contender ID.
 func (l *Locker) ContenderID() string { return l.svc.id }
 
-// Acquire blocks until the locker owns the mutex or ctx ends, and returns by ctx's
-// deadline whatever the store does. Waiting costs no CPU: the locker contends on the
-// contend period and at once when the store announces a release. When the store cannot
-// be reached, Acquire retries with backoff until ctx ends or the locker is closed; when it
-// refuses the locker (ErrRefused: credentials, permissions, schema), Acquire fails at once
-// with the store's message.
-//
-// When ctx ends first, the error matches both ErrNotAcquired and ctx's error under
-// errors.Is (and wraps the store's last error too, if there was one), and whatever was
-// acquired meanwhile is released again in the background. An error matches a context
-// error only when ctx ended; one that ended an already ended ctx returns at once without
-// touching the store.
+// Acquire blocks until the locker owns the mutex or ctx ends, whatever the store does. It
+// waits out an outage, retrying, and fails at once on a refusal (ErrRefused). When ctx
+// ends first, the error matches ErrNotAcquired and ctx's error, and what was acquired
+// meanwhile is released in the background.
 func (l *Locker) Acquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, false) }
 
-// TryAcquire makes a single attempt: it returns a Lease if the locker owns the mutex after
-// one acquire call, and an error matching ErrNotAcquired otherwise, which also wraps the
-// store's error when the attempt (or the start-up before it) failed.
+// TryAcquire makes a single attempt; the error matches ErrNotAcquired, and wraps the
+// store's error if the attempt failed.
 func (l *Locker) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
 
 // acquire is Acquire (once: TryAcquire), told to the Observer if there is one.
@@ -244,10 +226,8 @@ func (l *Locker) newLease(lc *lifecycle, t *tenure) *Lease {
 	return lease
 }
 
-// Close releases the locker's lease if it holds one, ends an acquisition under way (it
-// returns ErrClosed), makes later acquisitions fail with ErrClosed, and waits for the
-// store work of the locker still under way in the background, each call bounded by the
-// call timeout. It is idempotent.
+// Close releases the lease the locker holds, ends an acquisition under way (ErrClosed) and
+// waits for the locker's store work in the background. It is idempotent.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -270,9 +250,8 @@ func (l *Locker) Close() error {
 	return err
 }
 
-// Health returns the locker's state now, for HealthHandler: it is running until Close,
-// leads while it holds a lease, and its error is that of the acquisition under way, or
-// else of the last one (nil when it acquired).
+// Health returns the locker's state: running until Close, leading while it holds a lease,
+// with the store error of the acquisition under way or else of the last one.
 func (l *Locker) Health() Health {
 	h := l.svc.Health()
 	l.mu.Lock()

@@ -11,32 +11,13 @@ import (
 )
 
 // Lookup reads who owns mutex on b once, without running a service: for a health page, an
-// admin tool (cmd/simba get) or a test. It opens a retriever's contention (the start-up
-// I/O of one, such as a subscription or a schema check), reads the owner record and
-// closes the contention again. The zero Owner means that nobody owns the mutex.
-//
-// What the record holds depends on what the store can tell a reader:
-//
-//   - TTLAt and TransitionAt count, like every instant of simba's, from the local time at
-//     which the read was sent. A store that keeps one expiry (Redis) tells only
-//     TransitionAt; TTLAt is then derived with WithTransition's value, exact for owners
-//     configured alike.
-//   - AcquiredAt is the zero Time where the store does not keep when the tenure began
-//     (Redis, ZooKeeper).
-//   - Token is zero where the store does not tell a reader the fencing token (SQL, whose
-//     token is the row's version at the tenure's first update).
-//
-// A session store (ZooKeeper) must report the owner before its StartContend returns, as
-// backend/zookeeper does; the record is then what it reported (a ZooKeeper owner's TTLAt
-// is the end of the session's guaranteed life).
-//
-// Lookup takes the options of NewRetrievalService. It returns by ctx's deadline whatever
-// the store does; the error then matches ctx's error under errors.Is. Its store calls are
-// bounded by ctx and the call timeout (WithCallTimeout), and a call that the store has not
-// answered by the time ctx ends goes on in the background, bounded by the call timeout as
-// far as the backend honours its context (every backend of this module does), and closes
-// the contention when it returns. Errors wrap the backend's; bad input wraps
-// ErrInvalidArgument.
+// admin tool or a test. The zero Owner means nobody owns it. The record's instants count
+// from the local send time of the read; a store that keeps one expiry (Redis) gives
+// TTLAt derived with WithTransition's value; AcquiredAt and Token are zero where the store
+// does not tell a reader (Redis and ZooKeeper keep no acquisition time; SQL shows no token).
+// Lookup takes the options of NewRetrievalService and returns by ctx's deadline, whatever
+// the store does; a read not answered by then goes on in the background, bounded by the
+// call timeout.
 func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner, error) {
 	if ctx == nil {
 		return Owner{}, invalid("ctx", nil, "must not be nil")

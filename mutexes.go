@@ -11,8 +11,7 @@ import (
 	"time"
 )
 
-// DefaultLocalHandOvers is how many times in a row a tenure passes from one local holder
-// to the next before Mutexes gives the mutex back to the store, if others wait for it.
+// DefaultLocalHandOvers is WithLocalHandOvers' default.
 const DefaultLocalHandOvers = 16
 
 // giveBackPause is how long a Mutexes entry that gave its mutex back waits before it
@@ -21,45 +20,22 @@ const DefaultLocalHandOvers = 16
 const giveBackPause = 10 * time.Millisecond
 
 // WithLocalHandOvers sets how many local hand-overs one store tenure of Mutexes may serve
-// before the mutex goes back to the store, so that contenders of other processes get
-// their turn. Default 16; must be >= 0 (0: every release goes back to the store). Only
-// NewMutexes accepts it.
+// before the mutex goes back to the store, if other processes wait for it. Default 16;
+// must be >= 0 (0: every release goes back to the store).
 func WithLocalHandOvers(n int) Option {
 	return func(c *config) { c.localHandOvers, c.localHandOversSet = n, true }
 }
 
-// Mutexes lets the goroutines of one process share mutexes on one backend: for each mutex
-// name there is one contender on the store, and goroutines that want the mutex wait in a
-// local FIFO queue, each with its own deadline (its context). When a holder releases while
-// others wait and the tenure is still valid, the next one gets the mutex at once, without
-// a store round trip.
-//
-// Fairness: local hand-overs alone would let a busy process keep the mutex forever. After
-// WithLocalHandOvers (default 16) hand-overs in one tenure, Mutexes gives the mutex back
-// to the store if contenders of other processes wait for it: known from stores that keep
-// a wait list (simba.WaitList: memory, Redis), assumed for the others. It then pauses for
-// 10ms, so that the other process's waiter, woken by the release, acquires first, and
-// contends again like any other process. When the store says nobody else waits, local
-// hand-overs go on and the question is asked again after the next WithLocalHandOvers. When
-// no one waits locally, the mutex is released on the store at once.
-//
-// Holds are reentrant for an explicit holder identity (AcquireAs): a holder that holds a
-// mutex may acquire it again, the holds are counted, and the mutex goes to the next
-// holder only when the count is back to zero. Go has no goroutine identity; the holder is
-// whatever string the caller uses to name the work that holds (a request ID, a job ID).
-//
-// Every holder of one tenure sees the tenure's fencing token: tokens fence processes, and
-// the queue orders the holders within a process. A holder's lease context is its own: it
-// ends at its Release, or for everyone when the tenure is lost.
-//
-// Every call returns by its context's deadline; starting and stopping the store
-// contenders happens on goroutines of the registry, which Close waits for. When a store
-// cannot be reached, Acquire waits (the contender retries with backoff) until its context
-// ends, and TryAcquire fails at once with the store's error. On a closed backend both fail
-// at once, with an error matching ErrClosed.
-//
-// The registry keeps an entry only while a mutex is held or awaited: names used once leave
-// nothing behind. Mutexes is safe for concurrent use; Close releases everything.
+// Mutexes lets the goroutines of one process share mutexes on one backend: one contender
+// on the store per mutex, and a local FIFO queue of waiters, each with its own deadline. A
+// release hands the tenure to the next local waiter at once, without a store round trip;
+// after WithLocalHandOvers hand-overs, the mutex goes back to the store if other processes
+// wait (known from stores that keep a wait list, assumed for others), and this process
+// contends again 10ms later, after their waiter. Holds of a named holder are reentrant
+// (AcquireAs); every holder of a tenure sees its fencing token, and its own lease context.
+// Acquisitions wait out an outage and fail at once on a refusal, as a Locker's do. The
+// registry keeps nothing for names nobody holds or awaits. It is safe for concurrent use;
+// Close releases everything.
 type Mutexes struct {
 	backend Backend
 	cfg     config
@@ -76,9 +52,7 @@ type Mutexes struct {
 	storeErr error   // the store's error in the last acquisition that ended; nil if granted
 }
 
-// NewMutexes returns a registry of mutexes on b. Options are those of services (TTL,
-// transition, logger, contender ID: one ID serves every mutex of the registry) and
-// WithLocalHandOvers.
+// NewMutexes returns a registry of mutexes on b; one contender ID serves all its mutexes.
 func NewMutexes(b Backend, opts ...Option) (*Mutexes, error) {
 	cfg, err := checkedConfig(b, opts, forMutexes)
 	if err != nil {
@@ -101,14 +75,14 @@ func NewMutexes(b Backend, opts ...Option) (*Mutexes, error) {
 // ContenderID returns the contender ID the registry's contenders use.
 func (m *Mutexes) ContenderID() string { return m.id }
 
-// Len returns the number of mutexes currently held or awaited through the registry.
+// Len returns the number of mutexes held or awaited through the registry.
 func (m *Mutexes) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.entries)
 }
 
-// Waiting returns how many goroutines of this process wait for mutex in its local queue.
+// Waiting returns how many goroutines of this process wait for mutex.
 func (m *Mutexes) Waiting(mutex string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -119,22 +93,19 @@ func (m *Mutexes) Waiting(mutex string) int {
 }
 
 // Acquire blocks until the caller holds mutex or ctx ends, as Locker.Acquire does; each
-// call is a holder of its own (not reentrant).
+// call is a holder of its own.
 func (m *Mutexes) Acquire(ctx context.Context, mutex string) (*Lease, error) {
 	return m.acquire(ctx, mutex, "", false)
 }
 
-// TryAcquire holds mutex if that is possible without waiting: it is free in this process
-// and one attempt on the store succeeds (or the tenure is already this process's).
+// TryAcquire holds mutex if it is free in this process and one store attempt succeeds.
 func (m *Mutexes) TryAcquire(ctx context.Context, mutex string) (*Lease, error) {
 	return m.acquire(ctx, mutex, "", true)
 }
 
-// AcquireAs is Acquire for a named holder, and reentrant: if holder already holds mutex,
-// it returns at once with a further hold; each hold is released separately, and the mutex
-// is given up only when the last one is. holder must not be blank. When the tenure of
-// holder's holds has been lost, a further hold is refused with an error matching
-// ErrOwnershipLost: release the lost holds first.
+// AcquireAs is Acquire for a named holder (a request ID, a job ID), and reentrant: a
+// holder that holds mutex gets a further hold at once, and the mutex goes on only when
+// every hold is released. A further hold on a lost tenure is refused (ErrOwnershipLost).
 func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, error) {
 	if err := validateText("holder", holder); err != nil {
 		return nil, err
@@ -142,10 +113,7 @@ func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, 
 	return m.acquire(ctx, mutex, holder, false)
 }
 
-// ReleaseAs releases the most recent unreleased hold of holder on mutex: the same as
-// calling Release on that hold's Lease. It returns an error matching ErrNotOwner when
-// holder holds nothing on mutex, which includes releasing more often than acquiring and
-// releasing another holder's hold.
+// ReleaseAs releases holder's most recent hold on mutex (ErrNotOwner if it holds none).
 func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 	m.mu.Lock()
 	e := m.entries[mutex]
@@ -160,9 +128,8 @@ func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 	return l.Release(ctx)
 }
 
-// Health returns the registry's state now, for HealthHandler: it is running until Close,
-// leads while any of its mutexes is held, and its error is the store's last: of a
-// contender that runs, or else of the last acquisition that ended (nil when granted).
+// Health returns the registry's state: running until Close, leading while any of its
+// mutexes is held, with the store's last error.
 func (m *Mutexes) Health() Health {
 	m.mu.Lock()
 	entries := make([]*entry, 0, len(m.entries))
@@ -184,10 +151,9 @@ func (m *Mutexes) Health() Health {
 	return h
 }
 
-// Close gives up every mutex of the registry: waiters return errors matching ErrClosed,
-// holders' lease contexts end, and each mutex is released on the store. It waits for every
-// goroutine of the registry, and returns the store's errors. Later calls fail with
-// ErrClosed. Close is idempotent.
+// Close gives up every mutex: waiters fail with ErrClosed, holders' lease contexts end, and
+// each mutex is released on the store. It waits for the registry's goroutines and is
+// idempotent.
 func (m *Mutexes) Close() error {
 	m.mu.Lock()
 	if !m.closed {

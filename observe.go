@@ -2,25 +2,13 @@ package simba
 
 import "context"
 
-// Observe follows who owns mutex on b, for code that thinks in etcd's Election.Observe
-// terms: it returns a channel that receives the owner whenever the owner ID changes (to
-// and from "no owner"; renewals are not changes), and that is closed once ctx has ended
-// and the observation has stopped. The first value is the owner when Observe starts, if
-// there is one.
-//
-// The channel coalesces: it holds one value, and a reader that is slower than the
-// changes receives the latest owner, never a backlog of stale ones. Range over it until
-// it is closed: that also waits for everything Observe started.
-//
-// Observe runs a retrieval service (NewRetrievalService) and takes its options. Like
-// Service.Start, it fails fast when the store cannot be reached or refuses this client;
-// afterwards it retries store errors until ctx ends.
-//
-// There is no Campaign: a Locker is one. Locker.Acquire blocks until this contender owns
-// the mutex, as Campaign does, and returns a Lease whose Context ends when leadership is
-// lost (etcd's Session.Done), whose Token fences writes, and whose Release is Resign.
-// Lookup is Leader. For long-running leadership with callbacks, use a Service; for
-// leader-only periodic work, a Scheduler.
+// Observe follows who owns mutex on b, as etcd's Election.Observe does: the channel receives
+// the owner whenever the owner ID changes (to and from "no owner"), starting with the
+// owner now, and is closed once ctx has ended and everything Observe started has stopped.
+// It coalesces: a slow reader gets the latest owner, not a backlog. Observe takes the
+// options of NewRetrievalService and fails fast as Start does; later store errors are
+// retried until ctx ends. A Locker is etcd's Campaign (Lease.Release is Resign), Lookup
+// its Leader.
 func Observe(ctx context.Context, b Backend, mutex string, opts ...Option) (<-chan Owner, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", nil, "must not be nil")

@@ -5,26 +5,20 @@ import (
 	"time"
 )
 
-// Owner is a snapshot of a mutex's owner record. The zero Owner means "no owner".
-//
-// The instants are local: simba computes them on the local monotonic clock from the time
-// it sent the request the store answered, plus the durations the store reported. They are
-// never store timestamps converted to wall-clock time, so a wall-clock jump on either side
-// does not move them. Compare them with time.Now(), not with times from another process.
+// Owner is a snapshot of a mutex's owner record; the zero Owner means "no owner". Its
+// instants are local (the send time of the read plus the durations the store answered):
+// compare them with time.Now(), not with times from another process.
 type Owner struct {
 	// ID is the owner's contender ID; empty when the mutex has no owner.
 	ID string
 	// AcquiredAt is when the current tenure began, as far as the store tells.
 	AcquiredAt time.Time
-	// TTLAt is when the owner's TTL ends: until then it holds the mutex exclusively and
-	// renews before it.
+	// TTLAt is when the owner's TTL ends: until then it holds the mutex exclusively.
 	TTLAt time.Time
-	// TransitionAt is when the transition window after TTLAt ends. Until then only the
-	// owner may renew; afterwards any contender may acquire.
+	// TransitionAt is when the transition window after TTLAt ends: until then only the
+	// owner may renew.
 	TransitionAt time.Time
-	// Token is the fencing token of the tenure: the same for every renewal of one tenure
-	// and strictly greater for every later tenure of the same mutex on the same store.
-	// Zero when the store does not tell it (some stores tell it only to the owner).
+	// Token is the tenure's fencing token; zero when the store does not tell it.
 	Token uint64
 }
 
@@ -37,12 +31,11 @@ func (o Owner) OwnedBy(contenderID string) bool { return contenderID != "" && o.
 // InTTL reports whether now is before the end of the owner's TTL.
 func (o Owner) InTTL(now time.Time) bool { return o.ID != "" && now.Before(o.TTLAt) }
 
-// InTransition reports whether now is not after the end of the transition window, that is
-// whether the record still protects its owner from other contenders.
+// InTransition reports whether now is not after the end of the transition window: the
+// record still protects its owner.
 func (o Owner) InTransition(now time.Time) bool { return o.ID != "" && !now.After(o.TransitionAt) }
 
-// HasOwner reports whether the record names an owner at now: an owner whose transition
-// window has not ended. It equals InTransition.
+// HasOwner reports whether the record names an owner at now (InTransition).
 func (o Owner) HasOwner(now time.Time) bool { return o.InTransition(now) }
 
 // String formats the record for logs.

@@ -23,33 +23,12 @@ type Schedule struct {
 	InitialDelay time.Duration
 }
 
-// Scheduler runs work periodically, only while this instance owns the mutex: leader-only
-// jobs. When leadership is acquired the schedule starts; when it is lost (or on Stop) the
-// context given to the running work is cancelled, no further run starts, and the next
-// leader's schedule starts from its own acquisition.
-//
-// What is promised after a pause of the process (a GC pause, a stopped VM): no run starts
-// unless the local TTL end lies ahead at the instant it would start, and the work's
-// context reports the loss at the first look after the local TTL end, whatever simba's
-// timers have done. What is not: a run that was already under way when the process
-// paused, and that acts without looking at its context again, or between that look and
-// its act. Only the resource can refuse such a write, by its fencing token: work gets the
-// tenure's owner record, with Owner.Token, for that. The safe pattern on the resource
-// claims the fence and writes in one atomic step, checked by its result, for example
-//
-//	UPDATE jobs SET fence = $token, ... WHERE id = $id AND fence <= $token
-//
-// and treats zero rows affected as "superseded" (never SELECT the fence and UPDATE after).
-//
-// Scheduler has the lifecycle of a Service (Start, Stop, Close, Run). Embed *Scheduler
-// in a type of your own to give it that lifecycle:
-//
-//	type ReportJob struct {
-//		*simba.Scheduler
-//		db *sql.DB
-//	}
-//
-// A Scheduler is safe for concurrent use and must not be copied.
+// Scheduler runs work periodically, only while this instance owns the mutex. When
+// leadership is lost (or on Stop) the work's context is cancelled and no further run
+// starts; after a pause of the process, no run starts past the local TTL end. Work gets the
+// tenure's owner record: its Token fences the work's writes (see the package doc). A
+// Scheduler has a Service's lifecycle; embed *Scheduler in a type of your own to give it
+// that. It is safe for concurrent use and must not be copied.
 type Scheduler struct {
 	svc      *Service
 	schedule Schedule
@@ -66,24 +45,19 @@ type leaderHooks struct {
 	stopped func(leader Owner, cause error)
 }
 
-// WithLeaderHooks sets functions a Scheduler calls when it starts leading, before the
-// first run of a tenure (with the tenure context and owner record), and when it stops
-// leading, after the last run of the tenure has returned (with the owner record and the
-// cause: an error matching ErrOwnershipLost, or context.Canceled on Stop). Both run on
-// the goroutine of the schedule; either may be nil. Default: none. Only NewScheduler
-// accepts it.
+// WithLeaderHooks sets functions a Scheduler calls on the schedule's goroutine when it
+// starts leading, before the first run, and when it stops, after the last run has returned
+// (with the cause: ErrOwnershipLost, or context.Canceled on Stop). Either may be nil.
 func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) Option {
 	return func(c *config) {
 		c.leaderHooks, c.leaderHooksSet = leaderHooks{started: started, stopped: stopped}, true
 	}
 }
 
-// NewScheduler returns a Scheduler that contends for mutex through b and, while it owns
-// the mutex, calls work on schedule. work gets the tenure context, cancelled when
-// leadership is lost or the scheduler stops (it should return promptly then), and the
-// tenure's owner record as last renewed, whose Token fences the work's writes. A panic
-// in work is recovered and logged, and the schedule goes on. The contender ID is a new
-// HostContenderID unless WithContenderID sets one.
+// NewScheduler returns a Scheduler that contends for mutex through b and, while it leads,
+// calls work on schedule with the tenure context and owner record. A panic in work is
+// recovered and logged. The contender ID is a new HostContenderID unless WithContenderID
+// sets one.
 func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context, leader Owner), opts ...Option) (*Scheduler, error) {
 	cfg, err := checkedConfig(b, opts, forScheduler)
 	if err != nil {
@@ -110,8 +84,7 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 func (s *Scheduler) Start(ctx context.Context) error { return s.svc.Start(ctx) }
 
 // Stop stops contending, cancels the running work's context and waits for it to return
-// before releasing leadership; see Service.Stop. Called from the work itself (or a hook),
-// it does not wait: the stop completes once the work has returned.
+// before releasing leadership; see Service.Stop.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -119,8 +92,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return s.svc.stopFrom(ctx, !s.inSchedule() && !s.svc.inCallback())
 }
 
-// Close stops the scheduler if it runs; see Service.Close. Called from the work itself,
-// it does not wait.
+// Close stops the scheduler if it runs; see Service.Close.
 func (s *Scheduler) Close() error { return s.svc.closeFrom(s.inSchedule() || s.svc.inCallback()) }
 
 // Run starts the scheduler, waits until ctx ends and stops it; see Service.Run.

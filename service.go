@@ -10,16 +10,10 @@ import (
 	"time"
 )
 
-// Service runs one Contender (or Retriever) for one mutex through a Backend: Start, Stop,
-// Close, Run. Each Start begins a lifecycle (the engine, lifecycle.go), which Stop ends.
-//
-// Status moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL. Start is an error
-// unless the status is INITIAL, Stop unless it is RUNNING; a failed Start returns to
-// INITIAL; a stopped service can be started again. Close stops a running service and makes
-// every later Start or Stop fail with ErrClosed.
-//
-// A Service is safe for concurrent use; lifecycle calls are serialised. It must not be
-// copied.
+// Service runs one Contender (or Retriever) for one mutex through a Backend. Its status
+// moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL: Start is an error unless
+// INITIAL, Stop unless RUNNING, and a stopped service can start again; after Close both
+// fail with ErrClosed. It is safe for concurrent use and must not be copied.
 type Service struct {
 	// identity and configuration: set by the constructor, read-only after
 	backend Backend
@@ -135,9 +129,7 @@ func (s *Service) State() State {
 // IsOwner reports whether this contender believes it owns the mutex now.
 func (s *Service) IsOwner() bool { return s.believed() != nil }
 
-// Err returns the error of the service's last store call while it runs: nil when that
-// call succeeded, or when the service is not running. A running service retries failed
-// calls; Err is how a health check learns of them.
+// Err returns the error of the running service's last store call, nil after a success.
 func (s *Service) Err() error {
 	if l := s.current(); l != nil {
 		return l.err()
@@ -207,14 +199,9 @@ func (s *Service) recovered(v any) {
 
 // ---- Start, Stop, Close, Run ------------------------------------------------------------
 
-// Start begins contending (or observing). ctx bounds only the start-up: the store's
-// start-up I/O, which the call timeout bounds too, and the wait for the previous
-// lifecycle's store work if that is still under way. The service then runs until Stop or
-// Close; its callbacks begin once Start has returned.
-//
-// Start fails fast, on every backend: when the store cannot be reached or refuses this
-// client, it returns the backend's error, wrapped, and the service is INITIAL again.
-// Start returns ErrAlreadyStarted unless the status is INITIAL, and ErrClosed after Close.
+// Start begins contending (or observing); ctx bounds only the start-up, and the service
+// runs until Stop or Close. It fails fast when the store cannot be reached or refuses
+// this client, and the service is INITIAL again.
 func (s *Service) Start(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -299,20 +286,11 @@ func (s *Service) detach(l *lifecycle) {
 	}
 }
 
-// Stop stops contending. If this contender believed it owned the mutex, its tenure context
-// is cancelled and OnReleased is delivered, and only then is the mutex released on the
-// store, so that no successor can overlap. Stop returns once that is done, or when ctx
-// ends, whichever comes first; in the second case the release goes on in the background,
-// bounded by the call timeout, and the error matches ctx's error. ctx's values are kept
-// for the release.
-//
-// Called from inside one of the service's own callbacks (or a Scheduler's work), Stop ends
-// belief at once and returns without waiting: the callback it was called from has to
-// return before OnReleased can be delivered. The release follows in the background.
-//
-// Stop returns ErrNotRunning unless the status is RUNNING, ErrClosed after Close, and the
-// store's error if the release failed; the service has stopped regardless, and the store's
-// lease then lapses by itself after ttl + transition.
+// Stop stops contending: belief ends (the tenure context is cancelled), OnReleased is
+// delivered, and only then is the mutex released on the store, so that no successor can
+// overlap. It returns once that is done or ctx ends (the release then goes on in the
+// background); called from one of the service's callbacks, it does not wait for that
+// callback. A failed release is returned; the lease then lapses on the store by itself.
 func (s *Service) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -384,11 +362,9 @@ func (s *Service) finished(l *lifecycle) error {
 	return nil
 }
 
-// Close stops the service if it is running, makes later Start and Stop calls fail with
-// ErrClosed, and waits for the service's store work still under way in the background
-// (each call bounded by the call timeout). It is idempotent and returns nil when there
-// was nothing to stop. Called from inside one of the service's own callbacks, it does not
-// wait: the stop completes once the callback has returned.
+// Close stops the service if it runs, makes later calls fail with ErrClosed, and waits for
+// the service's store work in the background. It is idempotent; called from one of the
+// service's callbacks, it does not wait for that callback.
 func (s *Service) Close() error { return s.closeFrom(s.inCallback()) }
 
 // closeFrom is Close; fromCallback says that it was called from inside a callback of this
@@ -424,12 +400,8 @@ func (s *Service) closeFrom(fromCallback bool) error {
 	return err
 }
 
-// Run starts the service, waits until ctx ends and stops it, for use with errgroup and
-// similar. It also returns, with nil, when the service is stopped by a Stop or Close
-// elsewhere. It returns Start's error, or Stop's; nil after a clean stop. The stop keeps
-// ctx's values and is given the call timeout: a release the store has not answered by
-// then goes on in the background (the error matches context.DeadlineExceeded), and Close
-// waits for it.
+// Run starts the service, waits until ctx ends (or a Stop or Close elsewhere) and stops it
+// within the call timeout, for errgroup and the like. It returns Start's or Stop's error.
 func (s *Service) Run(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
