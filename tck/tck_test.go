@@ -2,6 +2,7 @@ package tck
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -35,28 +36,37 @@ func TestRunPassesOnMemory(t *testing.T) {
 func TestBrokenBackendsAreCaught(t *testing.T) {
 	cases := []struct {
 		name   string
-		wrap   func(simba.Backend) simba.Backend
+		wrap   func(t *testing.T, b simba.Backend) simba.Backend
 		caught []string
 	}{
-		{"never releases", func(b simba.Backend) simba.Backend { return neverReleases{b} },
+		{"never releases", func(_ *testing.T, b simba.Backend) simba.Backend { return neverReleases{b} },
 			[]string{"stop_releases_on_store", "locker_errors", "stale_lifecycle"}},
-		{"token does not increase", func(b simba.Backend) simba.Backend { return frozenToken{b} },
+		{"token does not increase", func(_ *testing.T, b simba.Backend) simba.Backend { return frozenToken{b} },
 			[]string{"fencing", "restart", "locker_exclusion"}},
-		{"grants everyone", func(b simba.Backend) simba.Backend { return grantsEveryone{b} },
-			[]string{"ten_contenders", "locker_exclusion", "locker_errors"}},
-		{"forgets the owner on renewal", func(b simba.Backend) simba.Backend { return &forgetsRenewal{inner: b} },
+		{"grants everyone", func(_ *testing.T, b simba.Backend) simba.Backend { return grantsEveryone{b} },
+			[]string{"ten_contenders", "locker_exclusion", "locker_errors", "scheduler"}},
+		{"forgets the owner on renewal", func(_ *testing.T, b simba.Backend) simba.Backend { return &forgetsRenewal{inner: b} },
 			[]string{"guard"}},
-		{"notifies every contender as owner", func(b simba.Backend) simba.Backend { return notifiesEveryone{b} },
+		{"notifies every contender as owner", func(_ *testing.T, b simba.Backend) simba.Backend { return notifiesEveryone{b} },
 			[]string{"ten_contenders", "locker_errors"}},
+		{"fails to stop contending", func(_ *testing.T, b simba.Backend) simba.Backend { return failsToStop{b} },
+			[]string{"lifecycle"}},
+		{"leaks a goroutine per contention", leaksGoroutines,
+			[]string{"goroutine_leaks"}},
+		{"does not tell its waiters it closed", func(_ *testing.T, b simba.Backend) simba.Backend { return deafToClose{b} },
+			[]string{"closed_under_waiter"}},
 	}
 	cfg := config{scale: 1, ttl: 1e9, transition: 5e8}
 	for _, c := range cases {
 		for _, name := range c.caught {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
-				t.Parallel()
+				check := find(t, name)
+				if check.parallel {
+					t.Parallel() // the leak check runs alone, as in Run
+				}
 				factory := memoryFactory()
-				broken := func(t *testing.T) simba.Backend { return c.wrap(factory(t)) }
-				err := runCheck(t, cfg, newSuiteID(), find(t, name), broken)
+				broken := func(t *testing.T) simba.Backend { return c.wrap(t, factory(t)) }
+				err := runCheck(t, cfg, newSuiteID(), check, broken)
 				assert.Error(t, err, "check %s passed against a backend that %s", name, c.name)
 				t.Logf("caught: %v", err)
 			})
@@ -195,3 +205,49 @@ func (b notifiesEveryone) StartContend(ctx context.Context, p simba.Participant)
 type sessionOnly struct{ c simba.Contention }
 
 func (s sessionOnly) StopContend(ctx context.Context) error { return s.c.StopContend(ctx) }
+
+// failsToStop answers every StopContend with an error, after stopping.
+type failsToStop struct{ simba.Backend }
+
+func (b failsToStop) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return stopFails{c.(simba.LeaseContention)}, nil
+}
+
+type stopFails struct{ simba.LeaseContention }
+
+func (c stopFails) StopContend(ctx context.Context) error {
+	_ = c.LeaseContention.StopContend(ctx)
+	return errors.New("tck test: StopContend fails")
+}
+
+// leaksGoroutines wraps b in a backend that leaves a goroutine behind at every
+// StartContend, until the test ends.
+func leaksGoroutines(t *testing.T, b simba.Backend) simba.Backend {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return leaky{b, done}
+}
+
+type leaky struct {
+	simba.Backend
+	done <-chan struct{}
+}
+
+func (b leaky) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	go func() { <-b.done }()
+	return b.Backend.StartContend(ctx, p)
+}
+
+// deafToClose never tells its contentions' participants that it was closed.
+type deafToClose struct{ simba.Backend }
+
+func (b deafToClose) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+	p.Closed = nil
+	return b.Backend.StartContend(ctx, p)
+}
+
+func (b deafToClose) Close() error { return b.Backend.(interface{ Close() error }).Close() }
