@@ -96,106 +96,156 @@ func succeed(ctx context.Context, l *simba.Locker, prev uint64) error {
 	return errors.Join(errs...)
 }
 
-// checkLifecycle: the status machine of SPEC §4, errors for wrong-state calls, OnReleased
-// delivered before Stop returns, Close idempotent and final, concurrent Stops.
+// findings collects what a check found wrong, in order; the check returns them at its end.
+type findings []error
+
+// add records err as a finding.
+func (f *findings) add(err error) {
+	*f = append(*f, err)
+}
+
+// addf records a finding.
+func (f *findings) addf(format string, args ...any) {
+	f.add(fmt.Errorf(format, args...))
+}
+
+// expect records a finding for each error of want that err does not match.
+func (f *findings) expect(what string, err error, want ...error) {
+	for _, w := range want {
+		if !errors.Is(err, w) {
+			f.addf("%s: got %v, want an error matching %v", what, err, w)
+		}
+	}
+}
+
+// status records a finding unless s is in status want.
+func (f *findings) status(s *simba.Service, want simba.Status) {
+	if got := s.Status(); got != want {
+		f.addf("status %s, want %s", got, want)
+	}
+}
+
+// join returns the findings followed by more, nil if there are none.
+func (f findings) join(more ...error) error {
+	return errors.Join(append(f, more...)...)
+}
+
+// startOwner starts a new contender of mutex on b, recording into a, and waits until it
+// owns the mutex.
+func (e *env) startOwner(b simba.Backend, a *arena, mutex, role string) (*member, *simba.Service, error) {
+	m, c := a.join(mutex, e.id(role))
+	s, err := e.service(b, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.Start(e.ctx); err != nil {
+		return nil, nil, fmt.Errorf("Start: %w", err)
+	}
+	if err := m.waitAcquired(e.ctx, 1); err != nil {
+		return nil, nil, err
+	}
+	return m, s, nil
+}
+
+// checkLifecycle: Start and Stop move the status between initial and running, calls in the
+// wrong state fail with their sentinel errors, OnReleased is delivered before Stop or Close
+// returns, Close is idempotent and final, and of two concurrent Stops one wins.
 func checkLifecycle(e *env) error {
-	var errs []error
-	expect := func(what string, err, want error) {
-		if !errors.Is(err, want) {
-			errs = append(errs, fmt.Errorf("%s: got %v, want an error matching %v", what, err, want))
-		}
-	}
-	status := func(s *simba.Service, want simba.Status) {
-		if got := s.Status(); got != want {
-			errs = append(errs, fmt.Errorf("status %s, want %s", got, want))
-		}
-	}
+	var f findings
 	mutex := e.mutex()
 	a := newArena()
+	if err := lifecycleStartStopClose(e, &f, a, mutex); err != nil {
+		return err
+	}
+	if err := lifecycleCloseWhileRunning(e, &f, a, mutex); err != nil {
+		return err
+	}
+	if err := lifecycleConcurrentStops(e, &f, a, mutex); err != nil {
+		return err
+	}
+	return f.join(a.err())
+}
+
+// lifecycleStartStopClose takes one service through Start, Stop and Close, with the calls
+// each state refuses.
+func lifecycleStartStopClose(e *env, f *findings, a *arena, mutex string) error {
 	m, c := a.join(mutex, e.id("c"))
 	s, err := e.service(e.backend(), c)
 	if err != nil {
 		return err
 	}
-	status(s, simba.StatusInitial)
-	expect("Stop before Start", s.Stop(e.ctx), simba.ErrNotRunning)
+	f.status(s, simba.StatusInitial)
+	f.expect("Stop before Start", s.Stop(e.ctx), simba.ErrNotRunning)
 	var nilCtx context.Context
-	expect("Start(nil)", s.Start(nilCtx), simba.ErrInvalidArgument)
+	f.expect("Start(nil)", s.Start(nilCtx), simba.ErrInvalidArgument)
 	if err := s.Start(e.ctx); err != nil {
 		return fmt.Errorf("Start: %w", err)
 	}
-	status(s, simba.StatusRunning)
-	expect("Start while running", s.Start(e.ctx), simba.ErrAlreadyStarted)
+	f.status(s, simba.StatusRunning)
+	f.expect("Start while running", s.Start(e.ctx), simba.ErrAlreadyStarted)
 	if err := m.waitAcquired(e.ctx, 1); err != nil {
 		return err
 	}
 	if !s.IsOwner() {
-		errs = append(errs, errors.New("IsOwner false after OnAcquired of the only contender"))
+		f.addf("IsOwner false after OnAcquired of the only contender")
 	}
 	if err := s.Stop(e.ctx); err != nil {
 		return fmt.Errorf("Stop: %w", err)
 	}
 	if _, rel := m.counts(); rel != 1 {
-		errs = append(errs, fmt.Errorf("OnReleased delivered %d times before Stop returned, want 1", rel))
+		f.addf("OnReleased delivered %d times before Stop returned, want 1", rel)
 	}
-	status(s, simba.StatusInitial)
+	f.status(s, simba.StatusInitial)
 	if s.IsOwner() {
-		errs = append(errs, errors.New("IsOwner true after Stop"))
+		f.addf("IsOwner true after Stop")
 	}
-	expect("Stop twice", s.Stop(e.ctx), simba.ErrNotRunning)
+	f.expect("Stop twice", s.Stop(e.ctx), simba.ErrNotRunning)
 	if err := s.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("Close after Stop: %w", err))
+		f.addf("Close after Stop: %w", err)
 	}
 	if err := s.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("Close twice: %w", err))
+		f.addf("Close twice: %w", err)
 	}
-	expect("Start after Close", s.Start(e.ctx), simba.ErrClosed)
-	expect("Stop after Close", s.Stop(e.ctx), simba.ErrClosed)
+	f.expect("Start after Close", s.Start(e.ctx), simba.ErrClosed)
+	f.expect("Stop after Close", s.Stop(e.ctx), simba.ErrClosed)
+	return nil
+}
 
-	// Close stops a running service and delivers OnReleased first.
-	m2, c2 := a.join(mutex, e.id("c"))
-	s2, err := e.service(e.backend(), c2)
+// lifecycleCloseWhileRunning: Close stops a running service and delivers OnReleased first.
+func lifecycleCloseWhileRunning(e *env, f *findings, a *arena, mutex string) error {
+	m, s, err := e.startOwner(e.backend(), a, mutex, "c")
 	if err != nil {
 		return err
 	}
-	if err := s2.Start(e.ctx); err != nil {
-		return fmt.Errorf("Start: %w", err)
+	if err := s.Close(); err != nil {
+		f.addf("Close while running: %w", err)
 	}
-	if err := m2.waitAcquired(e.ctx, 1); err != nil {
-		return err
+	if _, rel := m.counts(); rel != 1 {
+		f.addf("Close delivered OnReleased %d times, want 1", rel)
 	}
-	if err := s2.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("Close while running: %w", err))
-	}
-	if _, rel := m2.counts(); rel != 1 {
-		errs = append(errs, fmt.Errorf("Close delivered OnReleased %d times, want 1", rel))
-	}
-	status(s2, simba.StatusInitial)
+	f.status(s, simba.StatusInitial)
+	return nil
+}
 
-	// Two concurrent Stops: one succeeds, the other finds the service not running.
-	m3, c3 := a.join(mutex, e.id("c"))
-	s3, err := e.service(e.backend(), c3)
+// lifecycleConcurrentStops: of two concurrent Stops, one succeeds and the other finds the
+// service not running; OnReleased is delivered once.
+func lifecycleConcurrentStops(e *env, f *findings, a *arena, mutex string) error {
+	m, s, err := e.startOwner(e.backend(), a, mutex, "c")
 	if err != nil {
-		return err
-	}
-	if err := s3.Start(e.ctx); err != nil {
-		return fmt.Errorf("Start: %w", err)
-	}
-	if err := m3.waitAcquired(e.ctx, 1); err != nil {
 		return err
 	}
 	results := make(chan error, 2)
 	for range 2 {
-		go func() { results <- s3.Stop(e.ctx) }()
+		go func() { results <- s.Stop(e.ctx) }()
 	}
 	r1, r2 := <-results, <-results
 	if (r1 == nil) == (r2 == nil) || !(errors.Is(r1, simba.ErrNotRunning) || errors.Is(r2, simba.ErrNotRunning)) {
-		errs = append(errs, fmt.Errorf("concurrent Stops returned %v and %v, want one nil and one ErrNotRunning", r1, r2))
+		f.addf("concurrent Stops returned %v and %v, want one nil and one ErrNotRunning", r1, r2)
 	}
-	if _, rel := m3.counts(); rel != 1 {
-		errs = append(errs, fmt.Errorf("concurrent Stops delivered OnReleased %d times, want 1", rel))
+	if _, rel := m.counts(); rel != 1 {
+		f.addf("concurrent Stops delivered OnReleased %d times, want 1", rel)
 	}
-	return errors.Join(append(errs, a.err())...)
+	return nil
 }
 
 // checkRestart: a stopped service starts again and acquires a new tenure with a greater
@@ -237,18 +287,10 @@ func checkRestart(e *env) error {
 // the same token.
 func checkGuard(e *env) error {
 	const renewals = 5
-	mutex := e.mutex()
 	a := newArena()
-	m, c := a.join(mutex, e.id("owner"))
 	p := e.backend()
-	s, err := e.service(p, c)
+	m, s, err := e.startOwner(p, a, e.mutex(), "owner")
 	if err != nil {
-		return err
-	}
-	if err := s.Start(e.ctx); err != nil {
-		return fmt.Errorf("Start: %w", err)
-	}
-	if err := m.waitAcquired(e.ctx, 1); err != nil {
 		return err
 	}
 	// An owner renews every ttl - lead (two thirds of the TTL); allow twice that.
@@ -527,14 +569,7 @@ func checkLockerExclusion(e *env) error {
 // checkLockerErrors: the Locker's error identities.
 func checkLockerErrors(e *env) error {
 	mutex := e.mutex()
-	var errs []error
-	expect := func(what string, err error, want ...error) {
-		for _, w := range want {
-			if !errors.Is(err, w) {
-				errs = append(errs, fmt.Errorf("%s: got %v, want an error matching %v", what, err, w))
-			}
-		}
-	}
+	var f findings
 	l1, err := e.locker(e.backend(), mutex, "l1")
 	if err != nil {
 		return err
@@ -549,9 +584,9 @@ func checkLockerErrors(e *env) error {
 		return fmt.Errorf("Acquire: %w", err)
 	}
 	err = e.keep(l1.Acquire(e.ctx))
-	expect("Acquire while holding", err, simba.ErrAlreadyHeld)
+	f.expect("Acquire while holding", err, simba.ErrAlreadyHeld)
 	err = e.keep(l2.TryAcquire(e.ctx))
-	expect("TryAcquire of a held mutex", err, simba.ErrNotAcquired)
+	f.expect("TryAcquire of a held mutex", err, simba.ErrNotAcquired)
 
 	timeout := e.cfg.ttl / 5
 	ctx, cancel := context.WithTimeout(e.ctx, timeout)
@@ -559,10 +594,10 @@ func checkLockerErrors(e *env) error {
 	began := time.Now()
 	err = e.keep(l2.Acquire(ctx))
 	cancel()
-	expect("Acquire past its deadline", err, simba.ErrNotAcquired, context.DeadlineExceeded)
+	f.expect("Acquire past its deadline", err, simba.ErrNotAcquired, context.DeadlineExceeded)
 	// Measured against the deadline itself: began comes a moment after it was set.
 	if early := time.Until(deadline); early > 0 {
-		errs = append(errs, fmt.Errorf("Acquire with a %v deadline gave up %v before it", timeout, early))
+		f.addf("Acquire with a %v deadline gave up %v before it", timeout, early)
 	} else {
 		e.t.Logf("Acquire with a %v deadline returned after %v", timeout, time.Since(began))
 	}
@@ -571,28 +606,28 @@ func checkLockerErrors(e *env) error {
 	cancelled, cancelNow := context.WithCancel(e.ctx)
 	cancelNow()
 	err = e.keep(l2.Acquire(cancelled))
-	expect("Acquire with a cancelled context", err, simba.ErrNotAcquired, context.Canceled)
+	f.expect("Acquire with a cancelled context", err, simba.ErrNotAcquired, context.Canceled)
 	if p2.startCount() != starts {
-		errs = append(errs, errors.New("Acquire with a cancelled context touched the store"))
+		f.addf("Acquire with a cancelled context touched the store")
 	}
 	var nilCtx context.Context
 	err = e.keep(l2.Acquire(nilCtx))
-	expect("Acquire(nil)", err, simba.ErrInvalidArgument)
+	f.expect("Acquire(nil)", err, simba.ErrInvalidArgument)
 
 	if err := held.Release(e.ctx); err != nil {
-		errs = append(errs, fmt.Errorf("Release: %w", err))
+		f.addf("Release: %w", err)
 	}
-	expect("Release twice", held.Release(e.ctx), simba.ErrNotOwner)
+	f.expect("Release twice", held.Release(e.ctx), simba.ErrNotOwner)
 	var none *simba.Lease
-	expect("Release of a nil lease", none.Release(e.ctx), simba.ErrNotOwner)
+	f.expect("Release of a nil lease", none.Release(e.ctx), simba.ErrNotOwner)
 
 	// The released mutex is free at once: a single attempt acquires it.
 	tctx, cancelTry := context.WithTimeout(e.ctx, e.cfg.ttl/5)
 	defer cancelTry()
 	if err := succeed(tctx, l2, held.Token()); err != nil {
-		errs = append(errs, fmt.Errorf("after release: %w", err))
+		f.addf("after release: %w", err)
 	}
-	return errors.Join(errs...)
+	return f.join()
 }
 
 // checkLeaseLost: the lease's context ends, with cause ErrOwnershipLost, when its holder
@@ -641,108 +676,150 @@ func checkLeaseLost(e *env) error {
 // checkScheduler: scheduled work runs only on the leader, never twice at once, and stops
 // when the leader vanishes; another scheduler takes over.
 func checkScheduler(e *env) error {
-	const n = 3
-	mutex := e.mutex()
-	period := e.cfg.ttl / 5
-	var (
-		running atomic.Int32
-		mu      sync.Mutex
-		runs    = map[int][]time.Time{}
-		errs    []error
-		changed signal
-	)
-	probes := make([]*probe, n)
-	scheds := make([]*simba.Scheduler, n)
-	for i := range n {
-		probes[i] = e.backend()
-		work := func(context.Context, simba.Owner) {
-			if k := running.Add(1); k != 1 {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%d scheduled runs at once", k))
-				mu.Unlock()
-			}
-			defer running.Add(-1)
-			mu.Lock()
-			runs[i] = append(runs[i], time.Now())
-			mu.Unlock()
-			changed.notify()
-		}
-		s, err := simba.NewScheduler(probes[i], mutex, simba.Schedule{Period: period}, work,
-			e.options(simba.WithContenderID(e.id(fmt.Sprintf("s%d", i))))...)
-		if err != nil {
-			return err
-		}
-		scheds[i] = s
-		e.cleanup(func() { _ = s.Close() })
-	}
-	for _, s := range scheds {
-		if err := s.Start(e.ctx); err != nil {
-			return err
-		}
-	}
-	count := func(i int) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(runs[i])
-	}
-	leader := -1
-	err := until(e.ctx, &changed, "three runs of one scheduler", func() bool {
-		for i := range n {
-			if count(i) >= 3 {
-				leader = i
-				return true
-			}
-		}
-		return false
-	})
+	runs := newRunLog(3)
+	probes, scheds, err := startSchedulers(e, runs)
 	if err != nil {
 		return err
 	}
-	mu.Lock()
-	for i := range n {
-		if i != leader && len(runs[i]) > 0 {
-			errs = append(errs, fmt.Errorf("scheduler %d ran while %d led", i, leader))
-		}
+	leader, err := runs.waitRuns(e.ctx, "three runs of one scheduler", 3, -1)
+	if err != nil {
+		return err
 	}
-	mu.Unlock()
+	runs.onlyLeaderRan(leader)
 	vanished := time.Now()
 	if err := probes[leader].vanish(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithDeadline(e.ctx, vanished.Add(e.cfg.takeoverBound()))
 	defer cancel()
-	successor := -1
-	err = until(ctx, &changed, "another scheduler to run twice", func() bool {
-		for i := range n {
-			if i != leader && count(i) >= 2 {
-				successor = i
-				return true
-			}
-		}
-		return false
-	})
+	successor, err := runs.waitRuns(ctx, "another scheduler to run twice", 2, leader)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return runs.join(err)
 	}
 	e.t.Logf("scheduler %d took over %v after %d vanished", successor, time.Since(vanished), leader)
-	mu.Lock()
-	for _, at := range runs[leader] {
-		if at.After(vanished.Add(e.cfg.ttl)) {
-			errs = append(errs, fmt.Errorf("vanished leader ran %v after it vanished, past its local TTL end", at.Sub(vanished)))
-		}
-	}
-	mu.Unlock()
+	runs.noRunsAfter(leader, vanished, e.cfg.ttl)
 	for i, s := range scheds {
 		if i == leader {
 			continue
 		}
 		if err := s.Stop(e.ctx); err != nil {
-			errs = append(errs, err)
+			runs.add(err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return errors.Join(errs...)
+	return runs.join()
+}
+
+// startSchedulers starts runs.schedulers schedulers of a new mutex, each on a backend of
+// its own, whose work records into runs.
+func startSchedulers(e *env, runs *runLog) ([]*probe, []*simba.Scheduler, error) {
+	mutex := e.mutex()
+	period := e.cfg.ttl / 5
+	probes := make([]*probe, runs.schedulers)
+	scheds := make([]*simba.Scheduler, runs.schedulers)
+	for i := range runs.schedulers {
+		probes[i] = e.backend()
+		s, err := simba.NewScheduler(probes[i], mutex, simba.Schedule{Period: period}, runs.work(i),
+			e.options(simba.WithContenderID(e.id(fmt.Sprintf("s%d", i))))...)
+		if err != nil {
+			return nil, nil, err
+		}
+		scheds[i] = s
+		e.cleanup(func() { _ = s.Close() })
+	}
+	for _, s := range scheds {
+		if err := s.Start(e.ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	return probes, scheds, nil
+}
+
+// runLog records when the work of each of several schedulers of one mutex ran, and what
+// was found wrong, such as two runs at once.
+type runLog struct {
+	schedulers int
+	running    atomic.Int32
+	changed    signal
+
+	mu   sync.Mutex
+	runs map[int][]time.Time
+	errs findings
+}
+
+func newRunLog(schedulers int) *runLog {
+	return &runLog{schedulers: schedulers, runs: map[int][]time.Time{}}
+}
+
+// work returns scheduler i's work: it records its run.
+func (r *runLog) work(i int) func(context.Context, simba.Owner) {
+	return func(context.Context, simba.Owner) {
+		if k := r.running.Add(1); k != 1 {
+			r.add(fmt.Errorf("%d scheduled runs at once", k))
+		}
+		defer r.running.Add(-1)
+		r.mu.Lock()
+		r.runs[i] = append(r.runs[i], time.Now())
+		r.mu.Unlock()
+		r.changed.notify()
+	}
+}
+
+func (r *runLog) add(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err)
+}
+
+func (r *runLog) count(i int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.runs[i])
+}
+
+// waitRuns waits until a scheduler other than except has run at least n times and
+// returns it.
+func (r *runLog) waitRuns(ctx context.Context, what string, n, except int) (int, error) {
+	found := -1
+	err := until(ctx, &r.changed, what, func() bool {
+		for i := range r.schedulers {
+			if i != except && r.count(i) >= n {
+				found = i
+				return true
+			}
+		}
+		return false
+	})
+	return found, err
+}
+
+// onlyLeaderRan records a finding for every other scheduler that has run.
+func (r *runLog) onlyLeaderRan(leader int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.schedulers {
+		if i != leader && len(r.runs[i]) > 0 {
+			r.errs.addf("scheduler %d ran while %d led", i, leader)
+		}
+	}
+}
+
+// noRunsAfter records a finding for every run of scheduler i later than ttl after it
+// vanished, past its local TTL end.
+func (r *runLog) noRunsAfter(i int, vanished time.Time, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, at := range r.runs[i] {
+		if at.After(vanished.Add(ttl)) {
+			r.errs.addf("vanished leader ran %v after it vanished, past its local TTL end", at.Sub(vanished))
+		}
+	}
+}
+
+// join returns the findings followed by more, nil if there are none.
+func (r *runLog) join(more ...error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errs.join(more...)
 }
 
 // checkSchedulerStopWaits: Stop cancels the running work's context and returns only after
@@ -823,7 +900,7 @@ func checkStaleLifecycle(e *env) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var f findings
 	// Lifecycle 1: an ordinary tenure.
 	if err := s.Start(e.ctx); err != nil {
 		return err
@@ -835,34 +912,8 @@ func checkStaleLifecycle(e *env) error {
 		return err
 	}
 	if p.isLease() {
-		// Lifecycle 2: the acquire's answer arrives only after Stop began.
-		p.lateNext.Store(true)
-		if err := s.Start(e.ctx); err != nil {
+		if err := lateAnswerIsUndone(e, &f, s, m, p, mutex); err != nil {
 			return err
-		}
-		err := until(e.ctx, &p.changed, "the late acquire to be under way", func() bool {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			return p.lateWaiting
-		})
-		if err != nil {
-			return err
-		}
-		if err := s.Stop(e.ctx); err != nil {
-			return fmt.Errorf("Stop with a late acquisition in flight: %w", err)
-		}
-		if acq, _ := m.counts(); acq != 1 {
-			errs = append(errs, fmt.Errorf("a late acquisition of an ended lifecycle was delivered (%d OnAcquired)", acq))
-		}
-		other, err := e.locker(e.backend(), mutex, "b")
-		if err != nil {
-			return err
-		}
-		l, err := other.TryAcquire(e.ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("a late acquisition of an ended lifecycle was left on the store: %w", err))
-		} else if err := l.Release(e.ctx); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	// The last lifecycle: the first one's hooks must not reach it.
@@ -870,7 +921,7 @@ func checkStaleLifecycle(e *env) error {
 		return err
 	}
 	if err := m.waitAcquired(e.ctx, 2); err != nil {
-		return errors.Join(append(errs, err)...)
+		return f.join(err)
 	}
 	old := p.participant(0)
 	far := time.Now().Add(time.Hour)
@@ -878,18 +929,52 @@ func checkStaleLifecycle(e *env) error {
 	old.Report(simba.Owner{})
 	old.Wake()
 	if !s.IsOwner() {
-		errs = append(errs, errors.New("a report of an ended lifecycle ended the current tenure"))
+		f.addf("a report of an ended lifecycle ended the current tenure")
 	}
 	if s.Owner().ID == "tck-ghost" {
-		errs = append(errs, errors.New("a report of an ended lifecycle changed the owner"))
+		f.addf("a report of an ended lifecycle changed the owner")
 	}
 	if err := s.Stop(e.ctx); err != nil {
-		errs = append(errs, err)
+		f.add(err)
 	}
 	if acq, rel := m.counts(); acq != 2 || rel != 2 {
-		errs = append(errs, fmt.Errorf("%d OnAcquired and %d OnReleased, want 2 each", acq, rel))
+		f.addf("%d OnAcquired and %d OnReleased, want 2 each", acq, rel)
 	}
-	return errors.Join(append(errs, a.err())...)
+	return f.join(a.err())
+}
+
+// lateAnswerIsUndone runs a lifecycle of s whose acquire's answer arrives only after Stop
+// began: the acquisition must be neither delivered to m nor left on the store.
+func lateAnswerIsUndone(e *env, f *findings, s *simba.Service, m *member, p *probe, mutex string) error {
+	p.lateNext.Store(true)
+	if err := s.Start(e.ctx); err != nil {
+		return err
+	}
+	err := until(e.ctx, &p.changed, "the late acquire to be under way", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.lateWaiting
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		return fmt.Errorf("Stop with a late acquisition in flight: %w", err)
+	}
+	if acq, _ := m.counts(); acq != 1 {
+		f.addf("a late acquisition of an ended lifecycle was delivered (%d OnAcquired)", acq)
+	}
+	other, err := e.locker(e.backend(), mutex, "b")
+	if err != nil {
+		return err
+	}
+	l, err := other.TryAcquire(e.ctx)
+	if err != nil {
+		f.addf("a late acquisition of an ended lifecycle was left on the store: %w", err)
+	} else if err := l.Release(e.ctx); err != nil {
+		f.add(err)
+	}
+	return nil
 }
 
 // checkPanickingCallback: callbacks that panic are recovered; the owner keeps renewing,
@@ -1061,75 +1146,7 @@ func nonZero(o simba.Owner) error {
 // The backends are made before the baseline: they live until the test ends.
 func checkLeaks(e *env) error {
 	backends := [4]*probe{e.backend(), e.backend(), e.backend(), e.backend()}
-	round := func() error {
-		mutex := e.mutex()
-		a := newArena()
-		m, c := a.join(mutex, e.id("c"))
-		s, err := e.service(backends[0], c)
-		if err != nil {
-			return err
-		}
-		rs, err := simba.NewRetrievalService(backends[1], simba.RetrieverFunc{MutexName: mutex}, e.options()...)
-		if err != nil {
-			return err
-		}
-		if err := rs.Start(e.ctx); err != nil {
-			return err
-		}
-		if err := s.Start(e.ctx); err != nil {
-			return err
-		}
-		if err := m.waitAcquired(e.ctx, 1); err != nil {
-			return err
-		}
-		l, err := e.locker(backends[2], mutex, "l")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ttl/10)
-		err = e.keep(l.Acquire(ctx)) // times out: s holds the mutex
-		cancel()
-		if !errors.Is(err, simba.ErrNotAcquired) {
-			return fmt.Errorf("Acquire of a held mutex: %v", err)
-		}
-		if err := s.Stop(e.ctx); err != nil {
-			return err
-		}
-		lease, err := l.Acquire(e.ctx)
-		if err != nil {
-			return err
-		}
-		if err := lease.Release(e.ctx); err != nil {
-			return err
-		}
-		ran := make(chan struct{}, 1)
-		sched, err := simba.NewScheduler(backends[3], mutex, simba.Schedule{Period: time.Hour},
-			func(context.Context, simba.Owner) {
-				select {
-				case ran <- struct{}{}:
-				default:
-				}
-			}, e.options(simba.WithContenderID(e.id("s")))...)
-		if err != nil {
-			return err
-		}
-		if err := sched.Start(e.ctx); err != nil {
-			return err
-		}
-		select {
-		case <-ran:
-		case <-e.ctx.Done():
-			return errors.New("scheduler never ran")
-		}
-		if err := sched.Stop(e.ctx); err != nil {
-			return err
-		}
-		if err := rs.Stop(e.ctx); err != nil {
-			return err
-		}
-		return a.err()
-	}
-	if err := round(); err != nil {
+	if err := useEveryWay(e, backends); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	// A backend may start goroutines of its own, kept until it is closed, the first time
@@ -1143,7 +1160,7 @@ func checkLeaks(e *env) error {
 		e.runCleanups()
 		baseline := goleak.IgnoreCurrent()
 		for range 2 {
-			if err := round(); err != nil {
+			if err := useEveryWay(e, backends); err != nil {
 				return err
 			}
 		}
@@ -1153,6 +1170,89 @@ func checkLeaks(e *env) error {
 		}
 	}
 	return fmt.Errorf("goroutines left after Stop: %w", err)
+}
+
+// useEveryWay is one round of the leak check on a new mutex: a retriever watches while a
+// service owns it, a Locker gives up waiting, then acquires and releases, and a scheduler
+// runs once.
+func useEveryWay(e *env, backends [4]*probe) error {
+	mutex := e.mutex()
+	a := newArena()
+	m, c := a.join(mutex, e.id("c"))
+	s, err := e.service(backends[0], c)
+	if err != nil {
+		return err
+	}
+	rs, err := simba.NewRetrievalService(backends[1], simba.RetrieverFunc{MutexName: mutex}, e.options()...)
+	if err != nil {
+		return err
+	}
+	if err := rs.Start(e.ctx); err != nil {
+		return err
+	}
+	if err := lockAfterService(e, s, m, backends[2], mutex); err != nil {
+		return err
+	}
+	if err := scheduleOnce(e, backends[3], mutex); err != nil {
+		return err
+	}
+	if err := rs.Stop(e.ctx); err != nil {
+		return err
+	}
+	return a.err()
+}
+
+// lockAfterService starts s and waits until its contender m owns mutex, lets a Locker on b
+// give up waiting for it, stops s, and has the Locker acquire and release.
+func lockAfterService(e *env, s *simba.Service, m *member, b *probe, mutex string) error {
+	if err := s.Start(e.ctx); err != nil {
+		return err
+	}
+	if err := m.waitAcquired(e.ctx, 1); err != nil {
+		return err
+	}
+	l, err := e.locker(b, mutex, "l")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.ttl/10)
+	err = e.keep(l.Acquire(ctx)) // times out: s holds the mutex
+	cancel()
+	if !errors.Is(err, simba.ErrNotAcquired) {
+		return fmt.Errorf("Acquire of a held mutex: %v", err)
+	}
+	if err := s.Stop(e.ctx); err != nil {
+		return err
+	}
+	lease, err := l.Acquire(e.ctx)
+	if err != nil {
+		return err
+	}
+	return lease.Release(e.ctx)
+}
+
+// scheduleOnce starts a scheduler of mutex on b, waits for its work's first run and stops it.
+func scheduleOnce(e *env, b *probe, mutex string) error {
+	ran := make(chan struct{}, 1)
+	sched, err := simba.NewScheduler(b, mutex, simba.Schedule{Period: time.Hour},
+		func(context.Context, simba.Owner) {
+			select {
+			case ran <- struct{}{}:
+			default:
+			}
+		}, e.options(simba.WithContenderID(e.id("s")))...)
+	if err != nil {
+		return err
+	}
+	if err := sched.Start(e.ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ran:
+	case <-e.ctx.Done():
+		return errors.New("scheduler never ran")
+	}
+	return sched.Stop(e.ctx)
 }
 
 // checkWaitList: a backend whose contentions implement simba.WaitList tells the owner
@@ -1233,28 +1333,13 @@ func checkClosedUnderWaiter(e *env) error {
 		return nil // a backend without Close cannot be closed under a waiter
 	}
 	id := e.id("waiter")
-	waiting := make(chan struct{})
-	var once sync.Once
-	seen := simba.WithObserver(simba.ObserverFuncs{Call: func(c simba.Call) {
-		// Waiting: the first look found the owner (a session store reports it before
-		// StartContend returns), or an attempt named the owner (a lease store).
-		if c.Err == nil && (c.Op == simba.OpStart && !p.isLease() || c.Op == simba.OpAcquire && c.Owner != "" && c.Owner != id) {
-			once.Do(func() { close(waiting) })
-		}
-	}})
+	seen, waiting := observeWaiting(p, id)
 	l, err := simba.NewLocker(p, mutex, e.options(simba.WithContenderID(id), seen)...)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	got := make(chan error, 1)
-	go func() {
-		lease, err := l.Acquire(e.ctx)
-		if err == nil {
-			_ = lease.Release(context.WithoutCancel(e.ctx))
-		}
-		got <- err
-	}()
+	got := acquireInBackground(e.ctx, l)
 	select {
 	case <-waiting:
 	case err := <-got:
@@ -1274,4 +1359,31 @@ func checkClosedUnderWaiter(e *env) error {
 		return errors.New("the waiter still waits 5s after its backend was closed")
 	}
 	return nil
+}
+
+// observeWaiting returns an observer option for contender id on p and a channel closed
+// once the contender waits: its first look found the owner (a session store reports it
+// before StartContend returns), or an attempt named the owner (a lease store).
+func observeWaiting(p *probe, id string) (simba.Option, <-chan struct{}) {
+	waiting := make(chan struct{})
+	var once sync.Once
+	return simba.WithObserver(simba.ObserverFuncs{Call: func(c simba.Call) {
+		if c.Err == nil && (c.Op == simba.OpStart && !p.isLease() || c.Op == simba.OpAcquire && c.Owner != "" && c.Owner != id) {
+			once.Do(func() { close(waiting) })
+		}
+	}}), waiting
+}
+
+// acquireInBackground acquires with l and sends the error on the returned channel; a lease
+// it gets is released at once.
+func acquireInBackground(ctx context.Context, l *simba.Locker) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		lease, err := l.Acquire(ctx)
+		if err == nil {
+			_ = lease.Release(context.WithoutCancel(ctx))
+		}
+		got <- err
+	}()
+	return got
 }
