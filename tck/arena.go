@@ -130,7 +130,7 @@ func (m *member) counts() (acquired, released int) {
 	return m.acquired, m.released
 }
 
-// lastToken returns the token of m's last tenure (0 if none).
+// tokenOf returns the token of contender id's last tenure (0 if none).
 func (a *arena) tokenOf(id string) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -72,7 +72,7 @@ func (c config) d(base time.Duration) time.Duration {
 	return time.Duration(float64(base) * c.scale).Round(time.Millisecond)
 }
 
-// jitterHigh is the upper bound of simba's contend jitter (SPEC §2); it is not scaled.
+// jitterHigh is the upper bound of simba's contend jitter; it is not scaled.
 const jitterHigh = time.Second
 
 // takeoverBound is how long a waiter may take to acquire after the owner vanished: the
