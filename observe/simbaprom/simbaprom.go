@@ -10,31 +10,46 @@
 //
 // Every name starts with the namespace (default "simba"). Labels have few values; the
 // mutex name is a label only with WithMutexLabel, for deployments with a handful of
-// mutexes (a name per user or per request would make a series per name).
+// mutexes (a name per user or per request would make a series per name), except on the
+// leadership metrics, which only Services and Schedulers update: a process has few of
+// those.
 //
-//	simba_store_call_duration_seconds  histogram  op, outcome  store calls: start, acquire,
-//	                                                           renew, lookup, release, stop;
-//	                                                           outcome ok, error or timeout
-//	simba_tenures_started_total        counter    via          tenures begun: via "call" (an
-//	                                                           answer to an acquire) or
-//	                                                           "handover" (the store's grant)
-//	simba_tenures_ended_total          counter    cause        tenures ended: released,
-//	                                                           owner_changed, expired,
-//	                                                           store_error
-//	simba_tenure_duration_seconds      histogram  cause        how long tenures lasted
-//	simba_tenures_held                 gauge                   tenures this process
-//	                                                           believes it holds now
-//	simba_acquire_wait_seconds         histogram  try, outcome Locker and Mutexes
-//	                                                           acquisitions: outcome
-//	                                                           acquired or not_acquired
+//	simba_store_call_duration_seconds   histogram  op, outcome  store calls: start, acquire,
+//	                                                            renew, lookup, release, stop;
+//	                                                            outcome ok, error or timeout
+//	simba_tenures_started_total         counter    via          tenures begun: via "call" (an
+//	                                                            answer to an acquire) or
+//	                                                            "handover" (the store's grant)
+//	simba_tenures_ended_total           counter    cause        tenures ended: released,
+//	                                                            owner_changed, expired,
+//	                                                            store_error
+//	simba_tenure_duration_seconds       histogram  cause        how long tenures lasted
+//	simba_tenures_held                  gauge                   tenures this process
+//	                                                            believes it holds now
+//	simba_acquire_wait_seconds          histogram  try, outcome Locker and Mutexes
+//	                                                            acquisitions: outcome
+//	                                                            acquired or not_acquired
+//	simba_leader                        gauge      mutex        1 while a Service or Scheduler
+//	                                                            of this process leads the
+//	                                                            mutex, 0 while it contends
+//	                                                            or is stopped
+//	simba_leader_tenures_started_total  counter    mutex        leaderships of the mutex begun
+//	                                                            in this process
 //
-// With WithMutexLabel every metric also has the label "mutex". The README of the
-// repository lists the queries to alert on (leader flapping, lost leases, acquisition
-// wait).
+// With WithMutexLabel every other metric also has the label "mutex".
+//
+// Every series of a known label value is there at 0 before its first event: from New on,
+// or with WithMutexLabel from the first event that names its mutex; the leadership series
+// from the leader's start-up, at Start, before it can lead. So a process that never led
+// shows simba_tenures_held and simba_leader at 0 rather than nothing, and increase() and
+// rate(), which need a sample before an event to count it, count the first loss. The
+// README of the repository lists the queries to alert on; the tests of this package run
+// them on scrapes of real services.
 package simbaprom
 
 import (
 	"context"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,13 +59,16 @@ import (
 // Observer is a simba.Observer that updates Prometheus collectors. It is safe for
 // concurrent use; one Observer serves any number of services.
 type Observer struct {
-	mutexLabel bool
-	calls      *prometheus.HistogramVec
-	started    *prometheus.CounterVec
-	ended      *prometheus.CounterVec
-	held       *prometheus.HistogramVec
-	holding    *prometheus.GaugeVec
-	waits      *prometheus.HistogramVec
+	mutexLabel  bool
+	calls       *prometheus.HistogramVec
+	started     *prometheus.CounterVec
+	ended       *prometheus.CounterVec
+	held        *prometheus.HistogramVec
+	holding     *prometheus.GaugeVec
+	waits       *prometheus.HistogramVec
+	leader      *prometheus.GaugeVec   // mutex: 1 while a leader of this process leads it
+	leaderships *prometheus.CounterVec // mutex: leaderships begun in this process
+	named       sync.Map               // with the mutex label: the mutexes whose series exist
 }
 
 var _ simba.Observer = (*Observer)(nil)
@@ -79,6 +97,16 @@ func WithBuckets(b ...float64) Option { return func(c *config) { c.buckets = b }
 
 // DefaultBuckets spans store calls of a millisecond to acquisitions of a minute.
 var DefaultBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// The values of the labels, each series of which is created at 0 before its first event.
+var (
+	ops      = []simba.Op{simba.OpStart, simba.OpAcquire, simba.OpRenew, simba.OpLookup, simba.OpRelease, simba.OpStop}
+	outcomes = []string{"ok", "error", "timeout"}                              // simba.Call.Outcome
+	causes   = []string{"released", "owner_changed", "expired", "store_error"} // simba.Tenure.Reason
+	vias     = []string{"call", "handover"}
+	tries    = []string{"false", "true"}
+	acquired = []string{"acquired", "not_acquired"}
+)
 
 // New creates the collectors, registers them on reg and returns the Observer that updates
 // them. It fails when an option is invalid (the error wraps simba.ErrInvalidArgument) or
@@ -132,13 +160,58 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 			Help:    "Time Locker and Mutexes acquisitions waited, by kind (try) and outcome.",
 			Buckets: c.buckets,
 		}, labels("try", "outcome")),
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: c.namespace, Name: "leader",
+			Help: "1 while a Service or Scheduler of this process leads the mutex, 0 while it contends or is stopped.",
+		}, []string{"mutex"}),
+		leaderships: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: c.namespace, Name: "leader_tenures_started_total",
+			Help: "Leaderships of the mutex begun by Services and Schedulers of this process.",
+		}, []string{"mutex"}),
 	}
-	for _, col := range []prometheus.Collector{o.calls, o.started, o.ended, o.held, o.holding, o.waits} {
+	for _, col := range []prometheus.Collector{o.calls, o.started, o.ended, o.held, o.holding, o.waits, o.leader, o.leaderships} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
 	}
+	if !o.mutexLabel {
+		o.createSeries("")
+	}
 	return o, nil
+}
+
+// createSeries creates every series of a known label value at 0 (for mutex, with the
+// mutex label), so that a process that never saw an event shows 0 rather than nothing,
+// and increase() and rate() count a series' first event: they need a sample before it.
+func (o *Observer) createSeries(mutex string) {
+	for _, op := range ops {
+		for _, outcome := range outcomes {
+			o.calls.WithLabelValues(o.with(mutex, op.String(), outcome)...)
+		}
+	}
+	for _, via := range vias {
+		o.started.WithLabelValues(o.with(mutex, via)...)
+	}
+	for _, cause := range causes {
+		o.ended.WithLabelValues(o.with(mutex, cause)...)
+		o.held.WithLabelValues(o.with(mutex, cause)...)
+	}
+	o.holding.WithLabelValues(o.with(mutex)...)
+	for _, try := range tries {
+		for _, outcome := range acquired {
+			o.waits.WithLabelValues(o.with(mutex, try, outcome)...)
+		}
+	}
+}
+
+// name creates the series of mutex at its first event, with the mutex label.
+func (o *Observer) name(mutex string) {
+	if !o.mutexLabel {
+		return
+	}
+	if _, seen := o.named.LoadOrStore(mutex, struct{}{}); !seen {
+		o.createSeries(mutex)
+	}
 }
 
 func (c *config) validate() error {
@@ -176,32 +249,49 @@ func (o *Observer) with(mutex string, values ...string) []string {
 	return values
 }
 
-// OnCall observes a store call's latency.
+// OnCall observes a store call's latency. A leader's start-up creates the series of its
+// mutex's leadership, at 0.
 func (o *Observer) OnCall(c simba.Call) {
+	o.name(c.Mutex)
+	if c.Role == simba.RoleLeader && c.Op == simba.OpStart {
+		o.leader.WithLabelValues(c.Mutex)
+		o.leaderships.WithLabelValues(c.Mutex)
+	}
 	o.calls.WithLabelValues(o.with(c.Mutex, c.Op.String(), c.Outcome())...).Observe(c.Latency.Seconds())
 }
 
-// OnTenureBegan counts a tenure and raises the gauge of tenures held.
+// OnTenureBegan counts a tenure and raises the gauges of tenures held and, for a leader,
+// of leadership.
 func (o *Observer) OnTenureBegan(t simba.Tenure) {
+	o.name(t.Mutex)
 	via := "call"
 	if t.Granted {
 		via = "handover"
 	}
 	o.started.WithLabelValues(o.with(t.Mutex, via)...).Inc()
 	o.holding.WithLabelValues(o.with(t.Mutex)...).Inc()
+	if t.Role == simba.RoleLeader {
+		o.leader.WithLabelValues(t.Mutex).Inc()
+		o.leaderships.WithLabelValues(t.Mutex).Inc()
+	}
 }
 
 // OnTenureEnded counts the end of a tenure by cause, observes how long it lasted and
-// lowers the gauge of tenures held.
+// lowers the gauges that OnTenureBegan raised.
 func (o *Observer) OnTenureEnded(t simba.Tenure) {
+	o.name(t.Mutex)
 	cause := t.Reason()
 	o.ended.WithLabelValues(o.with(t.Mutex, cause)...).Inc()
 	o.held.WithLabelValues(o.with(t.Mutex, cause)...).Observe(t.Held.Seconds())
 	o.holding.WithLabelValues(o.with(t.Mutex)...).Dec()
+	if t.Role == simba.RoleLeader {
+		o.leader.WithLabelValues(t.Mutex).Dec()
+	}
 }
 
 // OnAcquire observes an acquisition's wait.
 func (o *Observer) OnAcquire(_ context.Context, a simba.Acquisition) {
+	o.name(a.Mutex)
 	outcome := "acquired"
 	if a.Err != nil {
 		outcome = "not_acquired"

@@ -137,6 +137,7 @@ func TestCausesAndLabels(t *testing.T) {
 # TYPE app_locks_tenures_ended_total counter
 app_locks_tenures_ended_total{cause="expired",mutex="m"} 1
 app_locks_tenures_ended_total{cause="owner_changed",mutex="m"} 1
+app_locks_tenures_ended_total{cause="released",mutex="m"} 0
 app_locks_tenures_ended_total{cause="store_error",mutex="m"} 1
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "app_locks_tenures_ended_total"))
