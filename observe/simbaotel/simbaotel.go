@@ -9,7 +9,8 @@
 // # Metrics
 //
 // Attributes have few values; the mutex name is an attribute of the metrics only with
-// WithMutexAttribute (spans always carry it).
+// WithMutexAttribute (spans always carry it), except on the leadership metrics, which
+// only Services and Schedulers update: a process has few of those.
 //
 //	simba.store.call.duration  histogram       s  simba.op, simba.outcome
 //	simba.tenure.started       counter            simba.via (call, handover)
@@ -19,23 +20,44 @@
 //	simba.tenure.held          updowncounter      tenures this process believes it holds
 //	simba.acquire.wait         histogram       s  simba.try, simba.outcome (acquired,
 //	                                              not_acquired)
+//	simba.leader.held          updowncounter      simba.mutex: 1 while a Service or
+//	                                              Scheduler of this process leads the
+//	                                              mutex, 0 while it contends or is stopped
+//	simba.leader.started       counter            simba.mutex: leaderships begun
 //
 // The values of simba.op and simba.outcome are those of simba.Op and simba.Call.Outcome;
 // simba.cause is simba.Tenure.Reason.
 //
+// The counters have a point at 0 for every known attribute value before its first event:
+// from New on, or with WithMutexAttribute from the first event that names its mutex; the
+// leadership counters from the leader's start-up, at Start, before it can lead. So a
+// process that never led reports 0 rather than nothing, and a backend that computes
+// increases from cumulative points (Prometheus's increase()) counts the first event. The
+// histograms have no such point: OpenTelemetry records none without a measurement.
+//
 // # Spans
 //
-// "simba.acquire" spans one Locker or Mutexes acquisition, from the call to its return;
-// "simba.renew" spans one renewal call of an owner. Both carry simba.mutex,
-// simba.contender and, when known, simba.token, and have status Error when they failed.
-// simba tells its Observer of an event when it is over, without the caller's context, so
-// the spans are recorded afterwards, with their real start and end times, as roots of
-// traces of their own.
+// "simba.acquire" spans one Locker or Mutexes acquisition, from the call to its return, as
+// a child of the span in the caller's context. simba.outcome says "acquired" or
+// "not_acquired", and simba.reason why not: "held" (another contender owns the mutex),
+// "deadline" or "canceled" (the caller's context ended), "lapsed" (the tenure ended before
+// it could be handed out) are outcomes, with status Unset; "refused" (simba.ErrRefused),
+// "timeout" (simba.ErrTimeout), "closed" (simba.ErrClosed) and "error" (any other error,
+// a store's among them) are failures, with status Error and the error's message.
+//
+// "simba.renew" spans one renewal call of an owner; no caller waits for it, so it is the
+// root of a trace of its own, with status Error when the call failed. Both carry
+// simba.mutex, simba.contender and, when known, simba.token. simba tells its Observer of
+// an event when it is over, so the spans are recorded afterwards, with their real start
+// and end times.
 package simbaotel
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -53,14 +75,17 @@ const ScopeName = "github.com/simba-go/simba/observe/simbaotel"
 // Observer is a simba.Observer that records OpenTelemetry metrics and spans. It is safe
 // for concurrent use; one Observer serves any number of services.
 type Observer struct {
-	mutexAttr bool
-	tracer    trace.Tracer
-	calls     metric.Float64Histogram
-	started   metric.Int64Counter
-	ended     metric.Int64Counter
-	held      metric.Float64Histogram
-	holding   metric.Int64UpDownCounter
-	waits     metric.Float64Histogram
+	mutexAttr   bool
+	tracer      trace.Tracer
+	calls       metric.Float64Histogram
+	started     metric.Int64Counter
+	ended       metric.Int64Counter
+	held        metric.Float64Histogram
+	holding     metric.Int64UpDownCounter
+	waits       metric.Float64Histogram
+	leader      metric.Int64UpDownCounter // by mutex: 1 while a leader of this process leads it
+	leaderships metric.Int64Counter       // by mutex: leaderships begun in this process
+	named       sync.Map                  // with the mutex attribute: the mutexes whose points exist
 }
 
 var _ simba.Observer = (*Observer)(nil)
@@ -91,6 +116,13 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // fixed set of mutexes.
 func WithMutexAttribute() Option { return func(c *config) { c.mutexAttr = true } }
 
+// The values of the counters' attributes, each of which has a point at 0 before its first
+// event.
+var (
+	vias   = []string{"call", "handover"}
+	causes = []string{"released", "owner_changed", "expired", "store_error"} // simba.Tenure.Reason
+)
+
 // New creates the instruments and returns the Observer that records them. It fails when
 // a provider is nil (the error wraps simba.ErrInvalidArgument) or an instrument cannot be
 // created.
@@ -109,7 +141,7 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	m := c.meters.Meter(ScopeName)
 	o := &Observer{mutexAttr: c.mutexAttr, tracer: c.tracers.Tracer(ScopeName)}
-	var errs [6]error
+	var errs [8]error
 	o.calls, errs[0] = m.Float64Histogram("simba.store.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Latency of simba's store calls, by operation and outcome."))
 	o.started, errs[1] = m.Int64Counter("simba.tenure.started", metric.WithUnit("{tenure}"),
@@ -122,12 +154,44 @@ func New(opts ...Option) (*Observer, error) {
 		metric.WithDescription("Tenures contenders of this process believe they hold now."))
 	o.waits, errs[5] = m.Float64Histogram("simba.acquire.wait", metric.WithUnit("s"),
 		metric.WithDescription("Time Locker and Mutexes acquisitions waited, by kind and outcome."))
+	o.leader, errs[6] = m.Int64UpDownCounter("simba.leader.held", metric.WithUnit("{tenure}"),
+		metric.WithDescription("1 while a Service or Scheduler of this process leads the mutex, 0 while it contends or is stopped."))
+	o.leaderships, errs[7] = m.Int64Counter("simba.leader.started", metric.WithUnit("{tenure}"),
+		metric.WithDescription("Leaderships of the mutex begun by Services and Schedulers of this process."))
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
 	}
+	if !o.mutexAttr {
+		o.createPoints("")
+	}
 	return o, nil
+}
+
+// createPoints adds 0 to the counters for every known attribute value (for mutex, with
+// the mutex attribute), so that a process that never saw an event reports 0 rather than
+// nothing, and a backend's increase() counts the first event. Histograms have no such
+// way: their points appear with their first measurement.
+func (o *Observer) createPoints(mutex string) {
+	ctx := context.Background()
+	for _, via := range vias {
+		o.started.Add(ctx, 0, o.attrs(mutex, attribute.String("simba.via", via)))
+	}
+	for _, cause := range causes {
+		o.ended.Add(ctx, 0, o.attrs(mutex, attribute.String("simba.cause", cause)))
+	}
+	o.holding.Add(ctx, 0, o.attrs(mutex))
+}
+
+// name creates the points of mutex at its first event, with the mutex attribute.
+func (o *Observer) name(mutex string) {
+	if !o.mutexAttr {
+		return
+	}
+	if _, seen := o.named.LoadOrStore(mutex, struct{}{}); !seen {
+		o.createPoints(mutex)
+	}
 }
 
 // attrs returns the metric attributes kv, plus the mutex when it is one.
@@ -138,51 +202,128 @@ func (o *Observer) attrs(mutex string, kv ...attribute.KeyValue) metric.Measurem
 	return metric.WithAttributes(kv...)
 }
 
-// OnCall records a store call's latency, and a span for a renewal.
+// leadership returns the attributes of mutex's leadership metrics: the mutex, always.
+func leadership(mutex string) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("simba.mutex", mutex))
+}
+
+// OnCall records a store call's latency, and a span for a renewal. A leader's start-up
+// creates the points of its mutex's leadership, at 0.
 func (o *Observer) OnCall(c simba.Call) {
 	ctx := context.Background()
+	o.name(c.Mutex)
+	if c.Role == simba.RoleLeader && c.Op == simba.OpStart {
+		o.leader.Add(ctx, 0, leadership(c.Mutex))
+		o.leaderships.Add(ctx, 0, leadership(c.Mutex))
+	}
 	o.calls.Record(ctx, c.Latency.Seconds(), o.attrs(c.Mutex,
 		attribute.String("simba.op", c.Op.String()), attribute.String("simba.outcome", c.Outcome())))
 	if c.Op == simba.OpRenew {
-		o.span("simba.renew", c.Mutex, c.Contender, c.Token, c.Latency, c.Err,
+		// No caller waits for a renewal: its span is the root of a trace of its own.
+		o.span(ctx, "simba.renew", c.Mutex, c.Contender, c.Token, c.Latency, c.Err,
 			attribute.String("simba.outcome", c.Outcome()), attribute.String("simba.owner", c.Owner))
 	}
 }
 
-// OnTenureBegan counts a tenure and adds it to the tenures held.
+// OnTenureBegan counts a tenure and adds it to the tenures held and, for a leader, to its
+// mutex's leadership.
 func (o *Observer) OnTenureBegan(t simba.Tenure) {
 	ctx := context.Background()
+	o.name(t.Mutex)
 	via := "call"
 	if t.Granted {
 		via = "handover"
 	}
 	o.started.Add(ctx, 1, o.attrs(t.Mutex, attribute.String("simba.via", via)))
 	o.holding.Add(ctx, 1, o.attrs(t.Mutex))
+	if t.Role == simba.RoleLeader {
+		o.leader.Add(ctx, 1, leadership(t.Mutex))
+		o.leaderships.Add(ctx, 1, leadership(t.Mutex))
+	}
 }
 
 // OnTenureEnded counts the end of a tenure by cause, records how long it lasted and takes
-// it from the tenures held.
+// it from what OnTenureBegan added it to.
 func (o *Observer) OnTenureEnded(t simba.Tenure) {
 	ctx := context.Background()
+	o.name(t.Mutex)
 	cause := o.attrs(t.Mutex, attribute.String("simba.cause", t.Reason()))
 	o.ended.Add(ctx, 1, cause)
 	o.held.Record(ctx, t.Held.Seconds(), cause)
 	o.holding.Add(ctx, -1, o.attrs(t.Mutex))
-}
-
-// OnAcquire records an acquisition's wait, and its span.
-func (o *Observer) OnAcquire(_ context.Context, a simba.Acquisition) {
-	outcome := "acquired"
-	if a.Err != nil {
-		outcome = "not_acquired"
+	if t.Role == simba.RoleLeader {
+		o.leader.Add(ctx, -1, leadership(t.Mutex))
 	}
-	o.waits.Record(context.Background(), a.Wait.Seconds(), o.attrs(a.Mutex,
-		attribute.Bool("simba.try", a.Try), attribute.String("simba.outcome", outcome)))
-	o.span("simba.acquire", a.Mutex, a.Contender, a.Token, a.Wait, a.Err, attribute.Bool("simba.try", a.Try))
 }
 
-// span records a span that ended now and lasted d.
-func (o *Observer) span(name, mutex, contender string, token uint64, d time.Duration, err error, extra ...attribute.KeyValue) {
+// OnAcquire records an acquisition's span, in the caller's trace, and its wait.
+func (o *Observer) OnAcquire(ctx context.Context, a simba.Acquisition) {
+	o.name(a.Mutex)
+	outcome, reason, failure := acquisition(a.Err)
+	try, out := attribute.Bool("simba.try", a.Try), attribute.String("simba.outcome", outcome)
+	spanned := []attribute.KeyValue{try, out}
+	if reason != "" {
+		spanned = append(spanned, attribute.String("simba.reason", reason))
+	}
+	ctx = o.span(ctx, "simba.acquire", a.Mutex, a.Contender, a.Token, a.Wait, failure, spanned...)
+	o.waits.Record(ctx, a.Wait.Seconds(), o.attrs(a.Mutex, try, out)) // ctx's span: the exemplar
+}
+
+// acquisition returns the outcome of an acquisition that returned err ("acquired" or
+// "not_acquired"), the reason it was not acquired, and err if that reason is a failure
+// rather than an outcome: "held" (another owns the mutex), "deadline", "canceled" (the
+// caller's context ended) or "lapsed" (the tenure ended before it was handed out) are
+// outcomes; "refused", "timeout", "closed" and "error" (any other error, a store's among
+// them) are failures.
+func acquisition(err error) (outcome, reason string, failure error) {
+	switch {
+	case err == nil:
+		return "acquired", "", nil
+	case !errors.Is(err, simba.ErrNotAcquired) || failed(err):
+		reason = "error"
+		switch {
+		case errors.Is(err, simba.ErrRefused):
+			reason = "refused"
+		case errors.Is(err, simba.ErrTimeout):
+			reason = "timeout"
+		case errors.Is(err, simba.ErrClosed):
+			reason = "closed"
+		}
+		return "not_acquired", reason, err
+	case errors.Is(err, context.DeadlineExceeded):
+		return "not_acquired", "deadline", nil
+	case errors.Is(err, context.Canceled):
+		return "not_acquired", "canceled", nil
+	case errors.Is(err, simba.ErrOwnershipLost):
+		return "not_acquired", "lapsed", nil
+	}
+	return "not_acquired", "held", nil
+}
+
+// failed reports whether err, or an error it wraps, is other than ErrNotAcquired,
+// ErrOwnershipLost and a context's error: a store's error, ErrRefused, ErrTimeout,
+// ErrClosed. An acquisition's error wraps the store's last error, if any, beside the
+// context's.
+func failed(err error) bool {
+	switch err { //nolint:errorlint // the sentinels themselves, met as the tree is walked
+	case simba.ErrNotAcquired, simba.ErrOwnershipLost, context.Canceled, context.DeadlineExceeded:
+		return false
+	}
+	switch e := err.(type) { //nolint:errorlint // walks the tree
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), failed)
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return failed(inner)
+		}
+	}
+	return true
+}
+
+// span records a span that ended now and lasted d, as a child of the span in ctx (if
+// any), and returns the context that carries it. A failure (non-nil) sets its status to
+// Error with the failure's message.
+func (o *Observer) span(ctx context.Context, name, mutex, contender string, token uint64, d time.Duration, failure error, extra ...attribute.KeyValue) context.Context {
 	end := time.Now()
 	kv := append([]attribute.KeyValue{
 		attribute.String("simba.mutex", mutex), attribute.String("simba.contender", contender),
@@ -190,11 +331,12 @@ func (o *Observer) span(name, mutex, contender string, token uint64, d time.Dura
 	if token != 0 {
 		kv = append(kv, attribute.String("simba.token", strconv.FormatUint(token, 10)))
 	}
-	_, s := o.tracer.Start(context.Background(), name, trace.WithTimestamp(end.Add(-d)),
+	ctx, s := o.tracer.Start(ctx, name, trace.WithTimestamp(end.Add(-d)),
 		trace.WithAttributes(kv...), trace.WithSpanKind(trace.SpanKindClient))
-	if err != nil {
-		s.RecordError(err)
-		s.SetStatus(codes.Error, err.Error())
+	if failure != nil {
+		// No exception event: its type would be one of simba's unexported error types.
+		s.SetStatus(codes.Error, failure.Error())
 	}
 	s.End(trace.WithTimestamp(end))
+	return ctx
 }
