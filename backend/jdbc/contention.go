@@ -250,6 +250,7 @@ func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (a
 	}
 	if res.matched {
 		c.clock(sent, time.Now(), res.now)
+		c.observe(a.floor, res.found) // below the floor even if the statement took the row above it
 		c.observe(a.floor, res.version)
 		c.watch = watch{}
 	}

@@ -115,6 +115,7 @@ type acquireArgs struct {
 // acquireResult is what an acquire statement did.
 type acquireResult struct {
 	matched bool   // the contender owns the row now
+	found   uint64 // the row's version before the statement (when matched)
 	version uint64 // the row's version after the statement (when matched)
 	renewed bool   // the row was the contender's, at the expected version (when matched)
 	now     uint64 // the low 31 bits of the database's now in ms (when matched)

@@ -149,8 +149,9 @@
 //
 // The token is the row's version as set by the tenure's first UPDATE. Renewals bump the
 // version too, so the latest version is not the token. The UPDATE returns, through
-// LAST_INSERT_ID in its own reply, the new version and whether it renewed the tenure the
-// contention knows, so no read follows a successful acquisition. A renewal matches only
+// LAST_INSERT_ID in its own reply, the version it found (from which the new one follows)
+// and whether it renewed the tenure the contention knows, so no read follows a successful
+// acquisition. A renewal matches only
 // at the exact version of the contention's last answer: a tenure goes on, and keeps its
 // token, only while nothing has come between. A row freed behind its owner's back, or
 // deleted and created again, is taken as a new tenure, with a new token, even by the
@@ -171,11 +172,12 @@
 // contentions contend for, and of up to 4,096 others), creates a missing row at that
 // version, and has every acquisition take one more than the row's version or than that,
 // whichever is larger. A backend that never saw a mutex's row cannot know its version and
-// creates it from 0; when a backend then sees the row at a lower version than one it saw,
-// it logs that at Error level, with the version seen as the token and the highest seen
-// before as the previous token, and counts it (Backend.TokenRegressions): a regression is
-// detected, never silent, and the next tenure taken through that backend has a token
-// larger than every one before again.
+// creates it from 0; when a backend then sees the row at a lower version than one it saw
+// (in a read, or as the version an acquisition found before it took the row, whoever the
+// row names), it logs that at Error level, with the version seen as the token and the
+// highest seen before as the previous token, and counts it (Backend.TokenRegressions): a
+// regression is detected, never silent, and the next tenure taken through that backend
+// has a token larger than every one before again.
 //
 // # Pruning
 //
@@ -345,7 +347,9 @@
 //
 // The acquire is one UPDATE ... RETURNING: one round trip that hands back the new
 // version, whether it renewed the tenure the contention knows (from the renewal mark in
-// ttl_at), and the database's now; the release, tokens, floors and pruning are MySQL's.
+// ttl_at), the database's now, and the version it found (kept by its SET clause in a
+// setting of its transaction, simba.found, as RETURNING reads only the new row); the
+// release, tokens, floors and pruning are MySQL's.
 // The release's commit does not wait for the WAL to reach the disk (it turns
 // synchronous_commit off for its own transaction, as it sets lock_timeout): one disk
 // flush per cycle instead of two. A release that a crash of the database loses leaves

@@ -14,29 +14,39 @@ import (
 )
 
 func TestDecodeAcquire(t *testing.T) {
-	enc := func(version uint64, renewed bool, now uint64) int64 {
-		return int64(version<<32 | boolBit(renewed)<<31 | now)
+	enc := func(found uint64, renewed bool, now uint64) int64 {
+		return int64(found<<32 | boolBit(renewed)<<31 | now)
 	}
-	got, err := decodeAcquire(0, 0)
+	got, err := decodeAcquire(0, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, got.matched)
 
-	got, err = decodeAcquire(1, enc(7, false, 12345))
+	got, err = decodeAcquire(1, enc(6, false, 12345), 3)
 	require.NoError(t, err)
-	assert.Equal(t, acquireResult{matched: true, version: 7, now: 12345}, got, "a new tenure at version 7")
+	assert.Equal(t, acquireResult{matched: true, found: 6, version: 7, now: 12345}, got, "a new tenure at version 7")
 
-	got, err = decodeAcquire(1, enc(7, true, nowBits))
+	got, err = decodeAcquire(1, enc(6, true, nowBits), 0)
 	require.NoError(t, err)
-	assert.Equal(t, acquireResult{matched: true, version: 7, renewed: true, now: nowBits}, got, "a renewal at version 7")
+	assert.Equal(t, acquireResult{matched: true, found: 6, version: 7, renewed: true, now: nowBits}, got, "a renewal at version 7")
 
-	got, err = decodeAcquire(1, enc(maxVersion, true, 0))
+	got, err = decodeAcquire(1, enc(2, false, 5), 100001)
+	require.NoError(t, err)
+	assert.Equal(t, acquireResult{matched: true, found: 2, version: 100002, now: 5}, got, "found below the floor, taken above it")
+
+	got, err = decodeAcquire(1, enc(0, false, 5), 0)
+	require.NoError(t, err)
+	assert.Equal(t, acquireResult{matched: true, found: 0, version: 1, now: 5}, got, "a row just created")
+
+	got, err = decodeAcquire(1, enc(maxVersion-1, true, 0), 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(maxVersion), got.version, "the largest version, past int64's sign")
 
-	_, err = decodeAcquire(2, enc(7, false, 1))
+	_, err = decodeAcquire(2, enc(7, false, 1), 0)
 	assert.Error(t, err, "two rows changed")
-	_, err = decodeAcquire(1, enc(0, true, 5))
-	assert.Error(t, err, "no version")
+	_, err = decodeAcquire(1, enc(maxVersion, true, 5), 0)
+	assert.Error(t, err, "past the largest version")
+	_, err = decodeAcquire(1, enc(5, true, 5), maxVersion)
+	assert.Error(t, err, "a floor past the largest version")
 }
 
 // The token is the version of the tenure's first UPDATE; renewals keep it. The latest
@@ -169,12 +179,13 @@ func TestNoRowNeverLeaves(t *testing.T) {
 }
 
 func FuzzDecodeAcquire(f *testing.F) {
-	f.Add(int64(0), int64(0))
-	f.Add(int64(1), int64(7<<32|1<<31|99))
-	f.Add(int64(1), int64(-1))
-	f.Add(int64(3), int64(1<<40))
-	f.Fuzz(func(t *testing.T, affected, lastID int64) {
-		got, err := decodeAcquire(affected, lastID)
+	f.Add(int64(0), int64(0), uint64(0))
+	f.Add(int64(1), int64(7<<32|1<<31|99), uint64(3))
+	f.Add(int64(1), int64(2<<32|99), uint64(100001))
+	f.Add(int64(1), int64(-1), uint64(0))
+	f.Add(int64(3), int64(1<<40), uint64(0))
+	f.Fuzz(func(t *testing.T, affected, lastID int64, floor uint64) {
+		got, err := decodeAcquire(affected, lastID, floor)
 		if err != nil {
 			return
 		}
@@ -184,7 +195,8 @@ func FuzzDecodeAcquire(f *testing.F) {
 			}
 			return
 		}
-		if got.version == 0 || got.version<<32|boolBit(got.renewed)<<31|got.now != uint64(lastID) || got.now > nowBits {
+		if got.version != max(got.found, floor)+1 || got.version > maxVersion ||
+			got.found<<32|boolBit(got.renewed)<<31|got.now != uint64(lastID) || got.now > nowBits {
 			t.Fatalf("decode(%d) = %+v", lastID, got)
 		}
 	})

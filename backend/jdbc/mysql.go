@@ -76,7 +76,7 @@ func (d mysqlDialect) acquireStatement(t tableName, s schema, ttl, lease time.Du
 }
 
 func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
-	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
+	query, args := d.bound(s, limit, query, a.contender, a.expect, a.floor, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return acquireResult{}, err
@@ -89,7 +89,7 @@ func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit ti
 	if err != nil {
 		return acquireResult{}, err
 	}
-	return decodeAcquire(n, id)
+	return decodeAcquire(n, id, a.floor)
 }
 
 func (d mysqlDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {
@@ -107,19 +107,20 @@ func (d mysqlDialect) releaseUnlock(ctx context.Context, q querier, s schema, li
 }
 
 // decodeAcquire decodes the rows affected by the acquire UPDATE and the LAST_INSERT_ID it
-// set: the new version in bits 32 and up, the renewal in bit 31, and the low 31 bits of
-// the database's now.
-func decodeAcquire(affected, lastID int64) (acquireResult, error) {
+// set: the version it found in bits 32 and up, the renewal in bit 31, and the low 31 bits
+// of the database's now. The new version is one more than the larger of the version found
+// and floor, as the statement set it.
+func decodeAcquire(affected, lastID int64, floor uint64) (acquireResult, error) {
 	enc := uint64(lastID)
 	switch {
 	case affected == 0:
 		return acquireResult{}, nil
 	case affected != 1:
 		return acquireResult{}, fmt.Errorf("acquire changed %d rows; is mutex the primary key?", affected)
-	case enc>>32 == 0:
-		return acquireResult{}, fmt.Errorf("acquire returned no version (last insert ID %d)", enc)
+	case max(enc>>32, floor) >= maxVersion:
+		return acquireResult{}, fmt.Errorf("acquire found version %d, floor %d: past the column's largest", enc>>32, floor)
 	}
-	return acquireResult{matched: true, version: enc >> 32, renewed: enc>>31&1 == 1, now: enc & nowBits}, nil
+	return acquireResult{matched: true, found: enc >> 32, version: max(enc>>32, floor) + 1, renewed: enc>>31&1 == 1, now: enc & nowBits}, nil
 }
 
 // nowBits are the bits of the database's now that the acquire statement hands back.

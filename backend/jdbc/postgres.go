@@ -71,15 +71,15 @@ func (d postgresDialect) acquireStatement(t tableName, _ schema, ttl, lease time
 
 func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale)
-	var version, mark, now int64
-	err := q.QueryRowContext(ctx, query, args...).Scan(&version, &mark, &now)
+	var version, mark, now, found int64
+	err := q.QueryRowContext(ctx, query, args...).Scan(&version, &mark, &now, &found)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return acquireResult{}, nil
 	case err != nil:
 		return acquireResult{}, err
 	}
-	return pgAcquired(version, mark, now)
+	return pgAcquired(version, mark, now, found)
 }
 
 var _ lockingAcquirer = postgresDialect{}
@@ -91,24 +91,24 @@ func (d postgresDialect) lockingAcquireStatement(t tableName, _ schema, ttl, lea
 func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, error) {
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale, lock)
 	var got, session int64
-	var version, mark, now sql.NullInt64
-	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now); err != nil {
+	var version, mark, now, found sql.NullInt64
+	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now, &found); err != nil {
 		return acquireResult{}, lockTry{}, err
 	}
 	try := lockTry{got: got == 1, session: session}
 	if !version.Valid {
 		return acquireResult{}, try, nil
 	}
-	res, err := pgAcquired(version.Int64, mark.Int64, now.Int64)
+	res, err := pgAcquired(version.Int64, mark.Int64, now.Int64, found.Int64)
 	return res, try, err
 }
 
 // pgAcquired checks and decodes the answer of an acquire that matched.
-func pgAcquired(version, mark, now int64) (acquireResult, error) {
-	if version <= 0 || now < 0 || mark < 0 || mark > 1 {
-		return acquireResult{}, fmt.Errorf("acquire returned version %d, renewal mark %d, now %d", version, mark, now)
+func pgAcquired(version, mark, now, found int64) (acquireResult, error) {
+	if version <= 0 || now < 0 || mark < 0 || mark > 1 || found < 0 || found >= version {
+		return acquireResult{}, fmt.Errorf("acquire returned version %d, renewal mark %d, now %d, version found %d", version, mark, now, found)
 	}
-	return acquireResult{matched: true, version: uint64(version), renewed: mark == 1, now: uint64(now) & nowBits}, nil
+	return acquireResult{matched: true, found: uint64(found), version: uint64(version), renewed: mark == 1, now: uint64(now) & nowBits}, nil
 }
 
 // bound passes the limit as the statement's first argument ($1): lock_timeout in whole

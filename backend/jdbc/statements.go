@@ -120,14 +120,17 @@ const (
 	// row which of the two its last write was (see contention.seen). The new version is
 	// one more than the row's or than the floor, the highest version the backend saw,
 	// whichever is larger: after the row was deleted and created again from a lower
-	// version, tokens go on above the earlier ones. The version guard keeps int unsigned
-	// from overflowing or, in non-strict mode, from sticking at its maximum and repeating
-	// a token. %[2]d and %[3]d stand for ttl and ttl + transition in ms.
-	// Arguments: floor, contender, expected version (NULL: none), contender, mutex, floor,
+	// version, tokens go on above the earlier ones. LAST_INSERT_ID carries the version the
+	// statement found (bits 32 and up), from which the caller, who knows the floor, works
+	// out the new one, and sees a version below the floor even when the statement then
+	// took the row above it. The version guard keeps int unsigned from overflowing or, in
+	// non-strict mode, from sticking at its maximum and repeating a token. %[2]d and %[3]d
+	// stand for ttl and ttl + transition in ms.
+	// Arguments: contender, expected version (NULL: none), floor, contender, mutex, floor,
 	// contender, expected version, stale version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
-		"version = LAST_INSERT_ID(((GREATEST(version, ?) + 1) << 32) | " +
-		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, " +
+		"version = GREATEST(LAST_INSERT_ID((version << 32) | " +
+		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, ?) + 1, " +
 		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - ((LAST_INSERT_ID() >> 31) & 1), " +
 		"acquired_at = {writeStart}, " +
 		"transition_at = " + mysqlNow + " + %[3]d + {writeShift}, " +
@@ -295,17 +298,26 @@ const (
 	// RETURNING hands back the new version, the renewal mark (1 for a renewal of the
 	// tenure the contention knows, 0 for a new tenure: a renewal writes ttl_at one
 	// millisecond short, which leaves in the row which of the two its last write was),
-	// and the database's now. PostgreSQL evaluates every SET expression on the row as it
-	// was. %[2]d and %[3]d stand for ttl and ttl + transition in ms.
+	// the database's now, and the version the statement found (pgFound). PostgreSQL
+	// evaluates every SET expression on the row as it was. %[2]d and %[3]d stand for ttl
+	// and ttl + transition in ms.
 	// Arguments: limit, floor, contender, expected version (NULL: none), mutex, stale
 	// version (NULL: none).
 	pgAcquire = pgAcquireUpdate + "transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6 END " +
-		"RETURNING version, " + pgNow + " + %[2]d - ttl_at, " + pgNow
+		"RETURNING version, " + pgNow + " + %[2]d - ttl_at, " + pgNow + ", " + pgFoundValue
+
+	// pgFound keeps the version of the row an UPDATE changes, as its SET clause reads it,
+	// in a setting of the statement's transaction, for RETURNING to hand back
+	// (pgFoundValue): RETURNING reads the new row only. When the UPDATE waited for a
+	// concurrent one and evaluates the row again, the SET clause reads the latest row, and
+	// so does the setting.
+	pgFound      = "set_config('simba.found', version::text, true) IS NOT NULL"
+	pgFoundValue = "current_setting('simba.found')::bigint"
 
 	// pgAcquireUpdate is the acquire's UPDATE up to the condition under which it begins
 	// a new tenure: the row is free, or stale ($6).
 	pgAcquireUpdate = "UPDATE %[1]s SET " +
-		"version = GREATEST(version, $2) + 1, " +
+		"version = CASE WHEN " + pgFound + " THEN GREATEST(version, $2) + 1 END, " +
 		"ttl_at = " + pgNow + " + %[2]d - CASE WHEN " + pgOwns + " AND transition_at > " + pgNow + " THEN 1 ELSE 0 END, " +
 		"acquired_at = " + pgNow + ", " +
 		"transition_at = " + pgNow + " + %[3]d, " +
@@ -326,8 +338,8 @@ const (
 	// Arguments: pgAcquire's, then key.
 	pgAcquireLocking = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($7::text::bigint) AS got, pg_backend_pid() AS pid), " +
 		"u AS (" + pgAcquireUpdate + "(transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6) AND (SELECT got FROM l) END " +
-		"RETURNING version, " + pgNow + " + %[2]d - ttl_at AS mark, " + pgNow + " AS now) " +
-		"SELECT l.got::int, l.pid, u.version, u.mark, u.now FROM l LEFT JOIN u ON true"
+		"RETURNING version, " + pgNow + " + %[2]d - ttl_at AS mark, " + pgNow + " AS now, " + pgFoundValue + " AS found) " +
+		"SELECT l.got::int, l.pid, u.version, u.mark, u.now, u.found FROM l LEFT JOIN u ON true"
 
 	// pgRead reads a row and the database's now. Arguments: limit, mutex.
 	pgRead = "SELECT owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " +

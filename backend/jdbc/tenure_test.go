@@ -301,3 +301,51 @@ func TestVersionLoweredUnderTheOwner(t *testing.T) {
 		})
 	}
 }
+
+// The row is deleted behind its owner's back, created again by a contender whose backend
+// never saw it (token 1 after 100001), and released before the owner's next renewal. That
+// renewal found the row free at version 2 and took it, above the floor: the version below
+// the floor was never read back, and the regression went unreported (TokenRegressions 0,
+// issue 33, item 15), while it was reported when the successor still held the row. The
+// acquire statement now tells the version it found; one below the floor is a regression,
+// whoever the row names and whenever it is seen.
+func TestRegressionSeenByTheAcquire(t *testing.T) {
+	for _, dialect := range []string{"mysql", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			db, insert, del := openDB(t), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 100000)", "DELETE FROM simba_mutex WHERE mutex = ?"
+			backend := func() *jdbc.Backend { return newBackend(t, jdbc.WithHandOver(false)) }
+			if dialect == "postgres" {
+				db = openPG(t)
+				insert, del = strings.ReplaceAll(insert, "?", "$1"), strings.ReplaceAll(del, "?", "$1")
+				backend = func() *jdbc.Backend { return newPGBackend(t, jdbc.WithHandOver(false)) }
+			}
+			mutex := mutexName(t)
+			_, err := db.ExecContext(t.Context(), insert, mutex)
+			require.NoError(t, err)
+			ba := backend()
+			var logs records
+			a := leaseOf(t, ba, mutex, "a", slog.New(&logs))
+			first := acquire(t, a)
+			require.Equal(t, uint64(100001), first.Token)
+
+			_, err = db.ExecContext(t.Context(), del, mutex)
+			require.NoError(t, err)
+			b := leaseOf(t, backend(), mutex, "b")
+			low := acquire(t, b)
+			require.Equal(t, "b", low.Owner)
+			require.Less(t, low.Token, first.Token, "b's backend never saw the row")
+			require.NoError(t, b.Release(t.Context()))
+
+			again := acquire(t, a)
+			require.Equal(t, "a", again.Owner, "the row was free")
+			assert.Greater(t, again.Token, first.Token, "above every token the backend saw")
+			assert.Equal(t, uint64(1), ba.TokenRegressions(), "the version the acquire found was below the floor")
+			errs := logs.at(slog.LevelError)
+			if assert.Len(t, errs, 1) {
+				assert.Equal(t, first.Token, errs[0]["previous_token"])
+			}
+			acquire(t, a)
+			assert.Equal(t, uint64(1), ba.TokenRegressions(), "reported once")
+		})
+	}
+}
