@@ -187,10 +187,13 @@ func (b *Backend) checkedSchema(ctx context.Context) (schema, error) {
 	case errors.As(err, &se):
 		return schema{}, err
 	case err != nil:
-		return schema{}, fmt.Errorf("simba/jdbc: check table %s: %w", b.table, err)
+		return schema{}, b.refused(fmt.Errorf("simba/jdbc: check table %s: %w", b.table, err))
 	}
 	b.mu.Lock()
 	b.schema = &checked
 	b.mu.Unlock()
 	return checked, nil
 }
+
+// refused marks err as a refusal when the store's answer in it is one (see refused).
+func (b *Backend) refused(err error) error { return refused(err, b.table.String()) }

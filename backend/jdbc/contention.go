@@ -112,7 +112,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	c.acquiring(false)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("simba/jdbc: acquire: %w", err)
+		return simba.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
 	}
 	return rec, nil
 }
@@ -246,7 +246,9 @@ func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (a
 	}
 	if err != nil {
 		c.doubt = true
-		c.abandoned(ctx)
+		if !serverAnswered(err) { // else the statement has ended, changing nothing
+			c.abandoned(ctx)
+		}
 	}
 	if res.matched {
 		c.clock(sent, time.Now(), res.now)
@@ -433,7 +435,7 @@ func (c *contention) Release(ctx context.Context) error {
 	c.letGo(ctx)
 	c.unpin()
 	if err != nil {
-		return fmt.Errorf("simba/jdbc: %w", err)
+		return c.b.refused(fmt.Errorf("simba/jdbc: release: %w", err))
 	}
 	return nil
 }
@@ -506,7 +508,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	case errors.Is(err, errNoRow):
 		return simba.Record{}, nil
 	case err != nil:
-		return simba.Record{}, fmt.Errorf("simba/jdbc: look up: %w", err)
+		return simba.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up: %w", err))
 	}
 	return r.record(), nil
 }

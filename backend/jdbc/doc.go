@@ -45,7 +45,8 @@
 // names against the real column lengths, which may be narrower than the format, and that
 // the session may write the table, with an UPDATE and an INSERT that match no row: a user
 // without those privileges, a read-only session (tx_read_only) or server (read_only) fails
-// Start with the server's refusal and the GRANT to run.
+// Start with the server's refusal and the GRANT to run. Each of these problems is a
+// refusal (see Refusals and outages).
 //
 // # Names the store cannot be trusted with
 //
@@ -328,8 +329,10 @@
 // columns' types, NOT NULL, mutex alone as the primary key, a deterministic collation (a
 // nondeterministic ICU collation could make different names equal), not char(n) (it
 // pads an owner's ID with spaces), a UTF8 database, a writable server, and the role's
-// privileges; each problem comes with the ALTER TABLE (or GRANT) that fixes it, and a
-// missing table with the CREATE TABLE. An unqualified table name is looked up on the
+// privileges, each on its own (SELECT and INSERT on every column, UPDATE on every column
+// but mutex, held on the table or the columns; DELETE, which only Prune needs, does not
+// fail Start, and a Prune without it fails with a refusal); each problem comes with the
+// ALTER TABLE (or GRANT) that fixes it, and a missing table with the CREATE TABLE. An unqualified table name is looked up on the
 // session's search_path; WithTable("schema.table") names a schema. varchar limits count
 // characters, as MySQL's do, and the server refuses an over-long value it would store;
 // but in a WHERE clause an over-long value is no error, it matches nothing, so names are
@@ -404,6 +407,42 @@
 // transition + jitter. Everything else works behind such a proxy provided its driver does
 // not rely on prepared statements across transactions (pgx: default_query_exec_mode=exec,
 // or a PgBouncer that keeps them, max_prepared_statements). Session pooling is no problem.
+//
+// # Refusals and outages
+//
+// A store's answer that no retry can cure is a refusal: the error the backend returns for
+// it, from Start's checks (a *SchemaError) or from any later call (an acquisition, a
+// release, a lookup, Prune, CreateTable), matches simba.ErrRefused, quotes the server and
+// says what to fix, so that Start and acquisitions end at once. Anything else is an
+// outage, which simba retries: no answer, a timeout, a reset or refused connection
+// (driver.ErrBadConn included), a server starting up or shutting down, a resource that
+// frees itself. By the server's error code:
+//
+//	MySQL, MariaDB                PostgreSQL         what                                    kind
+//	1045 1698 1130 1251 1820      class 28           credentials, or an account that may     refusal
+//	1862 3118 4151                                   not log in (from this host)
+//	1129                                             host blocked until FLUSH HOSTS          refusal
+//	1044 1049                     3D000 3F000        no such database (schema), or none      refusal
+//	                                                 the user may use
+//	1142 1143                     42501              a privilege on the table is missing     refusal
+//	1146 1054                     42P01 42703        no such table, or column                refusal
+//	1290 1792 1836 1036           25006              read-only server, session or table      refusal
+//	1064 1305                     class 42, 0A000    SQL the server does not understand      refusal
+//	                                                 (another dialect, an older version)
+//	1040 1203 1226                53300              too many connections, or a per-user     outage
+//	                                                 limit: connections end, hours pass
+//	1053 1927                     57P01 57P03 08xxx  shutting down, starting up, in          outage
+//	                                                 recovery, connection lost
+//	1205 1213 1317 1969           40001 40P01 55P03  lock wait, deadlock, serialization,     outage
+//	                              57014              a statement timed out or cancelled
+//	any other                     any other                                                  outage
+//
+// So are the driver's refusals to connect as configured: a certificate the client does not
+// trust (x509, tls), a server without the TLS the DSN requires, an authentication method
+// the driver will not use. A refusal is not retried at Start, where it is a configuration
+// to fix; a running service goes on retrying it (a privilege may be granted back). A
+// statement the server answered with an error, a refusal or not, has ended and changed
+// nothing, so it leaves no sweep behind (see Bounded statements).
 //
 // # Who closes what
 //

@@ -162,9 +162,10 @@ func (mysqlDialect) lockName(s schema, t tableName, mutex string) string {
 
 func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error) {
 	var s schema
-	var version, csClient, csConn, timeZone, systemZone string
+	var version, csClient, csConn, timeZone, systemZone, user string
 	var readOnly, statementLog bool
-	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly, &timeZone, &systemZone, &statementLog)
+	err := db.QueryRowContext(ctx, mysqlServer).Scan(&s.database, &version, &csClient, &csConn, &readOnly, &timeZone, &systemZone,
+		&statementLog, &user)
 	var pg sqlState
 	switch {
 	case errors.As(err, &pg): // only PostgreSQL's drivers tell a SQLSTATE this way
@@ -195,9 +196,13 @@ func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (sch
 			problems = append(problems, fmt.Sprintf("the connection's %s is %s: names would be converted on the way; use utf8mb4 (go-sql-driver: charset=utf8mb4, the default)", cs.name, cs.value))
 		}
 	}
-	s.mutex, s.owner, problems = checkColumns(d.quote(t), cols, problems)
-	if len(problems) == 0 && !readOnly {
-		if problems, err = d.checkWrites(ctx, db, t, problems); err != nil {
+	if len(cols) == 0 { // information_schema lists no table the user has no privilege on
+		problems = append(problems, "the table does not exist, or the user may not use it: create it with CreateTable, or run "+oneLine(d.ddl(t)))
+	} else {
+		s.mutex, s.owner, problems = checkColumns(d.quote(t), cols, problems)
+	}
+	if len(problems) == 0 {
+		if problems, err = d.checkWrites(ctx, db, s.database, t, account(user), problems); err != nil {
 			return schema{}, err
 		}
 	}
@@ -208,20 +213,41 @@ func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (sch
 }
 
 // checkWrites appends a problem to problems if the session may not update or insert into
-// the table (mysqlMayUpdate, mysqlMayInsert), both of which write nothing; it returns an
-// error only when ctx ended meanwhile.
-func (d mysqlDialect) checkWrites(ctx context.Context, db *sql.DB, t tableName, problems []string) ([]string, error) {
-	quoted := d.quote(t)
+// the table (mysqlMayUpdate, mysqlMayInsert), both of which write nothing: the user lacks a
+// privilege (the GRANT to run names user, an account), or the session or server is
+// read-only. It returns an error when the server does not answer.
+func (d mysqlDialect) checkWrites(ctx context.Context, db *sql.DB, database string, t tableName, user string, problems []string) ([]string, error) {
+	table := d.quote(tableName{schema: database, name: t.name})
 	for _, stmt := range []string{mysqlMayUpdate, mysqlMayInsert} {
-		if _, err := db.ExecContext(ctx, fmt.Sprintf(stmt, quoted)); err != nil {
-			if ctx.Err() != nil {
-				return problems, fmt.Errorf("check that the table can be written: %w", err)
-			}
-			return append(problems, fmt.Sprintf("the session may not write it (%v): "+
-				"fix: GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO the user, on a read-write session of a writable primary", err, quoted)), nil
+		_, err := db.ExecContext(ctx, fmt.Sprintf(stmt, d.quote(t)))
+		n, _ := mysqlErrorNumber(err)
+		switch fix, refusal := refusalFix(err, table); {
+		case err == nil:
+			continue
+		case !refusal:
+			return problems, fmt.Errorf("check that the table can be written: %w", err)
+		case fix == fixWritable:
+			return append(problems, fmt.Sprintf("the session is read-only (%v); fix: connect to a writable primary, "+
+				"without tx_read_only or transaction_read_only in the DSN", err)), nil
+		case n == 1142 || n == 1143:
+			return append(problems, fmt.Sprintf("user %s may not write it (%v); fix: GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s",
+				user, err, table, user)), nil
+		default:
+			return append(problems, fmt.Sprintf("the session may not write it (%v); fix: %s", err, fix)), nil
 		}
 	}
 	return problems, nil
+}
+
+// account quotes an account as CURRENT_USER() gives it ("user@host") for a GRANT:
+// 'user'@'host'.
+func account(user string) string {
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	at := strings.LastIndex(user, "@")
+	if at < 0 {
+		return quote(user)
+	}
+	return quote(user[:at]) + "@" + quote(user[at+1:])
 }
 
 // mysqlColumn is one row of information_schema.COLUMNS.
@@ -254,11 +280,9 @@ func (mysqlDialect) columns(ctx context.Context, db *sql.DB, database, table str
 }
 
 // checkColumns checks a table's columns against the format and returns the capacities of
-// its two string columns and every problem found, appended to problems.
+// its two string columns and every problem found, appended to problems, each with the
+// ALTER TABLE that fixes it.
 func checkColumns(table string, cols map[string]mysqlColumn, problems []string) (mutex, owner column, _ []string) {
-	if len(cols) == 0 {
-		return column{}, column{}, append(problems, "the table does not exist: create it with CreateTable, or run the statement DDL returns")
-	}
 	primary := 0
 	for _, c := range cols {
 		if c.key == "PRI" {
@@ -266,45 +290,62 @@ func checkColumns(table string, cols map[string]mysqlColumn, problems []string) 
 		}
 	}
 	for _, name := range []string{"mutex", "acquired_at", "ttl_at", "transition_at", "owner_id", "version"} {
+		want := "bigint unsigned"
+		switch name {
+		case "mutex":
+			want = "varchar(66) " + mysqlBinary
+		case "owner_id":
+			want = "varchar(128) " + mysqlBinary
+		case "version":
+			want = "int unsigned"
+		}
+		modify := fmt.Sprintf("ALTER TABLE %s MODIFY `%s` %s NOT NULL", table, name, want)
 		c, ok := cols[name]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("column %s is missing", name))
+			problems = append(problems, fmt.Sprintf("column %s is missing; fix: ALTER TABLE %s ADD COLUMN `%s` %s NOT NULL", name, table, name, want))
 			continue
 		}
 		if c.nullable != "NO" {
-			problems = append(problems, fmt.Sprintf("column %s must be NOT NULL", name))
+			problems = append(problems, fmt.Sprintf("column %s must be NOT NULL; fix: %s", name, modify))
 		}
 		switch name {
 		case "mutex":
 			var p []string
-			mutex, p = checkText(table, c, "varchar(66)")
+			mutex, p = checkText(c, modify)
 			problems = append(problems, p...)
 			if c.key != "PRI" || primary != 1 {
-				problems = append(problems, "column mutex must be the primary key, alone")
+				fix := fmt.Sprintf("ALTER TABLE %s ADD PRIMARY KEY (`mutex`)", table)
+				if primary > 0 {
+					fix = fmt.Sprintf("ALTER TABLE %s DROP PRIMARY KEY, ADD PRIMARY KEY (`mutex`)", table)
+				}
+				problems = append(problems, "column mutex must be the primary key, alone; fix: "+fix)
 			}
 		case "owner_id":
 			var p []string
-			owner, p = checkText(table, c, "varchar(128)")
+			owner, p = checkText(c, modify)
 			problems = append(problems, p...)
 		case "version":
 			if !(c.dataType == "bigint" || c.dataType == "int" && strings.Contains(c.columnType, "unsigned")) {
-				problems = append(problems, fmt.Sprintf("column version is %s; want int unsigned", c.columnType))
+				problems = append(problems, fmt.Sprintf("column version is %s; want int unsigned; fix: %s", c.columnType, modify))
 			}
 		default:
 			if c.dataType != "bigint" {
-				problems = append(problems, fmt.Sprintf("column %s is %s; want bigint unsigned (epoch milliseconds)", name, c.columnType))
+				problems = append(problems, fmt.Sprintf("column %s is %s; want bigint unsigned (epoch milliseconds); fix: %s", name, c.columnType, modify))
 			}
 		}
 	}
 	return mutex, owner, problems
 }
 
+// mysqlBinary is the character set and collation of the format's string columns.
+const mysqlBinary = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+
 // checkText checks a string column: it must keep every name apart (a binary collation of
-// utf8mb4, or a binary type) and hold at least one character.
-func checkText(table string, c mysqlColumn, want string) (column, []string) {
+// utf8mb4, or a binary type) and hold at least one character. fix is the ALTER TABLE that
+// makes it the format's.
+func checkText(c mysqlColumn, fix string) (column, []string) {
 	col := column{name: c.name, max: int(min(c.maxLen, 1<<20)), typ: c.columnType}
 	var problems []string
-	fix := fmt.Sprintf("ALTER TABLE %s MODIFY `%s` %s CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", table, c.name, want)
 	switch c.dataType {
 	case "varbinary", "binary":
 		col.bytes = true
@@ -316,10 +357,10 @@ func checkText(table string, c mysqlColumn, want string) (column, []string) {
 			problems = append(problems, fmt.Sprintf("column %s uses collation %s, under which names that differ in case or accents are equal and would share a row; fix: %s", c.name, c.collation, fix))
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("column %s is %s; want %s", c.name, c.columnType, want))
+		problems = append(problems, fmt.Sprintf("column %s is %s; fix: %s", c.name, c.columnType, fix))
 	}
 	if col.max < 1 {
-		problems = append(problems, fmt.Sprintf("column %s holds no characters", c.name))
+		problems = append(problems, fmt.Sprintf("column %s holds no characters; fix: %s", c.name, fix))
 	}
 	return col, problems
 }

@@ -164,12 +164,14 @@ func (d postgresDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (
 	var version int
 	var readOnly bool
 	var nspace sql.NullString
-	var isTable, allowed sql.NullBool
+	var isTable, mayDelete sql.NullBool
 	quoted := d.quote(t)
 	err := db.QueryRowContext(ctx, pgServer, quoted).Scan(&current, &defaultSchema, &version, &serverEncoding, &clientEncoding,
-		&readOnly, &role, &nspace, &isTable, &allowed)
-	if err != nil {
-		return schema{}, fmt.Errorf("read server properties (is it PostgreSQL? the dialect is Postgres): %w", err)
+		&readOnly, &role, &nspace, &isTable, &mayDelete)
+	if _, mysql := mysqlErrorNumber(err); mysql {
+		return schema{}, fmt.Errorf("read server properties: the server answers as MySQL does, use the MySQL dialect (no WithDialect(Postgres)): %w", err)
+	} else if err != nil {
+		return schema{}, fmt.Errorf("read server properties: %w", err)
 	}
 	if !nspace.Valid {
 		where := "on the search_path (schema " + defaultSchema + ")"
@@ -201,14 +203,37 @@ func (d postgresDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (
 	if !isTable.Bool {
 		problems = append(problems, "it is not a table (a view?)")
 	}
-	if !allowed.Bool {
-		problems = append(problems, fmt.Sprintf("role %s may not read, insert or update it; fix: GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s", role, quoted, role))
+	if missing := pgMissingPrivileges(cols); len(missing) > 0 && isTable.Bool {
+		if !mayDelete.Bool {
+			missing = append(missing, "DELETE") // named, though only Prune needs it
+		}
+		problems = append(problems, fmt.Sprintf("role %s may not %s it; fix: GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s",
+			role, strings.Join(missing, ", "), quoted, role))
 	}
 	s.mutex, s.owner, problems = checkPgColumns(quoted, cols, problems)
 	if len(problems) > 0 {
 		return schema{}, &SchemaError{Table: table, Problems: problems}
 	}
 	return s, nil
+}
+
+// pgMissingPrivileges returns the privileges that the session's role lacks on a column of
+// the format that cols has, of those acquisitions need: SELECT and INSERT on every column,
+// UPDATE on every column but mutex. Each is held on the table or on every such column.
+// (DELETE, which only Prune needs, fails Start only along with one of these: Prune reports
+// its absence as a refusal.)
+func pgMissingPrivileges(cols map[string]pgColumn) []string {
+	var missing []string
+	for _, priv := range []string{"SELECT", "INSERT", "UPDATE"} {
+		for _, name := range []string{"mutex", "acquired_at", "ttl_at", "transition_at", "owner_id", "version"} {
+			c, ok := cols[name]
+			if ok && !c.may[priv] && !(priv == "UPDATE" && name == "mutex") {
+				missing = append(missing, priv)
+				break
+			}
+		}
+	}
+	return missing
 }
 
 // oneLine returns a statement without its comment lines, on one line.
@@ -230,6 +255,7 @@ type pgColumn struct {
 	collation           string
 	deterministic       bool
 	primary             bool
+	may                 map[string]bool // the session's role's privileges on the column: SELECT, INSERT, UPDATE
 }
 
 func (postgresDialect) columns(ctx context.Context, db *sql.DB, quoted string) (map[string]pgColumn, error) {
@@ -241,9 +267,12 @@ func (postgresDialect) columns(ctx context.Context, db *sql.DB, quoted string) (
 	cols := make(map[string]pgColumn)
 	for rows.Next() {
 		var c pgColumn
-		if err := rows.Scan(&c.name, &c.typ, &c.declared, &c.maxLen, &c.notNull, &c.collation, &c.deterministic, &c.primary); err != nil {
+		var mayRead, mayInsert, mayUpdate bool
+		if err := rows.Scan(&c.name, &c.typ, &c.declared, &c.maxLen, &c.notNull, &c.collation, &c.deterministic, &c.primary,
+			&mayRead, &mayInsert, &mayUpdate); err != nil {
 			return nil, fmt.Errorf("read the columns of %s: %w", quoted, err)
 		}
+		c.may = map[string]bool{"SELECT": mayRead, "INSERT": mayInsert, "UPDATE": mayUpdate}
 		cols[c.name] = c
 	}
 	if err := rows.Err(); err != nil {

@@ -42,14 +42,14 @@ func (b *Backend) Prune(ctx context.Context, age time.Duration) (int64, error) {
 		return 0, err
 	}
 	if _, err := b.exec(ctx, b.db, s, b.sql.ensureFloor); err != nil {
-		return 0, fmt.Errorf("simba/jdbc: prune: %w", err)
+		return 0, b.refused(fmt.Errorf("simba/jdbc: prune: %w", err))
 	}
 	var total int64
 	for {
 		n, err := b.pruneBatch(ctx, s, age)
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("simba/jdbc: prune: %w", err)
+			return total, b.refused(fmt.Errorf("simba/jdbc: prune: %w", err))
 		}
 		if n < pruneBatch {
 			return total, nil

@@ -39,13 +39,17 @@ func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
 	// second try finds the winner's table.
 	if _, err := db.ExecContext(ctx, cfg.dialect.ddl(t)); err != nil {
 		if _, again := db.ExecContext(ctx, cfg.dialect.ddl(t)); again != nil {
-			return fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
+			err = fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
+			if isRefusal(err) {
+				return &refusal{err: err, fix: "create it as a user that may create tables, or in a migration (DDL returns the statement)"}
+			}
+			return err
 		}
 	}
 	_, err = cfg.dialect.inspect(ctx, db, t)
 	var se *SchemaError
 	if err != nil && !errors.As(err, &se) {
-		return fmt.Errorf("simba/jdbc: check table %s: %w", t, err)
+		return refused(fmt.Errorf("simba/jdbc: check table %s: %w", t, err), t.String())
 	}
 	return err
 }

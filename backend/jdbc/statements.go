@@ -244,10 +244,11 @@ const (
 const (
 	// mysqlServer tells the database the connection uses, the server's version (to tell
 	// MariaDB from MySQL), the character sets strings travel in, whether the server
-	// refuses writes (a replica), the session's time zone (whether it has folds), and
-	// whether the session logs statements as text (see mysqlReleaseUnlock).
+	// refuses writes (a replica), the session's time zone (whether it has folds),
+	// whether the session logs statements as text (see mysqlReleaseUnlock), and the
+	// account the session's privileges are of (for a GRANT).
 	mysqlServer = "SELECT COALESCE(DATABASE(), ''), VERSION(), @@character_set_client, @@character_set_connection, @@read_only, " +
-		"@@session.time_zone, @@system_time_zone, @@log_bin AND @@session.binlog_format = 'STATEMENT'"
+		"@@session.time_zone, @@system_time_zone, @@log_bin AND @@session.binlog_format = 'STATEMENT', CURRENT_USER()"
 
 	// mysqlColumns describes a table's columns. Arguments: schema, table.
 	mysqlColumns = "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), " +
@@ -428,24 +429,28 @@ const (
 	// encodings names are stored and travel in, whether the server refuses writes (a
 	// standby, or a read-only session), and the table (a quoted name, resolved on the
 	// search_path if not qualified): its schema (NULL: it does not exist), whether it is
-	// a table, and whether the session's role may read, insert and update it.
-	// Arguments: quoted name.
+	// a table, and whether the session's role may delete from it (its other privileges are
+	// pgColumns', column by column). Arguments: quoted name.
 	pgServer = "SELECT current_database(), COALESCE(current_schema(), ''), current_setting('server_version_num')::int, " +
 		"current_setting('server_encoding'), current_setting('client_encoding'), " +
-		"current_setting('transaction_read_only') = 'on' OR pg_is_in_recovery(), current_user, " +
-		"n.nspname, c.relkind IN ('r', 'p'), has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE') " +
+		"current_setting('transaction_read_only') = 'on' OR pg_is_in_recovery(), quote_ident(current_user), " +
+		"n.nspname, c.relkind IN ('r', 'p'), has_table_privilege(c.oid, 'DELETE') " +
 		"FROM (SELECT to_regclass($1) AS oid) AS r LEFT JOIN pg_class c ON c.oid = r.oid " +
 		"LEFT JOIN pg_namespace n ON n.oid = c.relnamespace"
 
 	// pgColumns describes the table's columns: name, type, declared type, length limit
 	// (-1: none), NOT NULL, collation and whether it is deterministic (different
-	// strings never equal), and whether the column alone is the primary key.
+	// strings never equal), whether the column alone is the primary key, and whether the
+	// session's role may select, insert and update it (each privilege held on the column
+	// or the table: has_table_privilege with several privileges holds when any one is).
 	// Arguments: quoted name.
 	pgColumns = "SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod), " +
 		"CASE WHEN t.typname IN ('varchar', 'bpchar') AND a.atttypmod > 4 THEN a.atttypmod - 4 ELSE -1 END, " +
 		"a.attnotnull, COALESCE(co.collname, ''), COALESCE(co.collisdeterministic, true), " +
 		"EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND i.indnkeyatts = 1 " +
-		"AND i.indkey[0] = a.attnum) " +
+		"AND i.indkey[0] = a.attnum), " +
+		"has_column_privilege(a.attrelid, a.attnum, 'SELECT'), has_column_privilege(a.attrelid, a.attnum, 'INSERT'), " +
+		"has_column_privilege(a.attrelid, a.attnum, 'UPDATE') " +
 		"FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation co ON co.oid = a.attcollation " +
 		"WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped"
 )
