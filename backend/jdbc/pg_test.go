@@ -96,9 +96,13 @@ func TestPostgresStartRefusesAWrongTable(t *testing.T) {
 // further, and Start says so before anything is written; text columns take any length the
 // format allows.
 func TestPostgresStartChecksRealLengths(t *testing.T) {
+	needPostgres(t)
 	pgTable(t, "narrow", strings.NewReplacer("varchar(66)", "varchar(40)", "varchar(128)", "varchar(32)").Replace(pgGoodColumns)+")")
 	b := newPGBackend(t, jdbc.WithTable("narrow"))
 	require.ErrorIs(t, startOn(t, b, strings.Repeat("界", 41), "c"), simba.ErrInvalidArgument, "41 characters in varchar(40)")
+	err := startOn(t, b, strings.Repeat("m", 41), "c")
+	require.ErrorIs(t, err, simba.ErrInvalidArgument)
+	assert.Equal(t, 1, strings.Count(err.Error(), strings.Repeat("m", 41)), "the mutex named once (the core names it): %v", err)
 	require.ErrorIs(t, startOn(t, b, "m-narrow", strings.Repeat("c", 33)), simba.ErrInvalidArgument, "33 characters in varchar(32)")
 	assert.Empty(t, pgRows(t, openPG(t), "narrow", ""), "nothing written")
 

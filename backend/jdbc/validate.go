@@ -43,15 +43,28 @@ func checkLength(field, s string, limit int, why string) error {
 }
 
 // fits checks a name against the real column Start found, which may be narrower than the
-// format (a JVM Simba table with owner_id char(32), say).
+// format (a JVM Simba table with owner_id char(32), say). A mutex name is not quoted: the
+// service's error names it already.
 func fits(col column, field, s string, t tableName) error {
 	n, unit := utf8.RuneCountInString(s), "characters"
 	if col.bytes {
 		n, unit = len(s), "bytes"
 	}
-	if n > col.max {
-		return simba.InvalidArgument(field, s, fmt.Sprintf("must be at most %d %s: column %s of table %s is %s; it has %d",
-			col.max, unit, col.name, t, col.typ, n))
+	if n <= col.max {
+		return nil
 	}
-	return nil
+	rule := fmt.Sprintf("must be at most %d %s, as column %s of table %s is %s; use a shorter one, or widen the column",
+		col.max, unit, col.name, t, col.typ)
+	if field == "mutex" {
+		return simba.InvalidArgument(field, sized{n, unit}, rule)
+	}
+	return simba.InvalidArgument(field, s, fmt.Sprintf("%s (it has %d)", rule, n))
 }
+
+// sized stands for a value by its length in an error.
+type sized struct {
+	n    int
+	unit string
+}
+
+func (s sized) String() string { return fmt.Sprintf("of %d %s", s.n, s.unit) }
