@@ -24,6 +24,7 @@ type Backend struct {
 	regressions atomic.Uint64
 	steps       atomic.Uint64
 	floors      floors
+	lookups     lookups // for ReleaseOwner
 
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded

@@ -61,6 +61,9 @@ type contention struct {
 	watch         watch // the row of another owner as first seen at its version
 
 	hand handOver
+
+	started time.Time // when StartContend made the contention
+	looked  bool      // a retriever's first Lookup is over (see lookups)
 }
 
 var _ simba.LeaseContention = (*contention)(nil)
@@ -76,6 +79,8 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 		wake:   p.Wake,
 		closed: p.Closed,
 		log:    p.Logger,
+
+		started: time.Now(),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -476,12 +481,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 			released, unlocked, err = u.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
 			return err
 		}
-		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.release, c.mutex, c.id, version)
-		res, err := q.ExecContext(ctx, query, args...)
-		if err == nil {
-			n, rerr := res.RowsAffected()
-			released = rerr == nil && n == 1
-		}
+		released, err = c.b.release(ctx, q, c.schema, c.mutex, c.id, version)
 		return err
 	})
 	if err != nil {
@@ -498,11 +498,13 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	return nil
 }
 
-// Lookup reads the row; see simba.LeaseContention. A mutex without a row has no owner.
+// Lookup reads the row; see simba.LeaseContention. A mutex without a row has no owner. A
+// retriever's first lookup (simba.Lookup's only one) is remembered for ReleaseOwner.
 func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return simba.Record{}, err
 	}
+	sending := time.Now() // the service's send time, to which it adds the record, is earlier
 	r, err := c.read(ctx)
 	switch {
 	case errors.Is(err, errNoRow):
@@ -510,7 +512,12 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	case err != nil:
 		return simba.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up: %w", err))
 	}
-	return r.record(), nil
+	rec := r.record()
+	if c.id == "" && !c.looked && rec.Owner != "" {
+		c.b.lookups.add(lookedUp{mutex: c.mutex, owner: rec.Owner, version: r.version, rec: rec, from: c.started, to: sending})
+	}
+	c.looked = true
+	return rec, nil
 }
 
 // StopContend frees the contention's hand-over resources (its waiting goroutine, named
@@ -574,19 +581,39 @@ func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
 	before := c.b.floors.get(c.mutex)
 	sent := time.Now()
-	err := c.run(ctx, false, func(q querier) error {
-		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.read.in(c.schema), c.mutex)
-		return q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
+	err := c.run(ctx, false, func(q querier) (err error) {
+		r, err = c.b.read(ctx, q, c.schema, c.mutex)
+		return err
 	})
 	r.got = time.Now()
-	if errors.Is(err, sql.ErrNoRows) {
-		return row{}, errNoRow
-	}
 	if err == nil {
 		c.clock(sent, r.got, r.now)
 		c.observe(before, r.version)
 	}
 	return r, err
+}
+
+// read reads mutex's row and the database's now with q; errNoRow if there is no row.
+func (b *Backend) read(ctx context.Context, q querier, s schema, mutex string) (row, error) {
+	var r row
+	query, args := b.dialect.bound(s, limit(ctx), b.sql.read.in(s), mutex)
+	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, errNoRow
+	}
+	return r, err
+}
+
+// release runs the release statement with q: it frees mutex's row if owner holds it at
+// version, and reports whether it did.
+func (b *Backend) release(ctx context.Context, q querier, s schema, mutex, owner string, version uint64) (bool, error) {
+	query, args := b.dialect.bound(s, limit(ctx), b.sql.release, mutex, owner, version)
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return err == nil && n == 1, nil
 }
 
 // ensureRow creates the row with no owner unless it exists, at the highest version the

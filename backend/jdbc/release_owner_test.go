@@ -1,0 +1,112 @@
+package jdbc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// TestReleaseOwner: an administrator's release (storeurl.Release) frees the mutex only if
+// the row still holds the tenure a lookup found. It used to acquire in the owner's name
+// and release: if the same contender had released and acquired again in between, that
+// freed its new tenure (issue 33, item 8). ReleaseOwner frees only the row's write the
+// lookup read: a new tenure, or a renewal, since the lookup leaves the row alone.
+func TestReleaseOwner(t *testing.T) {
+	for _, dialect := range []string{"mysql", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			backend := func() *jdbc.Backend { return newBackend(t, jdbc.WithHandOver(false)) }
+			if dialect == "postgres" {
+				backend = func() *jdbc.Backend { return newPGBackend(t, jdbc.WithHandOver(false)) }
+			}
+			admin := backend()
+			lookup := func(mutex string) simba.Owner {
+				t.Helper()
+				o, err := simba.Lookup(t.Context(), admin, mutex)
+				require.NoError(t, err)
+				return o
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+
+			t.Run("a new tenure since the lookup", func(t *testing.T) {
+				mutex := mutexName(t)
+				l, err := simba.NewLocker(backend(), mutex, simba.WithContenderID("a"))
+				require.NoError(t, err)
+				lease, err := l.Acquire(ctx)
+				require.NoError(t, err)
+				o := lookup(mutex)
+				require.Equal(t, "a", o.ID)
+
+				require.NoError(t, lease.Release(ctx))
+				lease, err = l.Acquire(ctx) // the same Locker, a new tenure
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = lease.Release(context.Background()) })
+
+				err = admin.ReleaseOwner(ctx, mutex, o)
+				require.ErrorIs(t, err, jdbc.ErrChangedSinceLookup)
+				assert.Contains(t, err.Error(), "look again")
+				now := lookup(mutex)
+				assert.Equal(t, "a", now.ID, "the new tenure is still held")
+				assert.NoError(t, lease.Context().Err(), "and its holder still believes")
+			})
+
+			t.Run("a renewal since the lookup", func(t *testing.T) {
+				mutex := mutexName(t)
+				c := leaseOf(t, backend(), mutex, "a")
+				require.Equal(t, "a", acquire(t, c).Owner)
+				o := lookup(mutex)
+				require.Equal(t, "a", acquire(t, c).Owner) // renews
+				require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, o), jdbc.ErrChangedSinceLookup)
+				assert.Equal(t, "a", lookup(mutex).ID)
+			})
+
+			t.Run("another owner since the lookup", func(t *testing.T) {
+				mutex := mutexName(t)
+				a := leaseOf(t, backend(), mutex, "a")
+				require.Equal(t, "a", acquire(t, a).Owner)
+				o := lookup(mutex)
+				require.NoError(t, a.Release(ctx))
+				b := leaseOf(t, backend(), mutex, "b")
+				require.Equal(t, "b", acquire(t, b).Owner)
+				require.NoError(t, admin.ReleaseOwner(ctx, mutex, o), "nothing to do")
+				assert.Equal(t, "b", lookup(mutex).ID)
+			})
+
+			t.Run("the tenure looked up", func(t *testing.T) {
+				mutex := mutexName(t)
+				a := leaseOf(t, backend(), mutex, "a")
+				first := acquire(t, a)
+				require.Equal(t, "a", first.Owner)
+				o := lookup(mutex)
+				require.NoError(t, admin.ReleaseOwner(ctx, mutex, o))
+				assert.True(t, lookup(mutex).IsZero(), "released")
+				next := acquire(t, leaseOf(t, backend(), mutex, "b"))
+				assert.Equal(t, "b", next.Owner, "at once")
+				assert.Greater(t, next.Token, first.Token)
+				require.NoError(t, admin.ReleaseOwner(ctx, mutex, o), "released already: nothing to do")
+				assert.Equal(t, "b", lookup(mutex).ID)
+			})
+
+			t.Run("an owner no lookup of the backend reported", func(t *testing.T) {
+				mutex := mutexName(t)
+				a := leaseOf(t, backend(), mutex, "a")
+				require.Equal(t, "a", acquire(t, a).Owner)
+				o, err := simba.Lookup(t.Context(), backend(), mutex) // another backend's lookup
+				require.NoError(t, err)
+				require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, o), simba.ErrInvalidArgument)
+				forged := lookup(mutex)
+				forged.TransitionAt = forged.TransitionAt.Add(time.Millisecond)
+				require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, forged), simba.ErrInvalidArgument)
+				assert.Equal(t, "a", lookup(mutex).ID)
+				require.NoError(t, admin.ReleaseOwner(ctx, mutex, simba.Owner{}), "no owner: nothing to do")
+				assert.ErrorIs(t, admin.ReleaseOwner(ctx, "", o), simba.ErrInvalidArgument)
+			})
+		})
+	}
+}
