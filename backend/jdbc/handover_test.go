@@ -16,6 +16,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/faultproxy"
 )
 
 // counting wraps a backend and counts the acquire calls of its contentions.
@@ -300,7 +301,16 @@ func TestDeferralFollowsTheLock(t *testing.T) {
 	_, err := db.ExecContext(ctx, "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 0)", mutex)
 	require.NoError(t, err)
 	log := &records{}
-	b := newBackend(t)
+	// x's statements reach the server 100 ms late, so that it leaves the row to a lock's
+	// holder for four such round trips: the test then has time to take the row as c
+	// however loaded the machine (at 25 ms, c's UPDATE came too late now and then).
+	p, err := faultproxy.New(server.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	p.Delay(faultproxy.Up, 100*time.Millisecond, 0)
+	b, err := jdbc.New(openDSN(t, fmt.Sprintf("simba:simba@tcp(%s)/simba?interpolateParams=true", p.Addr())))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
 	x := leaseOf(t, b, mutex, "x", slog.New(log))
 	lock := b.LockName(mutex)
 	require.NotEmpty(t, lock)
