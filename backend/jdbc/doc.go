@@ -437,9 +437,9 @@
 //	                              57014              a statement timed out or cancelled
 //	any other                     any other                                                  outage
 //
-// So are the driver's refusals to connect as configured: a certificate the client does not
-// trust (x509, tls), a server without the TLS the DSN requires, an authentication method
-// the driver will not use. A refusal is not retried at Start, where it is a configuration
+// So are the driver's refusals to connect as configured: a DSN pgx cannot parse (it parses
+// it when it connects), a certificate the client does not trust (x509, tls), a server
+// without the TLS the DSN requires, an authentication method the driver will not use. A refusal is not retried at Start, where it is a configuration
 // to fix; a running service goes on retrying it (a privilege may be granted back). A
 // statement the server answered with an error, a refusal or not, has ended and changed
 // nothing, so it leaves no sweep behind (see Bounded statements).

@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"iter"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/simba-go/simba"
 )
@@ -59,6 +61,7 @@ const (
 	fixSQL       = "check the dialect (WithDialect) and the server's version: MySQL 5.7, MariaDB 10.3, PostgreSQL 13 or later"
 	fixTLS       = "make the DSN's TLS settings (tls=, sslmode=, the CA) match the server's"
 	fixBlocked   = "unblock the host: mariadb-admin flush-hosts (FLUSH HOSTS)"
+	fixDSN       = "correct the DSN"
 )
 
 // mysqlRefusals are the MySQL and MariaDB error numbers that are refusals, and what to fix.
@@ -173,8 +176,15 @@ func mysqlErrorNumber(err error) (int, bool) {
 	return 0, false
 }
 
-// driverRefusal reports whether a leaf of err's tree is one of refusingDriverErrors.
+// driverRefusal reports whether a leaf of err's tree is one of refusingDriverErrors, or an
+// error of err's tree is pgx's *pgconn.ParseConfigError ("cannot parse `<DSN>`: ..."): pgx
+// parses the DSN when it connects, not when the pool is opened.
 func driverRefusal(err error) (string, bool) {
+	for e := range tree(err) {
+		if strings.HasPrefix(e.Error(), "cannot parse `") {
+			return fixDSN, true
+		}
+	}
 	for _, leaf := range leaves(err) {
 		if fix, ok := refusingDriverErrors[leaf.Error()]; ok {
 			return fix, true
@@ -183,22 +193,48 @@ func driverRefusal(err error) (string, bool) {
 	return "", false
 }
 
+// tree yields err and every error it wraps, depth first.
+func tree(err error) iter.Seq[error] {
+	return func(yield func(error) bool) {
+		var walk func(error) bool
+		walk = func(e error) bool {
+			if e == nil {
+				return true
+			}
+			if !yield(e) {
+				return false
+			}
+			switch u := e.(type) {
+			case interface{ Unwrap() []error }:
+				for _, c := range u.Unwrap() {
+					if !walk(c) {
+						return false
+					}
+				}
+			case interface{ Unwrap() error }:
+				return walk(u.Unwrap())
+			}
+			return true
+		}
+		walk(err)
+	}
+}
+
 // leaves returns the errors of err's tree that wrap none.
 func leaves(err error) []error {
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		var out []error
-		for _, e := range u.Unwrap() {
-			out = append(out, leaves(e)...)
+	var out []error
+	for e := range tree(err) {
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			if len(u.Unwrap()) > 0 {
+				continue
+			}
+		case interface{ Unwrap() error }:
+			if u.Unwrap() != nil {
+				continue
+			}
 		}
-		return out
-	case interface{ Unwrap() error }:
-		if e := u.Unwrap(); e != nil {
-			return leaves(e)
-		}
+		out = append(out, e)
 	}
-	if err == nil {
-		return nil
-	}
-	return []error{err}
+	return out
 }

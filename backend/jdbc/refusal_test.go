@@ -80,6 +80,7 @@ func TestStartRefusals(t *testing.T) {
 			return myBackend(myDSN("simba:simba", "simba"))(t)
 		}, refused: true, says: "read-only"},
 		{name: "read-only session", open: myBackend(myDSN("simba:simba", "simba", "tx_read_only=1")), refused: true, says: "READ ONLY"},
+		{name: "TLS the server does not offer", open: myBackend(myDSN("simba:simba", "simba", "tls=true")), refused: true, says: "TLS"},
 		{name: "wrong dialect", open: myBackend(myDSN("simba:simba", "simba"), jdbc.WithDialect(jdbc.Postgres)), refused: true,
 			says: "the server answers as MySQL does, use the MySQL dialect"},
 		{name: "closed port", open: func(t *testing.T) *jdbc.Backend {
@@ -151,6 +152,8 @@ func TestStartRefusals(t *testing.T) {
 			says: "connection refused"},
 		{name: "TLS the server does not offer", open: pgBackend(strings.Replace(pgDSN("simba:simba", "simba"), "sslmode=disable", "sslmode=require", 1)),
 			refused: true, says: "TLS"},
+		{name: "malformed DSN", open: pgBackend(strings.Replace(pgDSN("simba:simba", "simba"), "sslmode=disable", "sslmode=bogus", 1)),
+			refused: true, says: "sslmode is invalid"},
 		{name: "too many connections", open: pgRole("simba_none_left", "ALTER ROLE {role} CONNECTION LIMIT 0"), says: "too many connections"},
 	}
 	for _, c := range pgCases {
