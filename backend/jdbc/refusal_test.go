@@ -298,3 +298,23 @@ func TestPostgresPruneWithoutDelete(t *testing.T) {
 	assert.Contains(t, err.Error(), "fix: GRANT SELECT, INSERT, UPDATE, DELETE ON simba_mutex TO the user")
 	t.Log(err)
 }
+
+// An outage while a contention runs (connections reset, then nothing answers) fails its
+// calls with errors that do not match simba.ErrRefused: the service retries them.
+func TestOutageDuringContention(t *testing.T) {
+	b, p := proxied(t)
+	l := leaseOf(t, b, mutexName(t), "a")
+	require.Equal(t, "a", acquire(t, l).Owner)
+	p.PauseAccept(true)
+	t.Cleanup(func() { p.PauseAccept(false) })
+	p.Reset()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err := l.Acquire(ctx)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, simba.ErrRefused)
+	t.Log(err)
+	_, err = l.Lookup(ctx)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, simba.ErrRefused)
+}
