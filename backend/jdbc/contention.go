@@ -368,10 +368,7 @@ func (c *contention) won(res acquireResult) simba.Record {
 	if res.renewed && c.token != 0 && !mutation.On("latest-version-token") {
 		token = c.token
 	}
-	ttl := c.ttl - clockStep
-	if res.renewed {
-		ttl -= renewalMark
-	}
+	ttl := c.ttl - clockStep - c.shortened(res.renewed)
 	c.version, c.token = res.version, token
 	return simba.Record{
 		Owner:      c.id,
@@ -381,9 +378,29 @@ func (c *contention) won(res acquireResult) simba.Record {
 	}
 }
 
-// renewalMark is how much shorter a renewal makes ttl_at than a new tenure does: the row
-// then tells which of the two its last write was.
-const renewalMark = time.Millisecond
+// The renewal mark: the acquire statement writes ttl_at up to a millisecond short, so that
+// transition_at - ttl_at is odd after a renewal and even after a new tenure's first write.
+// The row then tells which of the two its last write was, to its contention after a lost
+// answer (seen) and to any reader (renewalMark): with an even transition a renewal is the
+// one shortened, with an odd one a new tenure.
+
+// parity is the parity of the transition in whole milliseconds as the acquire statement
+// writes it, for a ttl and a lease (ttl + transition).
+func parity(ttl, lease time.Duration) int64 { return (lease.Milliseconds() - ttl.Milliseconds()) & 1 }
+
+// shortened returns how much shorter than the ttl the contention's acquire statement writes
+// ttl_at, for a renewal or a new tenure.
+func (c *contention) shortened(renewal bool) time.Duration {
+	p := parity(c.ttl, c.lease)
+	if renewal {
+		p ^= 1
+	}
+	return time.Duration(p) * time.Millisecond
+}
+
+// renewalMark reports whether a row simba wrote was last written by a renewal (else by a
+// new tenure's first write, or by JVM Simba, whose rows carry no mark).
+func renewalMark(r row) bool { return (r.transitionAt-r.ttlAt)&1 == 1 }
 
 // seen records a row that was read when the acquire statement did not match, and returns
 // it as a record. Rows naming other owners carry no token (simba.Record: "zero when the
@@ -410,13 +427,13 @@ func (c *contention) seen(r row) (rec simba.Record, known bool) {
 		return rec, true
 	}
 	c.watch = watch{}
-	mark := int64(r.transitionAt) - int64(r.ttlAt) - (c.lease - c.ttl).Milliseconds()
+	shortened := time.Duration(int64(r.transitionAt)-int64(r.ttlAt)-(c.lease.Milliseconds()-c.ttl.Milliseconds())) * time.Millisecond
 	switch {
 	case c.token != 0 && r.version == c.version:
 		// Nothing changed: the row is at the last millisecond of its transition window.
-	case c.token != 0 && r.version == c.version+1 && mark == renewalMark.Milliseconds():
+	case c.token != 0 && r.version == c.version+1 && shortened == c.shortened(true):
 		// The contention's own renewal, whose answer was lost.
-	case c.token != 0 && mark == 0 && r.version > c.version:
+	case c.token != 0 && shortened == c.shortened(false) && r.version > c.version:
 		// A new tenure begun by a statement whose answer was lost: its version is above
 		// the one the contention knew, as every acquisition's is. A version below it is
 		// the row lowered behind the backend's back (data lost), not a tenure of its own.

@@ -30,8 +30,9 @@
 // ttl_at and transition_at to 0 and the owner to the empty string where the owner is this
 // contender, and, where JVM Simba sets acquired_at to 0, stamps it with the time of the
 // release (see Pruning). A renewal is further conditioned on the exact version this
-// contention last saw, and writes ttl_at one millisecond early (see Fencing token); the
-// release is conditioned on that version too (see Bounded statements). JVM services are
+// contention last saw, and every acquisition may write ttl_at a millisecond early, to mark
+// renewals (see Fencing token); the release is conditioned on that version too (see
+// Bounded statements). JVM services are
 // affected by none of these: they read acquired_at only to report it, and treat a row
 // whose transition window has ended as free whatever its other columns say.
 //
@@ -158,10 +159,13 @@
 // deleted and created again, is taken as a new tenure, with a new token, even by the
 // contender that owned it before. When an answer is lost, the statements that follow
 // still expect the version of the last answer, so none of them renews again; the next
-// one that does not match reads the row, and the row's last write tells what happened: a
-// renewal writes ttl_at one millisecond short of what a new tenure writes, so a renewal at
-// the next version continues the tenure and its token, and a new tenure of this contender
-// gives the version it wrote as the token. A new lifecycle that finds its contender's
+// one that does not match reads the row, and the row's last write tells what happened: the
+// acquisition writes ttl_at up to a millisecond short so that transition_at - ttl_at is odd
+// after a renewal and even after a new tenure's first write (the renewal mark), so a
+// renewal at the next version continues the tenure and its token, and a new tenure of this
+// contender gives the version it wrote as the token. Any reader can tell the two apart
+// (Backend.ReleaseOwner does). JVM Simba's renewals carry no mark: its rows read as new
+// tenures (as simba takes them), unless its transition is an odd number of milliseconds. A new lifecycle that finds its contender's
 // earlier tenure still on the row renews it and takes the new version as its token, larger
 // than any token handed out before. Tokens of one mutex strictly increase across tenures;
 // version is an int unsigned, so after 4,294,967,294 changes of one row acquisitions fail

@@ -72,26 +72,40 @@ func TestTokenIsTheFirstVersionOfTheTenure(t *testing.T) {
 }
 
 // A row of this contender read after its acquire statement did not match: the row's last
-// write tells a renewal (ttl_at marked) from a new tenure.
+// write tells a renewal from a new tenure by the parity of transition_at - ttl_at, odd
+// after a renewal, whatever the transition's parity.
 func TestTokenOfARowWrittenByALostStatement(t *testing.T) {
-	mine := func(version, ttlAt uint64) row {
-		return row{owner: "me", ttlAt: ttlAt, transitionAt: 2000, version: version, now: 500}
-	}
-	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
-	c.won(acquireResult{matched: true, version: 5})
+	for _, transition := range []uint64{1000, 1001} {
+		const transitionAt = 3000
+		p := transition & 1
+		mine := func(version uint64, renewal bool) row {
+			shortened := p
+			if renewal {
+				shortened ^= 1
+			}
+			return row{owner: "me", ttlAt: transitionAt - transition - shortened, transitionAt: transitionAt, version: version, now: 500}
+		}
+		c := &contention{id: "me", ttl: time.Second, lease: time.Second + time.Duration(transition)*time.Millisecond}
+		rec := c.won(acquireResult{matched: true, version: 5})
+		assert.Equal(t, time.Second-clockStep-time.Duration(p)*time.Millisecond, rec.TTL, "transition %d: no longer than ttl_at", transition)
+		assert.False(t, renewalMark(mine(5, false)))
+		assert.True(t, renewalMark(mine(6, true)))
 
-	rec, known := c.seen(mine(5, 1000))
-	assert.True(t, known)
-	assert.Equal(t, uint64(5), rec.Token, "unchanged: the last millisecond of the window")
-	rec, known = c.seen(mine(6, 999))
-	assert.True(t, known)
-	assert.Equal(t, uint64(5), rec.Token, "the contention's own renewal, whose answer was lost")
-	rec, known = c.seen(mine(9, 1000))
-	assert.True(t, known)
-	assert.Equal(t, uint64(9), rec.Token, "a new tenure begun by a statement whose answer was lost")
-	_, known = c.seen(mine(11, 999))
-	assert.False(t, known, "a renewal it could not have made: taken over")
-	assert.Zero(t, c.token)
+		rec, known := c.seen(mine(5, false))
+		assert.True(t, known)
+		assert.Equal(t, uint64(5), rec.Token, "unchanged: the last millisecond of the window")
+		rec, known = c.seen(mine(6, true))
+		assert.True(t, known)
+		assert.Equal(t, uint64(5), rec.Token, "transition %d: the contention's own renewal, whose answer was lost", transition)
+		rec, known = c.seen(mine(9, false))
+		assert.True(t, known)
+		assert.Equal(t, uint64(9), rec.Token, "transition %d: a new tenure begun by a statement whose answer was lost", transition)
+		_, known = c.seen(mine(11, true))
+		assert.False(t, known, "a renewal it could not have made: taken over")
+		assert.Zero(t, c.token)
+		rec = c.won(acquireResult{matched: true, version: 12, renewed: true})
+		assert.Equal(t, time.Second-clockStep-time.Duration(p^1)*time.Millisecond, rec.TTL, "transition %d: no longer than ttl_at", transition)
+	}
 }
 
 // A new contention (a later lifecycle) that finds its own contender's tenure still on the

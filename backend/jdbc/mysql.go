@@ -72,7 +72,7 @@ func (d mysqlDialect) acquireStatement(t tableName, s schema, ttl, lease time.Du
 	if s.folds {
 		clock = mysqlFoldingClock
 	}
-	return fmt.Sprintf(clock.Replace(mysqlAcquire), d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
+	return fmt.Sprintf(clock.Replace(mysqlAcquire), d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
 func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {

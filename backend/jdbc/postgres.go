@@ -66,7 +66,7 @@ func (d postgresDialect) statements(t tableName) statements {
 }
 
 func (d postgresDialect) acquireStatement(t tableName, _ schema, ttl, lease time.Duration) string {
-	return fmt.Sprintf(pgAcquire, d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
+	return fmt.Sprintf(pgAcquire, d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
 func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
@@ -85,7 +85,7 @@ func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit
 var _ lockingAcquirer = postgresDialect{}
 
 func (d postgresDialect) lockingAcquireStatement(t tableName, _ schema, ttl, lease time.Duration) string {
-	return fmt.Sprintf(pgAcquireLocking, d.quote(t), ttl.Milliseconds(), lease.Milliseconds())
+	return fmt.Sprintf(pgAcquireLocking, d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
 func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, error) {

@@ -10,27 +10,29 @@ import (
 	"github.com/simba-go/simba"
 )
 
-// ErrChangedSinceLookup is returned by ReleaseOwner when the owner has written the row
-// since the lookup (renewed its tenure, or begun another), or when the backend cannot tell
-// which of its lookups the owner record came from: look the owner up again.
-var ErrChangedSinceLookup = errors.New("simba/jdbc: the owner renewed or acquired the mutex again since the lookup: look again")
+// ErrChangedSinceLookup is returned by ReleaseOwner when the owner has renewed its tenure
+// since the lookup, or when the backend cannot tell which of its lookups the owner record
+// came from: look the owner up again.
+var ErrChangedSinceLookup = errors.New("simba/jdbc: the owner record is out of date")
 
 // ReleaseOwner frees mutex in the name of owner, as simba.Lookup on this backend reported
-// it, if the row still holds exactly the write that lookup read: an administrator's
-// release of a stuck owner (storeurl.Release). A reader sees no fencing token, so the
-// tenure is identified by the row's version as the lookup read it, which the backend
-// keeps: the release is the owner's own (owner_id and version both match), and anything
-// the owner wrote since (a renewal, or a new tenure after a release) leaves the row alone
-// and fails with ErrChangedSinceLookup. A row that no longer names the owner, or that
-// no longer holds it (its transition window has ended), is left alone and ReleaseOwner
-// returns nil, as it does for the zero Owner.
+// it, if the row still holds exactly the write that lookup read: an administrator's release
+// of a stuck owner (storeurl.Release). A reader sees no fencing token, so the backend keeps
+// the row's version as each lookup read it, and the release is the owner's own,
+// conditioned on owner_id and that version: whatever the owner wrote since leaves the row
+// alone. What it wrote then decides the answer (the row tells a renewal from a tenure's
+// first write, see the package documentation): after a renewal, ReleaseOwner fails with
+// ErrChangedSinceLookup (look again: the tenure looked up goes on); after a new tenure, or
+// when the row names another owner or none, the tenure looked up is over and ReleaseOwner
+// returns nil, as it does for the zero Owner. A JVM Simba owner's renewal counts as a new
+// tenure, as it does for simba's tokens.
 //
-// The backend knows an owner record by the instants in it, which only the lookup that
-// reported it produces, and remembers each lookup's read until the record's transition
-// window ends (at most 1,024 at once). An owner record of another backend's lookup, or
-// one altered, fails with an error matching simba.ErrInvalidArgument; one the backend has
-// forgotten or cannot tell from another lookup's fails with ErrChangedSinceLookup. The
-// owner is not told: it goes on believing until its next renewal finds the row changed.
+// The backend tells which lookup reported an owner record by the instants in it, and
+// remembers each lookup until the record's transition window ends (at most 1,024 at
+// once). A record of another backend's lookup, or one altered, fails with an error
+// matching simba.ErrInvalidArgument; one the backend may have forgotten, or cannot tell
+// from another lookup's, fails with ErrChangedSinceLookup. The owner is not told: it goes
+// on believing until its next renewal finds the row changed.
 func (b *Backend) ReleaseOwner(ctx context.Context, mutex string, owner simba.Owner) error {
 	if ctx == nil {
 		return simba.InvalidArgument("ctx", nil, "must not be nil")
@@ -72,10 +74,10 @@ func (b *Backend) ReleaseOwner(ctx context.Context, mutex string, owner simba.Ow
 		return nil
 	case err != nil:
 		return b.refused(fmt.Errorf("simba/jdbc: release for %s: read the row: %w", owner.ID, err))
-	case r.record().Owner == owner.ID:
-		return fmt.Errorf("%w (version %d)", ErrChangedSinceLookup, r.version)
+	case r.record().Owner == owner.ID && renewalMark(r):
+		return fmt.Errorf("%w: %s renewed since the lookup: look again", ErrChangedSinceLookup, owner.ID)
 	}
-	return nil
+	return nil // a new tenure since, another owner, or none
 }
 
 // maxLookups bounds how many lookups' reads a backend remembers for ReleaseOwner.
@@ -150,9 +152,9 @@ func (l *lookups) versionOf(mutex string, o simba.Owner) (version uint64, live b
 	}
 	switch {
 	case !l.forgot.IsZero() && !o.AcquiredAt.After(l.forgot):
-		return 0, false, fmt.Errorf("%w (the backend may have forgotten the lookup)", ErrChangedSinceLookup)
+		return 0, false, fmt.Errorf("%w: the backend may have forgotten the lookup: look again", ErrChangedSinceLookup)
 	case found > 1:
-		return 0, false, fmt.Errorf("%w (lookups at different versions reported the same record)", ErrChangedSinceLookup)
+		return 0, false, fmt.Errorf("%w: lookups at different versions reported the same record: look again", ErrChangedSinceLookup)
 	case found == 0:
 		return 0, false, simba.InvalidArgument("owner", o.ID, "must be an owner record that simba.Lookup on this backend reported, unchanged")
 	}

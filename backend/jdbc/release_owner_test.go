@@ -2,6 +2,7 @@ package jdbc_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // the row still holds the tenure a lookup found. It used to acquire in the owner's name
 // and release: if the same contender had released and acquired again in between, that
 // freed its new tenure (issue 33, item 8). ReleaseOwner frees only the row's write the
-// lookup read: a new tenure, or a renewal, since the lookup leaves the row alone.
+// lookup read: a new tenure since the lookup leaves the row alone (the tenure looked up is
+// over), and so does a renewal, which fails with ErrChangedSinceLookup (look again).
 func TestReleaseOwner(t *testing.T) {
 	for _, dialect := range []string{"mysql", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
@@ -34,37 +36,51 @@ func TestReleaseOwner(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 
-			t.Run("a new tenure since the lookup", func(t *testing.T) {
-				mutex := mutexName(t)
-				l, err := simba.NewLocker(backend(), mutex, simba.WithContenderID("a"))
-				require.NoError(t, err)
-				lease, err := l.Acquire(ctx)
-				require.NoError(t, err)
-				o := lookup(mutex)
-				require.Equal(t, "a", o.ID)
+			// A transition of an odd number of milliseconds, too: a renewal is told from a
+			// new tenure by the parity of transition_at - ttl_at.
+			for _, transition := range []time.Duration{time.Second, 1001 * time.Millisecond} {
+				t.Run(fmt.Sprintf("a new tenure since the lookup, transition %s", transition), func(t *testing.T) {
+					mutex := mutexName(t)
+					l, err := simba.NewLocker(backend(), mutex, simba.WithContenderID("a"), simba.WithTransition(transition))
+					require.NoError(t, err)
+					lease, err := l.Acquire(ctx)
+					require.NoError(t, err)
+					o := lookup(mutex)
+					require.Equal(t, "a", o.ID)
 
-				require.NoError(t, lease.Release(ctx))
-				lease, err = l.Acquire(ctx) // the same Locker, a new tenure
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = lease.Release(context.Background()) })
+					require.NoError(t, lease.Release(ctx))
+					lease, err = l.Acquire(ctx) // the same Locker, a new tenure
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = lease.Release(context.Background()) })
 
-				err = admin.ReleaseOwner(ctx, mutex, o)
-				require.ErrorIs(t, err, jdbc.ErrChangedSinceLookup)
-				assert.Contains(t, err.Error(), "look again")
-				now := lookup(mutex)
-				assert.Equal(t, "a", now.ID, "the new tenure is still held")
-				assert.NoError(t, lease.Context().Err(), "and its holder still believes")
-			})
+					require.NoError(t, admin.ReleaseOwner(ctx, mutex, o), "the tenure looked up is over: nothing to do")
+					now := lookup(mutex)
+					assert.Equal(t, "a", now.ID, "the new tenure is still held")
+					assert.NoError(t, lease.Context().Err(), "and its holder still believes")
+				})
 
-			t.Run("a renewal since the lookup", func(t *testing.T) {
-				mutex := mutexName(t)
-				c := leaseOf(t, backend(), mutex, "a")
-				require.Equal(t, "a", acquire(t, c).Owner)
-				o := lookup(mutex)
-				require.Equal(t, "a", acquire(t, c).Owner) // renews
-				require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, o), jdbc.ErrChangedSinceLookup)
-				assert.Equal(t, "a", lookup(mutex).ID)
-			})
+				t.Run(fmt.Sprintf("a renewal since the lookup, transition %s", transition), func(t *testing.T) {
+					mutex := mutexName(t)
+					c, err := backend().StartContend(t.Context(), simba.Participant{Mutex: mutex, ContenderID: "a", TTL: 2 * time.Second,
+						Transition: transition, Wake: func() {}})
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+					l := c.(simba.LeaseContention)
+					first := acquire(t, l)
+					require.Equal(t, "a", first.Owner)
+					o := lookup(mutex)
+					renewed := acquire(t, l)
+					require.Equal(t, "a", renewed.Owner)
+					require.Equal(t, first.Token, renewed.Token, "a renewal")
+					err = admin.ReleaseOwner(ctx, mutex, o)
+					require.ErrorIs(t, err, jdbc.ErrChangedSinceLookup)
+					assert.Contains(t, err.Error(), "renewed since the lookup: look again")
+					assert.Equal(t, "a", lookup(mutex).ID)
+					o = lookup(mutex)
+					require.Equal(t, "a", acquire(t, l).Owner, "renews again")
+					require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, o), jdbc.ErrChangedSinceLookup, "looked up after a renewal")
+				})
+			}
 
 			t.Run("another owner since the lookup", func(t *testing.T) {
 				mutex := mutexName(t)

@@ -112,26 +112,24 @@ const (
 	// if the database's clock, stepped back since, says the row is still held. version is
 	// assigned first, so that it reads the row as it was whether the server assigns left
 	// to right (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT).
-	// Through LAST_INSERT_ID the statement hands back, in its OK packet, the new version
-	// (bits 32 and up), 1 for a renewal or 0 for a new tenure (bit 31), and the low 31
-	// bits of the database's now in ms, to notice its clock stepping (see
-	// contention.clock). ttl_at reads that back (LAST_INSERT_ID without an argument): a
-	// renewal writes ttl_at one millisecond short of a new tenure's, which leaves in the
-	// row which of the two its last write was (see contention.seen). The new version is
-	// one more than the row's or than the floor, the highest version the backend saw,
-	// whichever is larger: after the row was deleted and created again from a lower
-	// version, tokens go on above the earlier ones. LAST_INSERT_ID carries the version the
-	// statement found (bits 32 and up), from which the caller, who knows the floor, works
-	// out the new one, and sees a version below the floor even when the statement then
-	// took the row above it. The version guard keeps int unsigned from overflowing or, in
+	// Through LAST_INSERT_ID the statement hands back, in its OK packet, the version it
+	// found (bits 32 and up), 1 for a renewal or 0 for a new tenure (bit 31), and the low
+	// 31 bits of the database's now in ms, to notice its clock stepping (see
+	// contention.clock). ttl_at reads the renewal bit back (LAST_INSERT_ID without an
+	// argument) and leaves it in the row (renewalMark). The new version is one more than
+	// the row's or than the floor, the highest version the backend saw, whichever is
+	// larger: after the row was deleted and created again from a lower version, tokens go
+	// on above the earlier ones. The caller, who knows the floor, works it out from the
+	// version found, and sees a version below the floor even when the statement took the
+	// row above it. The version guard keeps int unsigned from overflowing or, in
 	// non-strict mode, from sticking at its maximum and repeating a token. %[2]d and %[3]d
-	// stand for ttl and ttl + transition in ms.
+	// stand for ttl and ttl + transition in ms, %[4]d for the parity of the transition.
 	// Arguments: contender, expected version (NULL: none), floor, contender, mutex, floor,
 	// contender, expected version, stale version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
 		"version = GREATEST(LAST_INSERT_ID((version << 32) | " +
 		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, ?) + 1, " +
-		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - ((LAST_INSERT_ID() >> 31) & 1), " +
+		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - (((LAST_INSERT_ID() >> 31) & 1) ^ %[4]d), " +
 		"acquired_at = {writeStart}, " +
 		"transition_at = " + mysqlNow + " + %[3]d + {writeShift}, " +
 		"owner_id = ? " +
@@ -296,16 +294,15 @@ const (
 	pgOwns = "owner_id = $3 AND version IS NOT DISTINCT FROM $4"
 
 	// pgAcquire is SPEC §6's one conditional UPDATE, as mysqlAcquire, in one round trip:
-	// RETURNING hands back the new version, the renewal mark (1 for a renewal of the
-	// tenure the contention knows, 0 for a new tenure: a renewal writes ttl_at one
-	// millisecond short, which leaves in the row which of the two its last write was),
-	// the database's now, and the version the statement found (pgFound). PostgreSQL
-	// evaluates every SET expression on the row as it was. %[2]d and %[3]d stand for ttl
-	// and ttl + transition in ms.
+	// RETURNING hands back the new version, 1 for a renewal of the tenure the contention
+	// knows or 0 for a new tenure (read back from ttl_at, which leaves it in the row:
+	// renewalMark), the database's now, and the version the statement found (pgFound).
+	// PostgreSQL evaluates every SET expression on the row as it was. %[2]d and %[3]d stand
+	// for ttl and ttl + transition in ms, %[4]d for the parity of the transition.
 	// Arguments: limit, floor, contender, expected version (NULL: none), mutex, stale
 	// version (NULL: none).
 	pgAcquire = pgAcquireUpdate + "transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6 END " +
-		"RETURNING version, " + pgNow + " + %[2]d - ttl_at, " + pgNow + ", " + pgFoundValue
+		"RETURNING version, (" + pgNow + " + %[2]d - ttl_at) # %[4]d, " + pgNow + ", " + pgFoundValue
 
 	// pgFound keeps the version of the row an UPDATE changes, as its SET clause reads it,
 	// in a setting of the statement's transaction, for RETURNING to hand back
@@ -319,7 +316,7 @@ const (
 	// a new tenure: the row is free, or stale ($6).
 	pgAcquireUpdate = "UPDATE %[1]s SET " +
 		"version = CASE WHEN " + pgFound + " THEN GREATEST(version, $2) + 1 END, " +
-		"ttl_at = " + pgNow + " + %[2]d - CASE WHEN " + pgOwns + " AND transition_at > " + pgNow + " THEN 1 ELSE 0 END, " +
+		"ttl_at = " + pgNow + " + %[2]d - (CASE WHEN " + pgOwns + " AND transition_at > " + pgNow + " THEN 1 ELSE 0 END # %[4]d), " +
 		"acquired_at = " + pgNow + ", " +
 		"transition_at = " + pgNow + " + %[3]d, " +
 		"owner_id = $3 " +
@@ -339,7 +336,7 @@ const (
 	// Arguments: pgAcquire's, then key.
 	pgAcquireLocking = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($7::text::bigint) AS got, pg_backend_pid() AS pid), " +
 		"u AS (" + pgAcquireUpdate + "(transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6) AND (SELECT got FROM l) END " +
-		"RETURNING version, " + pgNow + " + %[2]d - ttl_at AS mark, " + pgNow + " AS now, " + pgFoundValue + " AS found) " +
+		"RETURNING version, (" + pgNow + " + %[2]d - ttl_at) # %[4]d AS mark, " + pgNow + " AS now, " + pgFoundValue + " AS found) " +
 		"SELECT l.got::int, l.pid, u.version, u.mark, u.now, u.found FROM l LEFT JOIN u ON true"
 
 	// pgRead reads a row and the database's now. Arguments: limit, mutex.
