@@ -98,7 +98,7 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	return c
 }
 
-// Acquire runs SPEC §6's conditional UPDATE; see simba.LeaseContention. When it matches,
+// Acquire runs JVM Simba's conditional UPDATE; see simba.LeaseContention. When it matches,
 // the UPDATE itself tells the new version and whether it renewed this contender's tenure,
 // so no read follows; otherwise the row is read to tell who owns it.
 func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
@@ -349,7 +349,7 @@ func (c *contention) watchRow(r row, rec simba.Record) simba.Record {
 // observe records a version of the row, answered by a statement sent when the highest
 // version the backend had seen was before, and reports a version lower than that: the
 // row was deleted and created again by someone who did not know its version, and tokens
-// went back (FAULTS G2: only data loss may do that, and it must be detected).
+// went back (only data loss may do that, and it must be detected).
 func (c *contention) observe(before, v uint64) {
 	if prev, back := c.b.floors.saw(c.mutex, before, v); back {
 		c.b.regressions.Add(1)
@@ -447,7 +447,7 @@ func (c *contention) seen(r row) (rec simba.Record, known bool) {
 	return rec, true
 }
 
-// Release gives the mutex up with SPEC §6's release, conditioned on the exact version (see
+// Release gives the mutex up with JVM Simba's release, conditioned on the exact version (see
 // releaseRow), and then lets the named lock go, which wakes the next waiting contender.
 func (c *contention) Release(ctx context.Context) error {
 	if err := c.b.usable(ctx); err != nil {

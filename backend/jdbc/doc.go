@@ -153,25 +153,25 @@
 // version too, so the latest version is not the token. The UPDATE returns, through
 // LAST_INSERT_ID in its own reply, the version it found (from which the new one follows)
 // and whether it renewed the tenure the contention knows, so no read follows a successful
-// acquisition. A renewal matches only
-// at the exact version of the contention's last answer: a tenure goes on, and keeps its
-// token, only while nothing has come between. A row freed behind its owner's back, or
-// deleted and created again, is taken as a new tenure, with a new token, even by the
-// contender that owned it before. When an answer is lost, the statements that follow
-// still expect the version of the last answer, so none of them renews again; the next
-// one that does not match reads the row, and the row's last write tells what happened: the
-// acquisition writes ttl_at up to a millisecond short so that transition_at - ttl_at is odd
-// after a renewal and even after a new tenure's first write (the renewal mark), so a
-// renewal at the next version continues the tenure and its token, and a new tenure of this
-// contender gives the version it wrote as the token. Any reader can tell the two apart
-// (Backend.ReleaseOwner does). JVM Simba's renewals carry no mark: its rows read as new
-// tenures (as simba takes them), unless its transition is an odd number of milliseconds. A new lifecycle that finds its contender's
-// earlier tenure still on the row renews it and takes the new version as its token, larger
-// than any token handed out before. Tokens of one mutex strictly increase across tenures;
-// version is an int unsigned, so after 4,294,967,294 changes of one row acquisitions fail
-// instead of repeating a token.
+// acquisition. A renewal matches only at the exact version of the contention's last
+// answer: a tenure goes on, and keeps its token, only while nothing has come between. A
+// row freed behind its owner's back, or deleted and created again, is taken as a new
+// tenure, with a new token, even by the contender that owned it before. When an answer is
+// lost, the statements that follow still expect the version of the last answer, so none
+// of them renews again; the next one that does not match reads the row, and the row's
+// last write tells what happened: the acquisition writes ttl_at up to a millisecond short
+// so that transition_at - ttl_at is odd after a renewal and even after a new tenure's
+// first write (the renewal mark), so a renewal at the next version continues the tenure
+// and its token, and a new tenure of this contender gives the version it wrote as the
+// token. Any reader can tell the two apart (Backend.ReleaseOwner does). JVM Simba's
+// renewals carry no mark: its rows read as new tenures (as simba takes them), unless its
+// transition is an odd number of milliseconds. A new lifecycle that finds its contender's
+// earlier tenure still on the row renews it and takes the new version as its token,
+// larger than any token handed out before. Tokens of one mutex strictly increase across
+// tenures; version is an int unsigned, so after 4,294,967,294 changes of one row
+// acquisitions fail instead of repeating a token.
 //
-// A row deleted behind the backend's back and created again at version 0, as SPEC §6
+// A row deleted behind the backend's back and created again at version 0, as JVM Simba
 // creates rows, would hand out tokens again that were handed out before. So a backend
 // remembers the highest version it has seen in each mutex's row (of the mutexes its
 // contentions contend for, and of up to 4,096 others), creates a missing row at that
@@ -331,16 +331,17 @@
 // acquired_at, ttl_at, transition_at and version bigint, with CHECK constraints for the
 // ranges of the unsigned columns (DDL). Start checks the table through pg_catalog: the
 // columns' types, NOT NULL, mutex alone as the primary key, a deterministic collation (a
-// nondeterministic ICU collation could make different names equal), not char(n) (it
-// pads an owner's ID with spaces), a UTF8 database, a writable server, and the role's
+// nondeterministic ICU collation could make different names equal), not char(n) (it pads
+// an owner's ID with spaces), a UTF8 database, a writable server, and the role's
 // privileges, each on its own (SELECT and INSERT on every column, UPDATE on every column
 // but mutex, held on the table or the columns; DELETE, which only Prune needs, does not
 // fail Start, and a Prune without it fails with a refusal); each problem comes with the
-// ALTER TABLE (or GRANT) that fixes it, and a missing table with the CREATE TABLE. An unqualified table name is looked up on the
-// session's search_path; WithTable("schema.table") names a schema. varchar limits count
-// characters, as MySQL's do, and the server refuses an over-long value it would store;
-// but in a WHERE clause an over-long value is no error, it matches nothing, so names are
-// still checked before any I/O.
+// ALTER TABLE (or GRANT) that fixes it, and a missing table with the CREATE TABLE. An
+// unqualified table name is looked up on the session's search_path;
+// WithTable("schema.table") names a schema. varchar limits count characters, as MySQL's
+// do, and the server refuses an over-long value it would store; but in a WHERE clause an
+// over-long value is no error, it matches nothing, so names are still checked before any
+// I/O.
 //
 // Clock: statement_timestamp() in epoch milliseconds. It is read once per statement, when
 // the server receives it, so every use within the acquire statement sees the same
@@ -422,31 +423,32 @@
 // (driver.ErrBadConn included), a server starting up or shutting down, a resource that
 // frees itself. By the server's error code:
 //
-//	MySQL, MariaDB                PostgreSQL         what                                    kind
-//	1045 1698 1130 1251 1820      class 28           credentials, or an account that may     refusal
-//	1862 3118 4151                                   not log in (from this host)
-//	1129                                             host blocked until FLUSH HOSTS          refusal
-//	1044 1049                     3D000 3F000        no such database (schema), or none      refusal
-//	                                                 the user may use
-//	1142 1143                     42501              a privilege on the table is missing     refusal
-//	1146 1054                     42P01 42703        no such table, or column                refusal
-//	1290 1792 1836 1036           25006              read-only server, session or table      refusal
-//	1064 1305                     class 42, 0A000    SQL the server does not understand      refusal
-//	                                                 (another dialect, an older version)
-//	1040 1203 1226                53300              too many connections, or a per-user     outage
-//	                                                 limit: connections end, hours pass
-//	1053 1927                     57P01 57P03 08xxx  shutting down, starting up, in          outage
-//	                                                 recovery, connection lost
-//	1205 1213 1317 1969           40001 40P01 55P03  lock wait, deadlock, serialization,     outage
-//	                              57014              a statement timed out or cancelled
-//	any other                     any other                                                  outage
+//	MySQL, MariaDB            PostgreSQL         what                                kind
+//	1045 1698 1130 1251 1820  class 28           credentials, or an account that     refusal
+//	1862 3118 4151                               may not log in (from this host)
+//	1129                                         host blocked until FLUSH HOSTS      refusal
+//	1044 1049                 3D000 3F000        no such database (schema), or none  refusal
+//	                                             the user may use
+//	1142 1143                 42501              a privilege on the table missing    refusal
+//	1146 1054                 42P01 42703        no such table, or column            refusal
+//	1290 1792 1836 1036       25006              read-only server, session, table    refusal
+//	1064 1305                 class 42, 0A000    SQL the server does not understand  refusal
+//	                                             (another dialect, older version)
+//	1040 1203 1226            53300              too many connections, or a per-     outage
+//	                                             user limit: connections end
+//	1053 1927                 57P01 57P03 08xxx  shutting down, starting up, in      outage
+//	                                             recovery, connection lost
+//	1205 1213 1317 1969       40001 40P01 55P03  lock wait, deadlock, serialization  outage
+//	                          57014              failure, statement cancelled
+//	any other                 any other                                              outage
 //
-// So are the driver's refusals to connect as configured: a DSN pgx cannot parse (it parses
-// it when it connects), a certificate the client does not trust (x509, tls), a server
-// without the TLS the DSN requires, an authentication method the driver will not use. A refusal is not retried at Start, where it is a configuration
-// to fix; a running service goes on retrying it (a privilege may be granted back). A
-// statement the server answered with an error, a refusal or not, has ended and changed
-// nothing, so it leaves no sweep behind (see Bounded statements).
+// So are the driver's refusals to connect as configured: a DSN pgx cannot parse (it
+// parses it when it connects), a certificate the client does not trust (x509, tls), a
+// server without the TLS the DSN requires, an authentication method the driver will not
+// use. A refusal is not retried at Start, where it is a configuration to fix; a running
+// service goes on retrying it (a privilege may be granted back). A statement the server
+// answered with an error, a refusal or not, has ended and changed nothing, so it leaves
+// no sweep behind (see Bounded statements).
 //
 // # Who closes what
 //

@@ -50,7 +50,7 @@ func TestDecodeAcquire(t *testing.T) {
 }
 
 // The token is the version of the tenure's first UPDATE; renewals keep it. The latest
-// version (FAULTS 27b's mutation) would change with every renewal.
+// version (the latest-version-token mutation) would change with every renewal.
 func TestTokenIsTheFirstVersionOfTheTenure(t *testing.T) {
 	c := &contention{id: "me", ttl: time.Second, lease: 2 * time.Second}
 	rec := c.won(acquireResult{matched: true, version: 5})

@@ -20,7 +20,7 @@ var sqlModes = []struct{ name, param string }{
 	{"non-strict", "sql_mode=%27%27"},
 }
 
-// TestNamesAtTheLimits (FAULTS 26): names and IDs at the limits work on the real schema in
+// TestNamesAtTheLimits: names and IDs at the limits work on the real schema in
 // both modes and are stored exactly; one character more is rejected before any I/O.
 func TestNamesAtTheLimits(t *testing.T) {
 	for _, mode := range sqlModes {

@@ -200,7 +200,7 @@ func TestPostgresStartFailsFast(t *testing.T) {
 	}
 }
 
-// TestPostgresNamesAtTheLimits (FAULTS 26): names and IDs at the limits are stored exactly;
+// TestPostgresNamesAtTheLimits: names and IDs at the limits are stored exactly;
 // one character more is rejected before any I/O; names that differ only in case or accents
 // are different mutexes.
 func TestPostgresNamesAtTheLimits(t *testing.T) {
@@ -364,7 +364,7 @@ func TestPostgresReleaseDoesNotWaitForTheDisk(t *testing.T) {
 	assert.Empty(t, pgRow(t, db, mutex).Owner)
 }
 
-// TestPostgresStatementsBoundedOnTheServer (FAULTS 20b): an admin transaction holds the
+// TestPostgresStatementsBoundedOnTheServer: an admin transaction holds the
 // mutex row with SELECT ... FOR UPDATE. An acquisition gives up at its context's deadline,
 // and the server gives its statement up too (lock_timeout, set by the statement): no
 // backend session is left waiting for the row. A wait for the advisory lock ends on the
@@ -456,7 +456,7 @@ func TestPostgresPrune(t *testing.T) {
 	require.NoError(t, held.Release(t.Context()))
 }
 
-// FuzzPostgresNames (FAULTS 26, 27a) fuzzes the name and ID limits on the real schema: a
+// FuzzPostgresNames fuzzes the name and ID limits on the real schema: a
 // name and ID that a Locker accepts are stored and read back exactly, owned and released
 // by their contender; one that it rejects fails with ErrInvalidArgument.
 // The seeds run with the package's tests; make fuzz runs it against a PostgreSQL of each

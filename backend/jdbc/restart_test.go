@@ -86,7 +86,7 @@ func (w *warnings) since(t time.Time) []warning {
 	return out
 }
 
-// TestServerCrashShortOutage (FAULTS 19a): mariadbd is killed with SIGKILL while a
+// TestServerCrashShortOutage: mariadbd is killed with SIGKILL while a
 // contender owns the mutex and another waits, and restarted at once. InnoDB keeps the row;
 // the owner's renewals that fall into the outage are retried and succeed before its local
 // TTL end, so nothing changes hands: same owner, same token, no callbacks. The pools
@@ -129,7 +129,7 @@ func TestServerCrashShortOutage(t *testing.T) {
 	require.NoError(t, b.svc.Stop(t.Context()))
 }
 
-// TestServerCrashLongOutage (FAULTS 19b): mariadbd is killed with SIGKILL and restarted only
+// TestServerCrashLongOutage: mariadbd is killed with SIGKILL and restarted only
 // after 2 (ttl + transition). The owner stops believing by its local TTL end; after the
 // restart, whoever acquires first gets a larger token (the version survived the crash);
 // store errors stop once the server is back.

@@ -17,7 +17,7 @@ import (
 	"github.com/simba-go/simba/backend/jdbc"
 )
 
-// TestStopWhileTheServerStalls (FAULTS 20a): mariadbd is stopped with SIGSTOP while a
+// TestStopWhileTheServerStalls: mariadbd is stopped with SIGSTOP while a
 // contender owns the mutex. Stop returns within the call timeout, after OnReleased; when
 // the server resumes, another contender acquires.
 func TestStopWhileTheServerStalls(t *testing.T) {
@@ -51,7 +51,7 @@ func TestStopWhileTheServerStalls(t *testing.T) {
 	require.NoError(t, lease.Release(t.Context()))
 }
 
-// TestReleaseBehindARowLock (FAULTS 20b): an administrator holds the row with SELECT ...
+// TestReleaseBehindARowLock: an administrator holds the row with SELECT ...
 // FOR UPDATE. The release waits for the row lock only as long as its context allows (not
 // InnoDB's 50 s), and the server drops the statement then: when the administrator commits,
 // nothing is released behind the owner's back; its lease lapses on its own.
@@ -98,7 +98,7 @@ func TestReleaseBehindARowLock(t *testing.T) {
 	require.NoError(t, next.Release(t.Context()))
 }
 
-// TestLateReleaseCannotEraseALaterTenure (FAULTS 20): a release whose caller gave up on it
+// TestLateReleaseCannotEraseALaterTenure: a release whose caller gave up on it
 // reaches the server only after the same contender ID acquired the mutex again (from
 // another pool: a later lifecycle, as a Locker's next Acquire is). It is conditioned on the
 // version its contention knew, so it changes nothing, and the later tenure goes on.

@@ -5,8 +5,8 @@ import "strings"
 // Every SQL statement of the backend: first the MySQL/MariaDB dialect's, then PostgreSQL's
 // (below, pg...). In the MySQL dialect %[1]s stands for the table name, already validated
 // and quoted; ? are the statement's arguments; {end}, {shift}, {behind}, {writeShift} and
-// {writeStart} for the clock's expressions (below). The storage format and the meaning of
-// each statement are SPEC §6, shared with JVM Simba.
+// {writeStart} for the clock's expressions (below). The storage format is JVM Simba's (see the
+// package documentation).
 
 // The clock. simba reads the database's now as mysqlNow, in UTC whatever the session's
 // time zone. JVM Simba reads it as UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)): UTC turned into
@@ -90,7 +90,7 @@ const (
 )
 
 const (
-	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. SPEC §6
+	// mysqlEnsureRow creates a mutex's row with no owner if it is missing. JVM Simba
 	// creates rows at version 0, which a row deleted and created again would repeat
 	// tokens from; this one creates it at the highest version known for it: the
 	// backend's own (an argument) or the one Prune kept in the floor row (mysqlFloor),
@@ -103,7 +103,7 @@ const (
 		"SELECT ?, " + mysqlNow + ", 0, 0, '', GREATEST(?, COALESCE(MAX(version), 0)) FROM %[1]s WHERE mutex = " + mysqlFloor +
 		" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE version = version"
 
-	// mysqlAcquire is SPEC §6's one conditional UPDATE: it takes a free row (its
+	// mysqlAcquire is JVM Simba's one conditional UPDATE: it takes a free row (its
 	// transition window has ended) or renews the contender's own, but only at the exact
 	// version the contention last saw: nothing has changed the row since the
 	// contention's last answer, so the tenure it knows goes on. It also takes a row at
@@ -146,7 +146,7 @@ const (
 		"GREATEST(CAST(ttl_at AS SIGNED) + {shift}, 0), GREATEST({end}, 0), version, " + mysqlNow +
 		" FROM %[1]s WHERE mutex = ?"
 
-	// mysqlRelease is SPEC §6's release, further conditioned on the exact version the
+	// mysqlRelease is JVM Simba's release, further conditioned on the exact version the
 	// releasing contention knows: a release that reaches the server late (abandoned by
 	// its caller, delayed in a socket buffer or behind a row lock) cannot erase a later
 	// tenure, whose acquisition changed the version.
@@ -293,7 +293,7 @@ const (
 	// last saw ($4; NULL: none).
 	pgOwns = "owner_id = $3 AND version IS NOT DISTINCT FROM $4"
 
-	// pgAcquire is SPEC §6's one conditional UPDATE, as mysqlAcquire, in one round trip:
+	// pgAcquire is JVM Simba's one conditional UPDATE, as mysqlAcquire, in one round trip:
 	// RETURNING hands back the new version, 1 for a renewal of the tenure the contention
 	// knows or 0 for a new tenure (read back from ttl_at, which leaves it in the row:
 	// renewalMark), the database's now, and the version the statement found (pgFound).

@@ -26,7 +26,7 @@ func unreachableDB(t *testing.T) *sql.DB {
 	return db
 }
 
-// TestBadInput is FAULTS §5's catalogue for the SQL backend: every row fails with an
+// TestBadInput is the catalogue of bad input for the SQL backend: every row fails with an
 // error wrapping simba.ErrInvalidArgument, before any I/O and without goroutines.
 func TestBadInput(t *testing.T) {
 	db := unreachableDB(t)
