@@ -29,7 +29,8 @@ var ErrChangedSinceLookup = errors.New("simba/jdbc: the owner record is out of d
 //
 // The backend tells which lookup reported an owner record by the instants in it, and
 // remembers each lookup until the record's transition window ends (at most 1,024 at
-// once). A record of another backend's lookup, or one altered, fails with an error
+// once). A record with another owner's ID in it names no tenure: nothing is released. A
+// record of another backend's lookup, or one with other instants, fails with an error
 // matching simba.ErrInvalidArgument; one the backend may have forgotten, or cannot tell
 // from another lookup's, fails with ErrChangedSinceLookup. The owner is not told: it goes
 // on believing until its next renewal finds the row changed.
@@ -133,8 +134,9 @@ func (l *lookups) expire(now time.Time) {
 }
 
 // versionOf returns the version of the row that the lookup which reported o read. live
-// is false when o's transition window has ended: the lookup is forgotten by then, and the
-// row is free or written again since.
+// is false when there is no such tenure to release: o's transition window has ended (the
+// lookup is forgotten by then, and the row is free or written again since), or o is a
+// record a lookup reported with another owner's ID in it.
 func (l *lookups) versionOf(mutex string, o simba.Owner) (version uint64, live bool, _ error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -143,9 +145,13 @@ func (l *lookups) versionOf(mutex string, o simba.Owner) (version uint64, live b
 		return 0, false, nil
 	}
 	l.expire(now)
-	found := 0
+	found, other := 0, false
 	for _, e := range l.seen {
-		if e.mutex == mutex && e.owner == o.ID && e.reported(o) && (found == 0 || e.version != version) {
+		switch {
+		case e.mutex != mutex || !e.reported(o):
+		case e.owner != o.ID:
+			other = true
+		case found == 0 || e.version != version:
 			version = e.version
 			found++
 		}
@@ -155,10 +161,14 @@ func (l *lookups) versionOf(mutex string, o simba.Owner) (version uint64, live b
 		return 0, false, fmt.Errorf("%w: the backend may have forgotten the lookup: look again", ErrChangedSinceLookup)
 	case found > 1:
 		return 0, false, fmt.Errorf("%w: lookups at different versions reported the same record: look again", ErrChangedSinceLookup)
-	case found == 0:
-		return 0, false, simba.InvalidArgument("owner", o.ID, "must be an owner record that simba.Lookup on this backend reported, unchanged")
+	case found == 1:
+		return version, true, nil
+	case other:
+		// The instants of a lookup that found another owner: o names no tenure the row
+		// held then, and none to release.
+		return 0, false, nil
 	}
-	return version, true, nil
+	return 0, false, simba.InvalidArgument("owner", o.ID, "must be an owner record that simba.Lookup on this backend reported")
 }
 
 // reported reports whether o is the record e's lookup reported: o's instants are e's

@@ -120,6 +120,10 @@ func TestReleaseOwner(t *testing.T) {
 				forged.TransitionAt = forged.TransitionAt.Add(time.Millisecond)
 				require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, forged), simba.ErrInvalidArgument)
 				assert.Equal(t, "a", lookup(mutex).ID)
+				other := lookup(mutex)
+				other.ID = "someone-else"
+				require.NoError(t, admin.ReleaseOwner(ctx, mutex, other), "no tenure of someone-else's was looked up: nothing to do")
+				assert.Equal(t, "a", lookup(mutex).ID)
 				require.NoError(t, admin.ReleaseOwner(ctx, mutex, simba.Owner{}), "no owner: nothing to do")
 				assert.ErrorIs(t, admin.ReleaseOwner(ctx, "", o), simba.ErrInvalidArgument)
 			})
