@@ -66,9 +66,13 @@ func (d *dropper) Write(p []byte) (int, error) {
 	return d.Conn.Write(p)
 }
 
-// ZooKeeper's operation codes of the requests tests swallow.
+// ZooKeeper's operation codes of the requests tests swallow or watch.
 const (
+	opCreate       = 1
 	opDelete       = 2
+	opExists       = 3
+	opGetData      = 4
+	opSync         = 9
 	opGetChildren2 = 12
 )
 

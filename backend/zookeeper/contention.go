@@ -298,9 +298,6 @@ func (c *contention) contend(ctx context.Context, s session) (view, bool, error)
 		// one. If the session changed, install discards this view and step looks again.
 		c.czxid, c.nodeSession = ownStat.Czxid, ownStat.EphemeralOwner
 	}
-	if c.b.listed != nil {
-		c.b.listed()
-	}
 	switch {
 	case errors.Is(kidsErr, zk.ErrNoNode):
 		c.forgetNode() // the mutex node is gone, and so the contender's node
@@ -451,9 +448,6 @@ func (c *contention) join(ctx context.Context) error {
 			}
 		}
 		if c.node != "" {
-			c.b.mu.Lock()
-			c.b.adopted++
-			c.b.mu.Unlock()
 			c.log.Info("simba/zookeeper: found the node of a create whose reply was lost", "node", c.node)
 			return nil
 		}

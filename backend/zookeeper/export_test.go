@@ -8,14 +8,6 @@ import (
 
 // Test hooks.
 
-// Adopted returns how many nodes the backend found again by their protection prefix after
-// a create whose reply was lost.
-func Adopted(b *Backend) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.adopted
-}
-
 // SessionID returns the ID of the backend's current session, zero without one.
 func SessionID(b *Backend) int64 {
 	b.mu.Lock()
@@ -54,7 +46,3 @@ func Leave(b *Backend, mutex, id string) (string, error) {
 	}
 	return b.conn.Create(parent+"/"+newProtection()+latchName, []byte(id), zk.FlagEphemeralSequential, b.acl)
 }
-
-// OnListed makes f run after each time a contention of b lists its mutex's queue; set it
-// before the contention starts.
-func OnListed(b *Backend, f func()) { b.listed = f }

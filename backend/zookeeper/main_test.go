@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -223,6 +224,48 @@ func (n *network) dial(network, addr string, timeout time.Duration) (net.Conn, e
 		return n.wrap(zkdial.Wrap(c)), nil
 	}
 	return zkdial.Wrap(c), nil
+}
+
+// spied returns a backend whose connection shows seen each request before it goes out
+// (see spy).
+func spied(t testing.TB, seen func(op int32, path string)) *testBackend {
+	t.Helper()
+	return newBackendOn(t, &network{wrap: func(c net.Conn) net.Conn { return &spy{Conn: c, seen: seen} }})
+}
+
+// spy passes a connection's bytes through and shows seen every request first, with the
+// node it names ("" for requests that name none): go-zookeeper writes each request whole,
+// in one Write, from its send loop, so the request waits for seen to return.
+type spy struct {
+	net.Conn
+	seen  func(op int32, path string)
+	first bool // the connect request, which has no request header, has been written
+}
+
+func (s *spy) Write(p []byte) (int, error) {
+	if s.first && len(p) >= 12 {
+		s.seen(int32(binary.BigEndian.Uint32(p[8:12])), requestPath(p))
+	}
+	s.first = true
+	return s.Conn.Write(p)
+}
+
+// requestPath returns the node a request names: its body begins with the path for the
+// operations below (length, then bytes).
+func requestPath(p []byte) string {
+	switch binary.BigEndian.Uint32(p[8:12]) {
+	case opCreate, opDelete, opExists, opGetData, opGetChildren2, opSync:
+	default:
+		return ""
+	}
+	if len(p) < 16 {
+		return ""
+	}
+	n := int(binary.BigEndian.Uint32(p[12:16]))
+	if n < 0 || 16+n > len(p) {
+		return ""
+	}
+	return string(p[16 : 16+n])
 }
 
 // cut closes every connection; with refuse, new ones fail until heal.

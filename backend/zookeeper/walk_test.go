@@ -31,10 +31,14 @@ func TestWaiterWalksPastOwnersThatLeft(t *testing.T) {
 		require.NoError(t, err)
 		nodes = append(nodes, node)
 	}
-	b := newBackend(t)
 	var lists atomic.Int32
-	zookeeper.OnListed(b.Backend, func() {
-		if lists.Add(1) == 1 { // a and b leave between the waiter's list and its reads
+	var left atomic.Bool
+	b := spied(t, func(op int32, path string) {
+		switch {
+		case op == opGetChildren2:
+			lists.Add(1)
+		case op == opGetData && path == nodes[0] && left.CompareAndSwap(false, true):
+			// a and b leave after the waiter's list, before its read of a
 			assert.NoError(t, admin.Delete(nodes[0], -1))
 			assert.NoError(t, admin.Delete(nodes[1], -1))
 		}
@@ -66,9 +70,12 @@ func TestNextInLineTakesOverWithoutListing(t *testing.T) {
 	admin := adminConn(t)
 	owner, err := zookeeper.Leave(newBackend(t).Backend, mutex, "a")
 	require.NoError(t, err)
-	b := newBackend(t)
 	var lists atomic.Int32
-	zookeeper.OnListed(b.Backend, func() { lists.Add(1) })
+	b := spied(t, func(op int32, _ string) {
+		if op == opGetChildren2 {
+			lists.Add(1)
+		}
+	})
 	reports := make(chan simba.Owner, 16)
 	con, err := b.StartContend(ctx, simba.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
 		TTL: time.Second, Wake: func() {}, Report: func(o simba.Owner) { reports <- o }})

@@ -100,13 +100,13 @@ func TestNoWatchLeftOnAVanishedPredecessor(t *testing.T) {
 	sa := start(t, newBackend(t), ra, mutex)
 	ra.next(t, true, 5*time.Second)
 	sb := start(t, newBackend(t), rb, mutex)
-	require.NotEmpty(t, nodeOf(t, admin, parent, "b"))
+	nodeB := nodeOf(t, admin, parent, "b")
+	require.NotEmpty(t, nodeB)
 
-	bc := newBackend(t)
 	var left atomic.Bool
-	zookeeper.OnListed(bc.Backend, func() {
-		if left.CompareAndSwap(false, true) {
-			require.NoError(t, sb.Stop(context.Background())) // between C's list and its read of B
+	bc := spied(t, func(op int32, path string) {
+		if op == opGetData && path == nodeB && left.CompareAndSwap(false, true) {
+			assert.NoError(t, sb.Stop(context.Background())) // between C's list and its read of B
 		}
 	})
 	sc := start(t, bc, rc, mutex)

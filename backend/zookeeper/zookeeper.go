@@ -46,8 +46,6 @@ type Backend struct {
 	conn *zk.Conn
 	acl  []zk.ACL
 	log  *slog.Logger
-	// listed, set by tests only, runs after a contention has listed its mutex's queue.
-	listed func()
 
 	quit      chan struct{} // closed by Close: the keeper returns
 	keepWake  chan struct{} // capacity 1: the keeper has work now
@@ -65,7 +63,6 @@ type Backend struct {
 	events      uint64                              // node events seen so far
 	orphans     map[orphan]struct{}                 // nodes to delete once the session is back
 	refusal     error                               // the server refuses every request of the session; see heard
-	adopted     int                                 // nodes found again after a lost create reply (tests)
 
 	// What proves the session alive on the ensemble's leader; see alive.
 	connectedAt time.Time // when the connection last reported StateConnected
