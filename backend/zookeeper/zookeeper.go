@@ -335,7 +335,7 @@ func (b *Backend) nodeEvent(ev zk.Event) {
 	for c := range b.interest[ev.Path] {
 		c.gen++
 		if ev.Type == zk.EventNodeDeleted && c.view.valid && c.view.before == ev.Path {
-			c.next = ev.Path // see contention.promote
+			c.ownerGone = ev.Path // see contention.promote
 		}
 		if gone && c.view.valid && c.view.self && c.view.ownerPath == ev.Path {
 			c.suspend() // this contender's node is gone: it owns nothing now
