@@ -47,7 +47,7 @@
 // They answer JVM Simba's "<owner>@@<remaining ms>", or "@@" for no owner, together with
 // the fencing token.
 //
-// The backend adds to that format, as SPEC allows, without changing it:
+// The backend adds to that format without changing it:
 //
 //   - simba:{mutex}:fence, a hash of the owner and token of the latest tenure a Go
 //     contender began, expiring like the owner key; it lingers for up to ttl + transition

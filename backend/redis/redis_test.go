@@ -63,8 +63,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 	require.NoError(t, b.Close())
 }
 
-// FAULTS §5, Redis rows: names and IDs that would break the key layout or the reply and
-// message format are rejected by every constructor, before any I/O.
+// Names and IDs that would break the key layout or the reply and message format are
+// rejected by every constructor, before any I/O.
 func TestValidation(t *testing.T) {
 	b := newBackend(t, unreachable(t))
 	long := strings.Repeat("m", redis.MaxMutexLength)

@@ -13,12 +13,12 @@ import (
 	"github.com/simba-go/simba/backend/redis"
 )
 
-// FAULTS scenario 17: the owner holds, redis-server is killed (-9) and restarted empty on
-// the same port, (a) at once, (b) after ttl + transition. The old owner stops believing by
-// its local TTL end or at its first answer after the restart; one contender acquires
-// afterwards with a token greater than every earlier one (the clock-based token survives
-// the lost data), and no regression is counted. In (b) nobody overlaps; in (a) an overlap
-// is possible until the old owner's next renewal and is reported.
+// The owner holds, redis-server is killed (-9) and restarted empty on the same port, (a)
+// at once, (b) after ttl + transition. The old owner stops believing by its local TTL end
+// or at its first answer after the restart; one contender acquires afterwards with a token
+// greater than every earlier one (the clock-based token survives the lost data), and no
+// regression is counted. In (b) nobody overlaps; in (a) an overlap is possible until the
+// old owner's next renewal and is reported.
 func TestServerKilledDuringContention(t *testing.T) {
 	for _, delayed := range []bool{false, true} {
 		name := "immediate"
@@ -185,10 +185,10 @@ func TestSubscriptionSurvivesStall(t *testing.T) {
 	require.NoError(t, c.Release(ctx))
 }
 
-// FAULTS scenario 18 and C7: redis-server stalls (SIGSTOP) for 2 (ttl + transition). The
-// owner stops believing by its local TTL end although no call returns; a Stop during the
-// stall returns within about the call timeout, having delivered OnReleased; after the
-// server resumes, the lapsed key lets one contender acquire, and nobody overlapped.
+// redis-server stalls (SIGSTOP) for 2 (ttl + transition). The owner stops believing by its
+// local TTL end although no call returns; a Stop during the stall returns within about the
+// call timeout, having delivered OnReleased; after the server resumes, the lapsed key lets
+// one contender acquire, and nobody overlapped.
 func TestServerStall(t *testing.T) {
 	srv := ownServer(t)
 	mutex := uniqueName(t, "m")
