@@ -1,22 +1,29 @@
--- acquire: ARGV[1] the contender ID, ARGV[2] the lease in ms (ttl + transition), ARGV[3]
--- '0' if the contender is not in the waiting set, '1' if it may be, '2' for the first call
--- of a contention (an entry of the ID may be left from an earlier lifecycle: an owner
--- takes it off, a waiter goes to the back of the queue), ARGV[4] the nonce of this call or
--- '' for a contender that takes no grants, ARGV[5] the contender's ttl in ms, ARGV[6] '1'
--- if the contender's channel was subscribed when it sent the call.
--- Takes a free mutex (GET, then SET PX: one script, so no one comes between, as with
--- JVM Simba's SET NX PX) and announces it on simba:{mutex}; otherwise records the
--- contender as waiting (ZADD NX keeps its place in the queue) and answers the owner.
--- Beyond JVM Simba: a contender that finds itself the owner (its earlier acquire went
--- through but the answer was lost, or a release granted it the mutex) renews instead of
--- waiting, and begins a new tenure when that is the first call of its contention; a new owner leaves the waiting set, so that its own release cannot pick it as
--- the next waiter; waiting scores carry microseconds, so that the queue is first come,
--- first served, JVM waiters included (see below); and a waiter registers (see the
--- prelude), for a grant if it takes them (see release.lua). The registration expires
--- when the waiter would have tried again long since, and the waiting set and the
--- registrations expire together once no registration is live: a waiter that died does
--- not stay.
-local id, lease, listed, fresh, nonce, ttl, heard = ARGV[1], ARGV[2], ARGV[3] ~= '0', ARGV[3] == '2', ARGV[4], ARGV[5], ARGV[6]
+-- acquire: takes a free mutex, renews it for a caller that already owns it, or records
+-- the caller as waiting (and registered for a grant) and answers the owner.
+--
+-- KEYS     see prelude.lua
+-- ARGV[1]  id      the contender ID
+-- ARGV[2]  lease   ttl + transition in ms: the owner key's PX
+-- ARGV[3]  listed  '0' not in the waiting set; '1' it may be; '2' the first call of a
+--                  contention: an entry an earlier lifecycle of the ID left may be there
+--                  (an owner takes it off, a waiter goes to the back of the queue)
+-- ARGV[4]  nonce   names this call in the caller's registration; '' for a caller that
+--                  takes no grants (a Quorum's)
+-- ARGV[5]  ttl     the caller's ttl in ms
+-- ARGV[6]  heard   '1' if the caller's own channel was subscribed when it sent the call
+-- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
+--
+-- Beyond JVM Simba's acquire (SET NX PX, else ZADD NX): a caller that finds itself the
+-- owner renews (a lost answer, or a grant it has not heard of), a new owner leaves the
+-- waiting set, scores carry microseconds, and a waiter registers. See the package doc,
+-- "Hand-over, end to end".
+local id = ARGV[1]
+local lease = ARGV[2]
+local listed = ARGV[3] ~= '0'
+local fresh = ARGV[3] == '2'
+local nonce = ARGV[4]
+local ttl = ARGV[5]
+local heard = ARGV[6]
 
 local function leaveQueue()
   if listed then

@@ -1,8 +1,13 @@
--- guard (renew): ARGV[1] the contender ID, ARGV[2] the lease in ms (ttl + transition).
--- Extends the lease only while the contender owns the mutex (SET XX PX); otherwise answers
--- the owner, or '@@' when there is none. It never acquires: an owner whose key has lapsed
--- learns that its tenure ended.
-local id, lease = ARGV[1], ARGV[2]
+-- guard (renew): extends the caller's lease while it owns the mutex (SET XX PX), and
+-- otherwise answers the owner, or '@@' when there is none. It never acquires: an owner
+-- whose key has lapsed learns that its tenure ended.
+--
+-- KEYS     see prelude.lua
+-- ARGV[1]  id     the contender ID
+-- ARGV[2]  lease  ttl + transition in ms: the owner key's PX
+-- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
+local id = ARGV[1]
+local lease = ARGV[2]
 
 local owner = redis.call('get', ownerKey)
 if not owner then

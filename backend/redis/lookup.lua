@@ -1,4 +1,8 @@
--- lookup: no arguments. Answers the owner without contending (for retrievers).
+-- lookup: answers the owner without contending (for retrievers).
+--
+-- KEYS  see prelude.lua
+-- ARGV  none
+-- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
 local owner = redis.call('get', ownerKey)
 if not owner then
   return { '@@', '0' }

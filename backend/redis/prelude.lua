@@ -1,28 +1,12 @@
--- The prelude of every script of simba's Redis backend: the Go side prepends it to
--- acquire.lua, guard.lua, release.lua and lookup.lua before wrapping each in one
--- redis.NewScript.
+-- The prelude of every script of simba's Redis backend: scripts.go prepends it to each
+-- of the other .lua files. The keys, channels and formats, what each script writes and
+-- which message wakes whom: the package doc, "Hand-over, end to end".
 --
--- KEYS[1] is '{mutex}'. The braces form the cluster hash tag, so every key below and the
--- key argument itself hash to one slot.
---
--- Keys (the first two are JVM Simba's format; the others are this backend's additions):
---   simba:{mutex}            string: the owner's contender ID, PX ttl + transition
---   simba:{mutex}:contender  sorted set: waiting contender IDs, score server time in s
---                            (JVM Simba: whole seconds; here with microseconds, and placed
---                            among JVM waiters in the order they came: see acquire.lua)
---   simba:{mutex}:fence      hash: 'owner' and 'token' of the latest tenure a Go
---                            contender began, PX ttl + transition from its last renewal
---   simba:{mutex}:grant      hash: waiter ID -> its registration at its latest attempt,
---                            '<nonce>@@<server ms>@@<lease ms>@@<ttl ms>@@<until ms>@@<heard>':
---                            the nonce for a grant ('' for a waiter that takes none), when it
---                            was made, the waiter's lease and ttl, the server time after which
---                            the waiter is taken for gone unless it registered again, and '1'
---                            if the waiter listened on its channel when it registered
--- Channels: simba:{mutex} carries 'acquired@@<id>'; simba:{mutex}:<id> carries
--- 'released@@<releaser id>' or 'granted@@<nonce>@@<token>@@<releaser id>' to the waiter
--- <id>; simba:{mutex}:@@released (this backend's; JVM Simba does not listen on it)
--- carries 'released@@<releaser id>' when a release deleted the owner key and woke nobody,
--- or 'released@@<releaser id>@@<waiter id>' when it woke that waiter.
+-- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster
+--             hash tag, so all of them hash to one slot.
+-- KEYS[2..5]  simba:{mutex}, simba:{mutex}:contender, simba:{mutex}:fence and
+--             simba:{mutex}:grant: never read, named so that Redis Cluster sees every
+--             key a call touches (see scriptKeys).
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -86,7 +70,7 @@ local function keepFence(id, lease)
   end
 end
 
--- register records id's registration (see above) at server time now (ms) for an owner
+-- register records id's registration in the grant hash at server time now (ms) for an owner
 -- whose key has left ms to live: the waiter tries again at the latest about then, plus
 -- its jitter of at most a second, so it is taken for gone a lease later still. The
 -- registrations and the waiting set expire together, twice that far ahead, whenever
@@ -117,19 +101,19 @@ local function registration(waiter)
     untilMs = tonumber(untilMs), heard = heard == '1' }, true
 end
 
--- hearsAlways reports whether nobody hearing on waiter's channel at server time nowMs means
--- that the waiter is gone: subscriber counts must be exact (exact: not a Redis Cluster,
--- where PUBLISH and PUBSUB NUMSUB count the subscribers of one node only), and the waiter
--- must have been listening when it registered (a JVM waiter, which has no registration,
--- subscribes before its first attempt), or have registered more than confirmWindow ago.
--- A Go waiter's first attempt registers before its subscription is confirmed, and it
--- registers again, listening, as soon as the server confirms it: a round trip or two. A
--- registration that says it did not listen and is older than that is a waiter that ended
--- meanwhile (or whose subscription connection is down, which only polls): passed by
--- rather than granted the mutex for a lease, or woken for nobody.
+-- silenceMeansGone reports whether nobody hearing on waiter's channel at server time nowMs
+-- means that the waiter is gone: subscriber counts must be exact (exact: not a Redis
+-- Cluster, where PUBLISH and PUBSUB NUMSUB count the subscribers of one node only), and
+-- the waiter must have been listening when it registered (a JVM waiter, which has no
+-- registration, subscribes before its first attempt), or have registered more than
+-- confirmWindow ago. A Go waiter's first attempt registers before its subscription is
+-- confirmed, and it registers again, listening, as soon as the server confirms it: a round
+-- trip or two. A registration that says it did not listen and is older than that is a
+-- waiter that ended meanwhile (or whose subscription connection is down, which only
+-- polls): passed by rather than granted the mutex for a lease, or woken for nobody.
 local confirmWindow = 1000
 
-local function hearsAlways(exact, reg, known, nowMs)
+local function silenceMeansGone(exact, reg, known, nowMs)
   return exact and (not known or (reg ~= nil and (reg.heard or nowMs - reg.at > confirmWindow)))
 end
 

@@ -1,27 +1,24 @@
--- release: ARGV[1] the contender ID; ARGV[2] '0' if the contender is not in the waiting
--- set ('1' or '2' if it may be, see acquire.lua); ARGV[3] '1' if subscriber counts are
--- exact (see hearsAlways); ARGV[4], optional ('' for none), a fencing token to raise the
--- contender's fence to first (a Quorum whose tenure ends before its first renewal);
--- ARGV[5], optional, the token of the tenure to release ('0': a tenure whose token the
--- store does not show), for a release in the name of an owner that was looked up: the
--- contender's other tenures are left alone.
--- Returns 1 if the contender owned the mutex and released it, 0 otherwise.
--- A non-owner only leaves the waiting set. The owner takes the oldest waiter off the
--- waiting set and then either
---   - grants it the mutex, if it registered for grants at its latest attempt and that
---     registration is recent enough to leave a tenth of its ttl: the owner key names the
---     waiter, expiring a lease after the registration; the waiter hears
---     'granted@@<nonce>@@<token>@@<releaser>' on simba:{mutex}:<waiter> and everyone
---     'acquired@@<waiter>' on simba:{mutex}. The waiter believes from the send time of
---     the attempt with that nonce, which came before the registration; or
---   - deletes its key and tells the waiter 'released@@<releaser>' on
---     simba:{mutex}:<waiter>, as JVM Simba does (a JVM waiter, or a stale registration),
---     and every Go subscriber 'released@@<releaser>@@<waiter>' on simba:{mutex}:@@released.
--- A waiter that is gone is passed by, and its entry dropped: its registration expired, or
--- nobody heard the message addressed to it although it would have (see hearsAlways); a
--- grant made to it is then void, as nobody heard of it. With nobody left to serve, the
--- owner deletes its key and tells every Go subscriber 'released@@<releaser>'.
-local id, listed, exact, raiseTo, tenure = ARGV[1], ARGV[2] ~= '0', ARGV[3] == '1', ARGV[4] or '', ARGV[5]
+-- release: the owner hands the mutex to the oldest live waiter (a grant, for a waiter
+-- registered for one) or deletes its key and wakes that waiter; a caller that does not
+-- own the mutex only leaves the waiting set. Waiters that are gone are passed by and
+-- dropped. See the package doc, "Hand-over, end to end".
+--
+-- KEYS     see prelude.lua
+-- ARGV[1]  id       the contender ID
+-- ARGV[2]  listed   '0' if the caller is not in the waiting set, else it may be (see
+--                   acquire.lua)
+-- ARGV[3]  exact    '1' if subscriber counts are exact (see silenceMeansGone)
+-- ARGV[4]  raiseTo  optional, '' for none: a fencing token to raise the caller's fence to
+--                   first (a Quorum's tenure that ends before its first renewal)
+-- ARGV[5]  tenure   optional: the token of the tenure to release ('0': one whose token
+--                   the store does not show), for a release in the name of an owner that
+--                   was looked up (ReleaseOwner): the ID's other tenures are left alone
+-- Returns 1 if the caller owned the mutex and released it, 0 otherwise.
+local id = ARGV[1]
+local listed = ARGV[2] ~= '0'
+local exact = ARGV[3] == '1'
+local raiseTo = ARGV[4] or ''
+local tenure = ARGV[5]
 
 if tenure and redis.call('get', ownerKey) ~= id then
   return 0 -- and no fence raised for a tenure that does not hold the mutex
@@ -47,16 +44,21 @@ end
 
 local now, nowMs -- the server's time, read once a waiter is found
 
--- serve hands the mutex to waiter, or wakes it, and reports whether it was heard.
+-- serve grants waiter the mutex, or wakes it, and reports whether it was heard: false
+-- when nobody heard the message although the waiter would have (see silenceMeansGone),
+-- which makes a grant void.
 local function serve(waiter, reg, known)
   local channel = ownerKey .. ':' .. waiter
-  local tell = hearsAlways(exact, reg, known, nowMs)
+  local unheardIsGone = silenceMeansGone(exact, reg, known, nowMs)
   if reg and reg.nonce ~= '' then
+    -- The waiter believes for its ttl from the send time of the attempt that registered,
+    -- which came before reg.at: it is granted the mutex only while more than a tenth of
+    -- that ttl is left after reg.at. The key expires a lease after reg.at, after that.
     local age = nowMs - reg.at
     if age >= 0 and age * 10 < reg.ttl * 9 then
       local left = string.format('%.0f', reg.lease - age)
       local token = newToken(waiter, left, now)
-      if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and tell then
+      if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and unheardIsGone then
         return false
       end
       redis.call('set', ownerKey, waiter, 'px', left)
@@ -64,7 +66,9 @@ local function serve(waiter, reg, known)
       return true
     end
   end
-  if redis.call('publish', channel, 'released@@' .. id) == 0 and tell then
+  -- JVM Simba's hand-over, for a waiter that cannot be granted the mutex: a JVM one, a
+  -- Quorum's, or one whose registration is too old (or unreadable).
+  if redis.call('publish', channel, 'released@@' .. id) == 0 and unheardIsGone then
     return false
   end
   redis.call('del', ownerKey)
