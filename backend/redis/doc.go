@@ -11,143 +11,236 @@
 //
 // A release hands the mutex straight to the contender that has waited longest, so a
 // hand-over costs about one round trip instead of a polling delay and waiters are served
-// first come, first served; the service renews ownership,
-// signals its loss through contexts and callbacks, and every tenure carries a fencing
-// token.
+// first come, first served; the service renews ownership, signals its loss through
+// contexts and callbacks, and every tenure carries a fencing token.
 //
-// # Storage format
+// # Keys and channels
 //
 // The format is JVM Simba 3.x's, so that Go and JVM contenders of one mutex on one Redis
-// see each other as contenders:
+// see each other as contenders; this backend adds keys and channels beside it, which JVM
+// Simba neither reads nor hears. Every name of a mutex contains "{mutex}", the cluster
+// hash tag, so that all of them live in one slot (which is why mutex names may not
+// contain braces). JVM Simba's:
 //
-//   - simba:{mutex}, a string: the owner's contender ID, expiring (PX) ttl + transition
-//     after the last acquisition or renewal, that is at transitionAt.
-//   - simba:{mutex}:contender, a sorted set: the contenders waiting for the mutex, scored by
-//     the server's time in seconds when each first found it owned. JVM Simba writes
+//   - simba:{mutex}, a string: the owner's contender ID, expiring (PX) a lease (ttl +
+//     transition) after the last acquisition or renewal, that is at transitionAt; a
+//     granted owner's, a lease after the registration the grant answered.
+//   - simba:{mutex}:contender, a sorted set: the waiting contenders, scored by the
+//     server's time in seconds when each first found the mutex owned; the oldest waiter
+//     (the lowest score) is the one a release serves, in both Simbas. JVM Simba writes
 //     whole seconds, s for a waiter that came at any time within second s; this backend
 //     writes s - 1 + the fraction, which puts a Go waiter after every waiter of earlier
 //     seconds and before the JVM waiters that come later within second s, and moves the
 //     JVM waiters already in the set with score s, which came earlier within that second,
-//     to just before it. So the oldest waiter (the lowest score, which JVM Simba's release
-//     picks too) is the one that came first, whichever Simba it runs.
-//   - channel simba:{mutex}: "acquired@@<id>" when <id> acquires.
-//   - channel simba:{mutex}:<id>: "released@@<former owner>", sent to the waiter <id> that
-//     the release took off the waiting set (the oldest one).
+//     to just before it: first come, first served, whichever Simba a waiter runs. A Go
+//     contender leaves the set when it acquires, is granted the mutex or releases (a
+//     release never serves the releaser); the set expires with the grant hash.
+//   - channel simba:{mutex}: "acquired@@<id>" when <id> takes the mutex or is granted it.
+//   - channel simba:{mutex}:<id>, one per contender: "released@@<former owner>" when a
+//     release took <id> off the waiting set and left the mutex free for it (JVM Simba's
+//     only message to a waiter), or, from this backend, "granted@@<nonce>@@<token>@@<former
+//     owner>" when the release made <id> the owner.
 //
-// Lua scripts (acquire.lua, guard.lua, release.lua, lookup.lua and waiting.lua, each
-// prefixed with prelude.lua) do every change atomically. Their first key argument is
-// "{mutex}"; its braces are the cluster hash tag, so every key of a mutex lives in one
-// slot, which is why mutex names may not contain braces. The mutex's four keys are named
-// as key arguments too, so that while a Redis Cluster moves the slot a script runs only
-// where all of them are, and is otherwise told to try again (TRYAGAIN). Acquire reads
-// the owner key and takes a free mutex with SET PX (within one script, as JVM Simba's
-// SET NX PX), or records the caller as waiting (ZADD) and answers the owner; guard
-// renews with SET XX PX only while the caller owns the mutex; release hands the mutex
-// to the oldest waiter or deletes the caller's key and wakes that waiter.
-// They answer JVM Simba's "<owner>@@<remaining ms>", or "@@" for no owner, together with
-// the fencing token.
+// This backend's:
 //
-// The backend adds to that format without changing it:
-//
-//   - simba:{mutex}:fence, a hash of the owner and token of the latest tenure a Go
-//     contender began, expiring like the owner key; it lingers for up to ttl + transition
-//     after a release.
-//   - An acquire that finds the caller already owning the mutex renews instead of adding
-//     it to the waiting set: it is a retry whose answer was lost, and retries must be
-//     harmless. JVM contenders never see the difference.
-//   - A new owner leaves the waiting set, and so does a releasing owner, so that a release
-//     never wakes the releaser itself. The first attempt of a new contention also clears
-//     what an earlier lifecycle of its contender ID left (a process that ended without
-//     a release and started again with the same ID): an entry is taken off if it
-//     acquires, and moved to the back of the queue, with a new registration, if it waits.
+//   - simba:{mutex}:fence, a hash: "owner" and "token" of the latest tenure a Go
+//     contender began, expiring like the owner key; it lingers for up to a lease after a
+//     release.
+//   - simba:{mutex}:grant, a hash: for each Go waiter, the registration its latest attempt
+//     made, "<nonce>@@<at>@@<lease>@@<ttl>@@<until>@@<heard>": the attempt's nonce (empty
+//     for a waiter that takes no grants, a Quorum's), the server time of the registration
+//     in ms, the waiter's lease and ttl in ms, the server time in ms until which it counts
+//     as waiting without registering again (the owner key's remaining time, when it will
+//     try again, plus its jitter and a lease), and 1 if it listened on its channel when it
+//     registered. The waiting set and this hash expire together, twice that long after the
+//     latest registration that needed it.
+//   - nonces, "<8 random characters>-<n>": a prefix drawn per contention and the number of
+//     the attempt. They are stored only in registrations and granted messages; the
+//     contender keeps those of its latest two attempts in memory, with their send times.
 //   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
 //     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke
-//     that waiter (a JVM one, or one whose registration for a grant was too old). JVM
-//     Simba does not subscribe it, and no contender's channel can have its name (IDs
-//     never contain "@@"), so JVM peers never see these messages: on their own channels
-//     they get only JVM Simba's messages, in JVM Simba's cases. Every Go subscriber of
-//     the mutex hears a release within a round trip; a grant is heard as
-//     "acquired@@<waiter>" on simba:{mutex}.
-//   - simba:{mutex}:grant, a hash: for each Go waiter, its registration made by its
-//     latest attempt, "<nonce>@@<server time in ms>@@<lease ms>@@<ttl ms>@@<until
-//     ms>@@<heard>": the nonce for a grant (empty for a waiter that takes none, a
-//     Quorum's), the waiter's lease and ttl, the server time until which it counts as
-//     waiting without trying again (the owner key's remaining time, when it will try
-//     again, plus its jitter and a lease), and 1 if it listened on its channel when it
-//     registered. The waiting set and this hash expire together, twice that long after
-//     the latest registration that needed it.
-//   - A release that takes a registered waiter off the waiting set grants it the mutex
-//     instead of deleting the key: the owner key names the waiter and expires a lease
-//     after its registration, a new fencing token is made, the waiter hears
-//     "granted@@<nonce>@@<token>@@<former owner>" on simba:{mutex}:<waiter>, and
-//     everyone "acquired@@<waiter>" on simba:{mutex}. The waiter believes it owns the
-//     mutex from the send time of its attempt with that nonce, which came before the
-//     registration, so its local TTL end falls before the key expires, as after any
-//     answer. A registration that would leave less than a tenth of the waiter's ttl, and
-//     a JVM waiter (which never registers), get JVM Simba's release message instead. A
-//     grant whose message is lost is found at the waiter's next attempt, which renews.
+//     that waiter. No contender's channel has this name (IDs never contain "@@"), and JVM
+//     Simba does not subscribe it: on their own channels JVM peers get only JVM Simba's
+//     messages, in JVM Simba's cases.
+//   - simba:{simba}:@@check, a key and a channel of no mutex: the start-up check (see
+//     below) deletes the key, which never exists, and publishes to the channel, which
+//     nobody hears.
 //
-// Without grants, a woken waiter races the releaser's next attempt, and a process that
-// releases and asks again at once usually wins: with 8 Lockers taking turns, the least
-// served got 0.6 of the sections of the most served in a test, 0 in a 10-second
+// # Scripts
+//
+// Every store call is one Lua script, prefixed with prelude.lua, so every change is
+// atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which it makes every
+// name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
+// simba:{mutex}:fence and simba:{mutex}:grant, which it never reads: they are named so
+// that while a Redis Cluster moves the slot a call runs only where all of them are, and
+// is otherwise told to try again (TRYAGAIN). The arguments:
+//
+//	Script   Run by                    ARGV[1], ARGV[2], ...                    Answer
+//	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard     owner
+//	guard    Acquire (the owner)       id, lease                                owner
+//	release  Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]   1 or 0
+//	lookup   Lookup (a retriever)      none                                     owner
+//	waiting  OthersWaiting             id, exact                                1 or 0
+//	raise    a Quorum's first renewal  id, token                                1 or 0
+//
+//	id       the contender ID
+//	lease    ttl + transition, in ms: the owner key's PX
+//	ttl      the contender's ttl, in ms
+//	listed   "0": not in the waiting set; "1": it may be; "2": the first call of a
+//	         contention, which may find an entry an earlier lifecycle of the ID left (a
+//	         process that ended without a release and started again): an owner takes it
+//	         off, a waiter goes to the back of the queue
+//	nonce    the attempt's nonce, "" for a contender that takes no grants
+//	heard    "1" if the contender's own channel was subscribed when it sent the call
+//	exact    "1" for a *redis.Client (standalone or Sentinel), whose server counts every
+//	         subscriber; "0" for any other client, which may reach Redis Cluster nodes,
+//	         each of which counts only its own
+//	raiseTo  a Quorum tenure's token to raise the contender's fence to first, or ""
+//	tenure   ReleaseOwner's: the token of the tenure to free ("0": one that shows none)
+//	token    a Quorum tenure's token, for the fence
+//	owner    {"<owner>@@<remaining ms>" or "@@" for no owner, the owner's token}: JVM
+//	         Simba's reply and the fencing token ("0" when no Go tenure of that owner
+//	         shows one)
+//	1 or 0   release: the caller owned the mutex and released it; waiting: someone else
+//	         waits; raise: the fence is the caller's
+//
+// Acquire runs guard once an answer named the contender the owner, so that an owner
+// whose key lapsed learns that its tenure ended instead of silently starting another.
+// An acquire that finds the caller already the owner renews (its earlier answer was
+// lost, or it was granted the mutex and has not heard), so retries are harmless; JVM
+// contenders never see the difference.
+//
+// # Hand-over, end to end
+//
+// In the timelines below, m is the mutex; A and B are Go contenders (services or Lockers)
+// on Backends of their own, each with one subscription connection whose hub routes
+// every message to the contentions listening on its channel (see Subscriptions); J is a
+// JVM Simba contender, subscribed to simba:{m} and simba:{m}:J from its start.
+//
+// An uncontended acquisition and release:
+//
+//  1. A's service calls Acquire. Its first attempt runs acquire with listed "2", a new
+//     nonce (A notes its number and send time) and heard "0". The script finds no owner
+//     (GET), takes the mutex (SET PX: within one script, as JVM Simba's SET NX PX),
+//     makes a token (TIME; the fence read, written and given its expiry), drops any
+//     entry an earlier lifecycle of A left (ZREM, HDEL) and publishes "acquired@@A" on
+//     simba:{m}. It answers "A@@<lease>" and the token: A's service believes until its
+//     send time + ttl, less simba's drift margin. A subscribes nothing. J hears
+//     "acquired@@A" and takes A for the owner.
+//  2. A renews with guard (SET XX PX; the fence's expiry). At its first renewal it
+//     subscribes its channels, so as to hear at once if its key is lost and another
+//     takes the mutex.
+//  3. A's service calls Release. The release script finds A the owner and the waiting
+//     set empty, deletes simba:{m} and publishes "released@@A" on
+//     simba:{m}:@@released. J hears nothing and finds the mutex free at its next
+//     attempt (SET NX PX).
+//
+// A hand-over: A owns the mutex, B waits for it, A releases.
+//
+//  1. B's attempt runs acquire, which finds A the owner. It adds B to the waiting set
+//     (ZADD NX after B's first call, so that B keeps its place), registers B in the
+//     grant hash with the attempt's nonce n1 and heard "0" (B listens on nothing yet),
+//     and answers "A@@<remaining ms>" with A's token: B's service takes A for the owner.
+//     J hears nothing.
+//  2. B subscribes, on its hub: simba:{m}:B and simba:{m}:@@released, and simba:{m}
+//     too unless B is a Locker's waiter, which needs to hear of its turn, not of every
+//     owner. When the server has confirmed them all, the hub wakes B, which attempts
+//     again at once: acquire keeps B's place and replaces its registration with one for
+//     the new nonce n2, heard "1". B now waits for a message; it attempts on its contend
+//     period (after the transition of the owner it saw, with jitter) only in case none
+//     comes.
+//  3. A's service calls Release. The release script finds A the owner, reads TIME, and
+//     takes the oldest waiter, B, off the waiting set and its registration out of the
+//     grant hash. The registration is live (until is ahead), has a nonce, and was made
+//     less than nine tenths of B's ttl ago, so A grants B the mutex: a new token (the
+//     fence now names B), "granted@@n2@@<token>@@A" on simba:{m}:B (PUBLISH counts B's
+//     subscription), simba:{m} set to B with PX a lease less the registration's age,
+//     and "acquired@@B" on simba:{m}. The script answers 1.
+//  4. B's hub receives the granted message and hands it to B's contention, which finds
+//     n2 among the nonces of its latest two attempts and calls Participant.Grant with
+//     the tenure (owner B, B's ttl and lease, the token) and n2's send time. B's service
+//     applies it as the answer to that attempt: B owns the mutex, its local TTL end is
+//     that send time + ttl (less the drift margin), which came before the registration
+//     and so before the key expires, as after any answer, and its next call is a
+//     renewal (guard). An answer to an earlier attempt that arrives afterwards and names
+//     A changes nothing. A nonce that is not among the latest two (or a garbled message)
+//     makes B attempt at once instead, and so does, later, a granted message that was
+//     lost (B's subscription connection was down): either way acquire finds B the owner,
+//     while the grant lasts, and renews, and B believes from that attempt's send time.
+//  5. Everyone on simba:{m} hears "acquired@@B": a waiting service takes B for the owner
+//     without a store call (instants estimated from its own ttl and transition, as JVM
+//     Simba does, and no token, until its next attempt answers), and a retriever looks
+//     up. J takes B for the owner, and keeps its place in the waiting set.
+//
+// When the waiter taken off is J, or a Go waiter without a nonce (a Quorum's) or whose
+// registration is nine tenths of its ttl old or more, the release does JVM Simba's
+// hand-over instead: "released@@A" on simba:{m}:J, DEL simba:{m}, and "released@@A@@J"
+// on simba:{m}:@@released. J attempts at once and takes the mutex (SET NX PX, then
+// "acquired@@J"). The Go waiters hear that another waiter was woken: a waiting service
+// reports no owner until it hears of J. When J releases, JVM Simba's release deletes
+// the key, takes the oldest waiter (B, say) off the waiting set and publishes
+// "released@@J" on simba:{m}:B; B's hub wakes B, which attempts at once, takes the
+// mutex and drops its own registration.
+//
+// A waiter that is gone: B registered as in step 2 and then ended without a release (its
+// process crashed, or its Backend was closed), so its entry and registration stay and
+// nobody listens on simba:{m}:B. A's release takes B off as in step 3 but passes it by,
+// drops its entry and registration and serves the next waiter instead, when
+//
+//   - B's registration has expired (until is past: B has not attempted long after it
+//     would have), without a message; or
+//   - PUBLISH on simba:{m}:B counts no subscriber although B would listen: counts are
+//     exact and B registered listening, or more than a second ago. A grant already made
+//     to B is then void: simba:{m} is not set, and the fence names B with a token nobody
+//     holds, which the next tenure's exceeds. J, listening from its start, is passed by
+//     the same way if its process has ended.
+//
+// With nobody left to serve, the release deletes the key and publishes "released@@A" on
+// simba:{m}:@@released. A release looks at 16 waiters at most; gone ones further back
+// are dropped by later releases, or expire with the waiting set. OthersWaiting applies
+// the same tests (with PUBSUB NUMSUB) to the waiters ahead and drops the gone ones, so
+// that they do not keep it true. Two cases escape the tests, and a grant to a waiter
+// that is gone then stands, keeping the mutex from everyone until it lapses, a lease
+// after the waiter's last registration: a client whose counts are not exact (a
+// ClusterClient), where only expiry tells; and a waiter that ended within a second of
+// its first registration, which it made before its subscription was confirmed. A live
+// waiter taken for gone (its subscription connection was down at that moment) loses its
+// place and queues again at its next attempt, which its reconnection brings forward.
+// J's release, which tests nothing, takes a gone B off and publishes to nobody: the
+// waiters behind find the mutex free on their contend period.
+//
+// Without grants, a woken waiter would race the releaser's next attempt, and a process
+// that releases and asks again at once usually wins: with 8 Lockers taking turns, the
+// least served got 0.6 of the sections of the most served in a test, 0 in a 10-second
 // benchmark. With grants, every waiter gets its turn.
 //
-// # Waiters that are gone
-//
-// A waiter whose process ended without a release (it crashed, or its backend was closed)
-// does not keep its place. A release that reaches it passes it by and serves the next
-// waiter instead, dropping its entry and registration, when
-//
-//   - its registration has expired: it has not tried again long after it would have; or
-//   - nobody heard the message addressed to it (PUBLISH counted no subscriber) although
-//     it listened on its channel when it registered, or registered more than a second
-//     before; a JVM waiter, which has no registration, listens from its start. A grant
-//     made to such a waiter is void, as nobody heard of it. (A Go waiter's first attempt
-//     registers before its subscription is confirmed, and it registers again, listening,
-//     a round trip or two later: only a release within a second of the first
-//     registration of a waiter that ended at once can still grant it the mutex, which
-//     then stays blocked for that waiter's lease.)
-//
-// OthersWaiting applies the same tests (with PUBSUB NUMSUB) to the waiters ahead and
-// drops the gone ones, so that they do not keep it true. Waiters not yet reached expire
-// with the waiting set. Subscriber counts are exact on a standalone or Sentinel client;
-// a Redis Cluster node counts only its own subscribers, so with a ClusterClient (or any
-// client other than *redis.Client) only expiry tells: a release may then grant the mutex
-// to a waiter that has just died, and it stays blocked until that grant lapses, a lease
-// after the waiter's last attempt. A live waiter taken for gone (its subscription
-// connection was down at that moment) loses its place and queues again at its next
-// attempt, which its reconnection brings forward. A release looks at 16 waiters at most.
-//
-// # Messages are a hint
+// # Subscriptions
 //
 // Each Backend has one subscription connection, opened the first time one of its
 // contentions needs it and kept until Close; it carries the channels of all its
-// contentions. A contender subscribes simba:{mutex}, simba:{mutex}:@@released and its own
-// channel when an attempt finds the mutex owned by someone else, or at its first renewal
-// as owner; an uncontended critical section that ends before its first renewal never
-// subscribes. A Locker's waiter leaves simba:{mutex} out until it owns and renews: it
-// needs to hear of its turn, not of every other owner, so a hand-over wakes the waiter
-// it serves and not every waiter of the mutex (with 8 Lockers on one mutex, a third
-// more sections per second). A retriever subscribes the first two when it starts. A
-// channel stays subscribed for a second after its last listener left: a Locker that
-// asks again at once (or another contention of the same contender) finds its channels
-// subscribed and listens from before its first attempt, so that waiting costs no
-// SUBSCRIBE and UNSUBSCRIBE and no second attempt.
+// contentions. A contender subscribes when an attempt finds the mutex owned by someone
+// else (a Locker's leaves simba:{mutex} out until it renews as the owner), or at its
+// first renewal as owner: an uncontended critical section that ends before its first
+// renewal never subscribes. A retriever subscribes simba:{mutex} and
+// simba:{mutex}:@@released when it starts. A channel stays subscribed for a second
+// after its last listener left: a Locker that asks again at once (or another contention
+// of the same contender) finds its channels subscribed, listens from before its first
+// attempt and registers heard "1" at once, so that waiting costs no SUBSCRIBE and
+// UNSUBSCRIBE and no second attempt. Leaving simba:{mutex} out while a Locker waits
+// means that a hand-over wakes the waiter it serves, not every waiter of the mutex:
+// with 8 Lockers on one mutex, a third more sections per second.
 //
-// A grant makes its waiter the owner without a store call (see above); a grant that does
-// not match one of the waiter's latest two attempts makes it contend at once instead. A
-// release message on its own channel makes a waiter contend at once, and so does a
-// release that left the mutex free without waking anyone. An acquisition message, or a
-// release that woke another waiter, makes an owner that believes it still owns check at
-// once (its key lapsed or was lost, and another contender took the mutex), and a
-// retriever look up; a waiting service (not a Locker's) takes it as news of the owner,
-// with instants estimated from its own ttl and transition (as JVM Simba does) and no
-// token, until its next attempt answers: so Owner() follows hand-overs within a round
-// trip without a store call per waiter. Every confirmation that completes a contention's
-// channels, the first and each one after go-redis reconnected (or the backend replaced a
-// connection that stopped answering its pings, see WithPingInterval), makes a waiting
-// contention try once more and a retriever look up, so that nothing published before it
-// is missed for long; an owner learns of anything it missed at its next renewal.
+// What a message makes a contention do, besides the grant above: a release on its own
+// channel, or one on simba:{mutex}:@@released that woke nobody or woke this contender,
+// makes a waiter contend at once; a release that woke another waiter makes a waiting
+// service report no owner. An owner that believes it still owns checks at once at an
+// acquisition by another and at any release on simba:{mutex}:@@released (its key lapsed
+// or was lost, and another contender took the mutex). A retriever looks up at every
+// message. Every confirmation that completes a contention's channels, the first and
+// each one after go-redis reconnected (or the backend replaced a connection that
+// stopped answering its pings, see WithPingInterval), makes a waiting contention try
+// once more and a retriever look up, so that nothing published before it is missed for
+// long; an owner learns of anything it missed at its next renewal.
 //
 // Correctness never depends on messages: every contender still contends on its contend
 // period, so a lost message (the connection was down, the waiter was not subscribed yet)
