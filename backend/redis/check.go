@@ -33,7 +33,7 @@ func (b *Backend) check(ctx context.Context) error {
 // script writes the owner key before it publishes, and scripts do not roll back: without
 // the check, a user that may write but not publish would leave owner keys that nobody
 // believes in.) checkKey is in simba's key space, for ACL key patterns, and is no mutex's
-// key nor any contender's channel: contender IDs cannot contain "@@".
+// key nor any contender's channel (see the package doc, Keys and channels).
 var checkScript = goredis.NewScript(`redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', KEYS[1], '')
 return 1`)

@@ -84,16 +84,16 @@ var (
 	_ simba.WaitList        = (*contention)(nil)
 )
 
-// scriptKeys returns the keys a script of mutex is called with: '{mutex}', from which the
-// scripts make the names of the mutex's keys (prelude.lua), then those keys themselves,
-// which the scripts do not read from KEYS but which Redis Cluster must see. While a slot
-// moves, the source runs a call only if it has every key the call names, redirects it to
-// the target only if it has none, and otherwise answers TRYAGAIN; the target runs a
-// redirected call only if it has every key. '{mutex}' alone, which never exists, sent
-// every call to the target while the mutex's keys were still on the source: a second
-// owner. Named, a call waits (TRYAGAIN) until the keys have moved.
+// scriptKeys returns the KEYS of every script of mutex: '{mutex}', then the mutex's keys,
+// which the scripts never read (see the package doc, Scripts).
 func scriptKeys(mutex string) []string {
 	key := ownerKey(mutex)
+	// Redis Cluster must see the keys: while a slot moves, the source runs a call only if
+	// it has every key the call names, redirects it to the target only if it has none,
+	// and otherwise answers TRYAGAIN; the target runs a redirected call only if it has
+	// every key. '{mutex}' alone, which never exists, sent every call to the target while
+	// the mutex's keys were still on the source: a second owner. Named, a call waits
+	// (TRYAGAIN) until the keys have moved.
 	return []string{"{" + mutex + "}", key, key + ":contender", key + ":fence", key + ":grant"}
 }
 
@@ -142,10 +142,8 @@ func newContention(b *Backend, p simba.Participant) *contention {
 	return c
 }
 
-// Acquire runs the acquire script, or the guard script when the last answer named this
-// contender, so that an owner whose key has lapsed learns that its tenure ended instead of
-// silently starting another. A retried acquire is harmless: the acquire script renews when
-// it finds the contender already owning the mutex (its earlier answer was lost).
+// Acquire runs the acquire script, or the guard script once an answer named this
+// contender the owner (see the package doc, Scripts).
 func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return simba.Record{}, err
@@ -203,8 +201,8 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	return rec, nil
 }
 
-// Release runs the release script: the owner deletes its key and wakes the oldest waiter;
-// anyone else only leaves the waiting set.
+// Release runs the release script: the owner hands the mutex over (see the package doc,
+// Hand-over, end to end); anyone else only leaves the waiting set.
 func (c *contention) Release(ctx context.Context) error {
 	return c.release(ctx)
 }
@@ -239,10 +237,9 @@ func (c *contention) nextNonce() (string, uint64) {
 	return c.nonces + strconv.FormatUint(c.seq, 10), c.seq
 }
 
-// granted takes a grant a releasing owner addressed to this contender: when its nonce
-// names one of the latest two acquire calls, the service hears that the contender owns
-// the mutex from that call's send time; otherwise (a grant for an older registration, or
-// a garbled one) the contender contends at once and learns the answer from the store.
+// granted takes a grant addressed to this contender: Participant.Grant from the send time
+// of the attempt its nonce names, or a wake-up (see the package doc, Hand-over, end to
+// end: step 4 of a hand-over).
 func (c *contention) granted(nonce string, token uint64) {
 	number, ours := strings.CutPrefix(nonce, c.nonces)
 	seq, err := strconv.ParseUint(number, 10, 64)
@@ -310,18 +307,15 @@ func (c *contention) StopContend(context.Context) error {
 	return nil
 }
 
-// record turns an answer into a simba.Record of durations. Redis keeps one expiry, at
-// transitionAt; ttlAt is derived with this contender's own transition, which is exact for
-// its own tenures and for owners configured alike.
-//
-// seq is the nonce number of the acquire call answered (0: none). An answer that names
-// another owner to a call sent no later than the registration a grant answered is older
-// than the grant: it is passed on (simba drops it) but changes nothing here.
+// record turns the answer to the acquire call with nonce number seq (0: none) into a
+// simba.Record of durations (see the package doc, Clock).
 func (c *contention) record(a answer, seq uint64) simba.Record {
 	mine := c.id != "" && a.owner == c.id
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !mine && seq != 0 && seq <= c.grantedSeq {
+		// Another owner, named to a call sent no later than the attempt a grant answered:
+		// older than the grant, so passed on (simba drops it) but changing nothing here.
 		return c.durations(a, a.token)
 	}
 	c.owner.Store(mine)
@@ -369,10 +363,9 @@ func (c *contention) checkToken(tok uint64) {
 	c.lastToken = tok
 }
 
-// channels returns the channels the contention listens on. A Locker's waiter
-// (waitsOnly) needs no news of other owners, only of its turn, so it does not listen for
-// acquisitions until it has renewed as the owner: a hand-over then wakes the waiters it
-// concerns, not every waiter of the mutex. Called by the method calls only.
+// channels returns the channels the contention listens on: a Locker's waiter leaves
+// simba:{mutex} out until it renews as the owner (see the package doc, Subscriptions).
+// Called by the method calls only.
 func (c *contention) channels() []string {
 	switch {
 	case c.inbox == "":
@@ -391,26 +384,23 @@ func (c *contention) join() {
 }
 
 // resync reacts to a subscription confirmed after messages may have been missed: a waiter
-// contends and a retriever looks up at once. An owner does not: it subscribes as it
-// renews, and a missed message could only have told it of a takeover that its next
-// renewal finds all the same (at 10,000 owners, the first renewal would otherwise come
-// twice, in one burst).
+// contends and a retriever looks up at once; an owner waits for its next renewal.
 func (c *contention) resync() {
 	if c.id != "" && c.owner.Load() {
+		// It subscribes as it renews, and a missed message could only have told it of a
+		// takeover that its next renewal finds all the same (at 10,000 owners, the first
+		// renewal would otherwise come twice, in one burst).
 		return
 	}
 	c.wake()
 }
 
-// hint reacts to a message on one of the contention's channels. A retriever looks up at
-// once whatever it hears. A contender contends at once when the message may make it the
-// owner (a release addressed to it, or one that left the mutex free for anyone) or says
-// that another took the mutex while it believes it owns it; while it waits, news of
-// another owner only updates whom it believes to own the mutex, without a store call.
+// hint reacts to a message on one of the contention's channels (see the package doc,
+// Subscriptions).
 func (c *contention) hint(channel string, m message) {
 	switch {
 	case c.id == "":
-		c.wake()
+		c.wake() // a retriever looks up whatever it hears
 	case m.event == granted && c.grant != nil:
 		c.granted(m.nonce, m.token)
 	case channel == c.releases:
@@ -426,20 +416,22 @@ func (c *contention) hint(channel string, m message) {
 			c.wake() // someone else acquired while this contender believes it owns: check now
 			return
 		}
+		// News of another owner while waiting: instants estimated from this contender's
+		// own ttl and transition (as JVM Simba does), no token, no store call.
 		now := time.Now()
 		c.observe(simba.Owner{ID: m.id, AcquiredAt: now, TTLAt: now.Add(c.ttlDur), TransitionAt: now.Add(c.leaseDur)})
 	}
 }
 
-// observe tells a waiting contender's service whom a message names as the owner, with
-// instants estimated from this contender's own ttl and transition (as JVM Simba does) and
-// no token. The next answer of the store replaces it. Nothing is reported while the last
-// answer named this contender: only the store ends a tenure. c.mu orders the report with
-// the answers, so that an answer that names this contender is never overtaken by it.
+// observe tells a waiting contender's service whom a message names as the owner; the
+// next answer of the store replaces it. Nothing is reported while the last answer named
+// this contender: only the store ends a tenure.
 func (c *contention) observe(o simba.Owner) {
 	if c.report == nil {
 		return
 	}
+	// c.mu orders the report with the answers: one that names this contender is never
+	// overtaken by it.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.owner.Load() {

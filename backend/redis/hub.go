@@ -17,27 +17,14 @@ const (
 	maxReceiveBackoff = time.Second
 )
 
-// linger is how long a channel stays subscribed after its last listener left: a Locker
-// that acquires again, or the next waiter of the same contender, finds it subscribed and
-// costs neither a SUBSCRIBE and an UNSUBSCRIBE nor a second attempt after the
-// confirmation.
+// linger is how long a channel stays subscribed after its last listener left (see the
+// package doc, Subscriptions).
 const linger = time.Second
 
-// hub is a backend's one subscription connection. It carries the channels of all the
-// backend's contentions and routes each message to the contentions listening on its
-// channel.
-//
-// No call of a contention waits for the connection: join and leave only change the routes
-// and ask the writer to bring the subscriptions in line, so that an acquisition never
-// waits for a dial and Stop never waits for a server that does not answer. Two goroutines,
-// started with the first join and stopped by close, do the I/O: the writer sends
-// SUBSCRIBE and UNSUBSCRIBE, the reader receives. go-redis reconnects the connection and
-// subscribes every channel again after a network error; the reader replaces it when a
-// PING goes unanswered.
-//
-// Every confirmed subscription (the first one of a channel and each one after a reconnect)
-// that completes the channels of a contention makes it resync: messages published before
-// it were not heard.
+// hub is a backend's one subscription connection: it carries the channels of all the
+// backend's contentions and routes each message to those listening on its channel (see
+// the package doc, Subscriptions). No call of a contention waits for it: two goroutines,
+// started with the first join and stopped by close, do its I/O.
 type hub struct {
 	client goredis.UniversalClient
 	log    *slog.Logger
@@ -81,6 +68,9 @@ func (h *hub) join(c *contention) {
 	if h.ps == nil {
 		h.start()
 	}
+	// The writer subscribes: join and leave only change the routes, so that an
+	// acquisition never waits for a dial and Stop never waits for a server that does not
+	// answer.
 	h.poke()
 }
 

@@ -217,17 +217,13 @@ func (b *Backend) ValidateContenderID(id string) error {
 	return nil
 }
 
-// StartContend opens a participant's contention; see simba.Backend. The backend's first
-// successful StartContend checks that the server answers and accepts the client (a PING
-// and a script); until one succeeds, each checks again, bounded by ctx, and fails with an
-// error wrapping ErrUnreachable (an outage: a wrong address, the server down or still
-// loading) or ErrRefused (a refusal: a wrong or missing password, a missing permission, a
-// replica), together with the client's error.
-// Once the check has succeeded, it does no I/O. A contender subscribes only when an
-// attempt finds the mutex owned by someone else (or at its first renewal), so that an
-// uncontended acquisition costs one script call; a retriever has the mutex's channels
-// subscribed from here on, to hear of new owners and releases at once. Subscriptions are
-// made in the background, on the backend's one subscription connection.
+// StartContend opens a participant's contention; see simba.Backend. Until a call of the
+// backend has succeeded, each checks that the server answers and accepts the client (a
+// PING and a script), bounded by ctx, and fails with an error wrapping ErrUnreachable (an
+// outage: a wrong address, the server down or still loading) or ErrRefused (a refusal: a
+// wrong or missing password, a missing permission, a replica), with the client's error.
+// Afterwards it does no I/O; subscriptions are made in the background (see the package
+// doc, Subscriptions).
 func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
 	if err := b.usable(ctx); err != nil {
 		return nil, err

@@ -10,9 +10,8 @@ import (
 // separator joins the parts of replies and messages in JVM Simba's format.
 const separator = "@@"
 
-// releaseChannelSuffix makes the release channel of a mutex from its owner key:
-// simba:{mutex}:@@released. No contender's channel simba:{mutex}:<id> can have that name,
-// since contender IDs never contain "@@", and JVM Simba does not subscribe it.
+// releaseChannelSuffix makes the release channel of a mutex, simba:{mutex}:@@released,
+// from its owner key (see the package doc, Keys and channels).
 const releaseChannelSuffix = ":" + separator + "released"
 
 // maxRemaining bounds the remaining time of an owner key a reply may report, far below
