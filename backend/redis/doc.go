@@ -68,9 +68,9 @@
 //
 // # Scripts
 //
-// Every store call is one Lua script, prefixed with prelude.lua, so every change is
-// atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which it makes every
-// name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
+// Every store call of a contention is one Lua script, prefixed with prelude.lua, so
+// every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
+// it makes every name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
 // simba:{mutex}:fence and simba:{mutex}:grant, which it never reads: they are named so
 // that while a Redis Cluster moves the slot a call runs only where all of them are, and
 // is otherwise told to try again (TRYAGAIN). The arguments:
@@ -92,9 +92,9 @@
 //	         off, a waiter goes to the back of the queue
 //	nonce    the attempt's nonce, "" for a contender that takes no grants
 //	heard    "1" if the contender's own channel was subscribed when it sent the call
-//	exact    "1" for a *redis.Client (standalone or Sentinel), whose server counts every
-//	         subscriber; "0" for any other client, which may reach Redis Cluster nodes,
-//	         each of which counts only its own
+//	exact    "1" for a *goredis.Client (standalone or Sentinel), whose server counts
+//	         every subscriber; "0" for any other client, which may reach Redis Cluster
+//	         nodes, each of which counts only its own
 //	raiseTo  a Quorum tenure's token to raise the contender's fence to first, or ""
 //	tenure   ReleaseOwner's: the token of the tenure to free ("0": one that shows none)
 //	token    a Quorum tenure's token, for the fence
