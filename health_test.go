@@ -103,7 +103,7 @@ func TestHealthStoreError(t *testing.T) {
 // merely fails (readiness reports that).
 func TestLivenessFailsOnlyAnOverdueLeader(t *testing.T) {
 	_, b := newFaultyStore()
-	opts := []simba.Option{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(0)}
+	opts := []simba.ServiceOption{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(0)}
 	acquired := make(chan struct{}, 4)
 	leader, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "live", ID: "leader",
 		Acquired: func(context.Context, simba.State) { acquired <- struct{}{} }}, opts...)

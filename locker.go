@@ -25,8 +25,8 @@ type Locker struct {
 
 // NewLocker returns a Locker for mutex on b, with a new HostContenderID unless
 // WithContenderID sets one.
-func NewLocker(b Backend, mutex string, opts ...Option) (*Locker, error) {
-	cfg, err := checkedConfig(b, opts, forLocker)
+func NewLocker(b Backend, mutex string, opts ...LockerOption) (*Locker, error) {
+	cfg, err := configure(b, opts, LockerOption.applyLocker)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner
 	if ctx == nil {
 		return Owner{}, invalid("ctx", nil, "must not be nil")
 	}
-	cfg, err := checkedConfig(b, opts, forRetrievalService)
+	cfg, err := configure(b, opts, Option.applyService)
 	if err != nil {
 		return Owner{}, err
 	}

@@ -20,6 +20,4 @@ func TestLookupInvalid(t *testing.T) {
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
 	_, err = simba.Lookup(t.Context(), nil, "m")
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
-	_, err = simba.Lookup(t.Context(), b, "m", simba.WithContenderID("x"))
-	require.ErrorIs(t, err, simba.ErrInvalidArgument)
 }

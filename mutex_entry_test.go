@@ -25,7 +25,7 @@ type twoProcesses struct {
 	other *simba.Locker
 }
 
-func newTwoProcesses(t *testing.T, opts ...simba.Option) *twoProcesses {
+func newTwoProcesses(t *testing.T, opts ...simba.MutexesOption) *twoProcesses {
 	t.Helper()
 	store := memory.NewStore()
 	mine, _ := memory.New(store)

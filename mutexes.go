@@ -22,8 +22,8 @@ const giveBackPause = 10 * time.Millisecond
 // WithLocalHandOvers sets how many local hand-overs one store tenure of Mutexes may serve
 // before the mutex goes back to the store, if other processes wait for it. Default 16;
 // must be >= 0 (0: every release goes back to the store).
-func WithLocalHandOvers(n int) Option {
-	return func(c *config) { c.localHandOvers, c.localHandOversSet = n, true }
+func WithLocalHandOvers(n int) MutexesOption {
+	return mutexesOption(func(c *config) { c.localHandOvers = n })
 }
 
 // Mutexes lets the goroutines of one process share mutexes on one backend: one contender
@@ -53,8 +53,8 @@ type Mutexes struct {
 }
 
 // NewMutexes returns a registry of mutexes on b; one contender ID serves all its mutexes.
-func NewMutexes(b Backend, opts ...Option) (*Mutexes, error) {
-	cfg, err := checkedConfig(b, opts, forMutexes)
+func NewMutexes(b Backend, opts ...MutexesOption) (*Mutexes, error) {
+	cfg, err := configure(b, opts, MutexesOption.applyMutexes)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/simba-go/simba/backend/memory"
 )
 
-func newMutexes(t *testing.T, store *memory.Store, opts ...simba.Option) (*simba.Mutexes, *faultyBackend) {
+func newMutexes(t *testing.T, store *memory.Store, opts ...simba.MutexesOption) (*simba.Mutexes, *faultyBackend) {
 	t.Helper()
 	mb, err := memory.New(store)
 	require.NoError(t, err)
@@ -326,10 +326,6 @@ func TestMutexesOptions(t *testing.T) {
 	b, err := memory.New(memory.NewStore())
 	require.NoError(t, err)
 	_, err = simba.NewMutexes(b, simba.WithLocalHandOvers(-1))
-	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
-	_, err = simba.NewLocker(b, "m", simba.WithLocalHandOvers(2))
-	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "only Mutexes takes it")
-	_, err = simba.NewMutexes(b, simba.WithInitialDelay(time.Second))
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
 	m, err := simba.NewMutexes(b)
 	require.NoError(t, err)

@@ -82,7 +82,7 @@ func (f ObserverFuncs) OnAcquire(ctx context.Context, a Acquisition) {
 // WithObserver sets the Observer that is told of store calls, tenures and acquisitions.
 // Default: none (no event is built); must not be nil. Every constructor accepts it.
 func WithObserver(o Observer) Option {
-	return func(c *config) { c.observer, c.observerSet = o, true }
+	return option(func(c *config) { c.observer, c.observerSet = o, true })
 }
 
 // Op names what a store call asked for.

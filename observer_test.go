@@ -217,10 +217,10 @@ func TestObserverTenureCauses(t *testing.T) {
 	mine := func(token uint64) simba.Record {
 		return simba.Record{Owner: "me", TTL: ttl, Transition: 2 * ttl, Token: token}
 	}
-	start := func(t *testing.T, opts ...simba.Option) (*scripted, *recorder, simba.Participant, *simba.Service) {
+	start := func(t *testing.T, opts ...simba.ServiceOption) (*scripted, *recorder, simba.Participant, *simba.Service) {
 		s, rec := newScripted(), newRecorder()
 		svc, err := simba.NewService(s, simba.ContenderFuncs{MutexName: "m", ID: "me"},
-			append([]simba.Option{simba.WithTTL(ttl), simba.WithObserver(rec)}, opts...)...)
+			append([]simba.ServiceOption{simba.WithTTL(ttl), simba.WithObserver(rec)}, opts...)...)
 		require.NoError(t, err)
 		require.NoError(t, svc.Start(t.Context()))
 		t.Cleanup(func() { _ = svc.Close() })

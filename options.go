@@ -29,10 +29,58 @@ const (
 	driftMarginDivisor = 100
 )
 
-// Option configures a Service, Locker or Scheduler. Options are applied in order to a
-// configuration pre-filled with defaults, which is then validated as a whole: an invalid
-// value is reported as an error wrapping ErrInvalidArgument, never clamped or ignored.
-type Option func(*config)
+// Option configures every constructor: the timing, the logger, the observer. Options are
+// applied in order to defaults, then validated as a whole: an invalid value is an error
+// wrapping ErrInvalidArgument, never clamped. Each constructor takes its own option type,
+// so that an option it does not take is a compile-time error.
+type Option interface {
+	ServiceOption
+	LockerOption
+	SchedulerOption
+	MutexesOption
+}
+
+// ServiceOption configures NewService: every Option, and WithInitialDelay.
+type ServiceOption interface{ applyService(*config) }
+
+// LockerOption configures NewLocker: every Option, and WithContenderID.
+type LockerOption interface{ applyLocker(*config) }
+
+// SchedulerOption configures NewScheduler: every Option, WithContenderID and
+// WithLeaderHooks.
+type SchedulerOption interface{ applyScheduler(*config) }
+
+// MutexesOption configures NewMutexes: every Option, WithContenderID and
+// WithLocalHandOvers.
+type MutexesOption interface{ applyMutexes(*config) }
+
+// IDOption configures the constructors whose contender ID is theirs to choose: NewLocker,
+// NewScheduler, NewMutexes.
+type IDOption interface {
+	LockerOption
+	SchedulerOption
+	MutexesOption
+}
+
+// option is an Option; the func types below it are the options of fewer constructors.
+type (
+	option          func(*config)
+	idOption        func(*config)
+	serviceOption   func(*config)
+	schedulerOption func(*config)
+	mutexesOption   func(*config)
+)
+
+func (o option) applyService(c *config)            { o(c) }
+func (o option) applyLocker(c *config)             { o(c) }
+func (o option) applyScheduler(c *config)          { o(c) }
+func (o option) applyMutexes(c *config)            { o(c) }
+func (o idOption) applyLocker(c *config)           { o(c) }
+func (o idOption) applyScheduler(c *config)        { o(c) }
+func (o idOption) applyMutexes(c *config)          { o(c) }
+func (o serviceOption) applyService(c *config)     { o(c) }
+func (o schedulerOption) applyScheduler(c *config) { o(c) }
+func (o mutexesOption) applyMutexes(c *config)     { o(c) }
 
 type config struct {
 	ttl          time.Duration
@@ -48,7 +96,7 @@ type config struct {
 	leaderHooks    leaderHooks // Scheduler only
 
 	// explicitly set, to be validated rather than defaulted
-	callTimeoutSet, renewalLeadSet, initialDelaySet, loggerSet, contenderIDSet, localHandOversSet, leaderHooksSet, observerSet bool
+	callTimeoutSet, renewalLeadSet, loggerSet, contenderIDSet, observerSet bool
 
 	// for tests and the simulation: where time is read and timers are set, and the jitter
 	clock  clock.Clock
@@ -61,21 +109,21 @@ type config struct {
 // WithTTL sets how long an acquisition or renewal holds the mutex exclusively; the owner
 // renews before it ends. Default 10s; must be > 0 and a whole number of milliseconds
 // (stores keep milliseconds).
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return option(func(c *config) { c.ttl = ttl }) }
 
 // WithTransition sets the window after the TTL during which only the owner may renew and
 // other contenders wait; it is also the margin that keeps a paused or cut-off owner's
 // belief from overlapping its successor's. Default 6s; must be >= 0 and a whole number of
 // milliseconds.
 func WithTransition(transition time.Duration) Option {
-	return func(c *config) { c.transition = transition }
+	return option(func(c *config) { c.transition = transition })
 }
 
 // WithCallTimeout bounds every store call (start-up, acquire, renew, release, lookup).
 // An owner's renewal is further bounded by its local TTL end. Default ttl/4; must be > 0
 // and less than the TTL.
 func WithCallTimeout(d time.Duration) Option {
-	return func(c *config) { c.callTimeout, c.callTimeoutSet = d, true }
+	return option(func(c *config) { c.callTimeout, c.callTimeoutSet = d, true })
 }
 
 // WithRenewalLead sets how long before its TTL ends an owner sends its renewal. A longer
@@ -83,13 +131,12 @@ func WithCallTimeout(d time.Duration) Option {
 // often (an owner renews every ttl - lead). Default ttl/3; must be more than 1% of the TTL
 // (the drift margin, see the package documentation) and less than the TTL.
 func WithRenewalLead(d time.Duration) Option {
-	return func(c *config) { c.renewalLead, c.renewalLeadSet = d, true }
+	return option(func(c *config) { c.renewalLead, c.renewalLeadSet = d, true })
 }
 
-// WithInitialDelay delays a service's first contention after Start. Default 0; must be
-// >= 0. Not accepted by NewLocker, whose Acquire contends at once.
-func WithInitialDelay(d time.Duration) Option {
-	return func(c *config) { c.initialDelay, c.initialDelaySet = d, true }
+// WithInitialDelay delays a service's first attempt after Start. Default 0; must be >= 0.
+func WithInitialDelay(d time.Duration) ServiceOption {
+	return serviceOption(func(c *config) { c.initialDelay = d })
 }
 
 // WithLogger sets the logger for lifecycle changes and acquisitions (Info), renewals and
@@ -98,61 +145,22 @@ func WithInitialDelay(d time.Duration) Option {
 // "contender". Default: Warn and above go to slog.Default, the rest nowhere; must not be
 // nil (slog.New(slog.DiscardHandler) discards everything).
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) { c.logger, c.loggerSet = l, true }
+	return option(func(c *config) { c.logger, c.loggerSet = l, true })
 }
 
-// WithContenderID sets the contender ID of a Locker, Scheduler or Mutexes. Default: a new
-// HostContenderID for each. It must pass ValidateContenderID (and the backend's own
-// checks). Not accepted by NewService, whose Contender names its own ID, nor by
-// NewRetrievalService.
-func WithContenderID(id string) Option {
-	return func(c *config) { c.contenderID, c.contenderIDSet = id, true }
+// WithContenderID sets the contender ID of a Locker, Scheduler or Mutexes (a Service's
+// Contender names its own). Default: a new HostContenderID; must pass ValidateContenderID
+// and the backend's checks.
+func WithContenderID(id string) IDOption {
+	return idOption(func(c *config) { c.contenderID, c.contenderIDSet = id, true })
 }
 
-// constructor names the constructor that options are checked for.
-type constructor string
-
-const (
-	forService          constructor = "NewService"
-	forRetrievalService constructor = "NewRetrievalService"
-	forLocker           constructor = "NewLocker"
-	forScheduler        constructor = "NewScheduler"
-	forMutexes          constructor = "NewMutexes"
-)
-
-// checkedConfig checks what every constructor shares: a backend, options that are valid
-// together, and no option that this constructor does not take.
-func checkedConfig(b Backend, opts []Option, ctor constructor) (config, error) {
+// configure builds the configuration of a constructor from defaults and opts, which apply
+// applies, and validates it.
+func configure[O any](b Backend, opts []O, apply func(O, *config)) (config, error) {
 	if isNil(b) {
 		return config{}, invalid("backend", nil, "must not be nil")
 	}
-	cfg := newConfig(opts)
-	if err := cfg.validate(); err != nil {
-		return config{}, err
-	}
-	switch {
-	case cfg.contenderIDSet && (ctor == forService || ctor == forRetrievalService):
-		return config{}, invalid("contender ID option", cfg.contenderID, "not accepted by "+string(ctor)+": the Contender names its ID, a retriever has none")
-	case cfg.initialDelaySet && (ctor == forLocker || ctor == forMutexes):
-		return config{}, invalid("initial delay", cfg.initialDelay, "not accepted by "+string(ctor)+": Acquire contends at once")
-	case cfg.localHandOversSet && ctor != forMutexes:
-		return config{}, invalid("local hand-overs", cfg.localHandOvers, "not accepted by "+string(ctor)+": only Mutexes hands over locally")
-	case cfg.leaderHooksSet && ctor != forScheduler:
-		return config{}, invalid("leader hooks", "set", "not accepted by "+string(ctor)+": only a Scheduler leads")
-	}
-	return cfg, nil
-}
-
-// ownID returns the contender ID of a Locker, Scheduler or Mutexes: WithContenderID's, or
-// a new HostContenderID.
-func (c *config) ownID() string {
-	if c.contenderIDSet {
-		return c.contenderID
-	}
-	return HostContenderID()
-}
-
-func newConfig(opts []Option) config {
 	c := config{
 		ttl:            DefaultTTL,
 		transition:     DefaultTransition,
@@ -161,8 +169,8 @@ func newConfig(opts []Option) config {
 		jitter:         uniformJitter,
 	}
 	for _, o := range opts {
-		if o != nil {
-			o(&c)
+		if !isNil(o) {
+			apply(o, &c)
 		}
 	}
 	if !c.callTimeoutSet {
@@ -174,8 +182,21 @@ func newConfig(opts []Option) config {
 	if !c.loggerSet {
 		c.logger = defaultlog.New()
 	}
-	return c
+	if err := c.validate(); err != nil {
+		return config{}, err
+	}
+	return c, nil
 }
+
+// ownID returns the contender ID of a Locker, Scheduler or Mutexes: WithContenderID's, or
+// a new HostContenderID.
+func (c *config) ownID() string {
+	if c.contenderIDSet {
+		return c.contenderID
+	}
+	return HostContenderID()
+}
+
 
 // validate checks the configuration as a whole. Fields that default from the TTL are only
 // checked when set explicitly: their defaults are valid whenever the TTL is.
@@ -199,7 +220,7 @@ func (c *config) validate() error {
 		return invalid("renewal lead", c.renewalLead, "must be more than 1% of the ttl ("+c.driftMargin().String()+")")
 	case c.renewalLeadSet && c.renewalLead >= c.ttl:
 		return invalid("renewal lead", c.renewalLead, "must be less than the ttl ("+c.ttl.String()+")")
-	case c.initialDelaySet && c.initialDelay < 0:
+	case c.initialDelay < 0:
 		return invalid("initial delay", c.initialDelay, "must be >= 0")
 	case c.localHandOvers < 0:
 		return invalid("local hand-overs", c.localHandOvers, "must be >= 0")
@@ -214,9 +235,9 @@ func (c *config) validate() error {
 }
 
 // withClock makes a service read the time and set its timers on c (tests, simulation).
-func withClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+func withClock(c clock.Clock) Option { return option(func(cfg *config) { cfg.clock = c }) }
 
-func withStarting(f func()) Option { return func(cfg *config) { cfg.starting = f } }
+func withStarting(f func()) Option { return option(func(cfg *config) { cfg.starting = f }) }
 
 // now reads the configured clock.
 func (c *config) now() time.Time { return c.clock.Now() }

@@ -84,10 +84,11 @@ func TestAcquisitionEndsAtOnceOnARefusal(t *testing.T) {
 				b.fail(op, errWrongPassword)
 				logs := &logRecorder{}
 				opts := []simba.Option{simba.WithTTL(time.Second), simba.WithLogger(slog.New(logs))}
+				lockerOpts, mutexesOpts := optionsFor[simba.LockerOption](opts...), optionsFor[simba.MutexesOption](opts...)
 				var acquire func(context.Context) (*simba.Lease, error)
 				switch kind {
 				case "Locker.Acquire", "Locker.TryAcquire":
-					l, err := simba.NewLocker(b, "m", opts...)
+					l, err := simba.NewLocker(b, "m", lockerOpts...)
 					require.NoError(t, err)
 					defer l.Close()
 					acquire = l.Acquire
@@ -95,7 +96,7 @@ func TestAcquisitionEndsAtOnceOnARefusal(t *testing.T) {
 						acquire = l.TryAcquire
 					}
 				default:
-					m, err := simba.NewMutexes(b, opts...)
+					m, err := simba.NewMutexes(b, mutexesOpts...)
 					require.NoError(t, err)
 					defer m.Close()
 					acquire = func(ctx context.Context) (*simba.Lease, error) { return m.Acquire(ctx, "m") }
@@ -129,14 +130,15 @@ func TestAcquisitionRetriesAnOutage(t *testing.T) {
 				_, b := newFaultyStore()
 				b.fail(op, errUnreachable)
 				opts := []simba.Option{simba.WithTTL(time.Second), simba.WithLogger(slog.New(slog.DiscardHandler))}
+				lockerOpts, mutexesOpts := optionsFor[simba.LockerOption](opts...), optionsFor[simba.MutexesOption](opts...)
 				var acquire func(context.Context) (*simba.Lease, error)
 				if kind == "Locker" {
-					l, err := simba.NewLocker(b, "m", opts...)
+					l, err := simba.NewLocker(b, "m", lockerOpts...)
 					require.NoError(t, err)
 					defer l.Close()
 					acquire = l.Acquire
 				} else {
-					m, err := simba.NewMutexes(b, opts...)
+					m, err := simba.NewMutexes(b, mutexesOpts...)
 					require.NoError(t, err)
 					defer m.Close()
 					acquire = func(ctx context.Context) (*simba.Lease, error) { return m.Acquire(ctx, "m") }

@@ -48,18 +48,18 @@ type leaderHooks struct {
 // WithLeaderHooks sets functions a Scheduler calls on the schedule's goroutine when it
 // starts leading, before the first run, and when it stops, after the last run has returned
 // (with the cause: ErrOwnershipLost, or context.Canceled on Stop). Either may be nil.
-func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) Option {
-	return func(c *config) {
-		c.leaderHooks, c.leaderHooksSet = leaderHooks{started: started, stopped: stopped}, true
-	}
+func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) SchedulerOption {
+	return schedulerOption(func(c *config) {
+		c.leaderHooks = leaderHooks{started: started, stopped: stopped}
+	})
 }
 
 // NewScheduler returns a Scheduler that contends for mutex through b and, while it leads,
 // calls work on schedule with the tenure context and owner record. A panic in work is
 // recovered and logged. The contender ID is a new HostContenderID unless WithContenderID
 // sets one.
-func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context, leader Owner), opts ...Option) (*Scheduler, error) {
-	cfg, err := checkedConfig(b, opts, forScheduler)
+func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context, leader Owner), opts ...SchedulerOption) (*Scheduler, error) {
+	cfg, err := configure(b, opts, SchedulerOption.applyScheduler)
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,8 @@ type Service struct {
 
 // NewService returns a service that contends for c.Mutex() as c.ContenderID() through b.
 // The names are validated here, before any I/O.
-func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
-	cfg, err := checkedConfig(b, opts, forService)
+func NewService(b Backend, c Contender, opts ...ServiceOption) (*Service, error) {
+	cfg, err := configure(b, opts, ServiceOption.applyService)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func NewService(b Backend, c Contender, opts ...Option) (*Service, error) {
 // NewRetrievalService returns a service that observes who owns r.Mutex() through b without
 // contending, and reports every change of owner to r.
 func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, error) {
-	cfg, err := checkedConfig(b, opts, forRetrievalService)
+	cfg, err := configure(b, opts, Option.applyService)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // asserted exactly. The backends themselves are tested against their real stores.
 
 func withJitter(f func(lo, hi time.Duration) time.Duration) Option {
-	return func(c *config) { c.jitter = f }
+	return option(func(c *config) { c.jitter = f })
 }
 
 func noJitter(lo, _ time.Duration) time.Duration { return max(lo, 0) }
@@ -194,9 +194,9 @@ func (r *recorder) when(i int) time.Time {
 	return r.at[i]
 }
 
-func startService(t *testing.T, st *testStore, rec *recorder, opts ...Option) *Service {
+func startService(t *testing.T, st *testStore, rec *recorder, opts ...ServiceOption) *Service {
 	t.Helper()
-	s, err := NewService(st, rec.contender("m", "me"), append([]Option{withJitter(noJitter)}, opts...)...)
+	s, err := NewService(st, rec.contender("m", "me"), append([]ServiceOption{withJitter(noJitter)}, opts...)...)
 	require.NoError(t, err)
 	require.NoError(t, s.Start(t.Context()))
 	return s

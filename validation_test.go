@@ -87,15 +87,7 @@ func TestBadInputIsRejectedBeforeIO(t *testing.T) {
 			_, err := simba.NewService(b, contender("m", "c"), simba.WithInitialDelay(-time.Second))
 			return err
 		}},
-		{"initial delay on a locker", "initial delay", func() error {
-			_, err := simba.NewLocker(b, "m", simba.WithInitialDelay(time.Second))
-			return err
-		}},
 		{"nil logger", "logger", func() error { _, err := simba.NewLocker(b, "m", simba.WithLogger(nil)); return err }},
-		{"contender ID option on a service", "contender ID option", func() error {
-			_, err := simba.NewService(b, contender("m", "c"), simba.WithContenderID("x"))
-			return err
-		}},
 		{"nil backend", "backend", func() error { _, err := simba.NewLocker(nil, "m"); return err }},
 		{"typed nil backend", "backend", func() error { _, err := simba.NewLocker(nilBackend, "m"); return err }},
 		{"nil contender", "contender", func() error { _, err := simba.NewService(b, nil); return err }},

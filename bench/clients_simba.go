@@ -23,9 +23,9 @@ import (
 
 // simbaOptions returns the Locker options of a figure: simba's defaults, except in the
 // failover figure, whose lease (ttl + transition) is failoverLease.
-func simbaOptions(o openOptions) []simba.Option {
+func simbaOptions(o openOptions) []simba.LockerOption {
 	if o.failover {
-		return []simba.Option{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
+		return []simba.LockerOption{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
 	}
 	return nil
 }

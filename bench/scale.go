@@ -103,7 +103,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	}
 	defer closeBe()
 	cb := &counting{Backend: be, renewals: renewals}
-	opts := []simba.Option{simba.WithTTL(p.ttl)}
+	opts := []simba.LockerOption{simba.WithTTL(p.ttl)}
 	if p.lead != 0 {
 		opts = append(opts, simba.WithRenewalLead(p.lead))
 	}

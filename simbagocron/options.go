@@ -19,7 +19,7 @@ type config struct {
 	minHold   time.Duration
 	logger    *slog.Logger
 	loggerSet bool
-	simba     []simba.Option
+	simba     []simba.MutexesOption
 }
 
 // WithMinHold sets how long after Lock a run's mutex stays held at least: a run that ends
@@ -39,7 +39,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithSimbaOptions passes opts to simba.NewMutexes: TTL, contender ID, observer, logger.
-func WithSimbaOptions(opts ...simba.Option) Option {
+func WithSimbaOptions(opts ...simba.MutexesOption) Option {
 	return func(c *config) { c.simba = append(c.simba, opts...) }
 }
 
@@ -55,9 +55,9 @@ func (c *config) validate() error {
 
 // mutexOptions returns the options of the Locker's simba.Mutexes: the logger of
 // WithLogger, overridden by one among WithSimbaOptions.
-func (c *config) mutexOptions() []simba.Option {
+func (c *config) mutexOptions() []simba.MutexesOption {
 	if !c.loggerSet {
 		return c.simba
 	}
-	return append([]simba.Option{simba.WithLogger(c.logger)}, c.simba...)
+	return append([]simba.MutexesOption{simba.WithLogger(c.logger)}, c.simba...)
 }

@@ -76,7 +76,7 @@ func (d *duel) start(ctx context.Context) error {
 
 // locker returns a Locker for mutex on b with the suite's options and a fresh ID.
 func (e *env) locker(b simba.Backend, mutex, role string) (*simba.Locker, error) {
-	return simba.NewLocker(b, mutex, e.options(simba.WithContenderID(e.id(role)))...)
+	return simba.NewLocker(b, mutex, options[simba.LockerOption](e, simba.WithContenderID(e.id(role)))...)
 }
 
 // succeed acquires with l within ctx, checks that the new tenure's token is greater than
@@ -719,7 +719,7 @@ func startSchedulers(e *env, runs *runLog) ([]*probe, []*simba.Scheduler, error)
 	for i := range runs.schedulers {
 		probes[i] = e.backend()
 		s, err := simba.NewScheduler(probes[i], mutex, simba.Schedule{Period: period}, runs.work(i),
-			e.options(simba.WithContenderID(e.id(fmt.Sprintf("s%d", i))))...)
+			options[simba.SchedulerOption](e, simba.WithContenderID(e.id(fmt.Sprintf("s%d", i))))...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -836,7 +836,7 @@ func checkSchedulerStopWaits(e *env) error {
 		returned.Store(true)
 	}
 	s, err := simba.NewScheduler(e.backend(), e.mutex(), simba.Schedule{Period: time.Hour}, work,
-		e.options(simba.WithContenderID(e.id("s")))...)
+		options[simba.SchedulerOption](e, simba.WithContenderID(e.id("s")))...)
 	if err != nil {
 		return err
 	}
@@ -1026,7 +1026,7 @@ func checkRetriever(e *env) error {
 		mu.Unlock()
 		change.notify()
 	}}
-	rs, err := simba.NewRetrievalService(e.backend(), r, e.options()...)
+	rs, err := simba.NewRetrievalService(e.backend(), r, options[simba.Option](e)...)
 	if err != nil {
 		return err
 	}
@@ -1093,7 +1093,7 @@ func checkLookup(e *env) error {
 	mutex := e.mutex()
 	b := e.backend()
 	look := func(when string) (simba.Owner, error) {
-		o, err := simba.Lookup(e.ctx, b, mutex, e.options()...)
+		o, err := simba.Lookup(e.ctx, b, mutex, options[simba.Option](e)...)
 		if err != nil {
 			return o, fmt.Errorf("Lookup %s: %w", when, err)
 		}
@@ -1183,7 +1183,7 @@ func useEveryWay(e *env, backends [4]*probe) error {
 	if err != nil {
 		return err
 	}
-	rs, err := simba.NewRetrievalService(backends[1], simba.RetrieverFunc{MutexName: mutex}, e.options()...)
+	rs, err := simba.NewRetrievalService(backends[1], simba.RetrieverFunc{MutexName: mutex}, options[simba.Option](e)...)
 	if err != nil {
 		return err
 	}
@@ -1240,7 +1240,7 @@ func scheduleOnce(e *env, b *probe, mutex string) error {
 			case ran <- struct{}{}:
 			default:
 			}
-		}, e.options(simba.WithContenderID(e.id("s")))...)
+		}, options[simba.SchedulerOption](e, simba.WithContenderID(e.id("s")))...)
 	if err != nil {
 		return err
 	}
@@ -1316,7 +1316,7 @@ func checkClosedUnderWaiter(e *env) error {
 	mutex := e.mutex()
 	// The owner's lease is long, so that a waiter that only found out at its next attempt
 	// (due when that lease would lapse) would still be waiting when the check gives up.
-	owner, err := simba.NewLocker(e.backend(), mutex, e.options(simba.WithContenderID(e.id("owner")),
+	owner, err := simba.NewLocker(e.backend(), mutex, options[simba.LockerOption](e, simba.WithContenderID(e.id("owner")),
 		simba.WithTTL(time.Minute), simba.WithTransition(time.Minute))...)
 	if err != nil {
 		return err
@@ -1334,7 +1334,7 @@ func checkClosedUnderWaiter(e *env) error {
 	}
 	id := e.id("waiter")
 	seen, waiting := observeWaiting(p, id)
-	l, err := simba.NewLocker(p, mutex, e.options(simba.WithContenderID(id), seen)...)
+	l, err := simba.NewLocker(p, mutex, options[simba.LockerOption](e, simba.WithContenderID(id), seen)...)
 	if err != nil {
 		return err
 	}

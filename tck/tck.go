@@ -173,12 +173,18 @@ func (e *env) backend() *probe {
 }
 
 // options returns the service options of the suite plus extra.
-func (e *env) options(extra ...simba.Option) []simba.Option {
-	return append([]simba.Option{
+// options returns the options of every check's simba objects, then extra, as options of
+// the constructor whose option type O is.
+func options[O any](e *env, extra ...O) []O {
+	var out []O
+	for _, o := range []simba.Option{
 		simba.WithTTL(e.cfg.ttl),
 		simba.WithTransition(e.cfg.transition),
 		simba.WithLogger(e.logger()),
-	}, extra...)
+	} {
+		out = append(out, o.(O)) // an Option is an option of every constructor
+	}
+	return append(out, extra...)
 }
 
 func (e *env) logger() *slog.Logger {
@@ -186,8 +192,8 @@ func (e *env) logger() *slog.Logger {
 }
 
 // service creates a service and closes it when the check ends.
-func (e *env) service(b simba.Backend, c simba.Contender, extra ...simba.Option) (*simba.Service, error) {
-	s, err := simba.NewService(b, c, e.options(extra...)...)
+func (e *env) service(b simba.Backend, c simba.Contender, extra ...simba.ServiceOption) (*simba.Service, error) {
+	s, err := simba.NewService(b, c, options(e, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("NewService: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/internal/faultproxy"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // counting wraps a backend and counts the acquire calls of its contentions.
@@ -59,7 +60,7 @@ func newContender(t *testing.T, b simba.Backend, mutex, id string, opts ...simba
 		ID:        id,
 		Acquired:  func(_ context.Context, s simba.State) { c.acquired <- s },
 		Released:  func(s simba.State) { c.released <- s },
-	}, opts...)
+	}, options.As[simba.ServiceOption](opts)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.svc.Close() })
 	return c

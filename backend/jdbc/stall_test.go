@@ -15,6 +15,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // TestStopWhileTheServerStalls: mariadbd is stopped with SIGSTOP while a
@@ -41,7 +42,7 @@ func TestStopWhileTheServerStalls(t *testing.T) {
 	time.Sleep(2 * (ttl + transition)) // the stall's length
 	require.NoError(t, server.Resume())
 
-	l, err := simba.NewLocker(newBackend(t), mutex, opts...)
+	l, err := simba.NewLocker(newBackend(t), mutex, options.As[simba.LockerOption](opts)...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -59,7 +60,7 @@ func TestReleaseBehindARowLock(t *testing.T) {
 	const ttl, transition = time.Second, 500 * time.Millisecond
 	mutex := mutexName(t)
 	db := openDB(t)
-	opts := []simba.Option{simba.WithTTL(ttl), simba.WithTransition(transition), simba.WithContenderID("holder")}
+	opts := []simba.LockerOption{simba.WithTTL(ttl), simba.WithTransition(transition), simba.WithContenderID("holder")}
 	l, err := simba.NewLocker(newBackend(t), mutex, opts...)
 	require.NoError(t, err)
 	lease, err := l.Acquire(t.Context())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // unreachableDB returns a pool whose server does not exist: any I/O on it would fail, so
@@ -59,10 +60,10 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := simba.NewService(b, simba.ContenderFuncs{MutexName: c.mutex, ID: c.id}, c.opts...)
+			_, err := simba.NewService(b, simba.ContenderFuncs{MutexName: c.mutex, ID: c.id}, options.As[simba.ServiceOption](c.opts)...)
 			assert.ErrorIs(t, err, simba.ErrInvalidArgument, "NewService")
 			if c.id != "" {
-				_, err = simba.NewLocker(b, c.mutex, append(c.opts, simba.WithContenderID(c.id))...)
+				_, err = simba.NewLocker(b, c.mutex, options.As[simba.LockerOption](c.opts, simba.WithContenderID(c.id))...)
 				assert.ErrorIs(t, err, simba.ErrInvalidArgument, "NewLocker")
 			}
 		})

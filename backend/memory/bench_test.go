@@ -9,6 +9,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/internal/latency"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release.
@@ -25,7 +26,7 @@ func lockerCycle(b *testing.B, opts ...simba.Option) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := simba.NewLocker(be, "bench", opts...)
+	l, err := simba.NewLocker(be, "bench", options.As[simba.LockerOption](opts)...)
 	if err != nil {
 		b.Fatal(err)
 	}

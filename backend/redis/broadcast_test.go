@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // longLease: no contend period of these tests' services comes round within the event
@@ -65,7 +66,7 @@ func TestRetrieverHearsRelease(t *testing.T) {
 	srv := server(t)
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(longLease, simba.WithContenderID("holder"))...)
+	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](longLease, simba.WithContenderID("holder"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestWaitersHearHandOver(t *testing.T) {
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
 	key := "simba:{" + mutex + "}"
-	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(longLease, simba.WithContenderID("holder"))...)
+	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](longLease, simba.WithContenderID("holder"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestJVMPeerSeesOnlyItsMessages(t *testing.T) {
 	}
 
 	locker := func(id string) *simba.Locker {
-		l, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(longLease, simba.WithContenderID(id))...)
+		l, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](longLease, simba.WithContenderID(id))...)
 		require.NoError(t, err)
 		return l
 	}
@@ -204,7 +205,7 @@ func TestLockerWaiterHearsOnlyItsTurn(t *testing.T) {
 	mutex := uniqueName(t, "m")
 	key := "simba:{" + mutex + "}"
 	ttl := simba.WithTTL(6 * time.Second) // renewals every 4s
-	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(longLease, simba.WithContenderID("holder"))...)
+	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](longLease, simba.WithContenderID("holder"))...)
 	require.NoError(t, err)
 	held, err := holder.Acquire(ctx)
 	require.NoError(t, err)

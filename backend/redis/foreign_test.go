@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // foreignLease is the lease a foreign contender takes: long enough that a Go contender
@@ -133,7 +134,7 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 
 	// A long TTL: nothing below may be explained by the Go side's contend periods.
 	opts := longLease
-	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("go-holder"))...)
+	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](opts, simba.WithContenderID("go-holder"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // registration returns a waiter's registration: nonce, server ms, lease ms, ttl ms, until
@@ -57,9 +58,9 @@ func TestReleaseGrantsTheOldestWaiter(t *testing.T) {
 	ctx := t.Context()
 	mutex := uniqueName(t, "m")
 	opts := []simba.Option{simba.WithTTL(3 * time.Second), simba.WithTransition(2 * time.Second)}
-	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("holder"))...)
+	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](opts, simba.WithContenderID("holder"))...)
 	require.NoError(t, err)
-	waiter, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("waiter"))...)
+	waiter, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](opts, simba.WithContenderID("waiter"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)

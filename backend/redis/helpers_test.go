@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // Timing of the tests that drive contentions and services themselves.
@@ -275,7 +276,7 @@ func (r *recorder) overlap() time.Duration {
 func (r *recorder) service(t testing.TB, b simba.Backend, mutex, id string, opts ...simba.Option) *simba.Service {
 	t.Helper()
 	opts = append([]simba.Option{simba.WithTTL(testTTL), simba.WithTransition(testTransition)}, opts...)
-	s, err := simba.NewService(b, r.contender(mutex, id), opts...)
+	s, err := simba.NewService(b, r.contender(mutex, id), options.As[simba.ServiceOption](opts)...)
 	require.NoError(t, err)
 	require.NoError(t, s.Start(t.Context()))
 	t.Cleanup(func() { _ = s.Close() })

@@ -18,6 +18,7 @@ import (
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/chaos"
 	"github.com/simba-go/simba/internal/faultproxy"
+	"github.com/simba-go/simba/internal/options"
 	"github.com/simba-go/simba/internal/testserver"
 	"github.com/simba-go/simba/tck"
 )
@@ -119,7 +120,7 @@ func TestQuorumMinorityAndMajorityFailure(t *testing.T) {
 	services := map[string]*simba.Service{}
 	for i := range 3 {
 		id := fmt.Sprintf("c%d", i)
-		s, err := simba.NewService(newQuorum(t, servers, redis.WithRecheckAfter(time.Hour)), h.contender(mutex, id), opts...)
+		s, err := simba.NewService(newQuorum(t, servers, redis.WithRecheckAfter(time.Hour)), h.contender(mutex, id), options.As[simba.ServiceOption](opts)...)
 		require.NoError(t, err)
 		require.NoError(t, s.Start(t.Context()))
 		t.Cleanup(func() { _ = s.Close() })
@@ -153,7 +154,7 @@ func TestQuorumMinorityAndMajorityFailure(t *testing.T) {
 
 	require.NoError(t, servers[2].Kill())
 	awaitHistory(t, h, 10*time.Second, "the owner to lose the quorum", func(e []chaos.Event) bool { return chaos.Holder(e) == "" })
-	l, err := simba.NewLocker(newQuorum(t, servers), mutex, opts...)
+	l, err := simba.NewLocker(newQuorum(t, servers), mutex, options.As[simba.LockerOption](opts)...)
 	require.NoError(t, err)
 	_, err = l.TryAcquire(t.Context())
 	assert.ErrorIs(t, err, simba.ErrNotAcquired)
@@ -216,7 +217,7 @@ func TestQuorumTokenSurvivesSkewedClocks(t *testing.T) {
 	opts := []simba.Option{simba.WithTTL(time.Second), simba.WithTransition(500 * time.Millisecond)}
 
 	require.NoError(t, servers[2].Kill()) // the first quorum: instances 0 and 1
-	first, err := simba.NewLocker(newQuorum(t, servers), mutex, opts...)
+	first, err := simba.NewLocker(newQuorum(t, servers), mutex, options.As[simba.LockerOption](opts)...)
 	require.NoError(t, err)
 	l1, err := first.Acquire(t.Context())
 	require.NoError(t, err)
@@ -225,7 +226,7 @@ func TestQuorumTokenSurvivesSkewedClocks(t *testing.T) {
 
 	require.NoError(t, servers[2].Start(t.Context()))
 	require.NoError(t, servers[0].Kill()) // the next quorum: instances 1 and 2
-	second, err := simba.NewLocker(newQuorum(t, servers), mutex, opts...)
+	second, err := simba.NewLocker(newQuorum(t, servers), mutex, options.As[simba.LockerOption](opts)...)
 	require.NoError(t, err)
 	l2, err := second.Acquire(t.Context())
 	require.NoError(t, err)
@@ -383,7 +384,7 @@ func TestQuorumRenewalShortOfQuorumKeepsItsKeys(t *testing.T) {
 	require.True(t, a.IsOwner(), "instances 1 and 2 are a quorum")
 	proxies[1].Blackhole(faultproxy.Both)
 
-	b, err := simba.NewLocker(newQuorum(t, servers), mutex, append(opts, simba.WithContenderID("B"))...)
+	b, err := simba.NewLocker(newQuorum(t, servers), mutex, options.As[simba.LockerOption](opts, simba.WithContenderID("B"))...)
 	require.NoError(t, err)
 	deadline := time.Now().Add(eventDeadline)
 	tries := 0

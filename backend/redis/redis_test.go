@@ -16,6 +16,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/internal/options"
 )
 
 // unreachable returns a client of a loopback port nobody listens on: a test that expects
@@ -223,7 +224,7 @@ func TestStorageFormat(t *testing.T) {
 	require.NoError(t, err)
 
 	opts := []simba.Option{simba.WithTTL(3 * time.Second), simba.WithTransition(2 * time.Second)}
-	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("holder@10.0.0.1"))...)
+	holder, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](opts, simba.WithContenderID("holder@10.0.0.1"))...)
 	require.NoError(t, err)
 	lease, err := holder.Acquire(ctx)
 	require.NoError(t, err)
@@ -234,7 +235,7 @@ func TestStorageFormat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "acquired@@holder@10.0.0.1", msg.Payload)
 
-	waiter, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, append(opts, simba.WithContenderID("waiter"))...)
+	waiter, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, options.As[simba.LockerOption](opts, simba.WithContenderID("waiter"))...)
 	require.NoError(t, err)
 	_, err = waiter.TryAcquire(ctx)
 	require.ErrorIs(t, err, simba.ErrNotAcquired)
@@ -243,7 +244,7 @@ func TestStorageFormat(t *testing.T) {
 
 	// A service that keeps waiting stays in the set, scored in server seconds (with
 	// microseconds), and registers for a grant.
-	s, err := simba.NewService(newBackend(t, newClient(t, srv.Addr())), simba.ContenderFuncs{MutexName: mutex, ID: "service"}, opts...)
+	s, err := simba.NewService(newBackend(t, newClient(t, srv.Addr())), simba.ContenderFuncs{MutexName: mutex, ID: "service"}, options.As[simba.ServiceOption](opts)...)
 	require.NoError(t, err)
 	require.NoError(t, s.Start(ctx))
 	defer s.Close()

@@ -105,8 +105,7 @@ func TestLostDeleteRequest(t *testing.T) {
 	parent := "/simba/" + mutex
 	admin := adminConn(t)
 	b, armed, dropped := deleteDropping(t)
-	opts := []simba.Option{simba.WithTTL(2 * time.Second), simba.WithContenderID("x")}
-	l, err := simba.NewLocker(b, mutex, opts...)
+	l, err := simba.NewLocker(b, mutex, simba.WithTTL(2*time.Second), simba.WithContenderID("x"))
 	require.NoError(t, err)
 	lease, err := l.Acquire(t.Context())
 	require.NoError(t, err)

@@ -111,7 +111,7 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 	defer ref.Close()
 
 	c := &contender{cfg: cfg, log: log, ref: ref}
-	opts := []simba.Option{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
+	opts := []simba.ServiceOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
 		simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if cfg.CallTimeout > 0 {
 		opts = append(opts, simba.WithCallTimeout(cfg.CallTimeout))

@@ -114,7 +114,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("m", n) }
 	common := []struct {
 		name, mutex, id string
-		opts            []simba.Option
+		opts            []simba.ServiceOption
 	}{
 		{"empty mutex", "", "c", nil},
 		{"blank mutex", " \t", "c", nil},
@@ -124,13 +124,13 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"control character", "a\nb", "c", nil},
 		{"invalid UTF-8", "a\xffb", "c", nil},
 		{"empty contender ID", "m", "", nil},
-		{"ttl 0", "m", "c", []simba.Option{simba.WithTTL(0)}},
-		{"ttl below 1ms", "m", "c", []simba.Option{simba.WithTTL(time.Microsecond)}},
-		{"ttl not whole ms", "m", "c", []simba.Option{simba.WithTTL(1500 * time.Microsecond)}},
-		{"transition < 0", "m", "c", []simba.Option{simba.WithTransition(-time.Millisecond)}},
-		{"ttl + transition too long", "m", "c", []simba.Option{simba.WithTTL(1 << 62), simba.WithTransition(1 << 62)}},
-		{"call timeout not below ttl", "m", "c", []simba.Option{simba.WithTTL(time.Second), simba.WithCallTimeout(time.Second)}},
-		{"initial delay < 0", "m", "c", []simba.Option{simba.WithInitialDelay(-time.Second)}},
+		{"ttl 0", "m", "c", []simba.ServiceOption{simba.WithTTL(0)}},
+		{"ttl below 1ms", "m", "c", []simba.ServiceOption{simba.WithTTL(time.Microsecond)}},
+		{"ttl not whole ms", "m", "c", []simba.ServiceOption{simba.WithTTL(1500 * time.Microsecond)}},
+		{"transition < 0", "m", "c", []simba.ServiceOption{simba.WithTransition(-time.Millisecond)}},
+		{"ttl + transition too long", "m", "c", []simba.ServiceOption{simba.WithTTL(1 << 62), simba.WithTransition(1 << 62)}},
+		{"call timeout not below ttl", "m", "c", []simba.ServiceOption{simba.WithTTL(time.Second), simba.WithCallTimeout(time.Second)}},
+		{"initial delay < 0", "m", "c", []simba.ServiceOption{simba.WithInitialDelay(-time.Second)}},
 	}
 	specific := map[string][]struct{ name, mutex, id string }{
 		"redis":     {{"{ in name", "a{b", "c"}, {"} in name", "}a", "c"}, {"@@ in ID", "m", "a@@b"}},

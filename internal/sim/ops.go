@@ -292,12 +292,12 @@ func (w *world) raceRound(p, q *process, o Op) bool {
 	synctest.Wait()
 	m := raceMutex
 	id := p.contenderID(fmt.Sprintf("race-%d", w.nextID()))
-	mx, err := simba.NewMutexes(p.link, p.options(simba.WithContenderID(id))...)
+	mx, err := simba.NewMutexes(p.link, options[simba.MutexesOption](p, simba.WithContenderID(id))...)
 	if err != nil {
 		panic(err)
 	}
 	lid := q.contenderID(fmt.Sprintf("race-%d", w.nextID()))
-	l, err := simba.NewLocker(q.link, m, q.options(simba.WithContenderID(lid))...)
+	l, err := simba.NewLocker(q.link, m, options[simba.LockerOption](q, simba.WithContenderID(lid))...)
 	if err != nil {
 		panic(err)
 	}
@@ -626,7 +626,7 @@ func (p *process) renewService(i int) {
 	a := &actor{kind: "service", mutex: m, id: id}
 	svc, err := simba.NewService(p.link, simba.ContenderFuncs{MutexName: m, ID: id,
 		Acquired: func(ctx context.Context, st simba.State) { p.acquired(a, ctx, st) },
-	}, p.options()...)
+	}, options[simba.ServiceOption](p)...)
 	if err != nil {
 		panic(err)
 	}

@@ -153,12 +153,16 @@ func newWorld(cfg Config) *world {
 }
 
 // options are the options of every simba object of p.
-func (p *process) options(extra ...simba.Option) []simba.Option {
-	return append([]simba.Option{
+func options[O any](p *process, extra ...O) []O {
+	var out []O
+	for _, o := range []simba.Option{
 		simba.WithTTL(ttl), simba.WithTransition(transition),
 		p.w.cfg.WithClock(p.clock),
 		simba.WithLogger(slog.New(slog.DiscardHandler)),
-	}, extra...)
+	} {
+		out = append(out, o.(O)) // an Option is an option of every constructor
+	}
+	return append(out, extra...)
 }
 
 // contenderID names a contender of p's current incarnation.
@@ -180,7 +184,7 @@ func (p *process) boot() {
 		a := &actor{kind: "service", mutex: m, id: id}
 		svc, err := simba.NewService(p.link, simba.ContenderFuncs{MutexName: m, ID: id,
 			Acquired: func(ctx context.Context, st simba.State) { p.acquired(a, ctx, st) },
-		}, p.options()...)
+		}, options[simba.ServiceOption](p)...)
 		if err != nil {
 			panic(err)
 		}
@@ -189,7 +193,7 @@ func (p *process) boot() {
 		sa := &actor{kind: "scheduler", mutex: m, id: p.contenderID("sched-" + m)}
 		sched, err := simba.NewScheduler(p.link, m, simba.Schedule{Period: 200 * time.Millisecond},
 			func(ctx context.Context, leader simba.Owner) { p.work(sa, ctx, leader) },
-			p.options(simba.WithContenderID(sa.id))...)
+			options[simba.SchedulerOption](p, simba.WithContenderID(sa.id))...)
 		if err != nil {
 			panic(err)
 		}
@@ -201,7 +205,7 @@ func (p *process) boot() {
 
 func (p *process) newLocker(i int) {
 	p.lockerIDs[i] = p.contenderID("locker-" + p.w.names[i] + "-" + strconv.Itoa(p.w.nextID()))
-	l, err := simba.NewLocker(p.link, p.w.names[i], p.options(simba.WithContenderID(p.lockerIDs[i]))...)
+	l, err := simba.NewLocker(p.link, p.w.names[i], options[simba.LockerOption](p, simba.WithContenderID(p.lockerIDs[i]))...)
 	if err != nil {
 		panic(err)
 	}
@@ -210,7 +214,7 @@ func (p *process) newLocker(i int) {
 
 func (p *process) newMutexes() {
 	// Few local hand-overs, so that the mutex goes back to the store often.
-	m, err := simba.NewMutexes(p.link, p.options(simba.WithContenderID(p.contenderID("mutexes-"+strconv.Itoa(p.w.nextID()))),
+	m, err := simba.NewMutexes(p.link, options[simba.MutexesOption](p, simba.WithContenderID(p.contenderID("mutexes-"+strconv.Itoa(p.w.nextID()))),
 		simba.WithLocalHandOvers(p.id%3))...)
 	if err != nil {
 		panic(err)

@@ -94,7 +94,7 @@ func anyCall(simba.Call) bool { return true }
 
 // leaderService returns a Service of contender id for mutex on b, told to obs, closed at
 // the end of the test.
-func leaderService(t *testing.T, b simba.Backend, mutex, id string, opts ...simba.Option) *simba.Service {
+func leaderService(t *testing.T, b simba.Backend, mutex, id string, opts ...simba.ServiceOption) *simba.Service {
 	t.Helper()
 	s, err := simba.NewService(b, simba.ContenderFuncs{MutexName: mutex, ID: id}, opts...)
 	require.NoError(t, err)
