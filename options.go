@@ -197,7 +197,6 @@ func (c *config) ownID() string {
 	return HostContenderID()
 }
 
-
 // validate checks the configuration as a whole. Fields that default from the TTL are only
 // checked when set explicitly: their defaults are valid whenever the TTL is.
 func (c *config) validate() error {
