@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // clockStep is the resolution of the database's clock: it is read to the millisecond, so
@@ -365,7 +364,7 @@ func (c *contention) observe(before, v uint64) {
 // version (for a renewal of an earlier lifecycle's tenure, larger than that lifecycle's).
 func (c *contention) won(res acquireResult) simba.Record {
 	token := res.version
-	if res.renewed && c.token != 0 && !mutation.On("latest-version-token") {
+	if res.renewed && c.token != 0 {
 		token = c.token
 	}
 	ttl := c.ttl - clockStep - c.shortened(res.renewed)

@@ -13,7 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // contention is one participant's contention: for a contender, its node and the watches
@@ -515,9 +514,6 @@ func (c *contention) list(ctx context.Context, l *look) (outcome, error) {
 // own makes the view of the owner: the contender's node, whose czxid is the token.
 func (c *contention) own(l *look) {
 	token := uint64(c.czxid)
-	if len(l.nodes) > 0 && mutation.On("sequence-token") { // owning after a list, not a hand-over
-		token = uint64(l.nodes[0].seq) + 1 // restarts when the reaped parent is created again
-	}
 	l.v = view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: token,
 		watched: []string{c.node}, node: c.node}
 }
@@ -549,9 +545,6 @@ func (c *contention) wait(ctx context.Context, l *look) (outcome, error) {
 	before := ""
 	if r.path == pred {
 		before = pred // the owner's node is just before the contender's: its deletion hands over (see promote)
-	}
-	if mutation.On("promote-any-predecessor") {
-		before = pred
 	}
 	watched := []string{c.node, pred, r.path}
 	if waitsOnly {

@@ -15,7 +15,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
-	"github.com/simba-go/simba/internal/mutation"
 )
 
 // Connect opens the ZooKeeper connection a Backend runs on. New calls it once with the
@@ -482,13 +481,7 @@ func (b *Backend) heartbeat(s session) {
 	ctx, cancel := context.WithTimeout(context.Background(), beatPeriod(s.timeout))
 	defer cancel()
 	sent := time.Now()
-	var err error
-	if mutation.On("follower-heartbeat") {
-		_, err = b.exists(ctx, "/") // answered by the server itself, cut off from its leader or not
-	} else {
-		err = b.syncLeader(ctx, "/")
-	}
-	if err != nil {
+	if err := b.syncLeader(ctx, "/"); err != nil {
 		b.log.Debug("simba/zookeeper: heartbeat failed", "err", err)
 		return
 	}
@@ -542,9 +535,6 @@ func (b *Backend) heartbeat(s session) {
 // session alive at its send time; the backend cannot tell and applies the rule above
 // everywhere, at the cost of a bound a third of a timeout shorter.
 func (b *Backend) alive(hb beat, timeout time.Duration) time.Time {
-	if mutation.On("follower-heartbeat") {
-		return hb.sent // the mutation: any answer proves the session alive at its send time
-	}
 	threshold := hb.sent.Add(-timeout / 3)
 	var proof time.Time
 	keep := 0
