@@ -28,5 +28,5 @@
 //
 // The root package's TestSimulation runs it (make test: a fixed set of seeds; make sim
 // SEEDS=n: more), and TestSimulationCatchesMutations proves, with the core's bugs switched
-// back on one at a time (internal/mutation), that it finds each of them.
+// in one at a time by their patches (internal/mutant), that it finds each of them.
 package sim
