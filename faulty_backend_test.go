@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 )
 
@@ -99,7 +100,7 @@ func (f *faultyBackend) enter(ctx context.Context, op string) error {
 	return err
 }
 
-func (f *faultyBackend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (f *faultyBackend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := f.enter(ctx, opStart); err != nil {
 		return nil, err
 	}
@@ -107,17 +108,17 @@ func (f *faultyBackend) StartContend(ctx context.Context, p simba.Participant) (
 	if err != nil {
 		return nil, err
 	}
-	return &faultyContention{LeaseContention: c.(simba.LeaseContention), f: f}, nil
+	return &faultyContention{LeaseContention: c.(backend.LeaseContention), f: f}, nil
 }
 
 type faultyContention struct {
-	simba.LeaseContention
+	backend.LeaseContention
 	f *faultyBackend
 }
 
-func (c *faultyContention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *faultyContention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.f.enter(ctx, opAcquire); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	return c.LeaseContention.Acquire(ctx)
 }
@@ -129,9 +130,9 @@ func (c *faultyContention) Release(ctx context.Context) error {
 	return c.LeaseContention.Release(ctx)
 }
 
-func (c *faultyContention) Lookup(ctx context.Context) (simba.Record, error) {
+func (c *faultyContention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.f.enter(ctx, opLookup); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	return c.LeaseContention.Lookup(ctx)
 }
@@ -140,5 +141,5 @@ func (c *faultyContention) OthersWaiting(ctx context.Context) (bool, error) {
 	if err := c.f.enter(ctx, opWaiters); err != nil {
 		return false, err
 	}
-	return c.LeaseContention.(simba.WaitList).OthersWaiting(ctx)
+	return c.LeaseContention.(backend.WaitList).OthersWaiting(ctx)
 }

@@ -1,6 +1,8 @@
 package simba
 
 import (
+	"github.com/simba-go/simba/backend"
+
 	"context"
 	"errors"
 	"fmt"
@@ -48,11 +50,11 @@ type runSpec struct {
 	// delay is the time before the first attempt of a lease store.
 	delay time.Duration
 	// single makes the lifecycle serve one tenure, as a Locker's acquisition does: it
-	// waits only for its own turn (Participant.WaitsOnly), begins no tenure once its first
+	// waits only for its own turn (backend.Participant.WaitsOnly), begins no tenure once its first
 	// has ended, and then gives the mutex back (a lease store) or leaves the queue (a
 	// session store) at once.
 	single bool
-	// once, with single, makes one attempt only (TryAcquire; Participant.Once).
+	// once, with single, makes one attempt only (TryAcquire; backend.Participant.Once).
 	once bool
 	// hopeless, if set, is called once when the lifecycle finds that no attempt can
 	// succeed (the backend is closed, or refuses), with why, and with mu held: it must not
@@ -88,22 +90,22 @@ type lifecycle struct {
 	mu           sync.Mutex
 	phase        phase
 	started      bool // Start completed: the lifecycle ran (for the log)
-	contention   Contention
-	lease        LeaseContention // nil for a session contention
-	left         bool            // a single session contention was left (StopContend called)
-	owner        Owner           // the owner as this lifecycle believes it now
-	state        State           // the last change of owner seen
-	tenure       *tenure         // set while this contender believes it owns the mutex
-	first        *tenure         // the first tenure
-	failures     int             // attempts failed in a row
-	lastErr      error           // the error of the last attempt, nil after a successful one
-	begun        uint64          // attempts begun
-	applied      uint64          // attempts whose outcome (answer or failure) was applied
-	appliedCh    chan struct{}   // closed and replaced whenever an attempt is applied
-	granting     bool            // a grant is being applied (for the Observer)
-	answeredSent time.Time       // the send time of the latest answer or grant applied
-	grantedSent  time.Time       // the send time of the latest grant applied
-	renewBy      time.Time       // while leading: when the next attempt must have been applied
+	contention   backend.Contention
+	lease        backend.LeaseContention // nil for a session contention
+	left         bool                    // a single session contention was left (StopContend called)
+	owner        Owner                   // the owner as this lifecycle believes it now
+	state        State                   // the last change of owner seen
+	tenure       *tenure                 // set while this contender believes it owns the mutex
+	first        *tenure                 // the first tenure
+	failures     int                     // attempts failed in a row
+	lastErr      error                   // the error of the last attempt, nil after a successful one
+	begun        uint64                  // attempts begun
+	applied      uint64                  // attempts whose outcome (answer or failure) was applied
+	appliedCh    chan struct{}           // closed and replaced whenever an attempt is applied
+	granting     bool                    // a grant is being applied (for the Observer)
+	answeredSent time.Time               // the send time of the latest answer or grant applied
+	grantedSent  time.Time               // the send time of the latest grant applied
+	renewBy      time.Time               // while leading: when the next attempt must have been applied
 }
 
 // signal is a channel closed once; fire is idempotent. Guarded by its lifecycle's mu.
@@ -165,7 +167,7 @@ type firstAttempt struct {
 // hand-offs (with a context that cannot end, the caller's goroutine makes both).
 func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	svc := l.svc
-	p := Participant{
+	p := backend.Participant{
 		Mutex:       svc.mutex,
 		ContenderID: svc.id,
 		TTL:         svc.cfg.ttl,
@@ -232,7 +234,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 
 // startContend calls the backend's StartContend with cctx, the call context derived from
 // the caller's ctx, and keeps the contention it opens.
-func (l *lifecycle) startContend(ctx, cctx context.Context, p Participant) error {
+func (l *lifecycle) startContend(ctx, cctx context.Context, p backend.Participant) error {
 	svc := l.svc
 	sent := svc.cfg.now()
 	c, err := svc.backend.StartContend(cctx, p)
@@ -240,7 +242,7 @@ func (l *lifecycle) startContend(ctx, cctx context.Context, p Participant) error
 		c, err = nil, errors.New("backend returned no contention")
 	}
 	if svc.cfg.observer != nil {
-		svc.observeCall(OpStart, sent, Record{}, callError(err, cctx, ctx, svc.cfg.callTimeout))
+		svc.observeCall(OpStart, sent, backend.Record{}, callError(err, cctx, ctx, svc.cfg.callTimeout))
 	}
 	if err != nil {
 		return err
@@ -248,7 +250,7 @@ func (l *lifecycle) startContend(ctx, cctx context.Context, p Participant) error
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.contention = c
-	l.lease, _ = c.(LeaseContention)
+	l.lease, _ = c.(backend.LeaseContention)
 	return nil
 }
 
@@ -299,7 +301,7 @@ func (l *lifecycle) attempt() time.Duration {
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	var (
-		rec Record
+		rec backend.Record
 		err error
 	)
 	if svc.id == "" {
@@ -356,7 +358,7 @@ func (l *lifecycle) failed(err error) time.Duration {
 
 // answer applies the record a store call sent at sent returned, or a grant of the same
 // shape, and returns the delay until the next attempt. Called with mu held.
-func (l *lifecycle) answer(rec Record, sent time.Time) time.Duration {
+func (l *lifecycle) answer(rec backend.Record, sent time.Time) time.Duration {
 	svc := l.svc
 	if l.tenure != nil && rec.Owner != svc.id && !sent.After(l.grantedSent) {
 		// The call was sent before the waiting that a grant answered ended: its answer
@@ -373,7 +375,7 @@ func (l *lifecycle) answer(rec Record, sent time.Time) time.Duration {
 		// time: the store read its clock later, so its TTL ends later still.
 		end = sent.Add(rec.TTL - svc.cfg.driftMargin())
 	}
-	o := rec.At(sent)
+	o := ownerAt(rec, sent)
 	l.apply(o, end)
 	d := svc.period.next(svc.id, o, svc.cfg.now())
 	l.due(d)
@@ -384,9 +386,9 @@ func (l *lifecycle) answer(rec Record, sent time.Time) time.Duration {
 }
 
 // grant applies a hand-over the store made to this contender while it waited
-// (Participant.Grant): as the answer to the call sent at sent, unless an answer to a later
+// (backend.Participant.Grant): as the answer to the call sent at sent, unless an answer to a later
 // call has been applied already. The next attempt is then due as after that answer.
-func (l *lifecycle) grant(rec Record, sent time.Time) {
+func (l *lifecycle) grant(rec backend.Record, sent time.Time) {
 	svc := l.svc
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -407,15 +409,16 @@ func (l *lifecycle) grant(rec Record, sent time.Time) {
 	}
 }
 
-// report receives an owner from a session backend (Participant.Report).
-func (l *lifecycle) report(o Owner) {
+// report receives an owner from a session backend (backend.Participant.Report).
+func (l *lifecycle) report(rec backend.Record, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.phase == phaseHalted {
 		return // a report of an ended lifecycle
 	}
+	o := ownerAt(rec, at)
 	var end time.Time
-	if o.OwnedBy(l.svc.id) {
+	if o.OwnedBy(l.svc.id) && rec.TTL != 0 {
 		end = o.TTLAt
 	}
 	l.apply(o, end)
@@ -812,7 +815,7 @@ func (l *lifecycle) attemptNow(ctx context.Context) error {
 // when the store cannot tell or did not answer.
 func (l *lifecycle) othersWaiting(ctx context.Context) (waiting, known bool) {
 	l.mu.Lock()
-	wl, ok := l.contention.(WaitList)
+	wl, ok := l.contention.(backend.WaitList)
 	l.mu.Unlock()
 	if !ok {
 		return false, false

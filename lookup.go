@@ -1,6 +1,8 @@
 package simba
 
 import (
+	"github.com/simba-go/simba/backend"
+
 	"context"
 	"fmt"
 	"sync"
@@ -62,18 +64,18 @@ func lookup(ctx context.Context, b Backend, mutex string, cfg config, opened *at
 		mu       sync.Mutex
 		reported Owner
 	)
-	p := Participant{
+	p := backend.Participant{
 		Mutex:      mutex,
 		TTL:        cfg.ttl,
 		Transition: cfg.transition,
 		Logger:     cfg.logger.With("mutex", mutex),
 		Wake:       func() {},
-		Report: func(o Owner) {
+		Report: func(rec backend.Record, at time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
-			reported = o
+			reported = ownerAt(rec, at)
 		},
-		Grant: func(Record, time.Time) {},
+		Grant: func(backend.Record, time.Time) {},
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.callTimeout)
 	defer cancel()
@@ -89,12 +91,12 @@ func lookup(ctx context.Context, b Backend, mutex string, cfg config, opened *at
 		o       Owner
 		readErr error
 	)
-	if lc, ok := c.(LeaseContention); ok {
+	if lc, ok := c.(backend.LeaseContention); ok {
 		sent := cfg.now()
 		rec, err := lc.Lookup(cctx)
 		if err != nil {
 			readErr = wrapf(callError(err, cctx, ctx, cfg.callTimeout), "simba: look up %q", mutex)
-		} else if o = rec.At(sent); rec.Held == 0 {
+		} else if o = ownerAt(rec, sent); rec.Held == 0 {
 			o.AcquiredAt = time.Time{}
 		}
 	} else {

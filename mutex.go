@@ -1,6 +1,8 @@
 package simba
 
 import (
+	"github.com/simba-go/simba/backend"
+
 	"reflect"
 	"strings"
 	"unicode"
@@ -47,7 +49,7 @@ func validateNames(b Backend, mutex, id string, contender bool) error {
 			return err
 		}
 	}
-	v, ok := b.(Validator)
+	v, ok := b.(backend.Validator)
 	if !ok {
 		return nil
 	}

@@ -1,6 +1,8 @@
 package simba
 
 import (
+	"github.com/simba-go/simba/backend"
+
 	"container/list"
 	"context"
 	"errors"
@@ -62,7 +64,7 @@ func NewMutexes(b Backend, opts ...MutexesOption) (*Mutexes, error) {
 	if err := ValidateContenderID(id); err != nil {
 		return nil, err
 	}
-	if v, ok := b.(Validator); ok {
+	if v, ok := b.(backend.Validator); ok {
 		if err := v.ValidateContenderID(id); err != nil {
 			return nil, err
 		}

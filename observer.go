@@ -1,6 +1,8 @@
 package simba
 
 import (
+	"github.com/simba-go/simba/backend"
+
 	"context"
 	"errors"
 	"strconv"
@@ -92,16 +94,16 @@ type Op uint8
 const (
 	// OpStart opens the contention (Backend.StartContend) at Start or at an acquisition.
 	OpStart Op = iota + 1
-	// OpAcquire tries to acquire the mutex (LeaseContention.Acquire, not owning).
+	// OpAcquire tries to acquire the mutex (backend.LeaseContention.Acquire, not owning).
 	OpAcquire
-	// OpRenew renews the TTL of the tenure the contender believes in (LeaseContention.Acquire
+	// OpRenew renews the TTL of the tenure the contender believes in (backend.LeaseContention.Acquire
 	// sent while owning).
 	OpRenew
-	// OpLookup reads the owner for a retriever (LeaseContention.Lookup).
+	// OpLookup reads the owner for a retriever (backend.LeaseContention.Lookup).
 	OpLookup
-	// OpRelease gives the mutex up (LeaseContention.Release).
+	// OpRelease gives the mutex up (backend.LeaseContention.Release).
 	OpRelease
-	// OpStop ends the contention (Contention.StopContend).
+	// OpStop ends the contention (backend.Contention.StopContend).
 	OpStop
 )
 
@@ -190,7 +192,7 @@ type Tenure struct {
 	// it ended. Owner.Token is the tenure's fencing token.
 	Owner Owner
 	// Granted is set at the beginning of a tenure that the store handed over to the
-	// contender as it waited (Participant.Grant), rather than one that answered a call of
+	// contender as it waited (backend.Participant.Grant), rather than one that answered a call of
 	// its own.
 	Granted bool
 	// Held is, at the end, how long the belief lasted; zero at the beginning.
@@ -235,7 +237,7 @@ func attemptOp(id string, renewing bool) Op {
 
 // observeCall tells the Observer of a store call sent at sent. Callers check that there is
 // an Observer first, so that nothing is built without one.
-func (s *Service) observeCall(op Op, sent time.Time, rec Record, err error) {
+func (s *Service) observeCall(op Op, sent time.Time, rec backend.Record, err error) {
 	c := Call{Mutex: s.mutex, Contender: s.id, Role: s.role, Op: op, Latency: s.cfg.now().Sub(sent), Err: err}
 	if err == nil {
 		c.Owner, c.Token = rec.Owner, rec.Token
@@ -249,7 +251,7 @@ func (s *Service) call(ctx, caller context.Context, op Op, f func(context.Contex
 	sent := s.cfg.now()
 	err := callError(f(ctx), ctx, caller, s.cfg.callTimeout)
 	if s.cfg.observer != nil {
-		s.observeCall(op, sent, Record{}, err)
+		s.observeCall(op, sent, backend.Record{}, err)
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 )
 
@@ -170,14 +171,14 @@ func TestObserverTryAcquireRefused(t *testing.T) {
 // scripted is a lease backend whose Acquire answers what the test sends, so that a test
 // can make the store name another owner, hand the mutex over, or fail.
 type scripted struct {
-	answers chan simba.Record
-	parts   chan simba.Participant
+	answers chan backend.Record
+	parts   chan backend.Participant
 	mu      sync.Mutex
 	failing error
 }
 
 func newScripted() *scripted {
-	return &scripted{answers: make(chan simba.Record), parts: make(chan simba.Participant, 4)}
+	return &scripted{answers: make(chan backend.Record), parts: make(chan backend.Participant, 4)}
 }
 
 func (s *scripted) fail(err error) {
@@ -186,38 +187,40 @@ func (s *scripted) fail(err error) {
 	s.failing = err
 }
 
-func (s *scripted) StartContend(_ context.Context, p simba.Participant) (simba.Contention, error) {
+func (s *scripted) StartContend(_ context.Context, p backend.Participant) (backend.Contention, error) {
 	s.parts <- p
 	return scriptedContention{s}, nil
 }
 
 type scriptedContention struct{ s *scripted }
 
-func (c scriptedContention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c scriptedContention) Acquire(ctx context.Context) (backend.Record, error) {
 	c.s.mu.Lock()
 	err := c.s.failing
 	c.s.mu.Unlock()
 	if err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	select {
 	case rec := <-c.s.answers:
 		return rec, nil
 	case <-ctx.Done():
-		return simba.Record{}, ctx.Err()
+		return backend.Record{}, ctx.Err()
 	}
 }
 
-func (scriptedContention) Release(context.Context) error                { return nil }
-func (scriptedContention) Lookup(context.Context) (simba.Record, error) { return simba.Record{}, nil }
-func (scriptedContention) StopContend(context.Context) error            { return nil }
+func (scriptedContention) Release(context.Context) error { return nil }
+func (scriptedContention) Lookup(context.Context) (backend.Record, error) {
+	return backend.Record{}, nil
+}
+func (scriptedContention) StopContend(context.Context) error { return nil }
 
 func TestObserverTenureCauses(t *testing.T) {
 	const ttl = time.Minute
-	mine := func(token uint64) simba.Record {
-		return simba.Record{Owner: "me", TTL: ttl, Transition: 2 * ttl, Token: token}
+	mine := func(token uint64) backend.Record {
+		return backend.Record{Owner: "me", TTL: ttl, Transition: 2 * ttl, Token: token}
 	}
-	start := func(t *testing.T, opts ...simba.ServiceOption) (*scripted, *recorder, simba.Participant, *simba.Service) {
+	start := func(t *testing.T, opts ...simba.ServiceOption) (*scripted, *recorder, backend.Participant, *simba.Service) {
 		s, rec := newScripted(), newRecorder()
 		svc, err := simba.NewService(s, simba.ContenderFuncs{MutexName: "m", ID: "me"},
 			append([]simba.ServiceOption{simba.WithTTL(ttl), simba.WithObserver(rec)}, opts...)...)
@@ -232,7 +235,7 @@ func TestObserverTenureCauses(t *testing.T) {
 		s.answers <- mine(7)
 		await(t, rec, anyEvent[tenureBegan])
 		p.Wake()
-		s.answers <- simba.Record{Owner: "other", TTL: ttl, Transition: 2 * ttl, Token: 8}
+		s.answers <- backend.Record{Owner: "other", TTL: ttl, Transition: 2 * ttl, Token: 8}
 		ended := await(t, rec, anyEvent[tenureEnded])
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnerChanged)
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnershipLost)
@@ -243,7 +246,7 @@ func TestObserverTenureCauses(t *testing.T) {
 
 	t.Run("granted", func(t *testing.T) {
 		s, rec, p, _ := start(t)
-		s.answers <- simba.Record{Owner: "other", TTL: ttl, Transition: 2 * ttl, Token: 3}
+		s.answers <- backend.Record{Owner: "other", TTL: ttl, Transition: 2 * ttl, Token: 3}
 		await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpAcquire })
 		p.Grant(mine(4), time.Now())
 		began := await(t, rec, anyEvent[tenureBegan])
@@ -255,7 +258,7 @@ func TestObserverTenureCauses(t *testing.T) {
 		const short = 300 * time.Millisecond
 		s, rec, _, _ := start(t, simba.WithTTL(short))
 		down := errors.New("store down")
-		s.answers <- simba.Record{Owner: "me", TTL: short, Transition: short, Token: 9}
+		s.answers <- backend.Record{Owner: "me", TTL: short, Transition: short, Token: 9}
 		await(t, rec, anyEvent[tenureBegan])
 		s.fail(down)
 		ended := await(t, rec, anyEvent[tenureEnded])

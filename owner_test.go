@@ -52,12 +52,3 @@ func TestStatusString(t *testing.T) {
 	assert.True(t, simba.StatusStarting.Active())
 	assert.False(t, simba.StatusStopping.Active())
 }
-
-func TestRecordAt(t *testing.T) {
-	sent := time.Now()
-	r := simba.Record{Owner: "a", TTL: time.Second, Transition: 3 * time.Second, Held: 2 * time.Second, Token: 9}
-	o := r.At(sent)
-	assert.Equal(t, simba.Owner{ID: "a", AcquiredAt: sent.Add(-2 * time.Second), TTLAt: sent.Add(time.Second),
-		TransitionAt: sent.Add(3 * time.Second), Token: 9}, o)
-	assert.True(t, simba.Record{}.At(sent).IsZero())
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 )
 
@@ -182,16 +183,16 @@ var errNoAnswer = errors.New("no answer")
 // unanswering starts contentions whose acquire calls fail.
 type unanswering struct{ simba.Backend }
 
-func (u unanswering) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (u unanswering) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := u.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return failingAcquire{c.(simba.LeaseContention)}, nil
+	return failingAcquire{c.(backend.LeaseContention)}, nil
 }
 
-type failingAcquire struct{ simba.LeaseContention }
+type failingAcquire struct{ backend.LeaseContention }
 
-func (failingAcquire) Acquire(context.Context) (simba.Record, error) {
-	return simba.Record{}, errNoAnswer
+func (failingAcquire) Acquire(context.Context) (backend.Record, error) {
+	return backend.Record{}, errNoAnswer
 }

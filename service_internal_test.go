@@ -1,6 +1,8 @@
 package simba
 
 import (
+	"github.com/simba-go/simba/backend"
+
 	"context"
 	"errors"
 	"sync"
@@ -36,7 +38,7 @@ type testStore struct {
 	// replyDelay delays the answer after the store has applied the call.
 	replyDelay time.Duration
 	wakes      []func()
-	grants     []func(Record, time.Time)
+	grants     []func(backend.Record, time.Time)
 }
 
 type storeCall struct {
@@ -44,7 +46,7 @@ type storeCall struct {
 	at     time.Time
 }
 
-func (s *testStore) StartContend(_ context.Context, p Participant) (Contention, error) {
+func (s *testStore) StartContend(_ context.Context, p backend.Participant) (backend.Contention, error) {
 	s.mu.Lock()
 	s.wakes = append(s.wakes, p.Wake)
 	s.grants = append(s.grants, p.Grant)
@@ -80,7 +82,7 @@ func (s *testStore) setOwner(id string, ttl, transition time.Duration) {
 
 type testContention struct {
 	s *testStore
-	p Participant
+	p backend.Participant
 }
 
 func (c *testContention) enter(ctx context.Context, op string) error {
@@ -95,9 +97,9 @@ func (c *testContention) enter(ctx context.Context, op string) error {
 	return nil
 }
 
-func (c *testContention) Acquire(ctx context.Context) (Record, error) {
+func (c *testContention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.enter(ctx, "acquire"); err != nil {
-		return Record{}, err
+		return backend.Record{}, err
 	}
 	s := c.s
 	s.mu.Lock()
@@ -121,11 +123,11 @@ func (c *testContention) Acquire(ctx context.Context) (Record, error) {
 	return rec, nil
 }
 
-func (s *testStore) record(now time.Time) Record {
+func (s *testStore) record(now time.Time) backend.Record {
 	if s.owner == "" || s.transitionAt.Before(now) {
-		return Record{}
+		return backend.Record{}
 	}
-	return Record{Owner: s.owner, TTL: s.ttlAt.Sub(now), Transition: s.transitionAt.Sub(now), Token: s.token}
+	return backend.Record{Owner: s.owner, TTL: s.ttlAt.Sub(now), Transition: s.transitionAt.Sub(now), Token: s.token}
 }
 
 func (c *testContention) Release(ctx context.Context) error {
@@ -141,9 +143,9 @@ func (c *testContention) Release(ctx context.Context) error {
 	return nil
 }
 
-func (c *testContention) Lookup(ctx context.Context) (Record, error) {
+func (c *testContention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.enter(ctx, "lookup"); err != nil {
-		return Record{}, err
+		return backend.Record{}, err
 	}
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
@@ -400,7 +402,7 @@ func handOver(st *testStore, sent time.Time, ttl, transition time.Duration) {
 	st.owner, st.token = "me", st.tokens
 	st.ttlAt, st.transitionAt = sent.Add(ttl), sent.Add(ttl+transition)
 	grant := st.grants[0]
-	rec := Record{Owner: "me", TTL: ttl, Transition: ttl + transition, Token: st.token}
+	rec := backend.Record{Owner: "me", TTL: ttl, Transition: ttl + transition, Token: st.token}
 	st.mu.Unlock()
 	grant(rec, sent)
 }
@@ -519,34 +521,34 @@ func TestLateAcquisitionAfterStopIsReleased(t *testing.T) {
 // reported TTLAt bounds it.
 func TestSessionReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var p Participant
-		b := sessionBackend(func(part Participant) { p = part })
+		var p backend.Participant
+		b := sessionBackend(func(part backend.Participant) { p = part })
 		rec := &recorder{}
 		s, err := NewService(b, rec.contender("m", "me"))
 		require.NoError(t, err)
 		require.NoError(t, s.Start(t.Context()))
-		p.Report(Owner{ID: "me", Token: 5})
-		p.Report(Owner{ID: "me", Token: 5}) // a repeat is not a change
+		p.Report(backend.Record{Owner: "me", Token: 5}, time.Now())
+		p.Report(backend.Record{Owner: "me", Token: 5}, time.Now()) // a repeat is not a change
 		synctest.Wait()
 		assert.Equal(t, []string{"acquired"}, rec.list())
 		assert.True(t, s.IsOwner())
-		p.Report(Owner{}) // disconnected: stop believing at once
+		p.Report(backend.Record{}, time.Now()) // disconnected: stop believing at once
 		synctest.Wait()
 		assert.Equal(t, []string{"acquired", "released"}, rec.list())
-		p.Report(Owner{ID: "me", Token: 5, TTLAt: time.Now().Add(time.Second)})
+		p.Report(backend.Record{Owner: "me", Token: 5, TTL: time.Second}, time.Now())
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		assert.Equal(t, []string{"acquired", "released", "acquired", "released"}, rec.list())
 		require.NoError(t, s.Stop(t.Context()))
-		p.Report(Owner{ID: "me"}) // after Stop: ignored
+		p.Report(backend.Record{Owner: "me"}, time.Now()) // after Stop: ignored
 		synctest.Wait()
 		assert.Len(t, rec.list(), 4)
 	})
 }
 
-type sessionBackend func(Participant)
+type sessionBackend func(backend.Participant)
 
-func (f sessionBackend) StartContend(_ context.Context, p Participant) (Contention, error) {
+func (f sessionBackend) StartContend(_ context.Context, p backend.Participant) (backend.Contention, error) {
 	f(p)
 	return sessionContention{}, nil
 }
@@ -603,15 +605,15 @@ func TestCallbacksMayReadTheService(t *testing.T) {
 // counts StopContend calls.
 type reportingSession struct {
 	mu    sync.Mutex
-	p     Participant
+	p     backend.Participant
 	stops int
 }
 
-func (b *reportingSession) StartContend(_ context.Context, p Participant) (Contention, error) {
+func (b *reportingSession) StartContend(_ context.Context, p backend.Participant) (backend.Contention, error) {
 	b.mu.Lock()
 	b.p = p
 	b.mu.Unlock()
-	p.Report(Owner{ID: p.ContenderID, Token: 9})
+	p.Report(backend.Record{Owner: p.ContenderID, Token: 9}, time.Now())
 	return b, nil
 }
 
@@ -641,7 +643,7 @@ func TestLockerLeavesSessionAfterLoss(t *testing.T) {
 		b.mu.Lock()
 		p := b.p
 		b.mu.Unlock()
-		p.Report(Owner{}) // disconnected
+		p.Report(backend.Record{}, time.Now()) // disconnected
 		synctest.Wait()
 		assert.ErrorIs(t, context.Cause(lease.Context()), ErrOwnershipLost)
 		assert.Equal(t, 1, b.stopCount(), "left at once, not at Release")

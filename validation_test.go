@@ -12,13 +12,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 )
 
 // countingBackend fails the test if anything reaches it: validation must come first.
 type countingBackend struct{ calls int }
 
-func (b *countingBackend) StartContend(context.Context, simba.Participant) (simba.Contention, error) {
+func (b *countingBackend) StartContend(context.Context, backend.Participant) (backend.Contention, error) {
 	b.calls++
 	return nil, errors.New("must not be called")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/backend/memory"
 	simbaredis "github.com/simba-go/simba/backend/redis"
@@ -41,16 +42,16 @@ type counting struct {
 	renewals *intervals // nil unless the scale figure measures renewal intervals
 }
 
-var _ simba.Validator = (*counting)(nil)
+var _ backend.Validator = (*counting)(nil)
 
 // StartContend wraps the contention of a lease store; session contentions (ZooKeeper)
 // make no Acquire calls and are returned as they are.
-func (b *counting) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *counting) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if lc, ok := c.(simba.LeaseContention); ok {
+	if lc, ok := c.(backend.LeaseContention); ok {
 		return &countedContention{LeaseContention: lc, b: b, id: p.ContenderID}, nil
 	}
 	return c, nil
@@ -58,7 +59,7 @@ func (b *counting) StartContend(ctx context.Context, p simba.Participant) (simba
 
 // ValidateMutex passes the check on to the backend, so that wrapping changes nothing.
 func (b *counting) ValidateMutex(name string) error {
-	if v, ok := b.Backend.(simba.Validator); ok {
+	if v, ok := b.Backend.(backend.Validator); ok {
 		return v.ValidateMutex(name)
 	}
 	return nil
@@ -66,7 +67,7 @@ func (b *counting) ValidateMutex(name string) error {
 
 // ValidateContenderID passes the check on to the backend.
 func (b *counting) ValidateContenderID(id string) error {
-	if v, ok := b.Backend.(simba.Validator); ok {
+	if v, ok := b.Backend.(backend.Validator); ok {
 		return v.ValidateContenderID(id)
 	}
 	return nil
@@ -75,13 +76,13 @@ func (b *counting) ValidateContenderID(id string) error {
 // countedContention counts the calls of one contention. simba calls the methods of a
 // contention from one goroutine at a time, so last needs no lock.
 type countedContention struct {
-	simba.LeaseContention
+	backend.LeaseContention
 	b    *counting
 	id   string
 	last time.Time // when the previous call that found this contender owning was sent
 }
 
-func (c *countedContention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *countedContention) Acquire(ctx context.Context) (backend.Record, error) {
 	sent := time.Now()
 	c.b.calls.Add(1)
 	if r := c.b.renewals; r != nil && !c.last.IsZero() {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/simbagocron"
 )
@@ -108,7 +109,7 @@ func TestNewLockerInvalid(t *testing.T) {
 // password does.
 type refusingBackend struct{}
 
-func (refusingBackend) StartContend(context.Context, simba.Participant) (simba.Contention, error) {
+func (refusingBackend) StartContend(context.Context, backend.Participant) (backend.Contention, error) {
 	return nil, fmt.Errorf("%w: password authentication failed for user \"simba\"", simba.ErrRefused)
 }
 

@@ -70,6 +70,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/backend/zookeeper"
@@ -322,14 +323,14 @@ func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error 
 // claim it first makes an acquire call in o's name, which renews o's tenure if o still
 // owns the mutex (and takes it if it is free: released at once, the same outcome).
 func (s *Store) releaseAs(ctx context.Context, mutex string, o simba.Owner, claim bool) error {
-	c, err := s.backend.StartContend(ctx, simba.Participant{
+	c, err := s.backend.StartContend(ctx, backend.Participant{
 		Mutex: mutex, ContenderID: o.ID, TTL: simba.DefaultTTL, Transition: simba.DefaultTransition,
-		Logger: discard, Wake: func() {}, Report: func(simba.Owner) {}, Grant: func(simba.Record, time.Time) {},
+		Logger: discard, Wake: func() {}, Report: func(backend.Record, time.Time) {}, Grant: func(backend.Record, time.Time) {},
 	})
 	if err != nil {
 		return err
 	}
-	lc, ok := c.(simba.LeaseContention)
+	lc, ok := c.(backend.LeaseContention)
 	if !ok {
 		_ = c.StopContend(ctx)
 		return errors.New("not a lease store")

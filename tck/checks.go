@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // checks is the suite, in order; the non-parallel ones run first and alone.
@@ -75,7 +76,7 @@ func (d *duel) start(ctx context.Context) error {
 }
 
 // locker returns a Locker for mutex on b with the suite's options and a fresh ID.
-func (e *env) locker(b simba.Backend, mutex, role string) (*simba.Locker, error) {
+func (e *env) locker(b backend.Backend, mutex, role string) (*simba.Locker, error) {
 	return simba.NewLocker(b, mutex, options[simba.LockerOption](e, simba.WithContenderID(e.id(role)))...)
 }
 
@@ -132,7 +133,7 @@ func (f findings) join(more ...error) error {
 
 // startOwner starts a new contender of mutex on b, recording into a, and waits until it
 // owns the mutex.
-func (e *env) startOwner(b simba.Backend, a *arena, mutex, role string) (*member, *simba.Service, error) {
+func (e *env) startOwner(b backend.Backend, a *arena, mutex, role string) (*member, *simba.Service, error) {
 	m, c := a.join(mutex, e.id(role))
 	s, err := e.service(b, c)
 	if err != nil {
@@ -924,9 +925,8 @@ func checkStaleLifecycle(e *env) error {
 		return f.join(err)
 	}
 	old := p.participant(0)
-	far := time.Now().Add(time.Hour)
-	old.Report(simba.Owner{ID: "tck-ghost", Token: 1 << 62, TTLAt: far, TransitionAt: far})
-	old.Report(simba.Owner{})
+	old.Report(backend.Record{Owner: "tck-ghost", Token: 1 << 62, TTL: time.Hour, Transition: time.Hour}, time.Now())
+	old.Report(backend.Record{}, time.Now())
 	old.Wake()
 	if !s.IsOwner() {
 		f.addf("a report of an ended lifecycle ended the current tenure")
@@ -1255,7 +1255,7 @@ func scheduleOnce(e *env, b *probe, mutex string) error {
 	return sched.Stop(e.ctx)
 }
 
-// checkWaitList: a backend whose contentions implement simba.WaitList tells the owner
+// checkWaitList: a backend whose contentions implement backend.WaitList tells the owner
 // whether other contenders wait: no one at first, the waiter once it has tried, and no one
 // again once the waiter stopped. Backends without it pass.
 func checkWaitList(e *env) error {
@@ -1271,7 +1271,7 @@ func checkWaitList(e *env) error {
 	}
 	wl, ok := d.pa.waitList()
 	if !ok {
-		e.t.Log("the backend's contentions do not implement simba.WaitList")
+		e.t.Log("the backend's contentions do not implement backend.WaitList")
 		return d.sa.Stop(e.ctx)
 	}
 	ask := func(want bool, when string) error {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // errVanished is what a vanished probe's lease contentions return.
@@ -17,7 +17,7 @@ var errVanished = errors.New("tck: backend vanished")
 // probe wraps a backend under test: it watches the calls the service makes, can make the
 // backend vanish, and can delay an acquisition's answer past the end of its lifecycle.
 type probe struct {
-	inner    simba.Backend
+	inner    backend.Backend
 	vanished atomic.Bool
 
 	// lateNext: the next Acquire waits until its context ends, then acquires on the store
@@ -25,9 +25,9 @@ type probe struct {
 	lateNext atomic.Bool
 
 	mu           sync.Mutex
-	participants []simba.Participant
+	participants []backend.Participant
 	lease        bool                // the last contention was a lease contention
-	last         simba.Contention    // the last contention the backend returned
+	last         backend.Contention  // the last contention the backend returned
 	tokens       map[string][]uint64 // per contender: tokens of acquire answers naming it
 	lateWaiting  bool                // a late Acquire is waiting for its context to end
 	starts       int                 // StartContend calls
@@ -35,18 +35,18 @@ type probe struct {
 	changed      signal
 }
 
-func newProbe(inner simba.Backend) *probe {
+func newProbe(inner backend.Backend) *probe {
 	return &probe{inner: inner, tokens: map[string][]uint64{}}
 }
 
 var (
-	_ simba.Backend   = (*probe)(nil)
-	_ simba.Validator = (*probe)(nil)
+	_ backend.Backend   = (*probe)(nil)
+	_ backend.Validator = (*probe)(nil)
 )
 
 // ValidateMutex forwards to the backend's Validator, if it has one.
 func (p *probe) ValidateMutex(name string) error {
-	if v, ok := p.inner.(simba.Validator); ok {
+	if v, ok := p.inner.(backend.Validator); ok {
 		return v.ValidateMutex(name)
 	}
 	return nil
@@ -54,13 +54,13 @@ func (p *probe) ValidateMutex(name string) error {
 
 // ValidateContenderID forwards to the backend's Validator, if it has one.
 func (p *probe) ValidateContenderID(id string) error {
-	if v, ok := p.inner.(simba.Validator); ok {
+	if v, ok := p.inner.(backend.Validator); ok {
 		return v.ValidateContenderID(id)
 	}
 	return nil
 }
 
-func (p *probe) StartContend(ctx context.Context, part simba.Participant) (simba.Contention, error) {
+func (p *probe) StartContend(ctx context.Context, part backend.Participant) (backend.Contention, error) {
 	p.mu.Lock()
 	p.starts++
 	p.participants = append(p.participants, part)
@@ -70,7 +70,7 @@ func (p *probe) StartContend(ctx context.Context, part simba.Participant) (simba
 	if err != nil {
 		return nil, err
 	}
-	lc, ok := c.(simba.LeaseContention)
+	lc, ok := c.(backend.LeaseContention)
 	p.mu.Lock()
 	p.lease, p.last = ok, c
 	p.mu.Unlock()
@@ -105,10 +105,10 @@ func (p *probe) ownTokens(id string) []uint64 {
 }
 
 // waitList returns the last contention's WaitList, if it has one.
-func (p *probe) waitList() (simba.WaitList, bool) {
+func (p *probe) waitList() (backend.WaitList, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	wl, ok := p.last.(simba.WaitList)
+	wl, ok := p.last.(backend.WaitList)
 	return wl, ok
 }
 
@@ -134,7 +134,7 @@ func (p *probe) startCount() int {
 	return p.starts
 }
 
-func (p *probe) participant(i int) simba.Participant {
+func (p *probe) participant(i int) backend.Participant {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.participants[i]
@@ -143,13 +143,13 @@ func (p *probe) participant(i int) simba.Participant {
 // leaseProbe wraps a lease contention.
 type leaseProbe struct {
 	p     *probe
-	inner simba.LeaseContention
+	inner backend.LeaseContention
 	id    string
 }
 
-func (l *leaseProbe) Acquire(ctx context.Context) (simba.Record, error) {
+func (l *leaseProbe) Acquire(ctx context.Context) (backend.Record, error) {
 	if l.p.vanished.Load() {
-		return simba.Record{}, errVanished
+		return backend.Record{}, errVanished
 	}
 	if l.p.lateNext.CompareAndSwap(true, false) {
 		return l.late(ctx)
@@ -167,7 +167,7 @@ func (l *leaseProbe) Acquire(ctx context.Context) (simba.Record, error) {
 
 // late waits until ctx ends, then acquires with a context of its own and returns the
 // answer as if it had arrived in time.
-func (l *leaseProbe) late(ctx context.Context) (simba.Record, error) {
+func (l *leaseProbe) late(ctx context.Context) (backend.Record, error) {
 	l.p.mu.Lock()
 	l.p.lateWaiting = true
 	l.p.mu.Unlock()
@@ -189,9 +189,9 @@ func (l *leaseProbe) Release(ctx context.Context) error {
 	return l.inner.Release(ctx)
 }
 
-func (l *leaseProbe) Lookup(ctx context.Context) (simba.Record, error) {
+func (l *leaseProbe) Lookup(ctx context.Context) (backend.Record, error) {
 	if l.p.vanished.Load() {
-		return simba.Record{}, errVanished
+		return backend.Record{}, errVanished
 	}
 	return l.inner.Lookup(ctx)
 }
@@ -201,7 +201,7 @@ func (l *leaseProbe) Lookup(ctx context.Context) (simba.Record, error) {
 func (l *leaseProbe) StopContend(ctx context.Context) error { return l.inner.StopContend(ctx) }
 
 // sessionProbe wraps a session contention unchanged, keeping it a plain Contention.
-type sessionProbe struct{ inner simba.Contention }
+type sessionProbe struct{ inner backend.Contention }
 
 func (s sessionProbe) StopContend(ctx context.Context) error { return s.inner.StopContend(ctx) }
 

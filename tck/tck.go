@@ -2,7 +2,7 @@
 // runs it from its own test against the real store.
 //
 //	func TestConformance(t *testing.T) {
-//		tck.Run(t, func(t *testing.T) simba.Backend {
+//		tck.Run(t, func(t *testing.T) backend.Backend {
 //			b, err := mystore.New(client)
 //			if err != nil {
 //				t.Fatal(err)
@@ -21,7 +21,7 @@
 // Some checks make an owner vanish: stop talking to the store without releasing, as a
 // crashed process does. For lease stores the suite does this itself by failing every call
 // of the vanished backend's contentions. A session store (whose StartContend returns a
-// plain simba.Contention) must implement Vanisher.
+// plain backend.Contention) must implement Vanisher.
 //
 // Timing: the checks use a TTL of 1s and a transition of 500ms; WithTimeScale stretches
 // every duration of the suite for slow stores. Bounds are generous and the measured values
@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // Vanisher is implemented by backends that can simulate the death of their process: after
@@ -90,7 +91,7 @@ func (c config) checkDeadline() time.Duration { return c.d(90 * time.Second) }
 
 // Run runs the conformance suite against the backends newBackend makes. Each check is a
 // subtest; a failure is reported through t.Error with what was seen.
-func Run(t *testing.T, newBackend func(t *testing.T) simba.Backend, opts ...Option) {
+func Run(t *testing.T, newBackend func(t *testing.T) backend.Backend, opts ...Option) {
 	t.Helper()
 	cfg := config{scale: 1}
 	for _, o := range opts {
@@ -122,7 +123,7 @@ type check struct {
 }
 
 // runCheck runs one check under a watchdog and then runs its cleanups.
-func runCheck(t *testing.T, cfg config, suite string, c check, factory func(t *testing.T) simba.Backend) error {
+func runCheck(t *testing.T, cfg config, suite string, c check, factory func(t *testing.T) backend.Backend) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.checkDeadline())
 	defer cancel()
 	e := &env{t: t, cfg: cfg, ctx: ctx, factory: factory, prefix: "tck-" + suite + "-" + shortName(c.name)}
@@ -148,7 +149,7 @@ type env struct {
 	t       *testing.T
 	cfg     config
 	ctx     context.Context
-	factory func(t *testing.T) simba.Backend
+	factory func(t *testing.T) backend.Backend
 	prefix  string
 	names   atomic.Int32
 
@@ -192,7 +193,7 @@ func (e *env) logger() *slog.Logger {
 }
 
 // service creates a service and closes it when the check ends.
-func (e *env) service(b simba.Backend, c simba.Contender, extra ...simba.ServiceOption) (*simba.Service, error) {
+func (e *env) service(b backend.Backend, c simba.Contender, extra ...simba.ServiceOption) (*simba.Service, error) {
 	s, err := simba.NewService(b, c, options(e, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("NewService: %w", err)

@@ -5,21 +5,22 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // memoryFactory returns a factory of memory backends on one store.
-func memoryFactory() func(t *testing.T) simba.Backend {
+func memoryFactory() func(t *testing.T) backend.Backend {
 	store := memory.NewStore()
-	return func(t *testing.T) simba.Backend {
+	return func(t *testing.T) backend.Backend {
 		b, err := memory.New(store)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = b.Close() })
@@ -36,24 +37,24 @@ func TestRunPassesOnMemory(t *testing.T) {
 func TestBrokenBackendsAreCaught(t *testing.T) {
 	cases := []struct {
 		name   string
-		wrap   func(t *testing.T, b simba.Backend) simba.Backend
+		wrap   func(t *testing.T, b backend.Backend) backend.Backend
 		caught []string
 	}{
-		{"never releases", func(_ *testing.T, b simba.Backend) simba.Backend { return neverReleases{b} },
+		{"never releases", func(_ *testing.T, b backend.Backend) backend.Backend { return neverReleases{b} },
 			[]string{"stop_releases_on_store", "locker_errors", "stale_lifecycle"}},
-		{"token does not increase", func(_ *testing.T, b simba.Backend) simba.Backend { return frozenToken{b} },
+		{"token does not increase", func(_ *testing.T, b backend.Backend) backend.Backend { return frozenToken{b} },
 			[]string{"fencing", "restart", "locker_exclusion"}},
-		{"grants everyone", func(_ *testing.T, b simba.Backend) simba.Backend { return grantsEveryone{b} },
+		{"grants everyone", func(_ *testing.T, b backend.Backend) backend.Backend { return grantsEveryone{b} },
 			[]string{"ten_contenders", "locker_exclusion", "locker_errors", "scheduler"}},
-		{"forgets the owner on renewal", func(_ *testing.T, b simba.Backend) simba.Backend { return &forgetsRenewal{inner: b} },
+		{"forgets the owner on renewal", func(_ *testing.T, b backend.Backend) backend.Backend { return &forgetsRenewal{inner: b} },
 			[]string{"guard"}},
-		{"notifies every contender as owner", func(_ *testing.T, b simba.Backend) simba.Backend { return notifiesEveryone{b} },
+		{"notifies every contender as owner", func(_ *testing.T, b backend.Backend) backend.Backend { return notifiesEveryone{b} },
 			[]string{"ten_contenders", "locker_errors"}},
-		{"fails to stop contending", func(_ *testing.T, b simba.Backend) simba.Backend { return failsToStop{b} },
+		{"fails to stop contending", func(_ *testing.T, b backend.Backend) backend.Backend { return failsToStop{b} },
 			[]string{"lifecycle"}},
 		{"leaks a goroutine per contention", leaksGoroutines,
 			[]string{"goroutine_leaks"}},
-		{"does not tell its waiters it closed", func(_ *testing.T, b simba.Backend) simba.Backend { return deafToClose{b} },
+		{"does not tell its waiters it closed", func(_ *testing.T, b backend.Backend) backend.Backend { return deafToClose{b} },
 			[]string{"closed_under_waiter"}},
 	}
 	cfg := config{scale: 1, ttl: 1e9, transition: 5e8}
@@ -65,7 +66,7 @@ func TestBrokenBackendsAreCaught(t *testing.T) {
 					t.Parallel() // the leak check runs alone, as in Run
 				}
 				factory := memoryFactory()
-				broken := func(t *testing.T) simba.Backend { return c.wrap(t, factory(t)) }
+				broken := func(t *testing.T) backend.Backend { return c.wrap(t, factory(t)) }
 				err := runCheck(t, cfg, newSuiteID(), check, broken)
 				assert.Error(t, err, "check %s passed against a backend that %s", name, c.name)
 				t.Logf("caught: %v", err)
@@ -85,34 +86,34 @@ func find(t *testing.T, name string) check {
 }
 
 // neverReleases drops every release: the store keeps naming a stopped contender.
-type neverReleases struct{ simba.Backend }
+type neverReleases struct{ backend.Backend }
 
-func (b neverReleases) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b neverReleases) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return noRelease{c.(simba.LeaseContention)}, nil
+	return noRelease{c.(backend.LeaseContention)}, nil
 }
 
-type noRelease struct{ simba.LeaseContention }
+type noRelease struct{ backend.LeaseContention }
 
 func (noRelease) Release(context.Context) error { return nil }
 
 // frozenToken reports the same fencing token for every tenure.
-type frozenToken struct{ simba.Backend }
+type frozenToken struct{ backend.Backend }
 
-func (b frozenToken) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b frozenToken) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return constToken{c.(simba.LeaseContention)}, nil
+	return constToken{c.(backend.LeaseContention)}, nil
 }
 
-type constToken struct{ simba.LeaseContention }
+type constToken struct{ backend.LeaseContention }
 
-func (c constToken) Acquire(ctx context.Context) (simba.Record, error) {
+func (c constToken) Acquire(ctx context.Context) (backend.Record, error) {
 	r, err := c.LeaseContention.Acquire(ctx)
 	if r.Owner != "" {
 		r.Token = 7
@@ -121,19 +122,19 @@ func (c constToken) Acquire(ctx context.Context) (simba.Record, error) {
 }
 
 // grantsEveryone tells every contender it owns the mutex.
-type grantsEveryone struct{ simba.Backend }
+type grantsEveryone struct{ backend.Backend }
 
-func (b grantsEveryone) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b grantsEveryone) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return grant{c.(simba.LeaseContention), p}, nil
+	return grant{c.(backend.LeaseContention), p}, nil
 }
 
 type grant struct {
-	simba.LeaseContention
-	p simba.Participant
+	backend.LeaseContention
+	p backend.Participant
 }
 
 var grantTokens struct {
@@ -141,7 +142,7 @@ var grantTokens struct {
 	n uint64
 }
 
-func (g grant) Acquire(ctx context.Context) (simba.Record, error) {
+func (g grant) Acquire(ctx context.Context) (backend.Record, error) {
 	r, err := g.LeaseContention.Acquire(ctx)
 	if err != nil || r.Owner == g.p.ContenderID {
 		return r, err
@@ -150,27 +151,27 @@ func (g grant) Acquire(ctx context.Context) (simba.Record, error) {
 	grantTokens.n++
 	tok := 1<<40 + grantTokens.n
 	grantTokens.Unlock()
-	return simba.Record{Owner: g.p.ContenderID, TTL: g.p.TTL, Transition: g.p.TTL + g.p.Transition, Token: tok}, nil
+	return backend.Record{Owner: g.p.ContenderID, TTL: g.p.TTL, Transition: g.p.TTL + g.p.Transition, Token: tok}, nil
 }
 
 // forgetsRenewal answers every renewal with "no owner".
-type forgetsRenewal struct{ inner simba.Backend }
+type forgetsRenewal struct{ inner backend.Backend }
 
-func (b *forgetsRenewal) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *forgetsRenewal) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.inner.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &forget{LeaseContention: c.(simba.LeaseContention), id: p.ContenderID}, nil
+	return &forget{LeaseContention: c.(backend.LeaseContention), id: p.ContenderID}, nil
 }
 
 type forget struct {
-	simba.LeaseContention
+	backend.LeaseContention
 	id    string
 	owned bool
 }
 
-func (f *forget) Acquire(ctx context.Context) (simba.Record, error) {
+func (f *forget) Acquire(ctx context.Context) (backend.Record, error) {
 	r, err := f.LeaseContention.Acquire(ctx)
 	if err != nil {
 		return r, err
@@ -178,16 +179,16 @@ func (f *forget) Acquire(ctx context.Context) (simba.Record, error) {
 	wasOwner := f.owned
 	f.owned = r.Owner == f.id
 	if wasOwner && f.owned {
-		return simba.Record{}, nil
+		return backend.Record{}, nil
 	}
 	return r, nil
 }
 
 // notifiesEveryone turns the lease store into a session store that reports every
 // contender as the owner as soon as it starts.
-type notifiesEveryone struct{ simba.Backend }
+type notifiesEveryone struct{ backend.Backend }
 
-func (b notifiesEveryone) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b notifiesEveryone) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
@@ -197,27 +198,27 @@ func (b notifiesEveryone) StartContend(ctx context.Context, p simba.Participant)
 		grantTokens.n++
 		tok := 1<<40 + grantTokens.n
 		grantTokens.Unlock()
-		p.Report(simba.Owner{ID: p.ContenderID, Token: tok})
+		p.Report(backend.Record{Owner: p.ContenderID, Token: tok}, time.Now())
 	}
 	return sessionOnly{c}, nil
 }
 
-type sessionOnly struct{ c simba.Contention }
+type sessionOnly struct{ c backend.Contention }
 
 func (s sessionOnly) StopContend(ctx context.Context) error { return s.c.StopContend(ctx) }
 
 // failsToStop answers every StopContend with an error, after stopping.
-type failsToStop struct{ simba.Backend }
+type failsToStop struct{ backend.Backend }
 
-func (b failsToStop) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b failsToStop) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return stopFails{c.(simba.LeaseContention)}, nil
+	return stopFails{c.(backend.LeaseContention)}, nil
 }
 
-type stopFails struct{ simba.LeaseContention }
+type stopFails struct{ backend.LeaseContention }
 
 func (c stopFails) StopContend(ctx context.Context) error {
 	_ = c.LeaseContention.StopContend(ctx)
@@ -226,26 +227,26 @@ func (c stopFails) StopContend(ctx context.Context) error {
 
 // leaksGoroutines wraps b in a backend that leaves a goroutine behind at every
 // StartContend, until the test ends.
-func leaksGoroutines(t *testing.T, b simba.Backend) simba.Backend {
+func leaksGoroutines(t *testing.T, b backend.Backend) backend.Backend {
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
 	return leaky{b, done}
 }
 
 type leaky struct {
-	simba.Backend
+	backend.Backend
 	done <-chan struct{}
 }
 
-func (b leaky) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b leaky) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	go func() { <-b.done }()
 	return b.Backend.StartContend(ctx, p)
 }
 
 // deafToClose never tells its contentions' participants that it was closed.
-type deafToClose struct{ simba.Backend }
+type deafToClose struct{ backend.Backend }
 
-func (b deafToClose) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b deafToClose) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	p.Closed = nil
 	return b.Backend.StartContend(ctx, p)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // Backend is simba's backend on a database/sql pool. It is safe for concurrent use: one
@@ -34,8 +35,8 @@ type Backend struct {
 }
 
 var (
-	_ simba.Backend   = (*Backend)(nil)
-	_ simba.Validator = (*Backend)(nil)
+	_ simba.Backend     = (*Backend)(nil)
+	_ backend.Validator = (*Backend)(nil)
 )
 
 // New returns a backend on db, a pool the caller opened (with go-sql-driver/mysql, put
@@ -95,7 +96,7 @@ func (b *Backend) Close() error {
 // *SchemaError otherwise), checks the mutex name and contender ID against the real column
 // lengths, and returns the participant's contention. It does no further I/O: a mutex's row
 // is created by its first acquisition. See simba.Backend.
-func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := b.usable(ctx); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // clockStep is the resolution of the database's clock: it is read to the millisecond, so
@@ -65,9 +65,9 @@ type contention struct {
 	looked  bool      // a retriever's first Lookup is over (see lookups)
 }
 
-var _ simba.LeaseContention = (*contention)(nil)
+var _ backend.LeaseContention = (*contention)(nil)
 
-func newContention(b *Backend, s schema, p simba.Participant) *contention {
+func newContention(b *Backend, s schema, p backend.Participant) *contention {
 	c := &contention{
 		b:      b,
 		schema: s,
@@ -97,12 +97,12 @@ func newContention(b *Backend, s schema, p simba.Participant) *contention {
 	return c
 }
 
-// Acquire runs JVM Simba's conditional UPDATE; see simba.LeaseContention. When it matches,
+// Acquire runs JVM Simba's conditional UPDATE; see backend.LeaseContention. When it matches,
 // the UPDATE itself tells the new version and whether it renewed this contender's tenure,
 // so no read follows; otherwise the row is read to tell who owns it.
-func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	tryLock := c.prepareLock(ctx)
 	c.acquiring(true)
@@ -116,7 +116,7 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	c.acquiring(false)
 	if err != nil {
-		return simba.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
+		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
 	}
 	return rec, nil
 }
@@ -127,25 +127,25 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 // end. The row is released (the contention's tenure ends, even if the release fails) and
 // the answer names no owner, so that the owner stops believing at once; its next
 // acquisition begins a new tenure.
-func (c *contention) stepAside(ctx context.Context) (simba.Record, error) {
+func (c *contention) stepAside(ctx context.Context) (backend.Record, error) {
 	err := c.releaseRow(ctx)
 	c.token = 0
 	c.letGo(ctx)
 	if err != nil {
-		return simba.Record{}, fmt.Errorf("give the mutex up after the database's clock stepped: %w", err)
+		return backend.Record{}, fmt.Errorf("give the mutex up after the database's clock stepped: %w", err)
 	}
-	return simba.Record{}, nil
+	return backend.Record{}, nil
 }
 
 // acquireRow runs the acquisition's statements. With tryLock, its first acquire statement
 // tries the named lock too (prepareLock).
-func (c *contention) acquireRow(ctx context.Context, tryLock bool) (simba.Record, error) {
+func (c *contention) acquireRow(ctx context.Context, tryLock bool) (backend.Record, error) {
 	args := acquireArgs{mutex: c.mutex, contender: c.id}
 	unmatched := false // an acquire statement has just not matched: read the row next
 	if tryLock {
 		res, err := c.update(ctx, args, true)
 		if err != nil {
-			return simba.Record{}, err
+			return backend.Record{}, err
 		}
 		if res.matched {
 			return c.won(res), nil
@@ -161,17 +161,17 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (simba.Record
 		roundTrip := time.Since(began)
 		if errors.Is(err, errNoRow) { // the mutex's first use
 			if err := c.ensureRow(ctx); err != nil {
-				return simba.Record{}, err
+				return backend.Record{}, err
 			}
 			r, err = c.read(ctx)
 		}
 		if err != nil {
-			return simba.Record{}, fmt.Errorf("read the row: %w", noRow(err))
+			return backend.Record{}, fmt.Errorf("read the row: %w", noRow(err))
 		}
 		switch rec := r.record(); {
 		case rec.Owner == "":
 			if err := c.deferTo(ctx, roundTrip); err != nil {
-				return simba.Record{}, err
+				return backend.Record{}, err
 			}
 			// Then contend like anyone: the UPDATE takes the row if the holder did not.
 		case rec.Owner != c.id:
@@ -187,7 +187,7 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (simba.Record
 		if !unmatched {
 			res, err := c.update(ctx, args, false)
 			if err != nil {
-				return simba.Record{}, err
+				return backend.Record{}, err
 			}
 			if res.matched {
 				return c.won(res), nil
@@ -198,13 +198,13 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (simba.Record
 		switch {
 		case errors.Is(err, errNoRow) && again:
 			if err := c.ensureRow(ctx); err != nil {
-				return simba.Record{}, err
+				return backend.Record{}, err
 			}
 			continue // the first use of the mutex: try again on the new row
 		case err != nil:
-			return simba.Record{}, noRow(err)
+			return backend.Record{}, noRow(err)
 		case r.version >= maxVersion:
-			return simba.Record{}, fmt.Errorf("the row's version is %d, the largest the column holds: no larger fencing token can be handed out", r.version)
+			return backend.Record{}, fmt.Errorf("the row's version is %d, the largest the column holds: no larger fencing token can be handed out", r.version)
 		case again && r.record().Owner == "":
 			continue // free now: created or released since the UPDATE; try again
 		}
@@ -219,9 +219,9 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (simba.Record
 			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)
 		switch {
 		case err != nil:
-			return simba.Record{}, err
+			return backend.Record{}, err
 		case !res.matched:
-			return simba.Record{}, errors.New("the row changed while this contender took over its own earlier tenure")
+			return backend.Record{}, errors.New("the row changed while this contender took over its own earlier tenure")
 		}
 		return c.won(res), nil
 	}
@@ -331,7 +331,7 @@ func (c *contention) stale() bool {
 
 // watchRow follows a row of another owner and returns its record, whose transition window
 // ends, at the latest, when the row becomes stale: the service then contends again.
-func (c *contention) watchRow(r row, rec simba.Record) simba.Record {
+func (c *contention) watchRow(r row, rec backend.Record) backend.Record {
 	if c.watch.owner != r.owner || c.watch.version != r.version {
 		c.watch = watch{owner: r.owner, version: r.version, since: r.got, lease: span(r.transitionAt, r.acquiredAt)}
 	}
@@ -362,14 +362,14 @@ func (c *contention) observe(before, v uint64) {
 // contention last saw with its tenure in the row, so nothing came between: the tenure
 // goes on and keeps its token. Anything else is a new tenure, whose token is the new
 // version (for a renewal of an earlier lifecycle's tenure, larger than that lifecycle's).
-func (c *contention) won(res acquireResult) simba.Record {
+func (c *contention) won(res acquireResult) backend.Record {
 	token := res.version
 	if res.renewed && c.token != 0 {
 		token = c.token
 	}
 	ttl := c.ttl - clockStep - c.shortened(res.renewed)
 	c.version, c.token = res.version, token
-	return simba.Record{
+	return backend.Record{
 		Owner:      c.id,
 		TTL:        ttl,
 		Transition: c.lease - clockStep,
@@ -402,7 +402,7 @@ func (c *contention) shortened(renewal bool) time.Duration {
 func renewalMark(r row) bool { return (r.transitionAt-r.ttlAt)&1 == 1 }
 
 // seen records a row that was read when the acquire statement did not match, and returns
-// it as a record. Rows naming other owners carry no token (simba.Record: "zero when the
+// it as a record. Rows naming other owners carry no token (backend.Record: "zero when the
 // store cannot tell it to this caller"). known is false for a row of this contender whose
 // tenure the contention cannot name: the caller takes it over with a renewal.
 //
@@ -413,7 +413,7 @@ func renewalMark(r row) bool { return (r.transitionAt-r.ttlAt)&1 == 1 }
 // when the row was free. The row's last write therefore tells: a renewal (ttl_at marked)
 // at the next version continues the tenure the contention knows; a new tenure is one of
 // its statements that began a tenure, whose token is the version it wrote.
-func (c *contention) seen(r row) (rec simba.Record, known bool) {
+func (c *contention) seen(r row) (rec backend.Record, known bool) {
 	rec = r.record()
 	if rec.Owner == "" {
 		c.watch = watch{}
@@ -439,7 +439,7 @@ func (c *contention) seen(r row) (rec simba.Record, known bool) {
 		c.token = r.version
 	default:
 		c.version, c.token = r.version, 0
-		return simba.Record{}, false
+		return backend.Record{}, false
 	}
 	c.version = r.version
 	rec.Token = c.token
@@ -514,19 +514,19 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	return nil
 }
 
-// Lookup reads the row; see simba.LeaseContention. A mutex without a row has no owner. A
+// Lookup reads the row; see backend.LeaseContention. A mutex without a row has no owner. A
 // retriever's first lookup (simba.Lookup's only one) is remembered for ReleaseOwner.
-func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
+func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	sending := time.Now() // the service's send time, to which it adds the record, is earlier
 	r, err := c.read(ctx)
 	switch {
 	case errors.Is(err, errNoRow):
-		return simba.Record{}, nil
+		return backend.Record{}, nil
 	case err != nil:
-		return simba.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up: %w", err))
+		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up: %w", err))
 	}
 	rec := r.record()
 	if c.id == "" && !c.looked && rec.Owner != "" {
@@ -571,11 +571,11 @@ type row struct {
 
 // record converts a row to a record: durations from the database's now, shortened by the
 // clock's resolution; a row whose transition window has ended has no owner.
-func (r row) record() simba.Record {
+func (r row) record() backend.Record {
 	if r.owner == "" || r.transitionAt < r.now {
-		return simba.Record{}
+		return backend.Record{}
 	}
-	return simba.Record{
+	return backend.Record{
 		Owner:      r.owner,
 		TTL:        span(r.ttlAt, r.now) - clockStep,
 		Transition: span(r.transitionAt, r.now) - clockStep,

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/internal/testserver"
 )
@@ -73,18 +73,18 @@ func (j *jvm) acquireAt(t *testing.T, mutex string, at int64) bool {
 
 // goAt returns a Go contention for mutex and id whose pool's sessions have the database's
 // clock at epoch ms at, in time zone timeZone, on server s.
-func goAt(t *testing.T, s *testserver.MariaDB, mutex, id, timeZone string, at int64) simba.LeaseContention {
+func goAt(t *testing.T, s *testserver.MariaDB, mutex, id, timeZone string, at int64) backend.LeaseContention {
 	t.Helper()
 	db := openOn(t, s, "time_zone="+url.QueryEscape("'"+timeZone+"'"), fmt.Sprintf("timestamp=%d.%03d", at/1000, at%1000))
 	b, err := jdbc.New(db, jdbc.WithHandOver(false))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	c, err := b.StartContend(t.Context(), simba.Participant{
+	c, err := b.StartContend(t.Context(), backend.Participant{
 		Mutex: mutex, ContenderID: id, TTL: 10 * time.Second, Transition: 6 * time.Second, Wake: func() {},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-	return c.(simba.LeaseContention)
+	return c.(backend.LeaseContention)
 }
 
 // Instants around the end of daylight saving time in Europe/Berlin on 2024-10-27: the

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // The fast hand-over (see the package documentation for the design): a contention pins one
@@ -259,7 +259,7 @@ func (c *contention) lockHolder(ctx context.Context) int64 {
 // ttl + transition, about a contend period, if that owner is still there) and otherwise
 // stays at the head, polling on its contend period: one extra attempt per contender and
 // change of owner, not a spin.
-func (c *contention) follow(ctx context.Context, rec simba.Record) {
+func (c *contention) follow(ctx context.Context, rec backend.Record) {
 	if c.lock == "" {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/internal/faultproxy"
 	"github.com/simba-go/simba/internal/options"
@@ -26,20 +27,20 @@ type counting struct {
 	acquires atomic.Int64
 }
 
-func (c *counting) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (c *counting) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	con, err := c.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &countingContention{LeaseContention: con.(simba.LeaseContention), n: &c.acquires}, nil
+	return &countingContention{LeaseContention: con.(backend.LeaseContention), n: &c.acquires}, nil
 }
 
 type countingContention struct {
-	simba.LeaseContention
+	backend.LeaseContention
 	n *atomic.Int64
 }
 
-func (c *countingContention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *countingContention) Acquire(ctx context.Context) (backend.Record, error) {
 	c.n.Add(1)
 	return c.LeaseContention.Acquire(ctx)
 }
@@ -320,7 +321,7 @@ func TestDeferralFollowsTheLock(t *testing.T) {
 	q := queueFor(t, db, lock)
 	a, c, aID, cID, granted := q.holder, q.waiter, q.holderID, q.waiterID, q.granted
 
-	answer := make(chan simba.Record, 1)
+	answer := make(chan backend.Record, 1)
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 func TestDecodeAcquire(t *testing.T) {
@@ -122,10 +123,10 @@ func TestTokenOfAnInheritedTenure(t *testing.T) {
 }
 
 func TestRecordOfRow(t *testing.T) {
-	assert.Equal(t, simba.Record{}, row{}.record(), "a new row has no owner")
-	assert.Equal(t, simba.Record{}, row{owner: "a", transitionAt: 99, now: 100}.record(), "transition ended")
+	assert.Equal(t, backend.Record{}, row{}.record(), "a new row has no owner")
+	assert.Equal(t, backend.Record{}, row{owner: "a", transitionAt: 99, now: 100}.record(), "transition ended")
 	r := row{owner: "a", acquiredAt: 1000, ttlAt: 3000, transitionAt: 4000, now: 2000}.record()
-	assert.Equal(t, simba.Record{Owner: "a", TTL: 999 * time.Millisecond, Transition: 1999 * time.Millisecond, Held: time.Second}, r)
+	assert.Equal(t, backend.Record{Owner: "a", TTL: 999 * time.Millisecond, Transition: 1999 * time.Millisecond, Held: time.Second}, r)
 	r = row{owner: "a", acquiredAt: 1000, ttlAt: 1500, transitionAt: 2000, now: 2000}.record()
 	assert.Equal(t, "a", r.Owner, "at the last millisecond of its transition window")
 	assert.Equal(t, -501*time.Millisecond, r.TTL)
@@ -233,7 +234,7 @@ func FuzzRowRecord(f *testing.F) {
 		if r.Owner != "" && (owner == "" || transitionAt < now) {
 			t.Fatalf("owner %q reported for a free row", r.Owner)
 		}
-		if r.Owner == "" && r != (simba.Record{}) {
+		if r.Owner == "" && r != (backend.Record{}) {
 			t.Fatalf("a free row reported as %+v", r)
 		}
 		for _, d := range []time.Duration{r.TTL, r.Transition, r.Held} {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 )
 
@@ -120,10 +121,10 @@ func TestVersionExhausted(t *testing.T) {
 	_, err := db.ExecContext(t.Context(), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 4294967295)", mutex)
 	require.NoError(t, err)
 	b := newBackend(t)
-	c, err := b.StartContend(t.Context(), simba.Participant{Mutex: mutex, ContenderID: "c", TTL: time.Second, Wake: func() {}})
+	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "c", TTL: time.Second, Wake: func() {}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-	rec, err := c.(simba.LeaseContention).Acquire(t.Context())
+	rec, err := c.(backend.LeaseContention).Acquire(t.Context())
 	require.Error(t, err, "got %+v", rec)
 	t.Log(err)
 	assert.Equal(t, uint64(4294967295), readRow(t, db, mutex).Version, "nothing written")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // ErrChangedSinceLookup is returned by ReleaseOwner when the owner has renewed its tenure
@@ -102,7 +103,7 @@ type lookups struct {
 type lookedUp struct {
 	mutex, owner string
 	version      uint64
-	rec          simba.Record
+	rec          backend.Record
 	from, to     time.Time
 }
 

@@ -8,18 +8,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // The lookups ReleaseOwner matches owner records against: a record is matched by its
 // instants to the lookup that reported it; two lookups at different versions that could
 // both have reported it, or one the backend may have forgotten, make ReleaseOwner refuse.
 func TestLookupsTellTheVersion(t *testing.T) {
-	rec := simba.Record{Owner: "a", TTL: 20 * time.Second, Transition: 30 * time.Second, Held: 5 * time.Second}
+	rec := backend.Record{Owner: "a", TTL: 20 * time.Second, Transition: 30 * time.Second, Held: 5 * time.Second}
 	lookup := func(l *lookups, version uint64) simba.Owner {
 		from := time.Now()
 		sent := time.Now() // the service's send time
 		l.add(lookedUp{mutex: "m", owner: "a", version: version, rec: rec, from: from, to: time.Now()})
-		return rec.At(sent)
+		return ownerAt(rec, sent)
 	}
 
 	var l lookups
@@ -51,8 +52,14 @@ func TestLookupsTellTheVersion(t *testing.T) {
 	assert.ErrorIs(t, err, ErrChangedSinceLookup, "forgotten")
 	assert.Len(t, full.seen, maxLookups)
 
-	expired := rec.At(time.Now().Add(-time.Minute))
+	expired := ownerAt(rec, time.Now().Add(-time.Minute))
 	_, live, err = l.versionOf("m", expired)
 	require.NoError(t, err)
 	assert.False(t, live, "its transition window has ended")
+}
+
+// ownerAt is the owner a service makes of rec, a record read at sent.
+func ownerAt(rec backend.Record, sent time.Time) simba.Owner {
+	return simba.Owner{ID: rec.Owner, AcquiredAt: sent.Add(-rec.Held), TTLAt: sent.Add(rec.TTL),
+		TransitionAt: sent.Add(rec.Transition), Token: rec.Token}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 )
 
@@ -22,11 +23,11 @@ import (
 func TestReleaseOwner(t *testing.T) {
 	for _, dialect := range []string{"mysql", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
-			backend := func() *jdbc.Backend { return newBackend(t, jdbc.WithHandOver(false)) }
+			newB := func() *jdbc.Backend { return newBackend(t, jdbc.WithHandOver(false)) }
 			if dialect == "postgres" {
-				backend = func() *jdbc.Backend { return newPGBackend(t, jdbc.WithHandOver(false)) }
+				newB = func() *jdbc.Backend { return newPGBackend(t, jdbc.WithHandOver(false)) }
 			}
-			admin := backend()
+			admin := newB()
 			lookup := func(mutex string) simba.Owner {
 				t.Helper()
 				o, err := simba.Lookup(t.Context(), admin, mutex)
@@ -41,7 +42,7 @@ func TestReleaseOwner(t *testing.T) {
 			for _, transition := range []time.Duration{time.Second, 1001 * time.Millisecond} {
 				t.Run(fmt.Sprintf("a new tenure since the lookup, transition %s", transition), func(t *testing.T) {
 					mutex := mutexName(t)
-					l, err := simba.NewLocker(backend(), mutex, simba.WithContenderID("a"), simba.WithTransition(transition))
+					l, err := simba.NewLocker(newB(), mutex, simba.WithContenderID("a"), simba.WithTransition(transition))
 					require.NoError(t, err)
 					lease, err := l.Acquire(ctx)
 					require.NoError(t, err)
@@ -61,11 +62,11 @@ func TestReleaseOwner(t *testing.T) {
 
 				t.Run(fmt.Sprintf("a renewal since the lookup, transition %s", transition), func(t *testing.T) {
 					mutex := mutexName(t)
-					c, err := backend().StartContend(t.Context(), simba.Participant{Mutex: mutex, ContenderID: "a", TTL: 2 * time.Second,
+					c, err := newB().StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "a", TTL: 2 * time.Second,
 						Transition: transition, Wake: func() {}})
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-					l := c.(simba.LeaseContention)
+					l := c.(backend.LeaseContention)
 					first := acquire(t, l)
 					require.Equal(t, "a", first.Owner)
 					o := lookup(mutex)
@@ -84,11 +85,11 @@ func TestReleaseOwner(t *testing.T) {
 
 			t.Run("another owner since the lookup", func(t *testing.T) {
 				mutex := mutexName(t)
-				a := leaseOf(t, backend(), mutex, "a")
+				a := leaseOf(t, newB(), mutex, "a")
 				require.Equal(t, "a", acquire(t, a).Owner)
 				o := lookup(mutex)
 				require.NoError(t, a.Release(ctx))
-				b := leaseOf(t, backend(), mutex, "b")
+				b := leaseOf(t, newB(), mutex, "b")
 				require.Equal(t, "b", acquire(t, b).Owner)
 				require.NoError(t, admin.ReleaseOwner(ctx, mutex, o), "nothing to do")
 				assert.Equal(t, "b", lookup(mutex).ID)
@@ -96,13 +97,13 @@ func TestReleaseOwner(t *testing.T) {
 
 			t.Run("the tenure looked up", func(t *testing.T) {
 				mutex := mutexName(t)
-				a := leaseOf(t, backend(), mutex, "a")
+				a := leaseOf(t, newB(), mutex, "a")
 				first := acquire(t, a)
 				require.Equal(t, "a", first.Owner)
 				o := lookup(mutex)
 				require.NoError(t, admin.ReleaseOwner(ctx, mutex, o))
 				assert.True(t, lookup(mutex).IsZero(), "released")
-				next := acquire(t, leaseOf(t, backend(), mutex, "b"))
+				next := acquire(t, leaseOf(t, newB(), mutex, "b"))
 				assert.Equal(t, "b", next.Owner, "at once")
 				assert.Greater(t, next.Token, first.Token)
 				require.NoError(t, admin.ReleaseOwner(ctx, mutex, o), "released already: nothing to do")
@@ -111,9 +112,9 @@ func TestReleaseOwner(t *testing.T) {
 
 			t.Run("an owner no lookup of the backend reported", func(t *testing.T) {
 				mutex := mutexName(t)
-				a := leaseOf(t, backend(), mutex, "a")
+				a := leaseOf(t, newB(), mutex, "a")
 				require.Equal(t, "a", acquire(t, a).Owner)
-				o, err := simba.Lookup(t.Context(), backend(), mutex) // another backend's lookup
+				o, err := simba.Lookup(t.Context(), newB(), mutex) // another backend's lookup
 				require.NoError(t, err)
 				require.ErrorIs(t, admin.ReleaseOwner(ctx, mutex, o), simba.ErrInvalidArgument)
 				forged := lookup(mutex)

@@ -14,26 +14,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/internal/faultproxy"
 )
 
 // leaseOf opens a contention of b for mutex and id, stopped when the test ends, and
 // returns it for the test to call as the service would. log may be nil.
-func leaseOf(t *testing.T, b simba.Backend, mutex, id string, log ...*slog.Logger) simba.LeaseContention {
+func leaseOf(t *testing.T, b simba.Backend, mutex, id string, log ...*slog.Logger) backend.LeaseContention {
 	t.Helper()
-	p := simba.Participant{Mutex: mutex, ContenderID: id, TTL: 2 * time.Second, Transition: time.Second, Wake: func() {}}
+	p := backend.Participant{Mutex: mutex, ContenderID: id, TTL: 2 * time.Second, Transition: time.Second, Wake: func() {}}
 	if len(log) > 0 {
 		p.Logger = log[0]
 	}
 	c, err := b.StartContend(t.Context(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-	return c.(simba.LeaseContention)
+	return c.(backend.LeaseContention)
 }
 
 // acquire calls Acquire with a deadline and requires an answer.
-func acquire(t *testing.T, c simba.LeaseContention) simba.Record {
+func acquire(t *testing.T, c backend.LeaseContention) backend.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -110,7 +111,7 @@ func proxied(t *testing.T) (*jdbc.Backend, proxy) {
 // lostReply calls Acquire while the proxy swallows the server's replies: the statement
 // reaches the server and runs, and its answer never comes. It returns once the server has
 // answered into the void.
-func lostReply(t *testing.T, c simba.LeaseContention, p proxy) {
+func lostReply(t *testing.T, c backend.LeaseContention, p proxy) {
 	t.Helper()
 	// A connection ready in the pool, for the handshake must not be swallowed.
 	require.NoError(t, p.db.PingContext(t.Context()))

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/closing"
 )
 
@@ -93,7 +94,7 @@ func (b *Backend) Close() error {
 }
 
 // StartContend registers a participant; see simba.Backend.
-func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
@@ -140,13 +141,13 @@ type contention struct {
 }
 
 var (
-	_ simba.LeaseContention = (*contention)(nil)
-	_ simba.WaitList        = (*contention)(nil)
+	_ backend.LeaseContention = (*contention)(nil)
+	_ backend.WaitList        = (*contention)(nil)
 )
 
-func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.backend.check(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	s := c.backend.store
 	s.mu.Lock()
@@ -198,9 +199,9 @@ func (c *contention) Release(ctx context.Context) error {
 	return nil
 }
 
-func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
+func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.backend.check(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	s := c.backend.store
 	s.mu.Lock()
@@ -208,7 +209,7 @@ func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
 	now := time.Now()
 	r, ok := s.records[c.mutex]
 	if !ok {
-		return simba.Record{}, nil
+		return backend.Record{}, nil
 	}
 	return r.answer(now), nil
 }
@@ -267,11 +268,11 @@ func (s *Store) drop(mutex string, r *record, now time.Time) {
 
 // answer returns the record as durations from now. An owner whose transition window has
 // ended is no owner.
-func (r *record) answer(now time.Time) simba.Record {
+func (r *record) answer(now time.Time) backend.Record {
 	if r.owner == "" || r.transitionAt.Before(now) {
-		return simba.Record{}
+		return backend.Record{}
 	}
-	return simba.Record{
+	return backend.Record{
 		Owner:      r.owner,
 		TTL:        r.ttlAt.Sub(now),
 		Transition: r.transitionAt.Sub(now),

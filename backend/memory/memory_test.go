@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/tck"
 )
@@ -86,6 +87,6 @@ func TestCancelledContext(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = b.StartContend(ctx, simba.Participant{Mutex: "m", ContenderID: "c", TTL: time.Second})
+	_, err = b.StartContend(ctx, backend.Participant{Mutex: "m", ContenderID: "c", TTL: time.Second})
 	assert.True(t, errors.Is(err, context.Canceled))
 }

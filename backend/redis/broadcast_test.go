@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/options"
 )
 
@@ -258,13 +259,13 @@ func TestUncontendedLockerListensAtItsFirstRenewal(t *testing.T) {
 	admin := newClient(t, srv.Addr())
 	mutex := uniqueName(t, "m")
 	key := "simba:{" + mutex + "}"
-	c, err := newBackend(t, newClient(t, srv.Addr())).StartContend(t.Context(), simba.Participant{
+	c, err := newBackend(t, newClient(t, srv.Addr())).StartContend(t.Context(), backend.Participant{
 		Mutex: mutex, ContenderID: "once", TTL: testTTL, Transition: testTransition, WaitsOnly: true,
-		Logger: slog.New(slog.DiscardHandler), Wake: func() {}, Grant: func(simba.Record, time.Time) {},
+		Logger: slog.New(slog.DiscardHandler), Wake: func() {}, Grant: func(backend.Record, time.Time) {},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-	lc := c.(simba.LeaseContention)
+	lc := c.(backend.LeaseContention)
 
 	rec, err := lc.Acquire(t.Context())
 	require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // contention is one participant's contention for one mutex.
@@ -32,10 +32,10 @@ type contention struct {
 	inbox      string // simba:{mutex}:<id>: releases addressed to this contender; "" for a retriever
 	releases   string // simba:{mutex}:@@released: every release that left the key free
 	wake       func()
-	report     func(simba.Owner)             // nil: the participant needs no news of other owners
-	waitsOnly  bool                          // a Locker's: no news of other owners while it waits
-	grant      func(simba.Record, time.Time) // nil: the contender takes no grants
-	nonces     string                        // a random prefix of this contention's nonces
+	report     func(backend.Record, time.Time) // nil: the participant needs no news of other owners
+	waitsOnly  bool                            // a Locker's: no news of other owners while it waits
+	grant      func(backend.Record, time.Time) // nil: the contender takes no grants
+	nonces     string                          // a random prefix of this contention's nonces
 	log        *slog.Logger
 
 	// owner: the last answer named this contender, so the next attempt renews with the
@@ -80,8 +80,8 @@ type attempt struct {
 }
 
 var (
-	_ simba.LeaseContention = (*contention)(nil)
-	_ simba.WaitList        = (*contention)(nil)
+	_ backend.LeaseContention = (*contention)(nil)
+	_ backend.WaitList        = (*contention)(nil)
 )
 
 // scriptKeys returns the KEYS of every script of mutex: '{mutex}', then the mutex's keys,
@@ -100,7 +100,7 @@ func scriptKeys(mutex string) []string {
 // ownerKey returns the name of mutex's owner key, which the other keys' names extend.
 func ownerKey(mutex string) string { return "simba:{" + mutex + "}" }
 
-func newContention(b *Backend, p simba.Participant) *contention {
+func newContention(b *Backend, p backend.Participant) *contention {
 	lease := p.TTL + p.Transition
 	key := ownerKey(p.Mutex)
 	c := &contention{
@@ -144,9 +144,9 @@ func newContention(b *Backend, p simba.Participant) *contention {
 
 // Acquire runs the acquire script, or the guard script once an answer named this
 // contender the owner (see the package doc, Scripts).
-func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	var (
 		v   any
@@ -172,11 +172,11 @@ func (c *contention) Acquire(ctx context.Context) (simba.Record, error) {
 		}
 	}
 	if err != nil {
-		return simba.Record{}, c.b.storeError(ctx, op, err)
+		return backend.Record{}, c.b.storeError(ctx, op, err)
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
-		return simba.Record{}, wrap(op, err)
+		return backend.Record{}, wrap(op, err)
 	}
 	rec := c.record(a, seq)
 	if rec.Owner == c.id && op == "acquire" {
@@ -260,21 +260,21 @@ func (c *contention) granted(nonce string, token uint64) {
 	c.grantedSeq = max(c.grantedSeq, seq)
 	c.checkToken(token)
 	c.mu.Unlock()
-	c.grant(simba.Record{Owner: c.id, TTL: c.ttlDur, Transition: c.leaseDur, Token: token}, sent)
+	c.grant(backend.Record{Owner: c.id, TTL: c.ttlDur, Transition: c.leaseDur, Token: token}, sent)
 }
 
 // Lookup runs the lookup script, which reads the owner without contending.
-func (c *contention) Lookup(ctx context.Context) (simba.Record, error) {
+func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	v, err := lookupScript.Run(ctx, c.b.client, c.keys).Result()
 	if err != nil {
-		return simba.Record{}, c.b.storeError(ctx, "lookup", err)
+		return backend.Record{}, c.b.storeError(ctx, "lookup", err)
 	}
 	a, err := parseAnswer(v)
 	if err != nil {
-		return simba.Record{}, wrap("lookup", err)
+		return backend.Record{}, wrap("lookup", err)
 	}
 	return c.record(a, 0), nil
 }
@@ -308,8 +308,8 @@ func (c *contention) StopContend(context.Context) error {
 }
 
 // record turns the answer to the acquire call with nonce number seq (0: none) into a
-// simba.Record of durations (see the package doc, Clock).
-func (c *contention) record(a answer, seq uint64) simba.Record {
+// backend.Record of durations (see the package doc, Clock).
+func (c *contention) record(a answer, seq uint64) backend.Record {
 	mine := c.id != "" && a.owner == c.id
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -321,7 +321,7 @@ func (c *contention) record(a answer, seq uint64) simba.Record {
 	c.owner.Store(mine)
 	if a.owner == "" {
 		c.token = 0
-		return simba.Record{}
+		return backend.Record{}
 	}
 	tok := a.token
 	if mine {
@@ -337,15 +337,15 @@ func (c *contention) record(a answer, seq uint64) simba.Record {
 }
 
 // durations returns the record of an answer with token tok.
-func (c *contention) durations(a answer, tok uint64) simba.Record {
+func (c *contention) durations(a answer, tok uint64) backend.Record {
 	if a.owner == "" {
-		return simba.Record{}
+		return backend.Record{}
 	}
 	left := a.left
 	if left < 0 {
 		left = c.leaseDur // a key without expiry, set by hand: as long as one lease of ours
 	}
-	return simba.Record{Owner: a.owner, TTL: left - c.transition, Transition: left, Token: tok}
+	return backend.Record{Owner: a.owner, TTL: left - c.transition, Transition: left, Token: tok}
 }
 
 // checkToken notices a token smaller than the last one this contention saw: tokens of
@@ -408,7 +408,7 @@ func (c *contention) hint(channel string, m message) {
 			c.wake()
 			return
 		}
-		c.observe(simba.Owner{}) // the waiter it woke takes the mutex next
+		c.observe(backend.Record{}) // the waiter it woke takes the mutex next
 	case m.event == released || m.event == granted:
 		c.wake() // addressed to this waiter, or broadcast by another client
 	case m.event == acquired && m.id != c.id:
@@ -418,15 +418,14 @@ func (c *contention) hint(channel string, m message) {
 		}
 		// News of another owner while waiting: instants estimated from this contender's
 		// own ttl and transition (as JVM Simba does), no token, no store call.
-		now := time.Now()
-		c.observe(simba.Owner{ID: m.id, AcquiredAt: now, TTLAt: now.Add(c.ttlDur), TransitionAt: now.Add(c.leaseDur)})
+		c.observe(backend.Record{Owner: m.id, TTL: c.ttlDur, Transition: c.leaseDur})
 	}
 }
 
 // observe tells a waiting contender's service whom a message names as the owner; the
 // next answer of the store replaces it. Nothing is reported while the last answer named
 // this contender: only the store ends a tenure.
-func (c *contention) observe(o simba.Owner) {
+func (c *contention) observe(rec backend.Record) {
 	if c.report == nil {
 		return
 	}
@@ -435,7 +434,7 @@ func (c *contention) observe(o simba.Owner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.owner.Load() {
-		c.report(o)
+		c.report(rec, time.Now())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/options"
 )
 
@@ -143,7 +144,7 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 
 	require.False(t, jvm.acquire(), "the foreign contender waits behind the Go holder")
 	holderView := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "go-holder", &wakes{})
-	waiting, err := holderView.(simba.WaitList).OthersWaiting(ctx)
+	waiting, err := holderView.(backend.WaitList).OthersWaiting(ctx)
 	require.NoError(t, err)
 	assert.True(t, waiting, "the foreign waiter counts as waiting")
 	r := newRecorder()

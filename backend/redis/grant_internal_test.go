@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // grantLog records what a contention passes to simba.
 type grantLog struct {
 	wakes  int
-	grants []simba.Record
+	grants []backend.Record
 	sent   []time.Time
 }
 
@@ -24,10 +24,10 @@ func grantedContention(t *testing.T) (*contention, *grantLog) {
 	require.NoError(t, err)
 	cfg.logger = slog.New(slog.DiscardHandler)
 	log := &grantLog{}
-	c := newContention(newBackend(nil, cfg), simba.Participant{
+	c := newContention(newBackend(nil, cfg), backend.Participant{
 		Mutex: "m", ContenderID: "me", TTL: 10 * time.Second, Transition: 6 * time.Second,
 		Wake: func() { log.wakes++ },
-		Grant: func(r simba.Record, sent time.Time) {
+		Grant: func(r backend.Record, sent time.Time) {
 			log.grants = append(log.grants, r)
 			log.sent = append(log.sent, sent)
 		},
@@ -49,7 +49,7 @@ func TestGrantMatchesRecentAttempts(t *testing.T) {
 	assert.Equal(t, 2, log.wakes)
 	c.granted(second, 7)
 	require.Len(t, log.grants, 1)
-	assert.Equal(t, simba.Record{Owner: "me", TTL: 10 * time.Second, Transition: 16 * time.Second, Token: 7}, log.grants[0])
+	assert.Equal(t, backend.Record{Owner: "me", TTL: 10 * time.Second, Transition: 16 * time.Second, Token: 7}, log.grants[0])
 	assert.Equal(t, c.attempts[0].sent, log.sent[0], "from the send time of the attempt granted")
 	assert.Equal(t, seq, c.grantedSeq)
 	assert.True(t, c.owner.Load(), "the next attempt renews")

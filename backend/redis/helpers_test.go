@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/options"
 )
 
@@ -114,16 +115,16 @@ func (w *wakes) waitMore(t testing.TB, n int, what string) {
 
 // contend opens a lease contention on b directly, as the service would, and stops it when
 // t ends. w receives its wake-ups.
-func contend(t testing.TB, b simba.Backend, mutex, id string, w *wakes) simba.LeaseContention {
+func contend(t testing.TB, b simba.Backend, mutex, id string, w *wakes) backend.LeaseContention {
 	t.Helper()
-	p := simba.Participant{
+	p := backend.Participant{
 		Mutex: mutex, ContenderID: id, TTL: testTTL, Transition: testTransition,
-		Logger: slog.New(slog.DiscardHandler), Wake: w.wake, Report: func(simba.Owner) {},
+		Logger: slog.New(slog.DiscardHandler), Wake: w.wake, Report: func(backend.Record, time.Time) {},
 	}
 	c, err := b.StartContend(t.Context(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-	lc, ok := c.(simba.LeaseContention)
+	lc, ok := c.(backend.LeaseContention)
 	require.True(t, ok, "the Redis backend's contentions are lease contentions")
 	return lc
 }

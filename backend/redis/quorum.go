@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // ErrTooFewInstances is returned, wrapped, when fewer of a Quorum's instances are
@@ -96,8 +97,8 @@ type instance struct {
 }
 
 var (
-	_ simba.Backend   = (*Quorum)(nil)
-	_ simba.Validator = (*Quorum)(nil)
+	_ simba.Backend     = (*Quorum)(nil)
+	_ backend.Validator = (*Quorum)(nil)
 )
 
 // NewQuorum returns a backend over clients, one per independent Redis instance; an odd
@@ -171,7 +172,7 @@ func (q *Quorum) ValidateContenderID(id string) error {
 // (a misconfiguration is not a failure to ride out) or when fewer than WithMinAvailable
 // instances are available, with an error wrapping ErrTooFewInstances and the instances'
 // errors.
-func (q *Quorum) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (q *Quorum) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if q.closed.Load() {
 		return nil, fmt.Errorf("simba/redis: %w", simba.ErrClosed)
 	}
@@ -330,14 +331,14 @@ type quorumContention struct {
 }
 
 var (
-	_ simba.LeaseContention = (*quorumContention)(nil)
-	_ simba.WaitList        = (*quorumContention)(nil)
+	_ backend.LeaseContention = (*quorumContention)(nil)
+	_ backend.WaitList        = (*quorumContention)(nil)
 )
 
 // reply is one instance's answer.
 type reply struct {
 	in  *instance
-	rec simba.Record
+	rec backend.Record
 	err error
 }
 
@@ -353,16 +354,16 @@ type reply struct {
 // patient: then it waits for that call in the background and is made after it, with
 // ctx's deadline or, if less is left of it, the give-back budget. A release must reach
 // every instance: the call before it may have taken the key there, its answer lost.
-func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool) []reply {
+func (qc *quorumContention) each(ctx context.Context, list []*instance, f func(*contention, context.Context) (backend.Record, error), enough func([]reply) bool) []reply {
 	return qc.spread(ctx, list, f, enough, false)
 }
 
 // eachPatiently is each with patient calls (see each).
-func (qc *quorumContention) eachPatiently(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error)) []reply {
+func (qc *quorumContention) eachPatiently(ctx context.Context, list []*instance, f func(*contention, context.Context) (backend.Record, error)) []reply {
 	return qc.spread(ctx, list, f, nil, true)
 }
 
-func (qc *quorumContention) spread(ctx context.Context, list []*instance, f func(*contention, context.Context) (simba.Record, error), enough func([]reply) bool, patient bool) []reply {
+func (qc *quorumContention) spread(ctx context.Context, list []*instance, f func(*contention, context.Context) (backend.Record, error), enough func([]reply) bool, patient bool) []reply {
 	blame := ctx.Err() == nil // a call made with no time left says nothing of its instance
 	wait, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
@@ -424,7 +425,7 @@ func closeAfter(done, before chan struct{}) {
 // nil: none) has returned, waiting for that within wait. The call keeps ctx's deadline
 // but not its cancellation, so that its failure is the instance's. It reports whether a
 // failure is: not when the wait was cut short before ctx's deadline.
-func (qc *quorumContention) call(ctx, wait context.Context, in *instance, before chan struct{}, f func(*contention, context.Context) (simba.Record, error)) (reply, bool) {
+func (qc *quorumContention) call(ctx, wait context.Context, in *instance, before chan struct{}, f func(*contention, context.Context) (backend.Record, error)) (reply, bool) {
 	if err := awaitCall(wait, in, before); err != nil {
 		return reply{in: in, err: err}, pastDeadline(ctx)
 	}
@@ -438,7 +439,7 @@ func (qc *quorumContention) call(ctx, wait context.Context, in *instance, before
 // callAfter makes f's call on in's contention once the call before it there (closes
 // before; nil: none) has returned, however long that takes (it ends by its own deadline),
 // with ctx's deadline or, if less is left of it by then, the give-back budget.
-func (qc *quorumContention) callAfter(ctx context.Context, in *instance, before chan struct{}, f func(*contention, context.Context) (simba.Record, error)) reply {
+func (qc *quorumContention) callAfter(ctx context.Context, in *instance, before chan struct{}, f func(*contention, context.Context) (backend.Record, error)) reply {
 	if before != nil {
 		<-before
 	}
@@ -521,9 +522,9 @@ func (qc *quorumContention) owned(replies []reply) []reply {
 
 // Acquire acquires or renews on every available instance and owns the mutex if a quorum
 // says so.
-func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
+func (qc *quorumContention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := qc.usable(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	// Stop waiting as soon as a quorum is ours: a dead instance must not eat the budget.
 	sent := time.Now()
@@ -556,7 +557,7 @@ func (qc *quorumContention) Acquire(ctx context.Context) (simba.Record, error) {
 // nothing back. Unless the instances that answered otherwise leave no quorum for it, it
 // returns an error: the answer is unknown, the service keeps believing until its local
 // TTL end, and the keys kept stop anyone else from making a quorum meanwhile.
-func (qc *quorumContention) renewalShort(replies []reply, mine int) (simba.Record, error) {
+func (qc *quorumContention) renewalShort(replies []reply, mine int) (backend.Record, error) {
 	unknown := len(qc.q.instances) - len(replies)
 	for _, r := range replies {
 		if r.err != nil {
@@ -569,7 +570,7 @@ func (qc *quorumContention) renewalShort(replies []reply, mine int) (simba.Recor
 			err = fmt.Errorf("simba/redis: renewed on %d of %d instances, need %d: %w",
 				mine, len(qc.q.instances), qc.q.quorum, ErrTooFewInstances)
 		}
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	rec, err := qc.others(replies)
 	if err == nil {
@@ -601,8 +602,8 @@ func (qc *quorumContention) listenEverywhere() {
 }
 
 // own records a tenure held on the quorum mine and returns its record.
-func (qc *quorumContention) own(ctx context.Context, mine []reply) simba.Record {
-	rec := simba.Record{Owner: qc.id, TTL: mine[0].rec.TTL, Transition: mine[0].rec.Transition}
+func (qc *quorumContention) own(ctx context.Context, mine []reply) backend.Record {
+	rec := backend.Record{Owner: qc.id, TTL: mine[0].rec.TTL, Transition: mine[0].rec.Transition}
 	var high uint64
 	for _, r := range mine {
 		rec.TTL = min(rec.TTL, r.rec.TTL)
@@ -628,8 +629,8 @@ func (qc *quorumContention) own(ctx context.Context, mine []reply) simba.Record 
 // lapsed.
 func (qc *quorumContention) raise(ctx context.Context, mine []reply) {
 	token := strconv.FormatUint(qc.token, 10)
-	for _, r := range qc.each(ctx, instancesOf(mine), func(c *contention, ctx context.Context) (simba.Record, error) {
-		return simba.Record{}, raiseScript.Run(ctx, c.b.client, c.keys, c.id, token).Err()
+	for _, r := range qc.each(ctx, instancesOf(mine), func(c *contention, ctx context.Context) (backend.Record, error) {
+		return backend.Record{}, raiseScript.Run(ctx, c.b.client, c.keys, c.id, token).Err()
 	}, nil) {
 		if r.err != nil {
 			r.in.backend.log.Warn("simba/redis: could not raise a quorum instance's fence; the next tenure's token may not exceed this one's if its quorum shares only this instance",
@@ -641,9 +642,9 @@ func (qc *quorumContention) raise(ctx context.Context, mine []reply) {
 // others returns the owner a quorum-less attempt saw: the owner most instances name,
 // reported only while someone else could hold a quorum. When too few instances answered
 // to tell, it returns an error.
-func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
+func (qc *quorumContention) others(replies []reply) (backend.Record, error) {
 	votes := map[string]int{}
-	best := map[string]simba.Record{}
+	best := map[string]backend.Record{}
 	var errs []error
 	answered := 0
 	for _, r := range replies {
@@ -660,7 +661,7 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 		}
 	}
 	if answered < qc.q.quorum {
-		return simba.Record{}, qc.q.shortOf(fmt.Sprintf("%d of %d instances answered, need %d: %s",
+		return backend.Record{}, qc.q.shortOf(fmt.Sprintf("%d of %d instances answered, need %d: %s",
 			answered, len(qc.q.instances), qc.q.quorum, joined(errs)), errs, ErrTooFewInstances)
 	}
 	owner, n := "", 0
@@ -670,7 +671,7 @@ func (qc *quorumContention) others(replies []reply) (simba.Record, error) {
 		}
 	}
 	if owner == "" {
-		return simba.Record{}, nil
+		return backend.Record{}, nil
 	}
 	rec := best[owner]
 	rec.Token = 0 // a quorum-wide token exists only for the owner itself
@@ -690,8 +691,8 @@ func (qc *quorumContention) Release(ctx context.Context) error {
 	qc.owning, qc.token = false, 0
 	var errs []error
 	released := 0
-	for _, r := range qc.eachPatiently(ctx, qc.q.instances, func(c *contention, ctx context.Context) (simba.Record, error) {
-		return simba.Record{}, c.release(ctx, raiseTo...)
+	for _, r := range qc.eachPatiently(ctx, qc.q.instances, func(c *contention, ctx context.Context) (backend.Record, error) {
+		return backend.Record{}, c.release(ctx, raiseTo...)
 	}) {
 		if r.err != nil {
 			errs = append(errs, instanceError(r.in, r.err))
@@ -706,9 +707,9 @@ func (qc *quorumContention) Release(ctx context.Context) error {
 }
 
 // Lookup reads the owner on every available instance: an owner only if a quorum names it.
-func (qc *quorumContention) Lookup(ctx context.Context) (simba.Record, error) {
+func (qc *quorumContention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := qc.usable(ctx); err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	replies := qc.each(ctx, qc.q.available(time.Now()), (*contention).Lookup, nil)
 	rec, err := qc.others(replies)
@@ -722,7 +723,7 @@ func (qc *quorumContention) Lookup(ctx context.Context) (simba.Record, error) {
 		}
 	}
 	if n < qc.q.quorum {
-		return simba.Record{}, nil
+		return backend.Record{}, nil
 	}
 	return rec, nil
 }
@@ -789,8 +790,8 @@ func (qc *quorumContention) usable(ctx context.Context) error {
 }
 
 // release is Release in the shape each calls.
-func release(c *contention, ctx context.Context) (simba.Record, error) {
-	return simba.Record{}, c.Release(ctx)
+func release(c *contention, ctx context.Context) (backend.Record, error) {
+	return backend.Record{}, c.Release(ctx)
 }
 
 func instancesOf(replies []reply) []*instance {

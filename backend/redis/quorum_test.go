@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/chaos"
 	"github.com/simba-go/simba/internal/faultproxy"
@@ -256,7 +257,7 @@ func TestQuorumValidation(t *testing.T) {
 	_, err = simba.NewLocker(q, "a{b}")
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument, "Backend's name rules apply")
 	require.NoError(t, q.Close())
-	_, err = q.StartContend(t.Context(), simba.Participant{Mutex: "m", ContenderID: "c", TTL: time.Second})
+	_, err = q.StartContend(t.Context(), backend.Participant{Mutex: "m", ContenderID: "c", TTL: time.Second})
 	assert.True(t, errors.Is(err, simba.ErrClosed))
 }
 
@@ -445,12 +446,12 @@ func TestQuorumCloseWaitsForTheCallsLeftUnderWay(t *testing.T) {
 	t.Cleanup(func() { _ = q.Close() })
 	before := goleak.IgnoreCurrent()
 
-	c, err := q.StartContend(t.Context(), simba.Participant{Mutex: uniqueName(t, "m"), ContenderID: "A", TTL: 8 * time.Second, Transition: time.Second, WaitsOnly: true})
+	c, err := q.StartContend(t.Context(), backend.Participant{Mutex: uniqueName(t, "m"), ContenderID: "A", TTL: 8 * time.Second, Transition: time.Second, WaitsOnly: true})
 	require.NoError(t, err)
 	hole.Blackhole(faultproxy.Both)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	rec, err := c.(simba.LeaseContention).Acquire(ctx)
+	rec, err := c.(backend.LeaseContention).Acquire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "A", rec.Owner, "instances 1 and 2 are a quorum")
 	require.NoError(t, ctx.Err(), "the acquisition returned before its deadline")

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/closing"
 )
 
@@ -42,8 +43,8 @@ type Backend struct {
 }
 
 var (
-	_ simba.Backend   = (*Backend)(nil)
-	_ simba.Validator = (*Backend)(nil)
+	_ simba.Backend     = (*Backend)(nil)
+	_ backend.Validator = (*Backend)(nil)
 )
 
 // New returns a backend on client, which may be a standalone, Sentinel (failover) or
@@ -224,7 +225,7 @@ func (b *Backend) ValidateContenderID(id string) error {
 // wrong or missing password, a missing permission, a replica), with the client's error.
 // Afterwards it does no I/O; subscriptions are made in the background (see the package
 // doc, Subscriptions).
-func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := b.usable(ctx); err != nil {
 		return nil, err
 	}
@@ -238,7 +239,7 @@ func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.
 }
 
 // validate applies the Redis rules to a participant's names.
-func (b *Backend) validate(p simba.Participant) error {
+func (b *Backend) validate(p backend.Participant) error {
 	if err := b.ValidateMutex(p.Mutex); err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ func (b *Backend) validate(p simba.Participant) error {
 
 // open returns the contention of a participant whose names are valid; a retriever's
 // subscribes its channels.
-func (b *Backend) open(p simba.Participant) *contention {
+func (b *Backend) open(p backend.Participant) *contention {
 	c := newContention(b, p)
 	c.forget, _ = b.participants.Add(p.Closed) // once closed, the contention's calls fail anyway
 	if c.id == "" {

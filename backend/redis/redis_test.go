@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/options"
 )
@@ -122,7 +123,7 @@ func TestValidation(t *testing.T) {
 			}
 			if c.field != "" && simba.ValidateMutex(c.mutex) == nil && simba.ValidateContenderID(c.id) == nil {
 				// A backend used without a service checks its own rules too.
-				_, err = b.StartContend(t.Context(), simba.Participant{Mutex: c.mutex, ContenderID: c.id, TTL: time.Second})
+				_, err = b.StartContend(t.Context(), backend.Participant{Mutex: c.mutex, ContenderID: c.id, TTL: time.Second})
 				check("StartContend", err)
 			}
 		})
@@ -145,7 +146,7 @@ func TestCloseLeavesTheClientOpen(t *testing.T) {
 	require.NoError(t, b.Close(), "Close is idempotent")
 	require.NoError(t, client.Ping(t.Context()).Err(), "the client must stay open")
 
-	_, err = b.StartContend(t.Context(), simba.Participant{Mutex: mutex, ContenderID: "d", TTL: time.Second})
+	_, err = b.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "d", TTL: time.Second})
 	assert.ErrorIs(t, err, simba.ErrClosed)
 	_, err = c.Acquire(t.Context())
 	assert.ErrorIs(t, err, simba.ErrClosed, "contentions of a closed backend fail")
@@ -165,7 +166,7 @@ func TestCloseLeavesTheClientOpen(t *testing.T) {
 func TestStoreErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		b := newBackend(t, unreachable(t))
-		_, err := b.StartContend(t.Context(), simba.Participant{Mutex: "m", ContenderID: "c", TTL: testTTL})
+		_, err := b.StartContend(t.Context(), backend.Participant{Mutex: "m", ContenderID: "c", TTL: testTTL})
 		var op *net.OpError
 		assert.ErrorAs(t, err, &op, "the dial error is kept")
 		assert.ErrorIs(t, err, redis.ErrUnreachable)
@@ -371,7 +372,7 @@ func TestSubscriptions(t *testing.T) {
 	wb, err := redis.New(waiterClient)
 	require.NoError(t, err)
 	var waiting []*wakes
-	var contentions []simba.LeaseContention
+	var contentions []backend.LeaseContention
 	for i, l := range lockers {
 		w := &wakes{}
 		c := contend(t, wb, l.Mutex(), "w"+strconv.Itoa(i), w)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/testserver"
 )
@@ -220,7 +221,7 @@ var refusalRows = []refusalRow{
 func startCheck(t *testing.T, client goredis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(t.Context(), eventDeadline)
 	defer cancel()
-	_, err := newBackend(t, client).StartContend(ctx, simba.Participant{Mutex: uniqueName(t, "m"), ContenderID: "c", TTL: testTTL, Transition: testTransition})
+	_, err := newBackend(t, client).StartContend(ctx, backend.Participant{Mutex: uniqueName(t, "m"), ContenderID: "c", TTL: testTTL, Transition: testTransition})
 	return err
 }
 
@@ -302,7 +303,7 @@ func TestLaterCallsTellRefusalsFromOutages(t *testing.T) {
 			}
 			call("acquire", func(ctx context.Context) error { _, err := c.Acquire(ctx); return err })
 			call("lookup", func(ctx context.Context) error { _, err := c.Lookup(ctx); return err })
-			call("others waiting", func(ctx context.Context) error { _, err := c.(simba.WaitList).OthersWaiting(ctx); return err })
+			call("others waiting", func(ctx context.Context) error { _, err := c.(backend.WaitList).OthersWaiting(ctx); return err })
 			call("release", c.Release)
 		})
 	}

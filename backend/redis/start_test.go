@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/faultproxy"
 	"github.com/simba-go/simba/internal/testserver"
@@ -87,7 +88,7 @@ func TestStartChecksTheServer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		began := time.Now()
-		_, err = b.StartContend(ctx, simba.Participant{Mutex: uniqueName(t, "m"), ContenderID: "c", TTL: testTTL})
+		_, err = b.StartContend(ctx, backend.Participant{Mutex: uniqueName(t, "m"), ContenderID: "c", TTL: testTTL})
 		took := time.Since(began)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, redis.ErrUnreachable)

@@ -12,32 +12,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/testserver"
 )
 
 // waiter opens a contention that takes grants, as a service's would, with a lease of
 // ttl + ttl/2, on a backend of its own that the caller may close to make it die.
-func waiter(t testing.TB, addr, mutex, id string, ttl time.Duration) (simba.LeaseContention, *redis.Backend, *wakes) {
+func waiter(t testing.TB, addr, mutex, id string, ttl time.Duration) (backend.LeaseContention, *redis.Backend, *wakes) {
 	t.Helper()
 	b := newBackend(t, newClient(t, addr))
 	w := &wakes{}
-	p := simba.Participant{
+	p := backend.Participant{
 		Mutex: mutex, ContenderID: id, TTL: ttl, Transition: ttl / 2,
-		Logger: slog.New(slog.DiscardHandler), Wake: w.wake, Report: func(simba.Owner) {},
-		Grant: func(simba.Record, time.Time) {},
+		Logger: slog.New(slog.DiscardHandler), Wake: w.wake, Report: func(backend.Record, time.Time) {},
+		Grant: func(backend.Record, time.Time) {},
 	}
 	c, err := b.StartContend(t.Context(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-	return c.(simba.LeaseContention), b, w
+	return c.(backend.LeaseContention), b, w
 }
 
 // waitSubscribed makes c wait for mutex, owned by owner, with its channel subscribed:
 // its first attempt finds the mutex owned and subscribes, and the one after the
 // confirmation is made while the subscription stands, as a waiting service's is.
-func waitSubscribed(t testing.TB, admin goredis.UniversalClient, c simba.LeaseContention, w *wakes, mutex, id, owner string) {
+func waitSubscribed(t testing.TB, admin goredis.UniversalClient, c backend.LeaseContention, w *wakes, mutex, id, owner string) {
 	t.Helper()
 	n := w.count()
 	rec, err := c.Acquire(t.Context())
@@ -68,12 +68,12 @@ func TestDeadWaitersAreDropped(t *testing.T) {
 	}
 	require.EqualValues(t, 3, admin.ZCard(ctx, key+":contender").Val())
 	require.EqualValues(t, 3, admin.HLen(ctx, key+":grant").Val())
-	waiting, err := owner.(simba.WaitList).OthersWaiting(ctx)
+	waiting, err := owner.(backend.WaitList).OthersWaiting(ctx)
 	require.NoError(t, err)
 	assert.False(t, waiting, "only dead waiters")
 
 	r := sc.liveWaiter()
-	waiting, err = owner.(simba.WaitList).OthersWaiting(ctx)
+	waiting, err = owner.(backend.WaitList).OthersWaiting(ctx)
 	require.NoError(t, err)
 	assert.True(t, waiting, "the live waiter")
 	sc.releaseToLive(r)
@@ -85,7 +85,7 @@ type waitScene struct {
 	srv        *testserver.Server
 	admin      *goredis.Client
 	mutex, key string
-	owner      simba.LeaseContention
+	owner      backend.LeaseContention
 }
 
 // ownedMutex returns a new mutex owned by the contention "owner".
@@ -225,7 +225,7 @@ func TestFirstComeFirstServedAcrossJVMAndGo(t *testing.T) {
 				mutex := uniqueName(t, "m")
 				key := "simba:{" + mutex + "}"
 				holderJVM := newForeign(t, admin, mutex, "1:1@10.0.0.1")
-				var holderGo simba.LeaseContention
+				var holderGo backend.LeaseContention
 				if o.jvmFrees {
 					require.True(t, holderJVM.acquire())
 				} else {

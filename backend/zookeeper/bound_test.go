@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/zookeeper"
 )
 
@@ -192,17 +193,17 @@ func TestOneTenureDoesNotJoinAgain(t *testing.T) {
 	mutex := mutexName(t)
 	parent := "/simba/" + mutex
 	admin := adminConn(t)
-	reports := make(chan simba.Owner, 16)
-	c, err := newBackend(t).StartContend(t.Context(), simba.Participant{
+	reports := make(chan backend.Record, 16)
+	c, err := newBackend(t).StartContend(t.Context(), backend.Participant{
 		Mutex: mutex, ContenderID: "once", TTL: 2 * time.Second, WaitsOnly: true,
-		Logger: testLogger(t), Wake: func() {}, Report: func(o simba.Owner) { reports <- o },
-		Grant: func(simba.Record, time.Time) {},
+		Logger: testLogger(t), Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- rec },
+		Grant: func(backend.Record, time.Time) {},
 	})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, c.StopContend(context.Background())) }()
 	select {
 	case o := <-reports:
-		require.Equal(t, "once", o.ID, "the only contender owns")
+		require.Equal(t, "once", o.Owner, "the only contender owns")
 	case <-time.After(5 * time.Second):
 		t.Fatal("no owner reported within 5s")
 	}
@@ -212,7 +213,7 @@ func TestOneTenureDoesNotJoinAgain(t *testing.T) {
 	require.NoError(t, admin.Delete(node, -1))
 	select {
 	case o := <-reports:
-		require.True(t, o.IsZero(), "the loss is reported, not %v", o)
+		require.Zero(t, o, "the loss is reported")
 	case <-time.After(5 * time.Second):
 		t.Fatal("the loss was not reported within 5s")
 	}

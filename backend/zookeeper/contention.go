@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // contention is one participant's contention: for a contender, its node and the watches
@@ -20,7 +21,7 @@ import (
 // does all its I/O, so its node is created, found again and deleted in order.
 type contention struct {
 	b      *Backend
-	p      simba.Participant
+	p      backend.Participant
 	log    *slog.Logger
 	parent string // /simba/<mutex>
 	data   []byte // the contender ID, the node's data
@@ -48,7 +49,7 @@ type contention struct {
 	// Guarded by b.mu.
 	gen       uint64              // bumped by every event that may make view stale
 	view      view                // the last view installed
-	last      simba.Owner         // the last Owner reported
+	last      backend.Record      // the last record reported
 	since     time.Time           // when view.ownerPath was first seen as the owner
 	sincePath string              // the owner node since refers to
 	interest  map[string]struct{} // nodes whose events concern this contention
@@ -73,7 +74,7 @@ type view struct {
 	timeout   time.Duration
 }
 
-func newContention(b *Backend, p simba.Participant) *contention {
+func newContention(b *Backend, p backend.Participant) *contention {
 	log := p.Logger
 	if log == nil {
 		log = b.log
@@ -100,7 +101,7 @@ func newContention(b *Backend, p simba.Participant) *contention {
 	}
 }
 
-var _ simba.Contention = (*contention)(nil)
+var _ backend.Contention = (*contention)(nil)
 
 // StopContend deletes the contender's node and stops watching. It returns when that is
 // done, or with ctx's error when ctx ends first (the delete then waits no longer either);
@@ -121,7 +122,7 @@ func (c *contention) StopContend(ctx context.Context) error {
 	}
 }
 
-var _ simba.WaitList = (*contention)(nil)
+var _ backend.WaitList = (*contention)(nil)
 
 // OthersWaiting reports whether other contenders have nodes under the mutex, that is
 // whether anyone waits behind this contender: the ZooKeeper queue is the wait list. A
@@ -806,9 +807,9 @@ func (c *contention) confirm(epoch uint64, proof time.Time) {
 func (c *contention) suspend() {
 	c.gen++
 	c.view.valid = false
-	if !c.last.IsZero() {
-		c.last = simba.Owner{}
-		c.p.Report(simba.Owner{})
+	if c.last != (backend.Record{}) {
+		c.last = backend.Record{}
+		c.p.Report(backend.Record{}, time.Now())
 	}
 }
 
@@ -818,16 +819,16 @@ func (c *contention) suspend() {
 // node cannot be gone and succeeded before then either. Called with b.mu held.
 func (c *contention) publish() {
 	v := c.view
-	o := simba.Owner{}
+	var rec backend.Record
 	if v.valid && v.owner != "" {
-		end := v.confirmed.Add(v.timeout - v.timeout/100)
-		o = simba.Owner{ID: v.owner, AcquiredAt: c.since, TTLAt: end, TransitionAt: end, Token: v.token}
+		life := v.timeout - v.timeout/100
+		rec = backend.Record{Owner: v.owner, TTL: life, Transition: life, Held: v.confirmed.Sub(c.since), Token: v.token}
 	}
-	if o.IsZero() && c.last.IsZero() {
+	if rec == (backend.Record{}) && c.last == (backend.Record{}) {
 		return
 	}
-	c.last = o
-	c.p.Report(o)
+	c.last = rec
+	c.p.Report(rec, v.confirmed)
 }
 
 // leave deletes the contender's node when the contention stops, within StopContend's

@@ -22,7 +22,7 @@
 // waiter's own node, and a read of its predecessor's. A Locker's TryAcquire reads the
 // owner's node, without a watch, to say who owns the mutex. A retriever watches the
 // owner's node, or the mutex node while nobody contends. The queue of nodes is the
-// mutex's wait list: contentions implement simba.WaitList.
+// mutex's wait list: contentions implement backend.WaitList.
 //
 // A look at the mutex lists the queue and reads the owner's node (a Locker's waiter only
 // when its node comes just after it). If the owner has left meanwhile, the next nodes

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/zookeeper"
 	"github.com/simba-go/simba/internal/testserver"
 	"github.com/simba-go/simba/internal/zkdial"
@@ -49,14 +50,14 @@ func (l errorLog) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l errorLog) WithGroup(string) slog.Handler      { return l }
 
 // contender returns the participant of contender id on mutex, logging to log.
-func contender(mutex, id string, log *slog.Logger) simba.Participant {
-	return simba.Participant{Mutex: mutex, ContenderID: id, TTL: time.Second, Logger: log,
-		Wake: func() {}, Report: func(simba.Owner) {}}
+func contender(mutex, id string, log *slog.Logger) backend.Participant {
+	return backend.Participant{Mutex: mutex, ContenderID: id, TTL: time.Second, Logger: log,
+		Wake: func() {}, Report: func(backend.Record, time.Time) {}}
 }
 
 // startRefused starts p's contention on b and checks that it fails at once, matching
 // simba.ErrRefused and not the context's error.
-func startRefused(t *testing.T, b simba.Backend, p simba.Participant) error {
+func startRefused(t *testing.T, b simba.Backend, p backend.Participant) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), startWithin)
 	defer cancel()
@@ -234,7 +235,7 @@ func TestRefusedWhileContending(t *testing.T) {
 		t.Fatal("no refusal logged at Error level")
 	}
 
-	_, err = c.(simba.WaitList).OthersWaiting(ctx)
+	_, err = c.(backend.WaitList).OthersWaiting(ctx)
 	assert.ErrorIs(t, err, simba.ErrRefused)
 	err = c.StopContend(ctx)
 	assert.ErrorIs(t, err, simba.ErrRefused)
@@ -271,7 +272,7 @@ func TestOutageIsNotRefused(t *testing.T) {
 		n.cut(true)
 		short, cancelShort := context.WithTimeout(ctx, time.Second)
 		defer cancelShort()
-		_, err = c.(simba.WaitList).OthersWaiting(short)
+		_, err = c.(backend.WaitList).OthersWaiting(short)
 		require.Error(t, err)
 		assert.NotErrorIs(t, err, simba.ErrRefused)
 		err = c.StopContend(ctx)

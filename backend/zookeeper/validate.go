@@ -7,9 +7,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
-var _ simba.Validator = (*Backend)(nil)
+var _ backend.Validator = (*Backend)(nil)
 
 const (
 	// MaxMutexLength is the longest mutex name the backend accepts, in bytes, and

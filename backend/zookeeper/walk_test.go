@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/zookeeper"
 )
 
@@ -44,8 +45,8 @@ func TestWaiterWalksPastOwnersThatLeft(t *testing.T) {
 		}
 	})
 	reports := make(chan simba.Owner, 16)
-	con, err := b.StartContend(ctx, simba.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true, Once: true,
-		TTL: time.Second, Wake: func() {}, Report: func(o simba.Owner) { reports <- o }})
+	con, err := b.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true, Once: true,
+		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, con.StopContend(ctx)) }()
 	_, c, err := admin.Exists(nodes[2])
@@ -77,8 +78,8 @@ func TestNextInLineTakesOverWithoutListing(t *testing.T) {
 		}
 	})
 	reports := make(chan simba.Owner, 16)
-	con, err := b.StartContend(ctx, simba.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
-		TTL: time.Second, Wake: func() {}, Report: func(o simba.Owner) { reports <- o }})
+	con, err := b.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
+		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, con.StopContend(ctx)) }()
 	next := func(what string) simba.Owner {
@@ -122,8 +123,8 @@ func TestLockerWaiterReadsOnlyItsPredecessor(t *testing.T) {
 
 	b := newBackend(t)
 	reports := make(chan simba.Owner, 16)
-	con, err := b.StartContend(ctx, simba.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
-		TTL: time.Second, Wake: func() {}, Report: func(o simba.Owner) { reports <- o }})
+	con, err := b.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
+		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})
 	require.NoError(t, err, "the waiter's first look read no more than its predecessor")
 	defer func() { assert.NoError(t, con.StopContend(ctx)) }()
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // Connect opens the ZooKeeper connection a Backend runs on. New calls it once with the
@@ -203,7 +204,7 @@ func (b *Backend) SessionTimeout() time.Duration {
 // StartContend starts a participant's contention: it creates the contender's node (a
 // retriever creates none), reads who owns the mutex, reports it and returns. Without a
 // session it waits for one until ctx ends. See simba.Backend.
-func (b *Backend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("simba/zookeeper: %w", err)
 	}

@@ -1,4 +1,4 @@
-// Package closing keeps the simba.Participant.Closed callbacks of a backend's open
+// Package closing keeps the backend.Participant.Closed callbacks of a backend's open
 // contentions, so that the backend's Close can tell each participant that nothing will be
 // answered any more.
 package closing

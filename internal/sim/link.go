@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/internal/clock"
 )
@@ -160,16 +161,16 @@ func (l *link) call(ctx context.Context, do func() error) error {
 
 var _ simba.Backend = (*link)(nil)
 
-func (l *link) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (l *link) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	wake, grant, report := p.Wake, p.Grant, p.Report
 	p.Wake = func() { l.notify(wake) }
 	if grant != nil {
-		p.Grant = func(rec simba.Record, sent time.Time) { l.notify(func() { grant(rec, sent) }) }
+		p.Grant = func(rec backend.Record, sent time.Time) { l.notify(func() { grant(rec, sent) }) }
 	}
 	if report != nil {
-		p.Report = func(o simba.Owner) { l.notify(func() { report(o) }) }
+		p.Report = func(rec backend.Record, at time.Time) { l.notify(func() { report(rec, at) }) }
 	}
-	var c simba.Contention
+	var c backend.Contention
 	err := l.call(ctx, func() error {
 		var err error
 		c, err = l.backend.StartContend(ctx, p)
@@ -178,27 +179,27 @@ func (l *link) StartContend(ctx context.Context, p simba.Participant) (simba.Con
 	if err != nil {
 		return nil, err
 	}
-	return &linkedContention{inner: c.(simba.LeaseContention), link: l}, nil
+	return &linkedContention{inner: c.(backend.LeaseContention), link: l}, nil
 }
 
 // linkedContention is a memory contention behind a link.
 type linkedContention struct {
-	inner simba.LeaseContention
+	inner backend.LeaseContention
 	link  *link
 }
 
 var (
-	_ simba.LeaseContention = (*linkedContention)(nil)
-	_ simba.WaitList        = (*linkedContention)(nil)
+	_ backend.LeaseContention = (*linkedContention)(nil)
+	_ backend.WaitList        = (*linkedContention)(nil)
 )
 
-func (c *linkedContention) Acquire(ctx context.Context) (rec simba.Record, err error) {
+func (c *linkedContention) Acquire(ctx context.Context) (rec backend.Record, err error) {
 	err = c.link.call(ctx, func() error {
 		rec, err = c.inner.Acquire(ctx)
 		return err
 	})
 	if err != nil {
-		return simba.Record{}, err
+		return backend.Record{}, err
 	}
 	return rec, nil
 }
@@ -207,7 +208,7 @@ func (c *linkedContention) Release(ctx context.Context) error {
 	return c.link.call(ctx, func() error { return c.inner.Release(ctx) })
 }
 
-func (c *linkedContention) Lookup(ctx context.Context) (rec simba.Record, err error) {
+func (c *linkedContention) Lookup(ctx context.Context) (rec backend.Record, err error) {
 	err = c.link.call(ctx, func() error {
 		rec, err = c.inner.Lookup(ctx)
 		return err
@@ -217,7 +218,7 @@ func (c *linkedContention) Lookup(ctx context.Context) (rec simba.Record, err er
 
 func (c *linkedContention) OthersWaiting(ctx context.Context) (waiting bool, err error) {
 	err = c.link.call(ctx, func() error {
-		waiting, err = c.inner.(simba.WaitList).OthersWaiting(ctx)
+		waiting, err = c.inner.(backend.WaitList).OthersWaiting(ctx)
 		return err
 	})
 	return waiting, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/internal/clock"
 )
@@ -32,8 +33,8 @@ type world struct {
 	cfg   Config
 	rng   *rand.Rand // the resume orders; the operations have their own
 	store *memory.Store
-	names []string                // the mutexes
-	watch []simba.LeaseContention // one observer contention per mutex, for lookups
+	names []string                  // the mutexes
+	watch []backend.LeaseContention // one observer contention per mutex, for lookups
 	procs []*process
 
 	mu         sync.Mutex // guards what the call goroutines touch below
@@ -138,11 +139,11 @@ func newWorld(cfg Config) *world {
 	}
 	ob, _ := memory.New(w.store)
 	for _, m := range w.names {
-		c, err := ob.StartContend(context.Background(), simba.Participant{Mutex: m, TTL: ttl, Transition: transition, Wake: func() {}})
+		c, err := ob.StartContend(context.Background(), backend.Participant{Mutex: m, TTL: ttl, Transition: transition, Wake: func() {}})
 		if err != nil {
 			panic(err)
 		}
-		w.watch = append(w.watch, c.(simba.LeaseContention))
+		w.watch = append(w.watch, c.(backend.LeaseContention))
 	}
 	for i := range cfg.Processes {
 		p := &process{w: w, id: i, clock: processClock()}

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/observe/simbaotel"
 )
@@ -121,7 +122,7 @@ func TestAcquireSpanInCallersTrace(t *testing.T) {
 // refusingBackend refuses every contention, as a store with wrong credentials does.
 type refusingBackend struct{ err error }
 
-func (b refusingBackend) StartContend(context.Context, simba.Participant) (simba.Contention, error) {
+func (b refusingBackend) StartContend(context.Context, backend.Participant) (backend.Contention, error) {
 	return nil, b.err
 }
 

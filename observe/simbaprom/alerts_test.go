@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/observe/simbaprom"
 )
@@ -426,7 +427,7 @@ func (b *faultyBackend) slow(d time.Duration) {
 	b.delay = d
 }
 
-func (b *faultyBackend) StartContend(ctx context.Context, p simba.Participant) (simba.Contention, error) {
+func (b *faultyBackend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	c, err := b.Backend.StartContend(ctx, p)
 	if err != nil {
 		return nil, err
@@ -436,8 +437,8 @@ func (b *faultyBackend) StartContend(ctx context.Context, p simba.Participant) (
 
 // memoryContention is what a memory backend's contention implements.
 type memoryContention interface {
-	simba.LeaseContention
-	simba.WaitList
+	backend.LeaseContention
+	backend.WaitList
 }
 
 type faultyContention struct {
@@ -445,7 +446,7 @@ type faultyContention struct {
 	backend *faultyBackend
 }
 
-func (c *faultyContention) Acquire(ctx context.Context) (simba.Record, error) {
+func (c *faultyContention) Acquire(ctx context.Context) (backend.Record, error) {
 	b := c.backend
 	b.mu.Lock()
 	delay, fail := b.delay, b.fails != 0
@@ -454,7 +455,7 @@ func (c *faultyContention) Acquire(ctx context.Context) (simba.Record, error) {
 	}
 	b.mu.Unlock()
 	if fail {
-		return simba.Record{}, errUnreachable
+		return backend.Record{}, errUnreachable
 	}
 	if delay > 0 {
 		timer := time.NewTimer(delay)
@@ -462,7 +463,7 @@ func (c *faultyContention) Acquire(ctx context.Context) (simba.Record, error) {
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			return simba.Record{}, ctx.Err()
+			return backend.Record{}, ctx.Err()
 		}
 	}
 	return c.memoryContention.Acquire(ctx)

@@ -1,0 +1,130 @@
+package backend
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Backend is a store. See the package documentation for the contract.
+type Backend interface {
+	// StartContend opens one participant's contention for one mutex, with the start-up
+	// I/O (subscriptions, schema checks, session nodes) bounded by ctx. The contention
+	// lives until StopContend, independently of ctx.
+	StartContend(ctx context.Context, p Participant) (Contention, error)
+}
+
+// Participant is who contends for (or, as a retriever, observes) a mutex, and how the
+// backend reaches back into simba. Each func never blocks, may be called from any
+// goroutine, and is ignored after StopContend.
+type Participant struct {
+	// Mutex is the mutex name.
+	Mutex string
+	// ContenderID is the contender's ID; empty for a retriever, which only observes.
+	ContenderID string
+	// TTL is how long an acquisition or renewal holds the mutex exclusively.
+	TTL time.Duration
+	// Transition is the window after the TTL during which only the owner may renew.
+	Transition time.Duration
+	// Logger already carries the mutex and contender attributes.
+	Logger *slog.Logger
+	// Wake asks for an attempt (a retriever: a lookup) now rather than at the next
+	// contend period, because the store announced a release, say. Calls that arrive while
+	// one is pending are merged.
+	Wake func()
+	// Report, for a session store, tells who owns the mutex now: rec's durations count
+	// from at, a local instant (time.Now). Call it for every owner learned of, and with
+	// the zero Record when the owner cannot be told (disconnected: the contender stops
+	// believing at once). An owner named by rec is believed until a later report, or
+	// until at + rec.TTL when rec.TTL is not zero. Lease stores need not call it.
+	Report func(rec Record, at time.Time)
+	// WaitsOnly is set for a participant that needs to learn only when it becomes the
+	// owner, not who owns the mutex meanwhile (a Locker's): a session store may look
+	// only at what decides its turn (with ZooKeeper, the node before its own). It serves
+	// one tenure: once it was reported the owner and lost that, StopContend follows, and
+	// a session store need not queue it again.
+	WaitsOnly bool
+	// Once is set, with WaitsOnly, for a single attempt (TryAcquire): StopContend follows
+	// the first look, and the owner it finds is what the caller is told, so a session
+	// store reads the owner for it.
+	Once bool
+	// Grant tells that the store made this contender the owner without an answer to a
+	// call of its own: the releasing owner handed the mutex to it as it waited. rec is
+	// what an Acquire answer would be, counted from sent: the local instant taken before
+	// the Acquire whose waiting the grant answers was sent. simba applies it as that
+	// call's answer (the local TTL end is sent + rec.TTL), lets no answer to an earlier
+	// call undo it, and ignores a grant older than an answer already applied. Session
+	// stores never call it.
+	Grant func(rec Record, sent time.Time)
+	// Closed tells that the backend was closed while the contention was open: nothing
+	// will be answered any more, and an acquisition waiting for its turn ends at once
+	// with simba.ErrClosed. Call it at Close unless StopContend came first (more than once
+	// is allowed). May be nil.
+	Closed func()
+}
+
+// Contention is a backend's side of one participant's contention.
+type Contention interface {
+	// StopContend ends the contention and frees what it set up (subscriptions, watches,
+	// nodes); a session store gives up ownership here. It is called once, last, and frees
+	// local resources even when ctx has ended (the store side is then best effort).
+	StopContend(ctx context.Context) error
+}
+
+// LeaseContention is the Contention of a lease store; simba runs the contend loop.
+type LeaseContention interface {
+	Contention
+
+	// Acquire makes the contender the owner if the mutex is free (its transition window
+	// has ended), renews it if the contender owns it and the window has not ended, and
+	// otherwise changes nothing (a store with a waiting list may record the contender).
+	// It returns the owner record after the attempt, read atomically with it. A retry
+	// after a lost reply must be harmless: the owner check makes it a renewal. Never
+	// called for a retriever.
+	Acquire(ctx context.Context) (Record, error)
+
+	// Release gives the mutex up if the contender owns it, and otherwise leaves the owner
+	// alone (a store with a waiting list removes the contender from it); releasing what
+	// one does not own is no error. simba calls it whenever a contender stops, whatever it
+	// believed, which undoes an acquisition whose answer was lost. Never called for a
+	// retriever.
+	Release(ctx context.Context) error
+
+	// Lookup reads the owner record without contending; called for retrievers only.
+	Lookup(ctx context.Context) (Record, error)
+}
+
+// WaitList is implemented by contentions whose store keeps the list of contenders waiting
+// for a mutex (memory, Redis). simba.Mutexes asks it, while the contender owns the mutex,
+// before giving the mutex back to the store for fairness: nobody else waiting, no need.
+type WaitList interface {
+	// OthersWaiting reports whether contenders other than this one wait for the mutex.
+	OthersWaiting(ctx context.Context) (bool, error)
+}
+
+// Validator is implemented by backends whose store limits mutex names or contender IDs
+// beyond simba.ValidateMutex and simba.ValidateContenderID (a length, characters). simba
+// calls it at construction, before any I/O; errors wrap simba.ErrInvalidArgument
+// (simba.InvalidArgument builds one).
+type Validator interface {
+	ValidateMutex(name string) error
+	ValidateContenderID(id string) error
+}
+
+// Record is an owner record as a store answers it. Its instants are durations from the
+// moment the store read its own clock, never timestamps: simba adds them to the local
+// time at which it sent the request, so the owner never believes longer than the store
+// protects it. The zero Record means "no owner".
+type Record struct {
+	// Owner is the owner's contender ID; empty when there is none.
+	Owner string
+	// TTL is what was left of the owner's TTL (ttlAt less the store's now); zero or
+	// negative once it passed.
+	TTL time.Duration
+	// Transition is what was left of the transition window (transitionAt less now).
+	Transition time.Duration
+	// Held is how long the owner had held the mutex; zero when the store does not keep it.
+	Held time.Duration
+	// Token is the tenure's fencing token; zero when the store cannot tell this caller.
+	Token uint64
+}

@@ -1,0 +1,27 @@
+package simba
+
+import (
+	"time"
+
+	"github.com/simba-go/simba/backend"
+)
+
+// Backend is a store: memory.New, redis.New, jdbc.New and zookeeper.New return one. The
+// package backend holds the contract, for those who write one.
+type Backend = backend.Backend
+
+// ownerAt converts rec to an Owner whose instants count from sent, the local time at which
+// the request was sent. The store read its clock after sent, so the owner's instants come
+// out no later than the store's own.
+func ownerAt(rec backend.Record, sent time.Time) Owner {
+	if rec.Owner == "" {
+		return Owner{}
+	}
+	return Owner{
+		ID:           rec.Owner,
+		AcquiredAt:   sent.Add(-rec.Held),
+		TTLAt:        sent.Add(rec.TTL),
+		TransitionAt: sent.Add(rec.Transition),
+		Token:        rec.Token,
+	}
+}
