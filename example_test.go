@@ -12,6 +12,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 )
 
 // Contender callbacks: a service contends for a mutex and calls OnAcquired and OnReleased
@@ -307,8 +308,8 @@ func ExampleWithObserver() {
 	b, _ := memory.New(memory.NewStore())
 	var mu sync.Mutex
 	began := 0
-	l, _ := simba.NewLocker(b, "report", simba.WithObserver(simba.ObserverFuncs{
-		TenureBegan: func(simba.Tenure) { mu.Lock(); began++; mu.Unlock() },
+	l, _ := simba.NewLocker(b, "report", simba.WithObserver(observe.Funcs{
+		TenureBegan: func(observe.Tenure) { mu.Lock(); began++; mu.Unlock() },
 	}))
 	defer l.Close()
 	ctx := context.Background()

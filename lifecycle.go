@@ -2,6 +2,7 @@ package simba
 
 import (
 	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/observe"
 
 	"context"
 	"errors"
@@ -32,7 +33,7 @@ import (
 //
 // Locks: a lifecycle's mu guards its state. Lock order, where several are held: Mutexes.mu,
 // then Service.mu, then lifecycle.mu, then the dispatcher's and the rounds' own locks. No
-// lock is held while the store or a user's code runs (an Observer aside, which must not
+// lock is held while the store or a user's code runs (an observe.Observer aside, which must not
 // block).
 
 // phase is where a lifecycle is; enter is the one place it changes.
@@ -102,7 +103,7 @@ type lifecycle struct {
 	begun        uint64                  // attempts begun
 	applied      uint64                  // attempts whose outcome (answer or failure) was applied
 	appliedCh    chan struct{}           // closed and replaced whenever an attempt is applied
-	granting     bool                    // a grant is being applied (for the Observer)
+	granting     bool                    // a grant is being applied (for the observe.Observer)
 	answeredSent time.Time               // the send time of the latest answer or grant applied
 	grantedSent  time.Time               // the send time of the latest grant applied
 	renewBy      time.Time               // while leading: when the next attempt must have been applied
@@ -242,7 +243,7 @@ func (l *lifecycle) startContend(ctx, cctx context.Context, p backend.Participan
 		c, err = nil, errors.New("backend returned no contention")
 	}
 	if svc.cfg.observer != nil {
-		svc.observeCall(OpStart, sent, backend.Record{}, callError(err, cctx, ctx, svc.cfg.callTimeout))
+		svc.observeCall(observe.OpStart, sent, backend.Record{}, callError(err, cctx, ctx, svc.cfg.callTimeout))
 	}
 	if err != nil {
 		return err
@@ -556,7 +557,7 @@ func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
 		svc.log.Info("simba: acquired", "token", o.Token)
 	}
 	if svc.cfg.observer != nil {
-		svc.cfg.observer.OnTenureBegan(Tenure{Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Owner: o, Granted: l.granting})
+		svc.cfg.observer.OnTenureBegan(observe.Tenure{Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Token: o.Token, Granted: l.granting})
 	}
 	if l.hooks.acquired != nil {
 		l.events.Push(func() { l.hooks.acquired(t, st) })
@@ -591,8 +592,9 @@ func (l *lifecycle) endTenure(cause error, after Owner) {
 		svc.log.Info("simba: released", "token", was.Token)
 	}
 	if svc.cfg.observer != nil {
-		svc.cfg.observer.OnTenureEnded(Tenure{
-			Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Owner: was, Held: svc.cfg.now().Sub(t.base), Cause: cause,
+		svc.cfg.observer.OnTenureEnded(observe.Tenure{
+			Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Token: was.Token, Held: svc.cfg.now().Sub(t.base),
+			Cause: cause, Reason: reason(cause),
 		})
 	}
 	if l.hooks.released != nil {
@@ -628,7 +630,7 @@ func (l *lifecycle) expiredCause() error {
 func (l *lifecycle) releaseAfterTenure() {
 	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
 	defer cancel()
-	if err := l.svc.call(ctx, l.ctx, OpRelease, l.lease.Release); err != nil && l.ctx.Err() == nil {
+	if err := l.svc.call(ctx, l.ctx, observe.OpRelease, l.lease.Release); err != nil && l.ctx.Err() == nil {
 		l.svc.log.Warn("simba: release after lost tenure failed", "err", err)
 	}
 }
@@ -641,7 +643,7 @@ func (l *lifecycle) leaveIfOver() bool {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
-	err := l.svc.call(ctx, l.ctx, OpStop, l.contention.StopContend)
+	err := l.svc.call(ctx, l.ctx, observe.OpStop, l.contention.StopContend)
 	cancel()
 	l.mu.Lock()
 	l.left = true
@@ -685,12 +687,12 @@ func (l *lifecycle) finish(values context.Context) {
 	l.mu.Unlock()
 	var errs []error
 	if lease != nil && svc.id != "" {
-		if err := svc.call(ctx, nil, OpRelease, lease.Release); err != nil {
+		if err := svc.call(ctx, nil, observe.OpRelease, lease.Release); err != nil {
 			errs = append(errs, fmt.Errorf("release: %w", err))
 		}
 	}
 	if c != nil && !left {
-		if err := svc.call(ctx, nil, OpStop, c.StopContend); err != nil {
+		if err := svc.call(ctx, nil, observe.OpStop, c.StopContend); err != nil {
 			errs = append(errs, fmt.Errorf("stop contend: %w", err))
 		}
 	}

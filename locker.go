@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/simba-go/simba/observe"
 )
 
 // Locker acquires a mutex for a critical section: Acquire returns a Lease that holds the
@@ -34,7 +36,7 @@ func NewLocker(b Backend, mutex string, opts ...LockerOption) (*Locker, error) {
 	if err := validateNames(b, mutex, id, true); err != nil {
 		return nil, err
 	}
-	return &Locker{svc: newService(b, RoleLock, hooks{}, mutex, id, cfg), closing: make(chan struct{})}, nil
+	return &Locker{svc: newService(b, observe.RoleLock, hooks{}, mutex, id, cfg), closing: make(chan struct{})}, nil
 }
 
 // Mutex returns the name of the mutex.
@@ -53,7 +55,7 @@ func (l *Locker) Acquire(ctx context.Context) (*Lease, error) { return l.acquire
 // store's error if the attempt failed.
 func (l *Locker) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
 
-// acquire is Acquire (once: TryAcquire), told to the Observer if there is one.
+// acquire is Acquire (once: TryAcquire), told to the observe.Observer if there is one.
 func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 	cfg := &l.svc.cfg
 	if cfg.observer == nil || ctx == nil {

@@ -2,6 +2,7 @@ package simba
 
 import (
 	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/observe"
 
 	"container/list"
 	"context"
@@ -172,7 +173,7 @@ func (m *Mutexes) Close() error {
 	return errors.Join(m.errs...)
 }
 
-// acquire is Acquire, TryAcquire (once) and AcquireAs, told to the Observer if there is
+// acquire is Acquire, TryAcquire (once) and AcquireAs, told to the observe.Observer if there is
 // one.
 func (m *Mutexes) acquire(ctx context.Context, mutex, holder string, once bool) (*Lease, error) {
 	if m.cfg.observer == nil || ctx == nil {
@@ -230,7 +231,7 @@ func (m *Mutexes) obtain(ctx context.Context, mutex, holder string, once bool) (
 func (m *Mutexes) newEntry(mutex string) *entry {
 	e := &entry{m: m, name: mutex, changed: make(chan struct{})}
 	e.waiters.Init()
-	e.svc = newService(m.backend, RoleLock, hooks{acquired: e.acquired, released: e.released}, mutex, m.id, m.cfg)
+	e.svc = newService(m.backend, observe.RoleLock, hooks{acquired: e.acquired, released: e.released}, mutex, m.id, m.cfg)
 	return e
 }
 

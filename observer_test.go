@@ -3,7 +3,6 @@ package simba_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,18 +13,19 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 )
 
 // recorder is an Observer that keeps every event, in order, and wakes waiters.
 type recorder struct {
 	mu     sync.Mutex
-	events []any // simba.Call, tenureBegan, tenureEnded, simba.Acquisition
+	events []any // observe.Call, tenureBegan, tenureEnded, observe.Acquisition
 	added  chan struct{}
 }
 
 type (
-	tenureBegan simba.Tenure
-	tenureEnded simba.Tenure
+	tenureBegan observe.Tenure
+	tenureEnded observe.Tenure
 )
 
 func newRecorder() *recorder { return &recorder{added: make(chan struct{}, 1)} }
@@ -40,10 +40,10 @@ func (r *recorder) add(e any) {
 	}
 }
 
-func (r *recorder) OnCall(c simba.Call)                              { r.add(c) }
-func (r *recorder) OnTenureBegan(t simba.Tenure)                     { r.add(tenureBegan(t)) }
-func (r *recorder) OnTenureEnded(t simba.Tenure)                     { r.add(tenureEnded(t)) }
-func (r *recorder) OnAcquire(_ context.Context, a simba.Acquisition) { r.add(a) }
+func (r *recorder) OnCall(c observe.Call)                              { r.add(c) }
+func (r *recorder) OnTenureBegan(t observe.Tenure)                     { r.add(tenureBegan(t)) }
+func (r *recorder) OnTenureEnded(t observe.Tenure)                     { r.add(tenureEnded(t)) }
+func (r *recorder) OnAcquire(_ context.Context, a observe.Acquisition) { r.add(a) }
 
 func (r *recorder) snapshot() []any {
 	r.mu.Lock()
@@ -52,9 +52,9 @@ func (r *recorder) snapshot() []any {
 }
 
 // calls counts the store calls of op.
-func (r *recorder) calls(op simba.Op) int {
+func (r *recorder) calls(op observe.Op) int {
 	return count(r.snapshot(), func(e any) bool {
-		c, ok := e.(simba.Call)
+		c, ok := e.(observe.Call)
 		return ok && c.Op == op
 	})
 }
@@ -100,7 +100,7 @@ func TestObserverLocker(t *testing.T) {
 
 	lease, err := l.Acquire(t.Context())
 	require.NoError(t, err)
-	a := await(t, rec, anyEvent[simba.Acquisition])
+	a := await(t, rec, anyEvent[observe.Acquisition])
 	assert.Equal(t, "observed", a.Mutex)
 	assert.Equal(t, "me", a.Contender)
 	assert.False(t, a.Try)
@@ -109,24 +109,23 @@ func TestObserverLocker(t *testing.T) {
 	assert.GreaterOrEqual(t, a.Wait, time.Duration(0))
 
 	began := await(t, rec, anyEvent[tenureBegan])
-	assert.Equal(t, lease.Token(), began.Owner.Token)
-	assert.Equal(t, "me", began.Owner.ID)
+	assert.Equal(t, lease.Token(), began.Token)
 	assert.False(t, began.Granted)
 	assert.NoError(t, began.Cause)
 
-	acq := await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpAcquire })
+	acq := await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpAcquire })
 	assert.Equal(t, "me", acq.Owner)
 	assert.Equal(t, lease.Token(), acq.Token)
 	assert.NoError(t, acq.Err)
-	assert.Equal(t, 1, rec.calls(simba.OpStart))
+	assert.Equal(t, 1, rec.calls(observe.OpStart))
 
 	require.NoError(t, lease.Release(t.Context()))
 	ended := await(t, rec, anyEvent[tenureEnded])
 	assert.ErrorIs(t, ended.Cause, context.Canceled)
-	assert.Equal(t, lease.Token(), ended.Owner.Token)
+	assert.Equal(t, lease.Token(), ended.Token)
 	assert.GreaterOrEqual(t, ended.Held, time.Duration(0))
-	await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpRelease && c.Err == nil })
-	await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpStop && c.Err == nil })
+	await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpRelease && c.Err == nil })
+	await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpStop && c.Err == nil })
 
 	// The begin of a tenure comes before its end, and the acquisition is told once.
 	events := rec.snapshot()
@@ -140,7 +139,7 @@ func TestObserverLocker(t *testing.T) {
 		}
 	}
 	assert.Less(t, iBegan, iEnded)
-	assert.Equal(t, 1, count(events, func(e any) bool { _, ok := e.(simba.Acquisition); return ok }))
+	assert.Equal(t, 1, count(events, func(e any) bool { _, ok := e.(observe.Acquisition); return ok }))
 }
 
 func TestObserverTryAcquireRefused(t *testing.T) {
@@ -160,11 +159,11 @@ func TestObserverTryAcquireRefused(t *testing.T) {
 	defer m.Close()
 	_, err = m.TryAcquire(t.Context(), "observed")
 	require.ErrorIs(t, err, simba.ErrNotAcquired)
-	a := await(t, rec, anyEvent[simba.Acquisition])
+	a := await(t, rec, anyEvent[observe.Acquisition])
 	assert.True(t, a.Try)
 	assert.ErrorIs(t, a.Err, simba.ErrNotAcquired)
 	assert.Zero(t, a.Token)
-	c := await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpAcquire })
+	c := await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpAcquire })
 	assert.Equal(t, holder.ContenderID(), c.Owner, "the call names the owner it found")
 }
 
@@ -239,19 +238,19 @@ func TestObserverTenureCauses(t *testing.T) {
 		ended := await(t, rec, anyEvent[tenureEnded])
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnerChanged)
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnershipLost)
-		assert.Equal(t, uint64(7), ended.Owner.Token)
-		renew := await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpRenew })
+		assert.Equal(t, uint64(7), ended.Token)
+		renew := await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpRenew })
 		assert.Equal(t, "other", renew.Owner)
 	})
 
 	t.Run("granted", func(t *testing.T) {
 		s, rec, p, _ := start(t)
 		s.answers <- backend.Record{Owner: "other", TTL: ttl, Transition: 2 * ttl, Token: 3}
-		await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpAcquire })
+		await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpAcquire })
 		p.Grant(mine(4), time.Now())
 		began := await(t, rec, anyEvent[tenureBegan])
 		assert.True(t, began.Granted)
-		assert.Equal(t, uint64(4), began.Owner.Token)
+		assert.Equal(t, uint64(4), began.Token)
 	})
 
 	t.Run("store error until the local ttl end", func(t *testing.T) {
@@ -265,8 +264,8 @@ func TestObserverTenureCauses(t *testing.T) {
 		assert.ErrorIs(t, ended.Cause, simba.ErrLeaseExpired)
 		assert.ErrorIs(t, ended.Cause, simba.ErrOwnershipLost)
 		assert.ErrorIs(t, ended.Cause, down)
-		assert.Equal(t, "store_error", simba.Tenure(ended).Reason())
-		failed := await(t, rec, func(c simba.Call) bool { return c.Op == simba.OpRenew && c.Err != nil })
+		assert.Equal(t, "store_error", observe.Tenure(ended).Reason)
+		failed := await(t, rec, func(c observe.Call) bool { return c.Op == observe.OpRenew && c.Err != nil })
 		assert.ErrorIs(t, failed.Err, down)
 	})
 
@@ -285,33 +284,17 @@ func TestWithObserverNil(t *testing.T) {
 	require.NoError(t, err)
 	_, err = simba.NewLocker(b, "m", simba.WithObserver(nil))
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
-	var nilFuncs *simba.ObserverFuncs
+	var nilFuncs *observe.Funcs
 	_, err = simba.NewLocker(b, "m", simba.WithObserver(nilFuncs))
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
 }
 
 func TestOpString(t *testing.T) {
-	for op, want := range map[simba.Op]string{
-		simba.OpStart: "start", simba.OpAcquire: "acquire", simba.OpRenew: "renew",
-		simba.OpLookup: "lookup", simba.OpRelease: "release", simba.OpStop: "stop", 0: "Op(0)",
+	for op, want := range map[observe.Op]string{
+		observe.OpStart: "start", observe.OpAcquire: "acquire", observe.OpRenew: "renew",
+		observe.OpLookup: "lookup", observe.OpRelease: "release", observe.OpStop: "stop", 0: "Op(0)",
 	} {
 		assert.Equal(t, want, op.String())
-	}
-}
-
-func TestEventNames(t *testing.T) {
-	assert.Equal(t, "ok", simba.Call{}.Outcome())
-	assert.Equal(t, "timeout", simba.Call{Err: fmt.Errorf("x: %w", simba.ErrTimeout)}.Outcome())
-	assert.Equal(t, "error", simba.Call{Err: errors.New("refused")}.Outcome())
-	for cause, want := range map[error]string{
-		nil:                   "",
-		context.Canceled:      "released",
-		simba.ErrOwnerChanged: "owner_changed",
-		simba.ErrLeaseExpired: "expired",
-		fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("down")): "store_error",
-		errors.New("other"): "unknown",
-	} {
-		assert.Equal(t, want, simba.Tenure{Cause: cause}.Reason(), "%v", cause)
 	}
 }
 
@@ -324,19 +307,19 @@ func TestObserverRolesAndCallerContext(t *testing.T) {
 	type key struct{}
 	ctxs := make(chan context.Context, 1)
 	var mu sync.Mutex
-	roles := map[string]map[simba.Role]bool{}
-	note := func(mutex string, r simba.Role) {
+	roles := map[string]map[observe.Role]bool{}
+	note := func(mutex string, r observe.Role) {
 		mu.Lock()
 		defer mu.Unlock()
 		if roles[mutex] == nil {
-			roles[mutex] = map[simba.Role]bool{}
+			roles[mutex] = map[observe.Role]bool{}
 		}
 		roles[mutex][r] = true
 	}
-	obs := simba.WithObserver(simba.ObserverFuncs{
-		Call:        func(c simba.Call) { note(c.Mutex, c.Role) },
-		TenureBegan: func(t simba.Tenure) { note(t.Mutex, t.Role) },
-		Acquire:     func(ctx context.Context, _ simba.Acquisition) { ctxs <- ctx },
+	obs := simba.WithObserver(observe.Funcs{
+		Call:        func(c observe.Call) { note(c.Mutex, c.Role) },
+		TenureBegan: func(t observe.Tenure) { note(t.Mutex, t.Role) },
+		Acquire:     func(ctx context.Context, _ observe.Acquisition) { ctxs <- ctx },
 	})
 
 	l, err := simba.NewLocker(b, "lock", obs)
@@ -361,7 +344,7 @@ func TestObserverRolesAndCallerContext(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, map[simba.Role]bool{simba.RoleLock: true}, roles["lock"])
-	assert.Equal(t, map[simba.Role]bool{simba.RoleLeader: true}, roles["leader"])
-	assert.Equal(t, map[simba.Role]bool{simba.RoleObserver: true}, roles["watched"])
+	assert.Equal(t, map[observe.Role]bool{observe.RoleLock: true}, roles["lock"])
+	assert.Equal(t, map[observe.Role]bool{observe.RoleLeader: true}, roles["leader"])
+	assert.Equal(t, map[observe.Role]bool{observe.RoleObserver: true}, roles["watched"])
 }

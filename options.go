@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/simba-go/simba/observe"
+
 	"github.com/simba-go/simba/internal/clock"
 	"github.com/simba-go/simba/internal/defaultlog"
 )
@@ -91,9 +93,9 @@ type config struct {
 	logger       *slog.Logger
 	contenderID  string // Locker, Scheduler and Mutexes only; empty: HostContenderID()
 
-	observer       Observer    // nil: none
-	localHandOvers int         // Mutexes only
-	leaderHooks    leaderHooks // Scheduler only
+	observer       observe.Observer // nil: none
+	localHandOvers int              // Mutexes only
+	leaderHooks    leaderHooks      // Scheduler only
 
 	// explicitly set, to be validated rather than defaulted
 	callTimeoutSet, renewalLeadSet, loggerSet, contenderIDSet, observerSet bool

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/simba-go/simba/observe"
+
 	"github.com/simba-go/simba/internal/clock"
 	"github.com/simba-go/simba/internal/goroutine"
 )
@@ -76,7 +78,7 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 		return nil, err
 	}
 	s := &Scheduler{schedule: schedule, work: work, hooks: cfg.leaderHooks, clock: cfg.clock}
-	s.svc = newService(b, RoleLeader, hooks{acquired: s.acquired, released: s.released}, mutex, id, cfg)
+	s.svc = newService(b, observe.RoleLeader, hooks{acquired: s.acquired, released: s.released}, mutex, id, cfg)
 	return s, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/simba-go/simba/observe"
 )
 
 // Service runs one Contender (or Retriever) for one mutex through a Backend. Its status
@@ -17,7 +19,7 @@ import (
 type Service struct {
 	// identity and configuration: set by the constructor, read-only after
 	backend Backend
-	role    Role
+	role    observe.Role
 	hooks   hooks
 	mutex   string
 	id      string // contender ID; empty for a retriever
@@ -55,7 +57,7 @@ func NewService(b Backend, c Contender, opts ...ServiceOption) (*Service, error)
 		acquired: func(t *tenure, st State) { c.OnAcquired(t.ctx, st) },
 		released: c.OnReleased,
 	}
-	return newService(b, RoleLeader, h, mutex, id, cfg), nil
+	return newService(b, observe.RoleLeader, h, mutex, id, cfg), nil
 }
 
 // NewRetrievalService returns a service that observes who owns r.Mutex() through b without
@@ -72,10 +74,10 @@ func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, erro
 	if err := validateNames(b, mutex, "", false); err != nil {
 		return nil, err
 	}
-	return newService(b, RoleObserver, hooks{changed: r.NotifyOwner}, mutex, "", cfg), nil
+	return newService(b, observe.RoleObserver, hooks{changed: r.NotifyOwner}, mutex, "", cfg), nil
 }
 
-func newService(b Backend, role Role, h hooks, mutex, id string, cfg config) *Service {
+func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg config) *Service {
 	log := cfg.logger.With("mutex", mutex)
 	if id != "" {
 		log = log.With("contender", id)

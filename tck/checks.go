@@ -12,6 +12,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/observe"
 )
 
 // checks is the suite, in order; the non-parallel ones run first and alone.
@@ -1367,8 +1368,8 @@ func checkClosedUnderWaiter(e *env) error {
 func observeWaiting(p *probe, id string) (simba.Option, <-chan struct{}) {
 	waiting := make(chan struct{})
 	var once sync.Once
-	return simba.WithObserver(simba.ObserverFuncs{Call: func(c simba.Call) {
-		if c.Err == nil && (c.Op == simba.OpStart && !p.isLease() || c.Op == simba.OpAcquire && c.Owner != "" && c.Owner != id) {
+	return simba.WithObserver(observe.Funcs{Call: func(c observe.Call) {
+		if c.Err == nil && (c.Op == observe.OpStart && !p.isLease() || c.Op == observe.OpAcquire && c.Owner != "" && c.Owner != id) {
 			once.Do(func() { close(waiting) })
 		}
 	}}), waiting

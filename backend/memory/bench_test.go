@@ -10,6 +10,7 @@ import (
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/internal/latency"
 	"github.com/simba-go/simba/internal/options"
+	"github.com/simba-go/simba/observe"
 )
 
 // BenchmarkLockerCycle measures an uncontended Acquire + Release.
@@ -18,7 +19,7 @@ func BenchmarkLockerCycle(b *testing.B) { lockerCycle(b) }
 // BenchmarkLockerCycleObserved is BenchmarkLockerCycle with an Observer that does nothing:
 // the cost of building and delivering the events.
 func BenchmarkLockerCycleObserved(b *testing.B) {
-	lockerCycle(b, simba.WithObserver(simba.ObserverFuncs{}))
+	lockerCycle(b, simba.WithObserver(observe.Funcs{}))
 }
 
 func lockerCycle(b *testing.B, opts ...simba.Option) {

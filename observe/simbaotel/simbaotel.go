@@ -1,5 +1,5 @@
 // Package simbaotel exports simba's events through OpenTelemetry: metrics, and spans for
-// acquisitions and renewals. It is a simba.Observer, in a module of its own, so that simba
+// acquisitions and renewals. It is a observe.Observer, in a module of its own, so that simba
 // itself does not depend on OpenTelemetry.
 //
 //	obs, err := simbaotel.New() // the global MeterProvider and TracerProvider
@@ -25,8 +25,8 @@
 //	                                              mutex, 0 while it contends or is stopped
 //	simba.leader.started       counter            simba.mutex: leaderships begun
 //
-// The values of simba.op and simba.outcome are those of simba.Op and simba.Call.Outcome;
-// simba.cause is simba.Tenure.Reason.
+// The values of simba.op and simba.outcome are those of observe.Op and observe.Call.Outcome;
+// simba.cause is observe.Tenure.Reason.
 //
 // The counters have a point at 0 for every known attribute value before its first event:
 // from New on, or with WithMutexAttribute from the first event that names its mutex; the
@@ -67,12 +67,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/observe"
 )
 
 // ScopeName is the instrumentation scope of the meter and tracer.
 const ScopeName = "github.com/simba-go/simba/observe/simbaotel"
 
-// Observer is a simba.Observer that records OpenTelemetry metrics and spans. It is safe
+// Observer is a observe.Observer that records OpenTelemetry metrics and spans. It is safe
 // for concurrent use; one Observer serves any number of services.
 type Observer struct {
 	mutexAttr   bool
@@ -88,7 +89,7 @@ type Observer struct {
 	named       sync.Map                  // with the mutex attribute: the mutexes whose points exist
 }
 
-var _ simba.Observer = (*Observer)(nil)
+var _ observe.Observer = (*Observer)(nil)
 
 // Option configures New.
 type Option func(*config)
@@ -120,7 +121,7 @@ func WithMutexAttribute() Option { return func(c *config) { c.mutexAttr = true }
 // event.
 var (
 	vias   = []string{"call", "handover"}
-	causes = []string{"released", "owner_changed", "expired", "store_error"} // simba.Tenure.Reason
+	causes = []string{"released", "owner_changed", "expired", "store_error"} // observe.Tenure.Reason
 )
 
 // New creates the instruments and returns the Observer that records them. It fails when
@@ -209,25 +210,25 @@ func leadership(mutex string) metric.MeasurementOption {
 
 // OnCall records a store call's latency, and a span for a renewal. A leader's start-up
 // creates the points of its mutex's leadership, at 0.
-func (o *Observer) OnCall(c simba.Call) {
+func (o *Observer) OnCall(c observe.Call) {
 	ctx := context.Background()
 	o.name(c.Mutex)
-	if c.Role == simba.RoleLeader && c.Op == simba.OpStart {
+	if c.Role == observe.RoleLeader && c.Op == observe.OpStart {
 		o.leader.Add(ctx, 0, leadership(c.Mutex))
 		o.leaderships.Add(ctx, 0, leadership(c.Mutex))
 	}
 	o.calls.Record(ctx, c.Latency.Seconds(), o.attrs(c.Mutex,
-		attribute.String("simba.op", c.Op.String()), attribute.String("simba.outcome", c.Outcome())))
-	if c.Op == simba.OpRenew {
+		attribute.String("simba.op", c.Op.String()), attribute.String("simba.outcome", c.Outcome)))
+	if c.Op == observe.OpRenew {
 		// No caller waits for a renewal: its span is the root of a trace of its own.
 		o.span(ctx, "simba.renew", c.Mutex, c.Contender, c.Token, c.Latency, c.Err,
-			attribute.String("simba.outcome", c.Outcome()), attribute.String("simba.owner", c.Owner))
+			attribute.String("simba.outcome", c.Outcome), attribute.String("simba.owner", c.Owner))
 	}
 }
 
 // OnTenureBegan counts a tenure and adds it to the tenures held and, for a leader, to its
 // mutex's leadership.
-func (o *Observer) OnTenureBegan(t simba.Tenure) {
+func (o *Observer) OnTenureBegan(t observe.Tenure) {
 	ctx := context.Background()
 	o.name(t.Mutex)
 	via := "call"
@@ -236,7 +237,7 @@ func (o *Observer) OnTenureBegan(t simba.Tenure) {
 	}
 	o.started.Add(ctx, 1, o.attrs(t.Mutex, attribute.String("simba.via", via)))
 	o.holding.Add(ctx, 1, o.attrs(t.Mutex))
-	if t.Role == simba.RoleLeader {
+	if t.Role == observe.RoleLeader {
 		o.leader.Add(ctx, 1, leadership(t.Mutex))
 		o.leaderships.Add(ctx, 1, leadership(t.Mutex))
 	}
@@ -244,20 +245,20 @@ func (o *Observer) OnTenureBegan(t simba.Tenure) {
 
 // OnTenureEnded counts the end of a tenure by cause, records how long it lasted and takes
 // it from what OnTenureBegan added it to.
-func (o *Observer) OnTenureEnded(t simba.Tenure) {
+func (o *Observer) OnTenureEnded(t observe.Tenure) {
 	ctx := context.Background()
 	o.name(t.Mutex)
-	cause := o.attrs(t.Mutex, attribute.String("simba.cause", t.Reason()))
+	cause := o.attrs(t.Mutex, attribute.String("simba.cause", t.Reason))
 	o.ended.Add(ctx, 1, cause)
 	o.held.Record(ctx, t.Held.Seconds(), cause)
 	o.holding.Add(ctx, -1, o.attrs(t.Mutex))
-	if t.Role == simba.RoleLeader {
+	if t.Role == observe.RoleLeader {
 		o.leader.Add(ctx, -1, leadership(t.Mutex))
 	}
 }
 
 // OnAcquire records an acquisition's span, in the caller's trace, and its wait.
-func (o *Observer) OnAcquire(ctx context.Context, a simba.Acquisition) {
+func (o *Observer) OnAcquire(ctx context.Context, a observe.Acquisition) {
 	o.name(a.Mutex)
 	outcome, reason, failure := acquisition(a.Err)
 	try, out := attribute.Bool("simba.try", a.Try), attribute.String("simba.outcome", outcome)

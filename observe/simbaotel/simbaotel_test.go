@@ -20,6 +20,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 	"github.com/simba-go/simba/observe/simbaotel"
 )
 
@@ -123,11 +124,11 @@ func TestLockerMetricsAndSpans(t *testing.T) {
 func TestRenewalSpanAndCauses(t *testing.T) {
 	h := newHarness(t, simbaotel.WithMutexAttribute())
 	mutex := attribute.String("simba.mutex", "m")
-	h.obs.OnCall(simba.Call{Mutex: "m", Contender: "c", Op: simba.OpRenew, Latency: 20 * time.Millisecond,
-		Err: fmt.Errorf("renew: %w", simba.ErrTimeout)})
-	h.obs.OnTenureBegan(simba.Tenure{Mutex: "m", Granted: true})
-	h.obs.OnTenureEnded(simba.Tenure{Mutex: "m", Cause: fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("down"))})
-	h.obs.OnAcquire(context.Background(), simba.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
+	h.obs.OnCall(observe.Call{Mutex: "m", Contender: "c", Op: observe.OpRenew, Latency: 20 * time.Millisecond,
+		Err: fmt.Errorf("renew: %w", simba.ErrTimeout), Outcome: "timeout"})
+	h.obs.OnTenureBegan(observe.Tenure{Mutex: "m", Granted: true})
+	h.obs.OnTenureEnded(observe.Tenure{Mutex: "m", Cause: fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("down")), Reason: "store_error"})
+	h.obs.OnAcquire(context.Background(), observe.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
 
 	assert.Equal(t, 1.0, h.value(t, "simba.store.call.duration", mutex, attribute.String("simba.op", "renew"), attribute.String("simba.outcome", "timeout")))
 	assert.Equal(t, 1.0, h.value(t, "simba.tenure.started", mutex, attribute.String("simba.via", "handover")))

@@ -17,6 +17,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 	"github.com/simba-go/simba/observe/simbaotel"
 )
 
@@ -89,10 +90,10 @@ func TestAcquireSpanInCallersTrace(t *testing.T) {
 	assert.False(t, s.EndTime().After(returned), "ends when Acquire returned")
 	assert.Equal(t, "acquired", attr(s, "simba.outcome"))
 
-	renewed := make(chan simba.Call, 1)
-	obs := simba.ObserverFuncs{Call: func(c simba.Call) {
+	renewed := make(chan observe.Call, 1)
+	obs := observe.Funcs{Call: func(c observe.Call) {
 		h.obs.OnCall(c)
-		if c.Op == simba.OpRenew {
+		if c.Op == observe.OpRenew {
 			select {
 			case renewed <- c:
 			default:

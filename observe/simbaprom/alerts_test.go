@@ -30,6 +30,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 	"github.com/simba-go/simba/observe/simbaprom"
 )
 
@@ -103,7 +104,7 @@ func TestReadmeAlerts(t *testing.T) {
 		for i := range 16 { // 16 minutes of steady leadership, and locks taken at once
 			lockOnce(t, []*process{a, b}[i%2])
 			if i%4 == 0 {
-				await(t, a.tap.next(1, call(simba.OpRenew, succeeded)), "a renewal")
+				await(t, a.tap.next(1, call(observe.OpRenew, succeeded)), "a renewal")
 			}
 			f.tick()
 			f.expect()
@@ -129,7 +130,7 @@ func TestReadmeAlerts(t *testing.T) {
 	t.Run("leader cut off, another takes over", func(t *testing.T) {
 		f, a, b := healthyFleet(t, alerts)
 		lost := a.tap.next(1, tenureEnded("store_error"))
-		leads := b.tap.next(1, tenureBegan(simba.RoleLeader))
+		leads := b.tap.next(1, tenureBegan(observe.RoleLeader))
 		a.backend.fail(-1)
 		await(t, lost, "a's loss")
 		await(t, leads, "b to lead")
@@ -144,7 +145,7 @@ func TestReadmeAlerts(t *testing.T) {
 			if i%2 == 1 {
 				from, to = b, a
 			}
-			leads := to.tap.next(1, tenureBegan(simba.RoleLeader))
+			leads := to.tap.next(1, tenureBegan(observe.RoleLeader))
 			require.NoError(t, from.leader.Stop(t.Context()))
 			await(t, leads, to.name+" to lead")
 			f.contend(from)
@@ -161,7 +162,7 @@ func TestReadmeAlerts(t *testing.T) {
 		f, a, b := healthyFleet(t, alerts)
 		lease, err := a.locker.Acquire(t.Context())
 		require.NoError(t, err)
-		tried := b.tap.next(1, call(simba.OpAcquire, anyCall))
+		tried := b.tap.next(1, call(observe.OpAcquire, anyCall))
 		waited := make(chan error, 1)
 		go func() {
 			lease, err := b.locker.Acquire(context.Background())
@@ -185,7 +186,7 @@ func TestReadmeAlerts(t *testing.T) {
 
 	t.Run("slow renewals", func(t *testing.T) {
 		f, a, _ := healthyFleet(t, alerts)
-		slow := a.tap.next(2, call(simba.OpRenew, func(c simba.Call) bool { return c.Err == nil && c.Latency > time.Second }))
+		slow := a.tap.next(2, call(observe.OpRenew, func(c observe.Call) bool { return c.Err == nil && c.Latency > time.Second }))
 		a.backend.slow(1200 * time.Millisecond)
 		await(t, slow, "two slow renewals")
 		a.backend.slow(0)
@@ -195,16 +196,16 @@ func TestReadmeAlerts(t *testing.T) {
 
 	t.Run("renewals failing briefly", func(t *testing.T) {
 		f, a, _ := healthyFleet(t, alerts)
-		failed := a.tap.next(2, call(simba.OpRenew, func(c simba.Call) bool { return c.Err != nil }))
+		failed := a.tap.next(2, call(observe.OpRenew, func(c observe.Call) bool { return c.Err != nil }))
 		a.backend.fail(2)
 		await(t, failed, "two failed renewals")
-		await(t, a.tap.next(1, call(simba.OpRenew, succeeded)), "a renewal")
+		await(t, a.tap.next(1, call(observe.OpRenew, succeeded)), "a renewal")
 		f.tick()
 		f.expect(renewalsFailing)
 	})
 }
 
-func succeeded(c simba.Call) bool { return c.Err == nil }
+func succeeded(c observe.Call) bool { return c.Err == nil }
 
 // lockOnce takes p's lock and gives it back at once.
 func lockOnce(t *testing.T, p *process) {
@@ -285,7 +286,7 @@ func (f *fleet) process(name string) *process {
 
 // lead starts p's leader service and waits for it to lead.
 func (f *fleet) lead(p *process) {
-	leads := p.tap.next(1, tenureBegan(simba.RoleLeader))
+	leads := p.tap.next(1, tenureBegan(observe.RoleLeader))
 	require.NoError(f.t, p.leader.Start(f.t.Context()))
 	await(f.t, leads, p.name+" to lead")
 }
@@ -293,7 +294,7 @@ func (f *fleet) lead(p *process) {
 // contend starts p's leader service and waits for its first attempt, which finds the
 // mutex owned.
 func (f *fleet) contend(p *process) {
-	tried := p.tap.next(1, call(simba.OpAcquire, anyCall))
+	tried := p.tap.next(1, call(observe.OpAcquire, anyCall))
 	require.NoError(f.t, p.leader.Start(f.t.Context()))
 	await(f.t, tried, p.name+"'s attempt")
 }

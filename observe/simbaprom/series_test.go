@@ -14,13 +14,14 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 	"github.com/simba-go/simba/observe/simbaprom"
 )
 
 // tap passes a process's events on to its Observer and then tells the waiters whose
 // event it is, so that a test can wait for what it caused (and then scrape its effect).
 type tap struct {
-	simba.Observer
+	observe.Observer
 
 	mu      sync.Mutex
 	waiters []*waiter
@@ -32,10 +33,10 @@ type waiter struct {
 	done  chan struct{} // closed at the n-th
 }
 
-func (t *tap) OnCall(c simba.Call)           { t.Observer.OnCall(c); t.tell(c) }
-func (t *tap) OnTenureBegan(tn simba.Tenure) { t.Observer.OnTenureBegan(tn); t.tell(tn) }
-func (t *tap) OnTenureEnded(tn simba.Tenure) { t.Observer.OnTenureEnded(tn); t.tell(tn) }
-func (t *tap) OnAcquire(ctx context.Context, a simba.Acquisition) {
+func (t *tap) OnCall(c observe.Call)           { t.Observer.OnCall(c); t.tell(c) }
+func (t *tap) OnTenureBegan(tn observe.Tenure) { t.Observer.OnTenureBegan(tn); t.tell(tn) }
+func (t *tap) OnTenureEnded(tn observe.Tenure) { t.Observer.OnTenureEnded(tn); t.tell(tn) }
+func (t *tap) OnAcquire(ctx context.Context, a observe.Acquisition) {
 	t.Observer.OnAcquire(ctx, a)
 	t.tell(a)
 }
@@ -78,19 +79,19 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 
 // Event matchers.
 
-func tenureBegan(role simba.Role) func(any) bool {
-	return func(e any) bool { tn, ok := e.(simba.Tenure); return ok && tn.Role == role && tn.Cause == nil }
+func tenureBegan(role observe.Role) func(any) bool {
+	return func(e any) bool { tn, ok := e.(observe.Tenure); return ok && tn.Role == role && tn.Cause == nil }
 }
 
 func tenureEnded(reason string) func(any) bool {
-	return func(e any) bool { tn, ok := e.(simba.Tenure); return ok && tn.Cause != nil && tn.Reason() == reason }
+	return func(e any) bool { tn, ok := e.(observe.Tenure); return ok && tn.Cause != nil && tn.Reason == reason }
 }
 
-func call(op simba.Op, ok func(simba.Call) bool) func(any) bool {
-	return func(e any) bool { c, isCall := e.(simba.Call); return isCall && c.Op == op && ok(c) }
+func call(op observe.Op, ok func(observe.Call) bool) func(any) bool {
+	return func(e any) bool { c, isCall := e.(observe.Call); return isCall && c.Op == op && ok(c) }
 }
 
-func anyCall(simba.Call) bool { return true }
+func anyCall(observe.Call) bool { return true }
 
 // leaderService returns a Service of contender id for mutex on b, told to obs, closed at
 // the end of the test.
@@ -123,7 +124,7 @@ func series(t *testing.T, reg *prometheus.Registry, name string, want map[string
 
 // contendInVain starts a leader service for "report", told to obs, on a store where
 // another process holds the mutex, and waits for its first attempt, which finds it held.
-func contendInVain(t *testing.T, obs simba.Observer) {
+func contendInVain(t *testing.T, obs observe.Observer) {
 	t.Helper()
 	store := memory.NewStore()
 	holder, err := memory.New(store)
@@ -136,7 +137,7 @@ func contendInVain(t *testing.T, obs simba.Observer) {
 	b, err := memory.New(store)
 	require.NoError(t, err)
 	tp := &tap{Observer: obs}
-	tried := tp.next(1, call(simba.OpAcquire, anyCall))
+	tried := tp.next(1, call(observe.OpAcquire, anyCall))
 	require.NoError(t, leaderService(t, b, "report", "never", simba.WithObserver(tp)).Start(t.Context()))
 	await(t, tried, "an attempt")
 }
@@ -228,16 +229,16 @@ func TestLeaderGauge(t *testing.T) {
 		return samples(t, p.reg, "simba_leader_tenures_started_total", map[string]string{"mutex": "report"})
 	}
 	a, b := start("a"), start("b")
-	leads := a.tap.next(1, tenureBegan(simba.RoleLeader))
+	leads := a.tap.next(1, tenureBegan(observe.RoleLeader))
 	require.NoError(t, a.svc.Start(t.Context()))
 	await(t, leads, "a to lead")
-	tried := b.tap.next(1, call(simba.OpAcquire, anyCall))
+	tried := b.tap.next(1, call(observe.OpAcquire, anyCall))
 	require.NoError(t, b.svc.Start(t.Context()))
 	await(t, tried, "b's attempt")
 	assert.Equal(t, 1.0, leader(a))
 	assert.Equal(t, 0.0, leader(b))
 
-	leads = b.tap.next(1, tenureBegan(simba.RoleLeader))
+	leads = b.tap.next(1, tenureBegan(observe.RoleLeader))
 	require.NoError(t, a.svc.Stop(t.Context()))
 	await(t, leads, "b to lead")
 	assert.Equal(t, 0.0, leader(a))

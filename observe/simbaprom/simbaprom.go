@@ -1,4 +1,4 @@
-// Package simbaprom exports simba's events as Prometheus metrics: a simba.Observer that
+// Package simbaprom exports simba's events as Prometheus metrics: a observe.Observer that
 // updates collectors registered on a prometheus.Registerer. It is a module of its own, so
 // that simba itself does not depend on client_golang.
 //
@@ -54,9 +54,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/observe"
 )
 
-// Observer is a simba.Observer that updates Prometheus collectors. It is safe for
+// Observer is a observe.Observer that updates Prometheus collectors. It is safe for
 // concurrent use; one Observer serves any number of services.
 type Observer struct {
 	mutexLabel  bool
@@ -71,7 +72,7 @@ type Observer struct {
 	named       sync.Map               // with the mutex label: the mutexes whose series exist
 }
 
-var _ simba.Observer = (*Observer)(nil)
+var _ observe.Observer = (*Observer)(nil)
 
 // Option configures New.
 type Option func(*config)
@@ -100,9 +101,9 @@ var DefaultBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 
 // The values of the labels, each series of which is created at 0 before its first event.
 var (
-	ops      = []simba.Op{simba.OpStart, simba.OpAcquire, simba.OpRenew, simba.OpLookup, simba.OpRelease, simba.OpStop}
-	outcomes = []string{"ok", "error", "timeout"}                              // simba.Call.Outcome
-	causes   = []string{"released", "owner_changed", "expired", "store_error"} // simba.Tenure.Reason
+	ops      = []observe.Op{observe.OpStart, observe.OpAcquire, observe.OpRenew, observe.OpLookup, observe.OpRelease, observe.OpStop}
+	outcomes = []string{"ok", "error", "timeout"}                              // observe.Call.Outcome
+	causes   = []string{"released", "owner_changed", "expired", "store_error"} // observe.Tenure.Reason
 	vias     = []string{"call", "handover"}
 	tries    = []string{"false", "true"}
 	acquired = []string{"acquired", "not_acquired"}
@@ -251,18 +252,18 @@ func (o *Observer) with(mutex string, values ...string) []string {
 
 // OnCall observes a store call's latency. A leader's start-up creates the series of its
 // mutex's leadership, at 0.
-func (o *Observer) OnCall(c simba.Call) {
+func (o *Observer) OnCall(c observe.Call) {
 	o.name(c.Mutex)
-	if c.Role == simba.RoleLeader && c.Op == simba.OpStart {
+	if c.Role == observe.RoleLeader && c.Op == observe.OpStart {
 		o.leader.WithLabelValues(c.Mutex)
 		o.leaderships.WithLabelValues(c.Mutex)
 	}
-	o.calls.WithLabelValues(o.with(c.Mutex, c.Op.String(), c.Outcome())...).Observe(c.Latency.Seconds())
+	o.calls.WithLabelValues(o.with(c.Mutex, c.Op.String(), c.Outcome)...).Observe(c.Latency.Seconds())
 }
 
 // OnTenureBegan counts a tenure and raises the gauges of tenures held and, for a leader,
 // of leadership.
-func (o *Observer) OnTenureBegan(t simba.Tenure) {
+func (o *Observer) OnTenureBegan(t observe.Tenure) {
 	o.name(t.Mutex)
 	via := "call"
 	if t.Granted {
@@ -270,7 +271,7 @@ func (o *Observer) OnTenureBegan(t simba.Tenure) {
 	}
 	o.started.WithLabelValues(o.with(t.Mutex, via)...).Inc()
 	o.holding.WithLabelValues(o.with(t.Mutex)...).Inc()
-	if t.Role == simba.RoleLeader {
+	if t.Role == observe.RoleLeader {
 		o.leader.WithLabelValues(t.Mutex).Inc()
 		o.leaderships.WithLabelValues(t.Mutex).Inc()
 	}
@@ -278,19 +279,19 @@ func (o *Observer) OnTenureBegan(t simba.Tenure) {
 
 // OnTenureEnded counts the end of a tenure by cause, observes how long it lasted and
 // lowers the gauges that OnTenureBegan raised.
-func (o *Observer) OnTenureEnded(t simba.Tenure) {
+func (o *Observer) OnTenureEnded(t observe.Tenure) {
 	o.name(t.Mutex)
-	cause := t.Reason()
+	cause := t.Reason
 	o.ended.WithLabelValues(o.with(t.Mutex, cause)...).Inc()
 	o.held.WithLabelValues(o.with(t.Mutex, cause)...).Observe(t.Held.Seconds())
 	o.holding.WithLabelValues(o.with(t.Mutex)...).Dec()
-	if t.Role == simba.RoleLeader {
+	if t.Role == observe.RoleLeader {
 		o.leader.WithLabelValues(t.Mutex).Dec()
 	}
 }
 
 // OnAcquire observes an acquisition's wait.
-func (o *Observer) OnAcquire(_ context.Context, a simba.Acquisition) {
+func (o *Observer) OnAcquire(_ context.Context, a observe.Acquisition) {
 	o.name(a.Mutex)
 	outcome := "acquired"
 	if a.Err != nil {

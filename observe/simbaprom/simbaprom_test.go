@@ -18,6 +18,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/observe"
 	"github.com/simba-go/simba/observe/simbaprom"
 )
 
@@ -103,18 +104,18 @@ func TestCausesAndLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	obs, err := simbaprom.New(reg, simbaprom.WithMutexLabel(), simbaprom.WithNamespace("app_locks"))
 	require.NoError(t, err)
-	lost := simba.Tenure{Mutex: "m", Contender: "c", Held: time.Second}
-	obs.OnTenureBegan(simba.Tenure{Mutex: "m", Granted: true})
-	obs.OnTenureBegan(simba.Tenure{Mutex: "m"})
-	obs.OnTenureBegan(simba.Tenure{Mutex: "m"})
-	lost.Cause = simba.ErrOwnerChanged
+	lost := observe.Tenure{Mutex: "m", Contender: "c", Held: time.Second}
+	obs.OnTenureBegan(observe.Tenure{Mutex: "m", Granted: true})
+	obs.OnTenureBegan(observe.Tenure{Mutex: "m"})
+	obs.OnTenureBegan(observe.Tenure{Mutex: "m"})
+	lost.Cause, lost.Reason = simba.ErrOwnerChanged, "owner_changed"
 	obs.OnTenureEnded(lost)
-	lost.Cause = fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("refused"))
+	lost.Cause, lost.Reason = fmt.Errorf("%w: %w", simba.ErrLeaseExpired, errors.New("refused")), "store_error"
 	obs.OnTenureEnded(lost)
-	lost.Cause = simba.ErrLeaseExpired
+	lost.Cause, lost.Reason = simba.ErrLeaseExpired, "expired"
 	obs.OnTenureEnded(lost)
-	obs.OnCall(simba.Call{Mutex: "m", Op: simba.OpRenew, Err: simba.ErrTimeout, Latency: time.Second})
-	obs.OnAcquire(context.Background(), simba.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
+	obs.OnCall(observe.Call{Mutex: "m", Op: observe.OpRenew, Err: simba.ErrTimeout, Outcome: "timeout", Latency: time.Second})
+	obs.OnAcquire(context.Background(), observe.Acquisition{Mutex: "m", Try: true, Err: simba.ErrNotAcquired})
 
 	m := func(kv ...string) map[string]string {
 		labels := map[string]string{"mutex": "m"}
