@@ -1,5 +1,5 @@
 // Package simbaotel exports simba's events through OpenTelemetry: metrics, and spans for
-// acquisitions and renewals. It is a observe.Observer, in a module of its own, so that simba
+// acquisitions and renewals. It is an observe.Observer, in a module of its own, so that simba
 // itself does not depend on OpenTelemetry.
 //
 //	obs, err := simbaotel.New() // the global MeterProvider and TracerProvider
@@ -73,7 +73,7 @@ import (
 // ScopeName is the instrumentation scope of the meter and tracer.
 const ScopeName = "github.com/simba-go/simba/observe/simbaotel"
 
-// Observer is a observe.Observer that records OpenTelemetry metrics and spans. It is safe
+// Observer is an observe.Observer that records OpenTelemetry metrics and spans. It is safe
 // for concurrent use; one Observer serves any number of services.
 type Observer struct {
 	mutexAttr   bool

@@ -1,4 +1,4 @@
-// Package simbaprom exports simba's events as Prometheus metrics: a observe.Observer that
+// Package simbaprom exports simba's events as Prometheus metrics: an observe.Observer that
 // updates collectors registered on a prometheus.Registerer. It is a module of its own, so
 // that simba itself does not depend on client_golang.
 //
@@ -57,7 +57,7 @@ import (
 	"github.com/simba-go/simba/observe"
 )
 
-// Observer is a observe.Observer that updates Prometheus collectors. It is safe for
+// Observer is an observe.Observer that updates Prometheus collectors. It is safe for
 // concurrent use; one Observer serves any number of services.
 type Observer struct {
 	mutexLabel  bool
