@@ -33,14 +33,10 @@ type Retriever interface {
 // ContenderFuncs adapts plain functions to the Contender interface. Nil functions are
 // skipped.
 type ContenderFuncs struct {
-	// MutexName is returned by Mutex.
-	MutexName string
-	// ID is returned by ContenderID; see HostContenderID and UUIDContenderID.
-	ID string
-	// Acquired is called by OnAcquired.
-	Acquired func(ctx context.Context, s State)
-	// Released is called by OnReleased.
-	Released func(s State)
+	MutexName string                             // returned by Mutex
+	ID        string                             // returned by ContenderID
+	Acquired  func(ctx context.Context, s State) // called by OnAcquired
+	Released  func(s State)                      // called by OnReleased
 }
 
 var _ Contender = ContenderFuncs{}
@@ -67,10 +63,8 @@ func (f ContenderFuncs) OnReleased(s State) {
 
 // RetrieverFunc adapts a function to the Retriever interface.
 type RetrieverFunc struct {
-	// MutexName is returned by Mutex.
-	MutexName string
-	// Notify is called by NotifyOwner; nil is skipped.
-	Notify func(s State)
+	MutexName string        // returned by Mutex
+	Notify    func(s State) // called by NotifyOwner
 }
 
 var _ Retriever = RetrieverFunc{}

@@ -58,12 +58,9 @@ var (
 
 // ArgumentError describes input rejected by validation. It wraps ErrInvalidArgument.
 type ArgumentError struct {
-	// Field names the rejected input, such as "ttl" or "mutex".
-	Field string
-	// Value is the rejected value, formatted for the message.
-	Value string
-	// Rule says what the value must satisfy.
-	Rule string
+	Field string // the rejected input, such as "ttl" or "mutex"
+	Value string // the rejected value, formatted for the message
+	Rule  string // what the value must satisfy
 }
 
 // Error formats the error as "simba: <field> <value>: <rule>".
@@ -98,8 +95,7 @@ func invalid(field string, value any, rule string) error {
 // quotedBytes is how much of a string value an ArgumentError quotes.
 const quotedBytes = 64
 
-// InvalidArgument returns an *ArgumentError for backends and other packages that
-// validate their own input the way simba does.
+// InvalidArgument returns an *ArgumentError, for backends that validate their own input.
 func InvalidArgument(field string, value any, rule string) error {
 	return invalid(field, value, rule)
 }

@@ -8,18 +8,12 @@ import (
 
 // Health is the state of a Service, Scheduler, Locker or Mutexes, for probes.
 type Health struct {
-	// Mutex is the mutex name; empty for a Mutexes, which serves many.
-	Mutex string `json:"mutex"`
-	// Contender is the contender's ID; empty for a retrieval service.
-	Contender string `json:"contender,omitempty"`
-	// Status is the lifecycle status; a Locker or Mutexes is StatusRunning until Close.
-	Status Status `json:"-"`
-	// Leading reports whether it believes it owns the mutex (a Mutexes: any of them).
-	Leading bool `json:"leading"`
-	// Owner is the owner's ID as it believes it now; empty when none is known.
-	Owner string `json:"owner"`
-	// Err is the error of the last store call; nil when the store answered.
-	Err error `json:"-"`
+	Mutex     string `json:"mutex"`               // empty for a Mutexes, which serves many
+	Contender string `json:"contender,omitempty"` // empty for a retrieval service
+	Status    Status `json:"-"`                   // a Locker or Mutexes runs until Close
+	Leading   bool   `json:"leading"`             // it owns the mutex (a Mutexes: any)
+	Owner     string `json:"owner"`               // the owner it believes in; empty: none known
+	Err       error  `json:"-"`                   // of the last store call; nil: answered
 	// Overdue is how long a leader's renewal is overdue: its contend loop made no store
 	// call for longer than its period and call timeout allow (the loop is stuck).
 	Overdue time.Duration `json:"-"`
@@ -75,19 +69,10 @@ var (
 	_ HealthReporter = (*Mutexes)(nil)
 )
 
-// HealthHandler returns an http.Handler for the probes of services, Schedulers, Lockers
-// and Mutexes. The body is a JSON array of the Health of each, in the order given; a nil
-// entry is reported as unhealthy. It answers 503 Service Unavailable when one fails the
-// probe the query asks for, and 200 OK otherwise:
-//
-//   - /readyz: readiness. Every one must be Healthy: running, its last store call
-//     answered. A store outage fails it while the service retries.
-//   - /readyz?leading: readiness of the leader only, to route traffic to it: every one
-//     must also lead.
-//   - /livez?live, or ?live=5s: liveness, in the style of client-go's HealthzAdaptor. It
-//     fails only a leader whose renewal is overdue (Health.Overdue) by more than the
-//     tolerance given (default 0): a stuck process that restarting cures. An outage, or
-//     not leading, passes. A tolerance that is not a duration is a 400.
+// HealthHandler serves the Health of each as a JSON array, with 503 when one fails the
+// probe the query asks for: readiness (every one Healthy), ?leading (and leading), or
+// liveness, ?live or ?live=5s (no leader's renewal overdue by more than the tolerance: a
+// stuck process, which a restart cures; an outage passes). A nil entry is unhealthy.
 func HealthHandler(services ...HealthReporter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()

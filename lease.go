@@ -24,11 +24,9 @@ func (l *Lease) Token() uint64 { return l.owner.Token }
 // held is what Context says.
 func (l *Lease) Owner() Owner { return l.owner }
 
-// Context returns the tenure context: it ends as soon as the holder can no longer be sure
-// it owns the mutex (context.Cause matches ErrOwnershipLost) or at Release
-// (context.Canceled). Each read of it (Err, Done, Value) checks the local TTL end itself,
-// so after a pause the first look reports the loss; contexts derived from it learn of it
-// only at that look, so check this one right before acting on ownership.
+// Context returns the tenure context: it ends when the holder can no longer be sure it
+// owns the mutex (context.Cause matches ErrOwnershipLost) or at Release. Each read of it
+// checks the local TTL end, so check it right before acting on ownership.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Done is short for Context().Done().

@@ -10,16 +10,13 @@ import (
 )
 
 // ValidateMutex checks a mutex name against the rules every store shares: not blank, valid
-// UTF-8, no control characters (NUL included) and no leading or trailing white space
-// (stores with PAD SPACE collations would fold trailing spaces and let two names share a
-// record). Backends add their own rules, such as a maximum length or forbidden characters.
-// The error wraps ErrInvalidArgument.
+// UTF-8, no control characters, no leading or trailing white space (which a PAD SPACE
+// collation would fold). Backends add their own rules (backend.Validator).
 func ValidateMutex(name string) error {
 	return validateText("mutex", name)
 }
 
-// ValidateContenderID checks a contender ID against the same rules as ValidateMutex.
-// The error wraps ErrInvalidArgument.
+// ValidateContenderID checks a contender ID against ValidateMutex's rules.
 func ValidateContenderID(id string) error {
 	return validateText("contender ID", id)
 }

@@ -22,23 +22,18 @@ const DefaultLocalHandOvers = 16
 // first.
 const giveBackPause = 10 * time.Millisecond
 
-// WithLocalHandOvers sets how many local hand-overs one store tenure of Mutexes may serve
-// before the mutex goes back to the store, if other processes wait for it. Default 16;
-// must be >= 0 (0: every release goes back to the store).
+// WithLocalHandOvers sets how many local hand-overs a store tenure of Mutexes serves before
+// the mutex goes back to the store, if others wait. Default 16; must be >= 0.
 func WithLocalHandOvers(n int) MutexesOption {
 	return mutexesOption(func(c *config) { c.localHandOvers = n })
 }
 
 // Mutexes lets the goroutines of one process share mutexes on one backend: one contender
 // on the store per mutex, and a local FIFO queue of waiters, each with its own deadline. A
-// release hands the tenure to the next local waiter at once, without a store round trip;
-// after WithLocalHandOvers hand-overs, the mutex goes back to the store if other processes
-// wait (known from stores that keep a wait list, assumed for others), and this process
-// contends again 10ms later, after their waiter. Holds of a named holder are reentrant
-// (AcquireAs); every holder of a tenure sees its fencing token, and its own lease context.
-// Acquisitions wait out an outage and fail at once on a refusal, as a Locker's do. The
-// registry keeps nothing for names nobody holds or awaits. It is safe for concurrent use;
-// Close releases everything.
+// release hands the tenure to the next local waiter without a store round trip; after
+// WithLocalHandOvers hand-overs the mutex goes back to the store if other processes wait.
+// Holds of a named holder are reentrant (AcquireAs). Names nobody holds or awaits leave
+// nothing behind. It is safe for concurrent use; Close releases everything.
 type Mutexes struct {
 	backend Backend
 	cfg     config
@@ -106,9 +101,8 @@ func (m *Mutexes) TryAcquire(ctx context.Context, mutex string) (*Lease, error) 
 	return m.acquire(ctx, mutex, "", true)
 }
 
-// AcquireAs is Acquire for a named holder (a request ID, a job ID), and reentrant: a
-// holder that holds mutex gets a further hold at once, and the mutex goes on only when
-// every hold is released. A further hold on a lost tenure is refused (ErrOwnershipLost).
+// AcquireAs is a reentrant Acquire for a named holder (a request ID, a job ID): its every
+// hold must be released before the mutex goes on; none is given on a lost tenure.
 func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, error) {
 	if err := validateText("holder", holder); err != nil {
 		return nil, err
@@ -154,9 +148,8 @@ func (m *Mutexes) Health() Health {
 	return h
 }
 
-// Close gives up every mutex: waiters fail with ErrClosed, holders' lease contexts end, and
-// each mutex is released on the store. It waits for the registry's goroutines and is
-// idempotent.
+// Close fails the waiters, ends the holders' leases and releases every mutex on the store,
+// and waits for the registry's goroutines. It is idempotent.
 func (m *Mutexes) Close() error {
 	m.mu.Lock()
 	if !m.closed {

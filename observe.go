@@ -2,13 +2,10 @@ package simba
 
 import "context"
 
-// Observe follows who owns mutex on b, as etcd's Election.Observe does: the channel receives
-// the owner whenever the owner ID changes (to and from "no owner"), starting with the
-// owner now, and is closed once ctx has ended and everything Observe started has stopped.
-// It coalesces: a slow reader gets the latest owner, not a backlog. Observe takes the
-// options of NewRetrievalService and fails fast as Start does; later store errors are
-// retried until ctx ends. A Locker is etcd's Campaign (Lease.Release is Resign), Lookup
-// its Leader.
+// Observe follows who owns mutex on b, as etcd's Election.Observe does: the channel gets
+// the owner now and at every change of owner ID (to and from "no owner"), the latest one
+// only for a slow reader, and is closed once ctx has ended and Observe has stopped. It
+// fails fast as Start does. A Locker is etcd's Campaign, Lookup its Leader.
 func Observe(ctx context.Context, b Backend, mutex string, opts ...Option) (<-chan Owner, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", nil, "must not be nil")

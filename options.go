@@ -31,10 +31,9 @@ const (
 	driftMarginDivisor = 100
 )
 
-// Option configures every constructor: the timing, the logger, the observer. Options are
-// applied in order to defaults, then validated as a whole: an invalid value is an error
-// wrapping ErrInvalidArgument, never clamped. Each constructor takes its own option type,
-// so that an option it does not take is a compile-time error.
+// Option configures every constructor. Options apply in order to the defaults, and the
+// result is validated: an invalid value is an ErrInvalidArgument, never clamped. Each
+// constructor takes an option type of its own, so that a misplaced option does not compile.
 type Option interface {
 	ServiceOption
 	LockerOption
@@ -56,8 +55,7 @@ type SchedulerOption interface{ applyScheduler(*config) }
 // WithLocalHandOvers.
 type MutexesOption interface{ applyMutexes(*config) }
 
-// IDOption configures the constructors whose contender ID is theirs to choose: NewLocker,
-// NewScheduler, NewMutexes.
+// IDOption configures NewLocker, NewScheduler and NewMutexes.
 type IDOption interface {
 	LockerOption
 	SchedulerOption
@@ -108,30 +106,26 @@ type config struct {
 	starting func()
 }
 
-// WithTTL sets how long an acquisition or renewal holds the mutex exclusively; the owner
-// renews before it ends. Default 10s; must be > 0 and a whole number of milliseconds
-// (stores keep milliseconds).
+// WithTTL sets how long an acquisition or renewal holds the mutex exclusively. Default
+// 10s; must be > 0 and whole milliseconds.
 func WithTTL(ttl time.Duration) Option { return option(func(c *config) { c.ttl = ttl }) }
 
-// WithTransition sets the window after the TTL during which only the owner may renew and
-// other contenders wait; it is also the margin that keeps a paused or cut-off owner's
-// belief from overlapping its successor's. Default 6s; must be >= 0 and a whole number of
-// milliseconds.
+// WithTransition sets the window after the TTL in which only the owner may renew: the
+// margin that keeps a paused owner's belief from overlapping its successor's. Default 6s;
+// must be >= 0 and whole milliseconds.
 func WithTransition(transition time.Duration) Option {
 	return option(func(c *config) { c.transition = transition })
 }
 
-// WithCallTimeout bounds every store call (start-up, acquire, renew, release, lookup).
-// An owner's renewal is further bounded by its local TTL end. Default ttl/4; must be > 0
-// and less than the TTL.
+// WithCallTimeout bounds every store call (a renewal also by the local TTL end). Default
+// ttl/4; must be > 0 and less than the TTL.
 func WithCallTimeout(d time.Duration) Option {
 	return option(func(c *config) { c.callTimeout, c.callTimeoutSet = d, true })
 }
 
-// WithRenewalLead sets how long before its TTL ends an owner sends its renewal. A longer
-// lead survives longer pauses and outages without a hand-over; a shorter one renews less
-// often (an owner renews every ttl - lead). Default ttl/3; must be more than 1% of the TTL
-// (the drift margin, see the package documentation) and less than the TTL.
+// WithRenewalLead sets how long before its TTL ends an owner renews: a longer lead
+// outlasts longer pauses and outages, a shorter one renews less often. Default ttl/3; must
+// be more than 1% of the TTL and less than it.
 func WithRenewalLead(d time.Duration) Option {
 	return option(func(c *config) { c.renewalLead, c.renewalLeadSet = d, true })
 }
@@ -141,11 +135,9 @@ func WithInitialDelay(d time.Duration) ServiceOption {
 	return serviceOption(func(c *config) { c.initialDelay = d })
 }
 
-// WithLogger sets the logger for lifecycle changes and acquisitions (Info), renewals and
-// contend decisions (Debug), retried store errors and lost ownership (Warn), refusals
-// and recovered callback panics (Error). Records carry the attributes "mutex" and
-// "contender". Default: Warn and above go to slog.Default, the rest nowhere; must not be
-// nil (slog.New(slog.DiscardHandler) discards everything).
+// WithLogger sets the logger: acquisitions and lifecycle (Info), renewals (Debug), outages
+// and lost ownership (Warn), refusals and panics (Error), with attributes "mutex" and
+// "contender". Default: Warn and above to slog.Default; must not be nil.
 func WithLogger(l *slog.Logger) Option {
 	return option(func(c *config) { c.logger, c.loggerSet = l, true })
 }

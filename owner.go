@@ -9,17 +9,11 @@ import (
 // instants are local (the send time of the read plus the durations the store answered):
 // compare them with time.Now(), not with times from another process.
 type Owner struct {
-	// ID is the owner's contender ID; empty when the mutex has no owner.
-	ID string
-	// AcquiredAt is when the current tenure began, as far as the store tells.
-	AcquiredAt time.Time
-	// TTLAt is when the owner's TTL ends: until then it holds the mutex exclusively.
-	TTLAt time.Time
-	// TransitionAt is when the transition window after TTLAt ends: until then only the
-	// owner may renew.
-	TransitionAt time.Time
-	// Token is the tenure's fencing token; zero when the store does not tell it.
-	Token uint64
+	ID           string    // the owner's contender ID; empty: no owner
+	AcquiredAt   time.Time // when the tenure began, as far as the store tells
+	TTLAt        time.Time // until then the owner holds the mutex exclusively
+	TransitionAt time.Time // until then only the owner may renew
+	Token        uint64    // the tenure's fencing token; zero when the store does not tell it
 }
 
 // IsZero reports whether o is the zero Owner ("no owner").

@@ -16,21 +16,17 @@ import (
 type Schedule struct {
 	// Period is the time between runs; must be > 0.
 	Period time.Duration
-	// FixedDelay measures Period from the end of one run to the start of the next. When
-	// false (fixed rate), runs start Period apart; a run that overruns its slot is
-	// followed at once by the next, and missed slots are skipped rather than run in a
-	// burst. Runs never overlap either way.
+	// FixedDelay counts Period from the end of a run; otherwise runs start Period apart,
+	// and a run that overruns skips the slots it missed. Runs never overlap.
 	FixedDelay bool
-	// InitialDelay is the time from acquiring leadership to the first run; must be >= 0.
+	// InitialDelay is the time from acquiring leadership to the first run; >= 0.
 	InitialDelay time.Duration
 }
 
-// Scheduler runs work periodically, only while this instance owns the mutex. When
-// leadership is lost (or on Stop) the work's context is cancelled and no further run
-// starts; after a pause of the process, no run starts past the local TTL end. Work gets the
-// tenure's owner record: its Token fences the work's writes (see the package doc). A
-// Scheduler has a Service's lifecycle; embed *Scheduler in a type of your own to give it
-// that. It is safe for concurrent use and must not be copied.
+// Scheduler runs work periodically, only while this instance owns the mutex: when
+// leadership is lost (or on Stop) the work's context is cancelled and no run starts. Work
+// gets the owner record, whose Token fences its writes. A Scheduler has a Service's
+// lifecycle (embed it to give a type of yours that); it must not be copied.
 type Scheduler struct {
 	svc      *Service
 	schedule Schedule
@@ -47,9 +43,8 @@ type leaderHooks struct {
 	stopped func(leader Owner, cause error)
 }
 
-// WithLeaderHooks sets functions a Scheduler calls on the schedule's goroutine when it
-// starts leading, before the first run, and when it stops, after the last run has returned
-// (with the cause: ErrOwnershipLost, or context.Canceled on Stop). Either may be nil.
+// WithLeaderHooks sets functions a Scheduler calls when it starts leading, before the
+// first run, and when it stops, after the last run, with the cause. Either may be nil.
 func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) SchedulerOption {
 	return schedulerOption(func(c *config) {
 		c.leaderHooks = leaderHooks{started: started, stopped: stopped}
@@ -85,8 +80,8 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 // Start begins contending for leadership; see Service.Start.
 func (s *Scheduler) Start(ctx context.Context) error { return s.svc.Start(ctx) }
 
-// Stop stops contending, cancels the running work's context and waits for it to return
-// before releasing leadership; see Service.Stop.
+// Stop cancels the running work's context and waits for it before releasing; see
+// Service.Stop.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -97,7 +92,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // Close stops the scheduler if it runs; see Service.Close.
 func (s *Scheduler) Close() error { return s.svc.closeFrom(s.inSchedule() || s.svc.inCallback()) }
 
-// Run starts the scheduler, waits until ctx ends and stops it; see Service.Run.
+// Run runs the scheduler until ctx ends; see Service.Run.
 func (s *Scheduler) Run(ctx context.Context) error { return s.svc.Run(ctx) }
 
 // Status returns the lifecycle status.

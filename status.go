@@ -2,10 +2,7 @@ package simba
 
 import "strconv"
 
-// Status is the lifecycle status of a service. The zero Status is StatusInitial.
-//
-// A service moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL; a failed start
-// returns to INITIAL.
+// Status is the lifecycle status of a service; the zero Status is StatusInitial.
 type Status int32
 
 // The lifecycle statuses.
