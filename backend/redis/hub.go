@@ -211,61 +211,72 @@ func (h *hub) write(ctx context.Context) {
 		case <-h.kick:
 		case <-timer.C:
 		}
-		var add, drop []string
-		now, next := time.Now(), time.Duration(0)
 		h.mu.Lock()
 		if h.ps != ps {
 			ps = h.ps // a new connection: everything anew
 			clear(sent)
 			clear(h.idle)
 		}
-		for ch := range h.routes {
-			delete(h.idle, ch)
-			if !sent[ch] {
-				add = append(add, ch)
-				sent[ch] = true
-			}
-		}
-		for ch := range sent {
-			if h.routes[ch] != nil {
-				continue
-			}
-			since, ok := h.idle[ch]
-			if !ok {
-				since = now
-				h.idle[ch] = now
-			}
-			if wait := linger - now.Sub(since); wait > 0 {
-				if next == 0 || wait < next {
-					next = wait
-				}
-				continue
-			}
-			drop = append(drop, ch)
-			delete(sent, ch)
-			delete(h.idle, ch)
-			// From now on the channel is not heard: a contention that joins it again
-			// waits for its new confirmation.
-			delete(h.confirmed, ch)
-		}
+		add, drop, next := h.changes(sent, time.Now())
 		h.mu.Unlock()
 		if next > 0 {
 			timer.Reset(next)
 		}
-		// go-redis records the channels even when the command cannot be sent, and sends
-		// the recorded ones again when it reconnects; an error needs no retry here.
-		cctx, cancel := context.WithTimeout(ctx, h.ping)
-		if len(add) > 0 {
-			if err := ps.Subscribe(cctx, add...); err != nil && ctx.Err() == nil {
-				h.failed("simba/redis: subscribe failed; it is sent again when the connection is back", err)
-			}
+		h.send(ctx, ps, add, drop)
+	}
+}
+
+// changes returns the channels to subscribe and those to unsubscribe, given those asked of
+// the connection (sent, which it updates), and how long until an idle channel's linger
+// ends (zero: none lingers). Called with h.mu held.
+func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, next time.Duration) {
+	for ch := range h.routes {
+		delete(h.idle, ch)
+		if !sent[ch] {
+			add = append(add, ch)
+			sent[ch] = true
 		}
-		if len(drop) > 0 {
-			if err := ps.Unsubscribe(cctx, drop...); err != nil && ctx.Err() == nil {
-				h.log.Debug("simba/redis: unsubscribe failed", "err", err)
-			}
+	}
+	for ch := range sent {
+		if h.routes[ch] != nil {
+			continue
 		}
-		cancel()
+		since, ok := h.idle[ch]
+		if !ok {
+			since = now
+			h.idle[ch] = now
+		}
+		if wait := linger - now.Sub(since); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		drop = append(drop, ch)
+		delete(sent, ch)
+		delete(h.idle, ch)
+		// From now on the channel is not heard: a contention that joins it again waits
+		// for its new confirmation.
+		delete(h.confirmed, ch)
+	}
+	return add, drop, next
+}
+
+// send asks the connection to subscribe add and unsubscribe drop. go-redis records the
+// channels even when the command cannot be sent, and sends the recorded ones again when it
+// reconnects: an error needs no retry here.
+func (h *hub) send(ctx context.Context, ps *goredis.PubSub, add, drop []string) {
+	cctx, cancel := context.WithTimeout(ctx, h.ping)
+	defer cancel()
+	if len(add) > 0 {
+		if err := ps.Subscribe(cctx, add...); err != nil && ctx.Err() == nil {
+			h.failed("simba/redis: subscribe failed; it is sent again when the connection is back", err)
+		}
+	}
+	if len(drop) > 0 {
+		if err := ps.Unsubscribe(cctx, drop...); err != nil && ctx.Err() == nil {
+			h.log.Debug("simba/redis: unsubscribe failed", "err", err)
+		}
 	}
 }
 
