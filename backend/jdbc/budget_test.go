@@ -89,7 +89,7 @@ func TestConnectionBudget(t *testing.T) {
 // A pool no larger than the hand-over's budget: the default budget (2) pinned both
 // connections of a pool of 2, and the owner of the first mutex, whose renewals borrow
 // from the pool, lost its lease while a second mutex waited for a connection until its
-// deadline (adversarial review, stop 32). The hand-over now leaves the pool's last
+// deadline. The hand-over now leaves the pool's last
 // connection to the statements: both mutexes are held, through renewals, and Close leaves
 // no connection checked out.
 func TestHandOverLeavesThePoolAConnection(t *testing.T) {

@@ -229,7 +229,7 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (backend.Reco
 
 // update runs the acquire statement; with tryLock, the one that tries the named lock too,
 // on the pinned connection (acquireTryingLock). A renewal is allowed at the version the
-// contention last saw when it knows the tenure the row holds (see mysqlRenewal), unless
+// contention last saw when it knows the tenure the row holds (see mysqlAcquire), unless
 // a.expect is set already; a row another owner has left unchanged for longer than its
 // lease is taken.
 func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (acquireResult, error) {

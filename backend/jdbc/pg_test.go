@@ -415,7 +415,7 @@ func TestPostgresStatementsBoundedOnTheServer(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestPostgresClockStep: the database's clock cannot be moved here, but every answer
+// TestPostgresNoClockStep: the database's clock cannot be moved here, but every answer
 // carries it, and a backend whose answers show the expected movement counts no step.
 func TestPostgresNoClockStep(t *testing.T) {
 	var logs records

@@ -176,7 +176,7 @@ func TestStartRefusesAReadOnlyServer(t *testing.T) {
 
 // A user that may read the table but not write it, and a read-only session of a writable
 // server: Start succeeded, and the service then retried every acquisition for ever, each
-// refused with error 1142 or 1792 (adversarial review, stop 32). Start now fails with a
+// refused with error 1142 or 1792. Start now fails with a
 // schema error that quotes the server and says what to grant.
 func TestStartRefusesASessionThatCannotWrite(t *testing.T) {
 	needServer(t)
