@@ -15,26 +15,24 @@
 // the package imports no driver.
 //
 // The sections up to PostgreSQL describe the format and the protocol, shared by both
-// dialects, in MySQL's terms; PostgreSQL says what differs there.
+// dialects, in MySQL's terms; PostgreSQL says what differs there. Hand-over, end to end
+// follows a mutex through both dialects' statements.
 //
 // # Storage
 //
 // One row per mutex in table simba_mutex (WithTable names another): mutex varchar(66),
 // the primary key; acquired_at, ttl_at and transition_at, bigint unsigned epoch
 // milliseconds; owner_id varchar(128), empty when there is no owner; version int
-// unsigned, bumped by every change. This is JVM Simba's format. JVM Simba creates a row on
-// first use with zeros, an empty owner and version 0; here acquired_at stamps the creation
-// and the version is the highest known for the mutex (see Fencing token). Acquisition and
-// renewal are JVM Simba's one conditional UPDATE (take the row if its transition window
-// has ended, or renew it if it is this contender's and the window has not); release sets
-// ttl_at and transition_at to 0 and the owner to the empty string where the owner is this
-// contender, and, where JVM Simba sets acquired_at to 0, stamps it with the time of the
-// release (see Pruning). A renewal is further conditioned on the exact version this
-// contention last saw, and every acquisition may write ttl_at a millisecond early, to mark
-// renewals (see Fencing token); the release is conditioned on that version too (see
-// Bounded statements). JVM services are
-// affected by none of these: they read acquired_at only to report it, and treat a row
-// whose transition window has ended as free whatever its other columns say.
+// unsigned, bumped by every change. This is JVM Simba's format, and acquisition, renewal
+// and release are JVM Simba's statements: one conditional UPDATE takes the row if its
+// transition window has ended, or renews it if it is this contender's and the window has
+// not; the release sets the times to 0 and the owner to the empty string where the owner
+// is this contender. What this backend writes besides (a floor row, acquired_at at
+// creation and release, a renewal mark in ttl_at, versions above a floor, renewals and
+// releases conditioned on the version) is listed column by column in Hand-over, end to
+// end. JVM services are affected by none of it: they read acquired_at only to report it,
+// and treat a row whose transition window has ended as free whatever its other columns
+// say.
 //
 // The DDL uses utf8mb4 with a binary collation. Start checks the real table through
 // information_schema and fails with a *SchemaError (matching ErrSchema) when it is
@@ -236,50 +234,274 @@
 // takes such a row over as its own). Backend.Close waits for the sweeps, at most the call
 // timeout and a little more; close the backend before the pool.
 //
-// # Hand-over
+// # Hand-over, end to end
 //
 // JVM Simba's contenders learn that a mutex was released only when they next poll, up to
 // ttl + transition + 1 s later. Here a waiting contender learns of a graceful release
 // within a round trip or two, without polling the table more often (WithHandOver turns
-// this off). It uses the server's named locks (GET_LOCK), keyed by a hash of the database,
-// table and mutex, as a queue beside the table:
+// this off): the server's named locks (MySQL's GET_LOCK, PostgreSQL's session-level
+// advisory locks) serve as a queue beside the table. This section follows one mutex
+// through the table and its lock, statement by statement, on both dialects. Statements
+// are named as in the source (statements.go): mysql... for MySQL and MariaDB, pg... for
+// PostgreSQL.
 //
-//   - A contender that may win the row takes the named lock first, without waiting, on a
-//     connection it pins from the pool (within a budget: see Connections); an owner
-//     holds it for its whole tenure.
-//   - A contender that loses waits for the lock in a goroutine of its contention, on its
-//     pinned connection (GET_LOCK with a 30 s timeout, repeated). The server queues the
-//     waiters; each release of the lock goes to one of them.
-//   - Release runs the table's release and lets the lock go. The contender that gets it
-//     asks simba to contend at once, takes the row, and holds the lock as the new owner.
-//     On MySQL and MariaDB the release lets the lock go itself (RELEASE_LOCK in the
-//     UPDATE's SET): one statement, and the woken waiter's UPDATE waits on the row's lock
-//     for the release to commit, overlapping it; not where the session logs statements as
-//     text (log_bin with binlog_format=STATEMENT, for which RELEASE_LOCK in an UPDATE is
-//     unsafe), and not on PostgreSQL, whose UPDATE would pass over the row not yet
-//     committed: there DO RELEASE_LOCK or pg_advisory_unlock follows the release.
-//   - A contender that finds the row free while another session holds the lock joins the
-//     queue and, within the same acquisition, leaves the row to that session for 25 ms,
-//     or four of its round trips if longer (the holder was most likely just woken to take
-//     it), so that newcomers do not take the row from the head of the queue. If the lock
-//     has changed hands when that time is up, the new holder was woken in turn and gets
-//     the same (up to four holders); a holder that kept the lock all that time without
-//     taking the row is slow, and the contender takes it.
-//   - A contender that holds the lock but finds another owner heads the queue: it polls on
-//     its contend period, and the others wait behind it instead of polling. That owner
-//     provably holds no lock (a JVM contender, or one that won the row while the head was
-//     slow), so the head passes its place on, once per such owner (and again after ttl +
-//     transition if it is still there), until the lock reaches the owner and the chain of
-//     hand-overs is whole again. Nobody spins: every pass costs one attempt per waiter and
-//     change of owner.
+// The row is JVM Simba's; what this backend writes besides, column by column:
+//
+//	column         JVM Simba writes                 this backend writes besides
+//	mutex          the name                         a floor row, mutex '' (a name neither
+//	                                                allows), whose version is the highest
+//	                                                Prune deleted (see Pruning)
+//	acquired_at    now, at an acquisition or a      now at the row's creation and at a
+//	               renewal; 0 at creation and at    release too: Prune counts a row's age
+//	               a release                        from it
+//	ttl_at         now + ttl; 0 at a release        up to 1 ms less, so that
+//	                                                transition_at - ttl_at is odd after a
+//	                                                renewal and even after a new tenure's
+//	                                                first write: the renewal mark (see
+//	                                                Fencing token), which ReleaseOwner reads
+//	transition_at  now + ttl + transition; 0 at a   -
+//	               release; the row is free once
+//	               it is before now
+//	owner_id       the owner's contender ID; ''     -
+//	               at creation and at a release
+//	version        version + 1 at every change;     a new row at the highest version known
+//	               0 at creation                    (the backend's, the floor row's); an
+//	                                                acquisition writes max(version, floor)
+//	                                                + 1, and none past 4,294,967,295;
+//	                                                renewals and releases match only the
+//	                                                exact version last seen
+//
+// Times are epoch milliseconds of the database's clock (MySQL: UTC_TIMESTAMP(3);
+// PostgreSQL: statement_timestamp()), read once per statement. In a MySQL session time
+// zone with daylight-saving folds, the acquisition may shift its three times so that JVM
+// Simba's clock reads the lease right (see Clock). Beside the row, and never in it, are:
+//
+//   - The mutex's named lock. On MySQL and MariaDB, GET_LOCK's name: "simba:" and 40 hex
+//     digits of a SHA-256 of the database, table and mutex (named locks are server-wide,
+//     and their names at most 64 characters). On PostgreSQL, an advisory lock's bigint
+//     key: the first 8 bytes of a SHA-256 of the database, schema, table and mutex. A
+//     session holds it until it lets it go or ends; JVM Simba neither takes it nor waits
+//     for it.
+//   - Pinned connections: a contention that may win, owns, waits or heads the queue keeps
+//     a connection of the pool, and its server session, to itself (see Connections).
+//   - What a backend remembers: per mutex, the highest version seen (the floor: see
+//     Fencing token); per contention, the version and the database's now of its last
+//     answer, its tenure's token, and another owner's row as first seen (see When the
+//     database's clock steps).
+//
+// What each connection holds:
+//
+//   - The owner's pinned connection holds the named lock, taken before the tenure's first
+//     UPDATE commits (whoever reads the row naming the owner finds the lock taken) and
+//     let go by the release. While it holds the lock it runs only the release: a
+//     statement cut short by its context closes its connection, and the server would let
+//     the lock go with the session ahead of the release, waking a waiter that finds the
+//     row still owned. Renewals and reads borrow a connection from the pool.
+//   - A waiter's pinned connection is blocked in mysqlWaitLock or pgWaitLock, 30 s at a
+//     time; the waiter's polls borrow from the pool meanwhile. A waiter that stops has
+//     its wait interrupted from a pool connection (mysqlInterrupt, KILL QUERY;
+//     pgInterrupt, pg_cancel_backend), which leaves the pinned one usable.
+//   - The head of the queue (a contender that holds the lock while someone without it
+//     owns the row) holds the lock on its pinned connection and polls through the pool.
+//   - Every other statement borrows a pool connection for its length.
+//
+// A contention's statements and their parameters, in order. The table, the ttl, ttl +
+// transition and the transition's parity are in the statement's text. floor is the
+// highest version the backend has seen for the mutex; expected, the version of the
+// contention's last answer while it knows its tenure (NULL: renew nothing); stale, the
+// version of another owner's row watched unchanged for longer than its lease (NULL:
+// none). On MariaDB a statement on the table begins with SET STATEMENT max_statement_time
+// = s FOR (mysqlBoundPrefix); on PostgreSQL its first parameter, limit, is its
+// lock_timeout in ms (pgBound; NULL: the session's).
+//
+//	statement           parameters
+//	mysqlTryLock        lock name
+//	mysqlAcquire        contender, expected, floor, contender, mutex, floor, contender,
+//	                    expected, stale
+//	mysqlRead           mutex
+//	mysqlEnsureRow      mutex, floor
+//	mysqlRelease        mutex, contender, version
+//	mysqlReleaseUnlock  lock name, mutex, contender, version
+//	mysqlWaitLock       lock name, timeout in s (30)
+//	mysqlUnlock         lock name
+//	mysqlHolder         lock name
+//	mysqlInterrupt      none: the waiter's session ID (CONNECTION_ID) is in the text
+//	pgAcquire           limit, floor, contender, expected, mutex, stale
+//	pgAcquireLocking    limit, floor, contender, expected, mutex, stale, key
+//	pgTryLock           key (a contention tries the lock in pgAcquireLocking instead)
+//	pgRead              limit, mutex
+//	pgEnsureRow         limit, mutex, floor
+//	pgRelease           limit, mutex, contender, version
+//	pgWaitLock          key, timeout in s (30)
+//	pgUnlock, pgSettle  key
+//	pgHolder            key
+//	pgInterrupt         none: the waiter's pg_backend_pid() is in the text
+//
+// (1) Alone: A acquires, renews and releases. On MySQL and MariaDB:
+//
+//  1. A pins a connection of the pool and runs mysqlTryLock on it: GET_LOCK(name, 0)
+//     answers 1 (A's session holds the lock now), and CONNECTION_ID() the session's ID.
+//     The table is untouched.
+//  2. On a pool connection, mysqlAcquire, with expected NULL: the row is free (its
+//     transition_at is before now; a released row's is 0), so it sets version to
+//     max(version, floor) + 1, acquired_at to now, ttl_at to now + ttl, less 0 or 1 ms (a
+//     new tenure's even mark), transition_at to now + ttl + transition and owner_id to A.
+//     The answer says that 1 row changed, and its LAST_INSERT_ID holds the version found
+//     (bits 32 and up), 0 for a new tenure (bit 31) and the low 31 bits of now. A's token
+//     is the new version; no read follows. At the mutex's first use there is no row: the
+//     UPDATE changes nothing, mysqlRead finds nothing, mysqlEnsureRow creates the row (no
+//     owner, acquired_at now, version the highest known), and mysqlAcquire runs again.
+//  3. A renews at its contend period, a little before ttl_at: mysqlAcquire on a pool
+//     connection, with A's last version as expected. The row is A's at that version and
+//     its transition_at is after now: the same writes, but ttl_at carries a renewal's odd
+//     mark and bit 31 of LAST_INSERT_ID is 1. The tenure goes on with its token; the
+//     version is one more.
+//  4. A releases on its pinned connection: mysqlReleaseUnlock, at A's last version, sets
+//     acquired_at to now, ttl_at and transition_at to 0, owner_id to the empty string and
+//     version to one more, and RELEASE_LOCK(name) in its SET lets the lock go: 1 row
+//     changed, LAST_INSERT_ID 1. The connection goes back to the pool. Where the session
+//     logs statements as text (binlog_format=STATEMENT, for which RELEASE_LOCK in an
+//     UPDATE is unsafe), mysqlRelease (the same UPDATE without it) runs there instead,
+//     and then mysqlUnlock (DO RELEASE_LOCK).
+//
+// A cycle is three statements. On PostgreSQL too: steps 1 and 2 are one statement on the
+// pinned connection, pgAcquireLocking, whose MATERIALIZED CTE runs
+// pg_try_advisory_lock(key) and pg_backend_pid() once, and whose UPDATE begins a new
+// tenure only if the try took the lock (a renewal does not need it). It answers whether
+// it did, the pid, and the new version, the mark (1 for a renewal, 0 for a new tenure,
+// read back from ttl_at), now and the version found (which the SET clause kept in the
+// transaction's setting simba.found; RETURNING reads only the new row), or NULLs when the
+// UPDATE matched nothing. A renewal is pgAcquire, the same UPDATE with the same answer,
+// on a pool connection. The release is pgRelease on the pinned connection and, once it
+// has committed, pgUnlock (pg_advisory_unlock(key)) there.
+//
+// (2) Contended: A owns, B waits, A releases, B takes over. On MySQL and MariaDB:
+//
+//  1. A owns the row, and its pinned session holds the lock, as in (1).
+//  2. B pins a connection and runs mysqlTryLock: GET_LOCK answers 0, A's session holds
+//     it. So B reads before it writes: mysqlRead, on its pinned connection, answers owner
+//     A, the times, the version and now, and no UPDATE runs. B's Acquire answers that A
+//     owns until transition_at, and B starts waiting on its pinned connection:
+//     mysqlWaitLock, GET_LOCK(name, 30), which the server queues (1 when taken; 0 after
+//     30 s, and B waits again). B's service still contends at its contend period, as any
+//     non-owner does; each such attempt reads the row on a pool connection.
+//  3. A renews as in (1); neither the lock nor B notices.
+//  4. A releases: mysqlReleaseUnlock on A's pinned connection. InnoDB locks the row
+//     before the SET runs RELEASE_LOCK, which grants the lock to a waiter: B's GET_LOCK
+//     answers 1 while A's UPDATE commits.
+//  5. B's waiting goroutine records that B holds the lock and wakes B's service, which
+//     contends at once: mysqlAcquire on a pool connection. If A's release has not
+//     committed yet, the UPDATE waits for the row's lock and then reads the row as
+//     committed: free. It takes the row as in (1), a new tenure, whose token is the
+//     version it writes: A's renewals wrote up to some version r, A's release r + 1, and
+//     B's token is r + 2 (or floor + 1, if larger).
+//  6. B owns and holds the lock, as A did. Other waiters stay queued in GET_LOCK; the
+//     next release grants the lock to one of them.
+//
+// A B without a pinned connection (the budget spent: see Connections; or
+// WithHandOver(false)) does not wait for the lock: it polls on its contend period, as J
+// does in (3), and takes the row at its first attempt after A's release, up to ttl +
+// transition + 1 s later.
+//
+// On PostgreSQL, B's first statement is pgAcquireLocking: the try fails, so the UPDATE
+// leaves the row alone (a new tenure needs the lock, and the row is not B's to renew),
+// and it answers 0, the pid and NULLs. B reads (pgRead) and waits with pgWaitLock:
+// pg_advisory_lock(key) under a lock_timeout of 30 s, whose error makes B let the lock go
+// with pgSettle, in case it was granted at that very moment, and wait again. A's release
+// is two statements on A's pinned connection: pgRelease commits, and only then pgUnlock
+// lets the lock go, granting it to B. A PostgreSQL UPDATE checks its WHERE against the
+// row as its snapshot has it and passes over a row whose change is not committed yet, so
+// a B woken before the release committed would find A's row and not wait for it. B's
+// pgAcquire, on a pool connection, finds the row free. Advisory locks are not
+// transactional: PostgreSQL may grant a waiter the lock and then fail its statement on a
+// cancellation or lock_timeout that struck at that moment, and an acquire that tried the
+// lock keeps it when its UPDATE then fails. So after a wait or an acquire that ended in
+// an error, the contention lets the lock go if its session holds it (pgSettle), before it
+// tries the lock again or returns the connection to the pool: a session that kept it
+// would take it again at once, re-entrantly, and starve the queue. Advisory locks are
+// shared by every application of a database: a key another application happens to use
+// costs hand-overs their speed, never safety. (LISTEN/NOTIFY would need the driver's own
+// API to receive notifications, which database/sql does not have.)
+//
+// Two rules keep the queue in order when the row and the lock disagree:
+//
+//   - A contender that finds the row free while another session holds the lock (most
+//     likely a waiter just woken to take it) joins the queue and, within the same
+//     acquisition, leaves the row to that session for 25 ms, or four of its round trips
+//     if longer, so that newcomers do not take the row from the head of the queue. If the
+//     lock has changed hands when that time is up (mysqlHolder, pgHolder), the new holder
+//     was woken in turn and gets the same, up to four holders; a holder that kept the
+//     lock all that time without taking the row is slow, and the contender runs its
+//     UPDATE.
+//   - A contender that holds the lock but finds another owner in the row heads the queue:
+//     it polls on its contend period, and the others wait behind it instead of polling.
+//     That owner provably holds no lock (a JVM contender, or one that won the row while
+//     the head was slow), so the head passes its place on (mysqlUnlock, then
+//     mysqlWaitLock again), once per such owner (and again after ttl + transition if it
+//     is still there), until the lock reaches the owner and the chain of hand-overs is
+//     whole again. Nobody spins: every pass costs one attempt per waiter and change of
+//     owner.
+//
+// (3) What a JVM Simba contender J of the same mutex sees. Each of J's attempts is one
+// transaction: its UPDATE (take the row if its transition_at is before now, or renew it
+// if it is J's and after now), then a read of the row and the database's now. J takes no
+// named lock and waits for none; it polls on its contend period, transition_at - now and
+// a jitter of -200 ms to +1 s.
+//
+//   - While A owns, J's UPDATE matches nothing, and its read shows A, ttl_at (perhaps a
+//     millisecond early: the renewal mark, which J only reports) and transition_at. A
+//     renews before ttl_at, so each of J's attempts finds a later transition_at, and J
+//     waits again. B's wait changes nothing J sees.
+//   - A's release (step 4 of (2)) tells J nothing. J's next attempt comes after A's last
+//     transition_at, up to ttl + transition + 1 s after the release; by then B owns (step
+//     5 follows within a round trip or two), and J sees B as it saw A.
+//   - If J's attempt falls between A's release and B's UPDATE, J takes the free row with
+//     a write of its own: version + 1, times from its own clock, no mark. B's UPDATE then
+//     matches nothing, its read shows J, an owner without the lock, and B, now the head
+//     of the queue, passes its place on as above; whoever holds the lock in the end polls
+//     on J's transition_at. J's release (every time 0, an empty owner_id, version + 1,
+//     where owner_id is J's) wakes nobody: the head takes the row at its next attempt, up
+//     to ttl + transition + 1 s later, and holds the lock as the owner; the chain is
+//     whole again.
+//   - A row J creates (at its first use, when there is none) starts at version 0; the
+//     backend's floor keeps tokens above those handed out before (see Fencing token).
+//
+// (4) A dies while it owns. Its process ends, the server ends its sessions, and the named
+// lock goes with A's: a session's named locks and session-level advisory locks end with
+// it. Nothing is written to the table: the row names A until its transition_at.
+//
+//  1. The server grants the lock to a waiter, B, whose wait answers 1: B contends at
+//     once. mysqlAcquire (pgAcquire) matches nothing, as the row is A's and its
+//     transition window has not ended; mysqlRead (pgRead) shows A.
+//  2. B holds the lock and finds A, who holds none: B passes its place on, once for A
+//     (mysqlUnlock, then mysqlWaitLock); the next waiter does the same, and the last one
+//     to get the lock keeps it and heads the queue. Everyone's next attempt is due at A's
+//     transition_at, with the contend period's jitter.
+//  3. Once transition_at has passed, the row is free to anyone's UPDATE. The head takes
+//     it at its next attempt, with mysqlAcquire as in (1); its token is the next version.
+//     A waiter whose attempt comes first finds the row free while the head holds the
+//     lock, leaves it to the head for a while, and takes it if the head has not; the head
+//     then finds an owner without the lock and passes its place on, so that the lock
+//     travels to the new owner, which waits for it. J, polling on the same transition_at,
+//     may win that race as well.
+//
+// If A's session outlives its process (a host cut off without closing its sockets, until
+// the server's timeouts end the session), or A is only paused, the lock stays with A's
+// session: the waits time out and start again, and nobody is woken. The lease lapses all
+// the same: at transition_at a waiter's attempt finds the row free, leaves it to the
+// lock's holder for a while, and takes it without the lock. A paused A that comes back
+// renews at its last version, which has changed: its UPDATE matches nothing, its read
+// shows the new owner, and A, holding the lock with an owner without it in the row,
+// passes it on. A contender that has watched A's row unchanged for longer than its lease
+// takes it even if the database's clock, stepped back, says it is still held (see When
+// the database's clock steps).
 //
 // The lock is only a hint. Ownership, tokens and safety come from the table alone: a
-// contender that holds the lock still needs the UPDATE to match, and one that waits for the
-// lock still polls on its contend period, so a lost wake-up, a lock held by a paused
-// process, a JVM owner or a server restart cost time, never exclusion. A crashed owner's
-// session closes and lets the lock go; its waiters then contend, and take the row when its
-// lease has lapsed. After a server restart the waiters' connections are gone; each waits
-// again from its next attempt, and an owner takes the lock again at its next renewal.
+// contender that holds the lock still needs the UPDATE to match, and one that waits for
+// the lock still polls on its contend period, so a lost wake-up, a lock held by a paused
+// process, a JVM owner or a server restart cost time, never exclusion. After a server
+// restart the waiters' connections are gone; each waits again from its next attempt, and
+// an owner takes the lock again at its next renewal.
 //
 // # Connections
 //
@@ -299,10 +521,8 @@
 //     contentions own, wait or head a queue;
 //   - one connection per statement in flight, borrowed from the pool for its length:
 //     every contention's statements run on its pinned connection when it has one that is
-//     idle, and otherwise borrow one (a waiting contention's pinned connection is busy
-//     waiting, and an owner's holds the named lock: a statement cut short by its context
-//     closes the connection it runs on, and the lock must not go with it before the
-//     release, so only the release that lets the lock go runs there); a contention makes
+//     idle, and otherwise borrow one (a waiter's pinned connection is busy waiting, and
+//     an owner's runs only the release: see Hand-over, end to end); a contention makes
 //     one statement at a time;
 //   - one for a moment when a waiting contention stops (to interrupt its wait with KILL
 //     QUERY, which keeps its connection usable), and one for each Prune transaction.
@@ -310,12 +530,13 @@
 // The hand-over never pins the pool's last connection: with a pool of n
 // (sql.DB.SetMaxOpenConns), it holds at most n-1, whatever the budget, and contentions
 // beyond that poll. With the default, an application whose pool is 10 connections keeps 8
-// whatever the number of mutexes it holds, less the statements in flight; a larger budget wakes more
-// waiters at once on release, and costs as many connections. Retrievers pin nothing. Size
-// the server's max_connections for every process's pool. WithHandOver(false) holds
-// nothing: every statement borrows a connection from the pool and returns it. Turn the
-// hand-over off, too, behind a proxy that multiplexes client sessions over server sessions
-// (ProxySQL, MaxScale in some modes): named locks and KILL QUERY belong to server sessions.
+// whatever the number of mutexes it holds, less the statements in flight; a larger budget
+// wakes more waiters at once on release, and costs as many connections. Retrievers pin
+// nothing. Size the server's max_connections for every process's pool.
+// WithHandOver(false) holds nothing: every statement borrows a connection from the pool
+// and returns it. Turn the hand-over off, too, behind a proxy that multiplexes client
+// sessions over server sessions (ProxySQL, MaxScale in some modes): named locks and KILL
+// QUERY belong to server sessions.
 //
 // # PostgreSQL
 //
@@ -353,17 +574,14 @@
 // time zone changes nothing (timestamptz is UTC inside): there are no daylight-saving
 // folds to work out. Clock steps are noticed as on MySQL.
 //
-// The acquire is one UPDATE ... RETURNING: one round trip that hands back the new
-// version, whether it renewed the tenure the contention knows (from the renewal mark in
-// ttl_at), the database's now, and the version it found (kept by its SET clause in a
-// setting of its transaction, simba.found, as RETURNING reads only the new row); the
-// release, tokens, floors and pruning are MySQL's.
-// The release's commit does not wait for the WAL to reach the disk (it turns
-// synchronous_commit off for its own transaction, as it sets lock_timeout): one disk
-// flush per cycle instead of two. A release that a crash of the database loses leaves
-// the row to its former owner's lease, which delays the next owner and never makes two;
-// the commit is visible at once all the same, and every acquisition's commit waits for
-// the WAL up to its own record, and so for every release it could have read.
+// The acquire is one UPDATE ... RETURNING, one round trip (see Hand-over, end to end);
+// the release, tokens, floors and pruning are MySQL's. The release's commit does not
+// wait for the WAL to reach the disk (it turns synchronous_commit off for its own
+// transaction, as it sets lock_timeout): one disk flush per cycle instead of two. A
+// release that a crash of the database loses leaves the row to its former owner's lease,
+// which delays the next owner and never makes two; the commit is visible at once all the
+// same, and every acquisition's commit waits for the WAL up to its own record, and so for
+// every release it could have read.
 //
 // Bounded statements: every table statement sets its own lock_timeout (set_config(...,
 // true) in its WHERE clause, which the server evaluates before it locks, updates or deletes
@@ -379,28 +597,8 @@
 // statement as well, configure its context watcher to send a cancel request
 // (pgconn.CancelRequestContextWatcherHandler).
 //
-// Hand-over: session-level advisory locks (pg_try_advisory_lock, pg_advisory_lock, keyed
-// by a 64-bit hash of the database, schema, table and mutex) play the part of GET_LOCK,
-// with the same queue and the same rules; a wait lasts 30 s on the server (lock_timeout),
-// and stopping a waiter cancels its wait with pg_cancel_backend from another connection.
-// A contender that does not hold the lock tries it in its acquire statement, on its pinned
-// connection (a CTE beside the UPDATE, evaluated once, before the commit): the UPDATE
-// begins a new tenure only if the try took the lock, and otherwise the acquisition goes on
-// as after a failed try of its own. An uncontended cycle is three statements: the acquire,
-// the release and the unlock.
-// Advisory locks are not transactional, and PostgreSQL may grant a waiter the lock and then
-// fail its statement on a cancellation or lock_timeout that struck at that moment, and an
-// acquire that tried the lock keeps it when its UPDATE then fails: after a wait or an
-// acquire that ended in an error, the contention lets the lock go if its session holds it,
-// before it tries the lock again or returns the connection to the pool (a session that
-// kept it would take it again at once, re-entrantly, and starve the queue).
-// The release lets the lock go only once it has committed: a woken waiter's UPDATE reads
-// the row as its snapshot has it, and would find the old owner's row, not wait for it, if
-// the release were not committed yet (InnoDB's UPDATE waits and reads the latest row).
-// LISTEN/NOTIFY would need the driver's own API to receive notifications, which
-// database/sql does not have. Advisory locks are shared by every application of a
-// database: a key another application happens to use costs hand-overs their speed, never
-// safety.
+// Hand-over: session-level advisory locks play the part of GET_LOCK, with the same queue
+// and the same rules; Hand-over, end to end gives the statements.
 //
 // Behind a proxy that pools transactions (PgBouncer with pool_mode = transaction, and
 // other poolers in that mode), consecutive statements of one client connection may run in
