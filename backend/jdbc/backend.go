@@ -64,16 +64,14 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	}, nil
 }
 
-// Close frees what the backend holds itself: the connections its contentions pinned for
-// the hand-over (which lets their named locks go) and the goroutines waiting on them. It
-// releases no mutex on the table and does not close the pool. Later calls of the
-// backend's contentions fail with an error matching simba.ErrClosed, as does StartContend,
-// and acquisitions waiting for their turn end at once (Participant.Closed); services
-// stopped after Close therefore leave their leases to lapse after ttl +
-// transition, so stop them first. Close waits for the sweeps that stopped contentions
-// left behind (a row an acquisition given up on may still take, released once the
-// server has given that statement up: at most the call timeout and a little more). Close
-// is idempotent and returns nil.
+// Close frees what the backend holds itself: its pinned connections (which lets their
+// named locks go) and the goroutines waiting on them; it releases no mutex on the table
+// and does not close the pool, so stop services first (see the package doc, Who closes
+// what). Later calls of the backend's contentions, and StartContend, fail with an error
+// matching simba.ErrClosed, and acquisitions waiting for their turn end at once
+// (Participant.Closed). Close waits for the sweeps that stopped contentions left behind
+// (see Bounded statements): at most the call timeout and a little more. It is idempotent
+// and returns nil.
 func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil

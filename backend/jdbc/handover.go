@@ -12,11 +12,9 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// The fast hand-over (see the package documentation for the design): a contention pins one
-// connection, if the backend's budget allows (Backend.pin), and, on it, holds the mutex row's named lock while it owns the mutex or heads
-// the queue of contenders waiting for it; other contenders wait for that lock in a
-// goroutine, and whoever gets it contends at once. The lock is a hint only: ownership is
-// decided by the table, and a wrong or missing hint costs time, never safety.
+// The fast hand-over: the package doc (Hand-over, end to end) gives its statements and
+// timelines. The named lock is a hint only: ownership is decided by the table, and a
+// wrong or missing hint costs time, never safety.
 
 const (
 	// waitSeconds bounds one server-side wait for the named lock; the waiter then waits
@@ -203,16 +201,11 @@ func (c *contention) lockedOut() bool {
 }
 
 // deferTo, in an acquisition that found the row free while another session holds the
-// named lock, leaves the row to that session for a while (deferral, or deferralTrips
-// round trips if longer): it was most likely just woken to take the row. The contention
-// queues for the lock first, so as not to lose its place, and stops deferring if the lock
-// comes its way. If the lock changed hands meanwhile, the new holder was most likely just
-// woken in turn (the row was taken and let go again, or the old holder passed its place
-// on), and gets its own while, up to deferralTurns holders; a holder that keeps the lock
-// for a whole while without taking the row is slow (a head of the queue polling on its
-// contend period, or an owner whose lease lapsed but whose session lives), and the
-// acquisition goes on. It defers no further once ctx has less than two whiles left, so
-// that the UPDATE still has time.
+// named lock, leaves the row to that session for a while, and to each new holder in turn,
+// up to deferralTurns (the package doc's first rule of the queue, in Hand-over, end to
+// end). It queues first, so as not to lose its place, and stops deferring if the lock
+// comes its way. It defers no further once ctx has less than two whiles left, so that the
+// UPDATE still has time.
 func (c *contention) deferTo(ctx context.Context, roundTrip time.Duration) error {
 	granted := c.queue()
 	d := max(deferral, deferralTrips*roundTrip)
@@ -249,16 +242,11 @@ func (c *contention) lockHolder(ctx context.Context) int64 {
 }
 
 // follow, after an answered acquisition, keeps the contention's place in the queue for
-// the named lock. A contention that holds the lock and finds another owner in the row
-// heads the queue, and knows that the owner holds no lock (the lock is exclusive): a JVM
-// contender, or one that won the row while this one was slow to take it. Its release
-// would wake nobody. So the head passes its place on and queues again behind the others:
-// the lock travels along the queue to the owner, if it waits there, and the chain of
-// hand-overs is whole again. An owner that never queues (JVM) would make the lock go round
-// for ever; each contention therefore passes its place on once per owner (and again after
-// ttl + transition, about a contend period, if that owner is still there) and otherwise
-// stays at the head, polling on its contend period: one extra attempt per contender and
-// change of owner, not a spin.
+// the named lock: a holder that finds another owner in the row heads the queue and passes
+// its place on (the package doc's second rule of the queue). That owner holds no lock (the
+// lock is exclusive), so its release would wake nobody. An owner that never queues (JVM)
+// would make the lock go round for ever, hence once per owner, and again after ttl +
+// transition (about a contend period) if it is still there.
 func (c *contention) follow(ctx context.Context, rec backend.Record) {
 	if c.lock == "" {
 		return

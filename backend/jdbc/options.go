@@ -35,13 +35,11 @@ func WithTable(name string) Option { return func(c *config) { c.table = name } }
 // Default MySQL; must not be nil.
 func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
 
-// WithHandOver turns the fast hand-over on or off. With it, a contention of a contender
-// that gets one of the backend's hand-over connections (WithHandOverConnections) holds it
-// while it owns, waits for or heads the queue of a mutex, and a waiting contender learns
-// of a graceful release within milliseconds; without it, contenders use the pool only and
-// learn of a release at their next contend period, as JVM Simba's do (ttl + transition +
-// jitter, up to 17 s by default). Default true; WithHandOver(false) is
-// WithHandOverConnections(0). See the package documentation for the connections it costs.
+// WithHandOver turns the fast hand-over on or off: with it, a waiting contender learns of
+// a graceful release within milliseconds; without it, at its next contend period, as JVM
+// Simba's do (up to ttl + transition + 1 s, 17 s by default). Default true;
+// WithHandOver(false) is WithHandOverConnections(0). See the package doc, Hand-over, end
+// to end, and Connections for what it holds.
 func WithHandOver(enabled bool) Option {
 	return func(c *config) {
 		switch {

@@ -20,10 +20,7 @@ var postgresDDL string
 
 // Postgres is the dialect of PostgreSQL 13 and later, through a database/sql driver such
 // as pgx's (github.com/jackc/pgx/v5/stdlib); simba's tests run it against PostgreSQL 15.
-// Its table has the columns of JVM Simba's format in PostgreSQL's types (bigint where
-// MySQL has unsigned integers), its clock is statement_timestamp(), the acquire is one
-// UPDATE ... RETURNING, every table statement sets its own lock_timeout, and the hand-over
-// queues on session-level advisory locks. See the package documentation.
+// The package doc's PostgreSQL section says what differs from MySQL.
 var Postgres Dialect = postgresDialect{}
 
 type postgresDialect struct{}

@@ -13,18 +13,12 @@ import (
 const pruneBatch = 100
 
 // Prune deletes the rows of mutexes that have had no owner for longer than age, by the
-// database's clock: rows released more than age ago (a Go release stamps acquired_at
-// with its time; a JVM Simba release stamps nothing, so its rows count as released long
-// ago), and rows whose owner's transition window ended more than age ago. It returns how
-// many rows it deleted. Per-entity mutex names (one per invoice, say) would otherwise make
-// the table grow for ever. A mutex whose row was pruned gets it back at its next use.
-//
-// Prune is safe to run at any time, from any number of processes, while the mutexes are
-// in use: it never deletes a row with an owner, a contender that finds its row gone
-// creates it again, and the versions of the rows it deletes are kept in the table (see
-// the package documentation), so that a row created again hands out no token lower than
-// one handed out before. It works in transactions of up to 100 rows, each of which holds
-// the locks of the rows it deletes, and one connection of the pool, for a moment.
+// database's clock (released, created, or left by an owner whose transition window ended,
+// that long ago; a row JVM Simba released counts as released long ago), and returns how
+// many it deleted. A mutex whose row was pruned gets it back at its next use, with no
+// token lower than before. Prune is safe at any time, from any number of processes, while
+// the mutexes are in use (see the package doc, Pruning); each of its transactions deletes
+// up to 100 rows and holds their locks, and a connection of the pool, for a moment.
 //
 // ctx bounds the whole run; age must not be negative.
 func (b *Backend) Prune(ctx context.Context, age time.Duration) (int64, error) {

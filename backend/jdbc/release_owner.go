@@ -18,23 +18,20 @@ var ErrChangedSinceLookup = errors.New("simba/jdbc: the owner record is out of d
 
 // ReleaseOwner frees mutex in the name of owner, as simba.Lookup on this backend reported
 // it, if the row still holds exactly the write that lookup read: an administrator's release
-// of a stuck owner (storeurl.Release). A reader sees no fencing token, so the backend keeps
-// the row's version as each lookup read it, and the release is the owner's own,
-// conditioned on owner_id and that version: whatever the owner wrote since leaves the row
-// alone. What it wrote then decides the answer (the row tells a renewal from a tenure's
-// first write, see the package documentation): after a renewal, ReleaseOwner fails with
-// ErrChangedSinceLookup (look again: the tenure looked up goes on); after a new tenure, or
-// when the row names another owner or none, the tenure looked up is over and ReleaseOwner
-// returns nil, as it does for the zero Owner. A JVM Simba owner's renewal counts as a new
-// tenure, as it does for simba's tokens.
+// of a stuck owner (storeurl.Release). It runs the owner's own release at the version the
+// lookup read, so whatever the owner wrote since leaves the row alone, and the row's
+// renewal mark (see the package doc, Hand-over, end to end) tells what that was: after a
+// renewal, ReleaseOwner fails with ErrChangedSinceLookup (look again: the tenure goes on);
+// after a new tenure (a JVM Simba owner's renewal counts as one), or when the row names
+// another owner or none, the tenure looked up is over and it returns nil, as for the zero
+// Owner.
 //
-// The backend tells which lookup reported an owner record by the instants in it, and
-// remembers each lookup until the record's transition window ends (at most 1,024 at
-// once). A record with another owner's ID in it names no tenure: nothing is released. A
-// record of another backend's lookup, or one with other instants, fails with an error
-// matching simba.ErrInvalidArgument; one the backend may have forgotten, or cannot tell
-// from another lookup's, fails with ErrChangedSinceLookup. The owner is not told: it goes
-// on believing until its next renewal finds the row changed.
+// The backend knows a lookup by the instants in its record, and remembers it until the
+// record's transition window ends (at most 1,024 at once). A record with another owner's
+// ID in it releases nothing; one of another backend's lookup, or with other instants,
+// fails with an error matching simba.ErrInvalidArgument; one the backend may have
+// forgotten, or cannot tell from another lookup's, fails with ErrChangedSinceLookup. The
+// owner is not told: it goes on believing until its next renewal finds the row changed.
 func (b *Backend) ReleaseOwner(ctx context.Context, mutex string, owner simba.Owner) error {
 	if ctx == nil {
 		return simba.InvalidArgument("ctx", nil, "must not be nil")

@@ -5,8 +5,9 @@ import "strings"
 // Every SQL statement of the backend: first the MySQL/MariaDB dialect's, then PostgreSQL's
 // (below, pg...). In the MySQL dialect %[1]s stands for the table name, already validated
 // and quoted; ? are the statement's arguments; {end}, {shift}, {behind}, {writeShift} and
-// {writeStart} for the clock's expressions (below). The storage format is JVM Simba's (see the
-// package documentation).
+// {writeStart} for the clock's expressions (below). The storage format is JVM Simba's; the
+// package doc (Hand-over, end to end) gives what these statements write beside it and
+// their parameters.
 
 // The clock. simba reads the database's now as mysqlNow, in UTC whatever the session's
 // time zone. JVM Simba reads it as UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)): UTC turned into
@@ -15,8 +16,8 @@ import "strings"
 // time zone tables, the later with SYSTEM. There, JVM Simba's clock reads a fold's length
 // behind in its second pass, or ahead in its first. mysqlLead measures that. The acquire
 // statement writes rows that JVM Simba reads right in its own clock, and every statement
-// reads a row as lasting as long as its writer meant it to (mysqlEnd); doc.go (Clock) says
-// under which conditions.
+// reads a row as lasting as long as its writer meant it to (mysqlEnd); the package doc
+// (Clock) says under which conditions.
 
 // A session whose time zone has no folds (UTC, a fixed offset, SYSTEM on a host in UTC)
 // needs none of this, and the statements are much shorter without: mysqlPlainClock puts
@@ -103,27 +104,25 @@ const (
 		"SELECT ?, " + mysqlNow + ", 0, 0, '', GREATEST(?, COALESCE(MAX(version), 0)) FROM %[1]s WHERE mutex = " + mysqlFloor +
 		" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE version = version"
 
-	// mysqlAcquire is JVM Simba's one conditional UPDATE: it takes a free row (its
-	// transition window has ended) or renews the contender's own, but only at the exact
-	// version the contention last saw: nothing has changed the row since the
-	// contention's last answer, so the tenure it knows goes on. It also takes a row at
-	// the version the contention says it has watched unchanged for longer than the row's
-	// lease, by the local clock (contention.stale): its owner has stopped believing, even
-	// if the database's clock, stepped back since, says the row is still held. version is
-	// assigned first, so that it reads the row as it was whether the server assigns left
-	// to right (the MySQL default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT).
-	// Through LAST_INSERT_ID the statement hands back, in its OK packet, the version it
-	// found (bits 32 and up), 1 for a renewal or 0 for a new tenure (bit 31), and the low
-	// 31 bits of the database's now in ms, to notice its clock stepping (see
-	// contention.clock). ttl_at reads the renewal bit back (LAST_INSERT_ID without an
-	// argument) and leaves it in the row (renewalMark). The new version is one more than
-	// the row's or than the floor, the highest version the backend saw, whichever is
-	// larger: after the row was deleted and created again from a lower version, tokens go
-	// on above the earlier ones. The caller, who knows the floor, works it out from the
-	// version found, and sees a version below the floor even when the statement took the
-	// row above it. The version guard keeps int unsigned from overflowing or, in
-	// non-strict mode, from sticking at its maximum and repeating a token. %[2]d and %[3]d
-	// stand for ttl and ttl + transition in ms, %[4]d for the parity of the transition.
+	// mysqlAcquire is JVM Simba's one conditional UPDATE, with this backend's additions
+	// (see the package doc, Hand-over, end to end): it takes a free row, or renews the
+	// contender's own only at the exact version the contention last saw (nothing has come
+	// between, so the tenure goes on). It also takes a row at the version the contention
+	// has watched unchanged for longer than the row's lease, by the local clock
+	// (contention.stale): its owner has stopped believing, even if the database's clock,
+	// stepped back since, says the row is still held. version is assigned first, so that
+	// it reads the row as it was whether the server assigns left to right (the MySQL
+	// default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT). LAST_INSERT_ID hands
+	// back, in the OK packet, the version found (bits 32 and up), 1 for a renewal or 0 for
+	// a new tenure (bit 31), and the low 31 bits of the database's now in ms
+	// (contention.clock); ttl_at reads bit 31 back (LAST_INSERT_ID without an argument)
+	// and leaves it in the row (renewalMark). The new version is max(found, floor) + 1
+	// (tokens stay above those of a row deleted and created again lower); the caller, who
+	// knows the floor, works it out from the version found, and so sees a version below
+	// the floor even when the statement took the row above it. The version guard keeps int unsigned from
+	// overflowing or, in non-strict mode, from sticking at its maximum and repeating a
+	// token. %[2]d and %[3]d stand for ttl and ttl + transition in ms, %[4]d for the
+	// parity of the transition.
 	// Arguments: contender, expected version (NULL: none), floor, contender, mutex, floor,
 	// contender, expected version, stale version (NULL: none).
 	mysqlAcquire = "UPDATE %[1]s SET " +
@@ -207,7 +206,8 @@ const (
 	mysqlDelete = "DELETE FROM %[1]s WHERE mutex IN (%[2]s)"
 )
 
-// Named locks: hints for a fast hand-over, never a condition of ownership (see doc.go).
+// Named locks: hints for a fast hand-over, never a condition of ownership (see the package
+// doc, Hand-over, end to end).
 const (
 	// mysqlTryLock takes the named lock if it is free and returns the session's ID, with
 	// which a waiting GET_LOCK of the same session can later be interrupted.
