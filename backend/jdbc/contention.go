@@ -153,35 +153,11 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (backend.Reco
 		unmatched = true
 	}
 	if c.lockedOut() {
-		// Another session holds the named lock: the owner, a contender just woken to
-		// take over, or the head of the queue. Read first: a row owned by someone else
-		// needs no UPDATE, and a free one is left to the lock's holder for a moment.
-		began := time.Now()
-		r, err := c.read(ctx)
-		roundTrip := time.Since(began)
-		if errors.Is(err, errNoRow) { // the mutex's first use
-			if err := c.ensureRow(ctx); err != nil {
-				return backend.Record{}, err
-			}
-			r, err = c.read(ctx)
+		rec, done, err := c.readFirst(ctx)
+		if done || err != nil {
+			return rec, err
 		}
-		if err != nil {
-			return backend.Record{}, fmt.Errorf("read the row: %w", noRow(err))
-		}
-		switch rec := r.record(); {
-		case rec.Owner == "":
-			if err := c.deferTo(ctx, roundTrip); err != nil {
-				return backend.Record{}, err
-			}
-			// Then contend like anyone: the UPDATE takes the row if the holder did not.
-		case rec.Owner != c.id:
-			if rec, _ := c.seen(r); !c.stale() {
-				return rec, nil
-			}
-			// Another's, unchanged for longer than its lease: the UPDATE takes it.
-		}
-		// The row is this contender's (renew it), free, or stale.
-		unmatched = false
+		unmatched = false // the row is this contender's (renew it), free, or stale
 	}
 	for again := true; ; again = false {
 		if !unmatched {
@@ -194,37 +170,78 @@ func (c *contention) acquireRow(ctx context.Context, tryLock bool) (backend.Reco
 			}
 		}
 		unmatched = false
-		r, err := c.read(ctx)
-		switch {
-		case errors.Is(err, errNoRow) && again:
-			if err := c.ensureRow(ctx); err != nil {
-				return backend.Record{}, err
-			}
-			continue // the first use of the mutex: try again on the new row
-		case err != nil:
-			return backend.Record{}, noRow(err)
-		case r.version >= maxVersion:
-			return backend.Record{}, fmt.Errorf("the row's version is %d, the largest the column holds: no larger fencing token can be handed out", r.version)
-		case again && r.record().Owner == "":
-			continue // free now: created or released since the UPDATE; try again
+		rec, retry, err := c.afterUnmatched(ctx, again)
+		if !retry {
+			return rec, err
 		}
-		rec, known := c.seen(r)
-		if known {
-			return rec, nil
-		}
-		// The row is this contender's, in a tenure the contention has no token for (an
-		// earlier lifecycle's): renew it at the version read, which begins this
-		// contention's tenure with a token larger than that lifecycle's.
-		res, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
-			expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)
-		switch {
-		case err != nil:
-			return backend.Record{}, err
-		case !res.matched:
-			return backend.Record{}, errors.New("the row changed while this contender took over its own earlier tenure")
-		}
-		return c.won(res), nil
 	}
+}
+
+// readFirst reads the row when another session holds the named lock: the owner, a
+// contender just woken to take over, or the head of the queue. A row owned by someone
+// else needs no UPDATE (done, with its record), and a free one is left to the lock's
+// holder for a moment before this contender tries it.
+func (c *contention) readFirst(ctx context.Context) (_ backend.Record, done bool, _ error) {
+	began := time.Now()
+	r, err := c.read(ctx)
+	roundTrip := time.Since(began)
+	if errors.Is(err, errNoRow) { // the mutex's first use
+		if err := c.ensureRow(ctx); err != nil {
+			return backend.Record{}, true, err
+		}
+		r, err = c.read(ctx)
+	}
+	if err != nil {
+		return backend.Record{}, true, fmt.Errorf("read the row: %w", noRow(err))
+	}
+	switch rec := r.record(); {
+	case rec.Owner == "":
+		if err := c.deferTo(ctx, roundTrip); err != nil {
+			return backend.Record{}, true, err
+		}
+		// Then contend like anyone: the UPDATE takes the row if the holder did not.
+	case rec.Owner != c.id:
+		if rec, _ := c.seen(r); !c.stale() {
+			return rec, true, nil
+		}
+		// Another's, unchanged for longer than its lease: the UPDATE takes it.
+	}
+	return backend.Record{}, false, nil
+}
+
+// afterUnmatched reads the row after an acquire statement that matched nothing, and
+// returns what it holds, or asks for another try (retry) on a row just created or freed
+// (once: again is set only on the first pass).
+func (c *contention) afterUnmatched(ctx context.Context, again bool) (_ backend.Record, retry bool, _ error) {
+	r, err := c.read(ctx)
+	switch {
+	case errors.Is(err, errNoRow) && again:
+		if err := c.ensureRow(ctx); err != nil {
+			return backend.Record{}, false, err
+		}
+		return backend.Record{}, true, nil // the first use of the mutex: try again on the new row
+	case err != nil:
+		return backend.Record{}, false, noRow(err)
+	case r.version >= maxVersion:
+		return backend.Record{}, false, fmt.Errorf("the row's version is %d, the largest the column holds: no larger fencing token can be handed out", r.version)
+	case again && r.record().Owner == "":
+		return backend.Record{}, true, nil // free now: created or released since the UPDATE; try again
+	}
+	if rec, known := c.seen(r); known {
+		return rec, false, nil
+	}
+	// The row is this contender's, in a tenure the contention has no token for (an
+	// earlier lifecycle's): renew it at the version read, which begins this contention's
+	// tenure with a token larger than that lifecycle's.
+	res, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
+		expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)
+	switch {
+	case err != nil:
+		return backend.Record{}, false, err
+	case !res.matched:
+		return backend.Record{}, false, errors.New("the row changed while this contender took over its own earlier tenure")
+	}
+	return c.won(res), false, nil
 }
 
 // update runs the acquire statement; with tryLock, the one that tries the named lock too,
