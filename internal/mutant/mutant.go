@@ -47,7 +47,7 @@ func Build(root, dir, name, pkg, out string) error {
 	if err := os.WriteFile(patchFile, patch, 0o644); err != nil {
 		return err
 	}
-	if err := run(dir, "git", "apply", "--whitespace=nowarn", patchFile); err != nil {
+	if err := run(dir, "git", "apply", "-C1", "--whitespace=nowarn", patchFile); err != nil {
 		return fmt.Errorf("mutant %s: the patch does not apply: %w", name, err)
 	}
 	// -trimpath keeps the build cache's entries of the packages the patch leaves alone
