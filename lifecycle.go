@@ -546,7 +546,7 @@ func otherTenure(was, o Owner) bool {
 
 func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
 	svc := l.svc
-	t := newTenure(svc.cfg.clock, o, end, now, l.expire)
+	t := newTenure(svc.cfg.clock, o, end, now, l)
 	st := State{Before: l.owner, After: o}
 	l.tenure, l.owner, l.state = t, o, st
 	if l.first == nil {

@@ -34,7 +34,7 @@ type rounds struct {
 	timed bool                                   // rounds follow each other after the delay a round returns
 	timer clock.Timer
 	state roundsState
-	done  chan struct{} // closed on entering done; made on first use
+	over  sync.Cond // broadcast on entering done; its L is mu, set by wait
 }
 
 type roundsState uint8
@@ -54,16 +54,8 @@ const (
 func (q *rounds) enter(s roundsState) {
 	q.state = s
 	if s == roundsDone {
-		close(q.doneCh())
+		q.over.Broadcast()
 	}
-}
-
-// doneCh returns the channel closed on entering done. Called with q.mu held.
-func (q *rounds) doneCh() chan struct{} {
-	if q.done == nil {
-		q.done = make(chan struct{})
-	}
-	return q.done
 }
 
 // begin starts the rounds. Timed, the first runs after delay (or at once if poked
@@ -205,7 +197,9 @@ func (q *rounds) halt() {
 // has returned.
 func (q *rounds) wait() {
 	q.mu.Lock()
-	done := q.doneCh()
-	q.mu.Unlock()
-	<-done
+	defer q.mu.Unlock()
+	q.over.L = &q.mu
+	for q.state != roundsDone {
+		q.over.Wait()
+	}
 }

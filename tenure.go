@@ -23,18 +23,21 @@ type tenure struct {
 
 	mu     sync.Mutex
 	owner  Owner       // the record as last renewed
-	timer  clock.Timer // ends belief at the local end: calls expire
-	expire func(*tenure)
+	timer  clock.Timer // ends belief at the local end: calls of.expire
+	of     expirer
 }
+
+// expirer ends belief in a tenure whose local end has passed (a lifecycle).
+type expirer interface{ expire(*tenure) }
 
 // noEnd marks a tenure without a local end (a session store that reports no TTL).
 const noEnd = math.MaxInt64
 
 // newTenure begins a tenure at now, with owner record o, believed until end (zero: no
-// local end); expire is called on a timer once end has passed, unless a renewal moved it.
-func newTenure(c clock.Clock, o Owner, end, now time.Time, expire func(*tenure)) *tenure {
+// local end); of.expire is called on a timer once end has passed, unless a renewal moved it.
+func newTenure(c clock.Clock, o Owner, end, now time.Time, of expirer) *tenure {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &tenure{inner: ctx, cancel: cancel, clock: c, base: now, owner: o, expire: expire}
+	t := &tenure{inner: ctx, cancel: cancel, clock: c, base: now, owner: o, of: of}
 	t.ctx = tenureContext{ctx, t}
 	t.renew(o, end, now)
 	return t
@@ -57,7 +60,7 @@ func (t *tenure) renew(o Owner, end, now time.Time) {
 		t.timer.Reset(end.Sub(now))
 		return
 	}
-	t.timer = t.clock.AfterFunc(end.Sub(now), func() { t.expire(t) })
+	t.timer = t.clock.AfterFunc(end.Sub(now), func() { t.of.expire(t) })
 }
 
 // end ends belief with cause: the context is cancelled and the timer stopped.
