@@ -6,10 +6,6 @@ import "github.com/simba-go/simba/internal/clock"
 // on c: the tests of package simba_test use it to pause one simulated process.
 func WithClock(c clock.Clock) Option { return withClock(c) }
 
-// WithStarting makes Start call f once the lifecycle's first round is under way, before
-// the status is RUNNING.
-func WithStarting(f func()) Option { return withStarting(f) }
-
 // MutexState returns the state of the entry of mutex in m ("" when it has none).
 func MutexState(m *Mutexes, mutex string) string {
 	m.mu.Lock()

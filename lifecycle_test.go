@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
 )
 
@@ -152,52 +153,63 @@ func TestErrorsAreOneLine(t *testing.T) {
 
 // A lifecycle's callbacks begin once its Start has completed. A Scheduler's work that
 // called Stop got "not running: status STARTING" when the first acquisition's callback
-// ran before Start had set the status to RUNNING (seen once in make test with
-// stress-ng beside it: TestStopFromInsideCallbacks/scheduler_work). The hook holds Start
-// at that point, until the callback has run or (fake time) nothing else can run.
+// ran before Start had set the status to RUNNING (seen once in make test with stress-ng
+// beside it). A session store that reports this contender the owner inside StartContend,
+// and then gives the callback a second to run before it returns, makes that order certain
+// if the callbacks are not held until Start has completed.
 func TestCallbacksBeginAfterStart(t *testing.T) {
 	for _, name := range []string{"scheduler work", "contender callback"} {
 		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b, _ := memory.New(memory.NewStore())
-				ran := make(chan struct{})
-				hold := simba.WithStarting(func() {
-					select {
-					case <-ran:
-					case <-time.After(time.Second):
-					}
-				})
-				var status func() simba.Status
-				var stop func(context.Context) error
-				inside := func(ctx context.Context) {
-					defer close(ran)
-					assert.Equal(t, simba.StatusRunning, status(), "the callback runs once Start has completed")
-					assert.NoError(t, stop(ctx))
-				}
-				var start func(context.Context) error
-				if name == "scheduler work" {
-					s, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second},
-						func(ctx context.Context, _ simba.Owner) { inside(ctx) }, hold)
-					require.NoError(t, err)
-					start, stop, status = s.Start, s.Stop, s.Status
-				} else {
-					svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
-						Acquired: func(ctx context.Context, _ simba.State) { inside(ctx) }}, hold)
-					require.NoError(t, err)
-					start, stop, status = svc.Start, svc.Stop, svc.Status
-				}
-				require.NoError(t, start(t.Context()))
-				select {
-				case <-ran:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the callback did not run")
-				}
-				synctest.Wait()
-				assert.Equal(t, simba.StatusInitial, status(), "the stop from inside completed")
-			})
+			ran := make(chan struct{})
+			b := reportingInside{ran: ran}
+			var status func() simba.Status
+			var stop func(context.Context) error
+			inside := func(ctx context.Context) {
+				defer close(ran)
+				assert.Equal(t, simba.StatusRunning, status(), "the callback runs once Start has completed")
+				assert.NoError(t, stop(ctx))
+			}
+			var start func(context.Context) error
+			if name == "scheduler work" {
+				s, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Hour},
+					func(ctx context.Context, _ simba.Owner) { inside(ctx) }, simba.WithContenderID("c"))
+				require.NoError(t, err)
+				defer s.Close()
+				start, stop, status = s.Start, s.Stop, s.Status
+			} else {
+				svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
+					Acquired: func(ctx context.Context, _ simba.State) { inside(ctx) }})
+				require.NoError(t, err)
+				defer svc.Close()
+				start, stop, status = svc.Start, svc.Stop, svc.Status
+			}
+			require.NoError(t, start(t.Context()))
+			select {
+			case <-ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the callback did not run")
+			}
+			waitFor(t, func() bool { return status() == simba.StatusInitial }) // the stop from inside completed
 		})
 	}
 }
+
+// reportingInside is a session store that reports its participant the owner inside
+// StartContend, then waits up to a second for ran to close before it returns.
+type reportingInside struct{ ran <-chan struct{} }
+
+func (b reportingInside) StartContend(_ context.Context, p backend.Participant) (backend.Contention, error) {
+	p.Report(backend.Record{Owner: p.ContenderID, Token: 1}, time.Now())
+	select {
+	case <-b.ran:
+	case <-time.After(time.Second):
+	}
+	return stopsAtOnce{}, nil
+}
+
+type stopsAtOnce struct{}
+
+func (stopsAtOnce) StopContend(context.Context) error { return nil }
 
 // A Stop from inside the first Acquired callback got "not running: another Start, Stop or
 // Close is under way" when the callback began after Start had let its callbacks go but

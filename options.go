@@ -101,9 +101,6 @@ type config struct {
 	// for tests and the simulation: where time is read and timers are set, and the jitter
 	clock  clock.Clock
 	jitter func(lo, hi time.Duration) time.Duration
-	// for tests: runs in Start once the first round is under way, before the status is
-	// RUNNING
-	starting func()
 }
 
 // WithTTL sets how long an acquisition or renewal holds the mutex exclusively. Default
@@ -229,8 +226,6 @@ func (c *config) validate() error {
 
 // withClock makes a service read the time and set its timers on c (tests, simulation).
 func withClock(c clock.Clock) Option { return option(func(cfg *config) { cfg.clock = c }) }
-
-func withStarting(f func()) Option { return option(func(cfg *config) { cfg.starting = f }) }
 
 // now reads the configured clock.
 func (c *config) now() time.Time { return c.clock.Now() }

@@ -268,9 +268,6 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*lifecycle, error) {
 		return nil, wrapf(err, "simba: start %q", s.mutex)
 	}
 	l.run(first)
-	if s.cfg.starting != nil {
-		s.cfg.starting()
-	}
 	s.setStatus(StatusRunning)
 	l.markStarted()
 	if s.logs(slog.LevelInfo) {

@@ -21,10 +21,10 @@ type tenure struct {
 	base   time.Time    // when the tenure began; end counts from it
 	until  atomic.Int64 // the local end of belief, in ns after base; noEnd: none
 
-	mu     sync.Mutex
-	owner  Owner       // the record as last renewed
-	timer  clock.Timer // ends belief at the local end: calls of.expire
-	of     expirer
+	mu    sync.Mutex
+	owner Owner       // the record as last renewed
+	timer clock.Timer // ends belief at the local end: calls of.expire
+	of    expirer
 }
 
 // expirer ends belief in a tenure whose local end has passed (a lifecycle).
