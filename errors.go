@@ -29,6 +29,10 @@ var (
 	// when its context ended first, the error matches the context's error too.
 	ErrNotAcquired = errors.New("simba: not acquired")
 
+	// ErrHeld is returned, matching ErrNotAcquired too, by an acquisition that found the
+	// mutex held by another contender, as opposed to one the store failed.
+	ErrHeld = fmt.Errorf("%w: held by another contender", ErrNotAcquired)
+
 	// ErrNotOwner is returned by a release of what the caller does not hold (a second
 	// Release), and by backends when the store names another owner.
 	ErrNotOwner = errors.New("simba: not the owner")

@@ -117,9 +117,11 @@ func ExampleLocker_TryAcquire() {
 	lease, _ := first.TryAcquire(ctx)
 	_, err := second.TryAcquire(ctx)
 	fmt.Println(err)
+	fmt.Println("held, not a store error:", errors.Is(err, simba.ErrHeld))
 	_ = lease.Release(ctx)
 	// Output:
-	// simba: not acquired: mutex "cache-warmup" is owned by "worker-1"
+	// simba: not acquired: held by another contender: mutex "cache-warmup" is owned by "worker-1"
+	// held, not a store error: true
 }
 
 // A Scheduler runs work only while it leads; the work's context ends when leadership

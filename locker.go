@@ -186,6 +186,8 @@ func (l *Locker) await(ctx context.Context, lc *lifecycle, once bool, storeErr *
 	}
 	mutex := l.Mutex()
 	switch last := *storeErr; {
+	case ctx.Err() != nil && last == nil && owner.ID != "":
+		return nil, false, describe(ErrHeld, fmt.Sprintf("mutex %q is owned by %q", mutex, owner.ID), ctx.Err())
 	case ctx.Err() != nil:
 		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", mutex), ctx.Err(), last)
 	case l.isClosed():
@@ -201,7 +203,7 @@ func (l *Locker) await(ctx context.Context, lc *lifecycle, once bool, storeErr *
 	case last != nil:
 		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", mutex), last)
 	default:
-		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q is owned by %q", mutex, owner.ID))
+		return nil, false, describe(ErrHeld, fmt.Sprintf("mutex %q is owned by %q", mutex, owner.ID))
 	}
 }
 

@@ -408,13 +408,13 @@ func (e *entry) tryOnce(ctx context.Context, w *waiter) (*Lease, error) {
 	for !w.finished() {
 		switch {
 		case ctx.Err() != nil:
-			return e.refuse(w, "", ctx.Err())
+			return e.refuse(w, ErrNotAcquired, "", ctx.Err())
 		case e.holder != "" || e.waiters.Front() != w.elem:
-			return e.refuse(w, "is held or awaited by another holder of this process")
+			return e.refuse(w, ErrHeld, "is held or awaited by another holder of this process")
 		case e.state == entryOwning || e.state == entryDeciding:
-			return e.refuse(w, "is being given back to the store")
+			return e.refuse(w, ErrNotAcquired, "is being given back to the store")
 		case e.state == entryBackingOff:
-			return e.refuse(w, "cannot be reached on the store", e.lastErr)
+			return e.refuse(w, ErrNotAcquired, "cannot be reached on the store", e.lastErr)
 		case e.state == entryWaiting:
 			if err := e.attemptFor(ctx, w); err != nil {
 				return nil, err
@@ -451,19 +451,19 @@ func (e *entry) attemptFor(ctx context.Context, w *waiter) error {
 		return nil
 	case err != nil:
 		m.storeErr = err
-		_, err = e.refuse(w, "was not acquired: the store did not answer", err)
+		_, err = e.refuse(w, ErrNotAcquired, "was not acquired: the store did not answer", err)
 		return err
 	}
-	_, err = e.refuse(w, fmt.Sprintf("is owned by %q", e.svc.Owner().ID))
+	_, err = e.refuse(w, ErrHeld, fmt.Sprintf("is owned by %q", e.svc.Owner().ID))
 	return err
 }
 
 // refuse takes TryAcquire's waiter w out of the queue and returns why it was not granted.
 // Called with m.mu held.
-func (e *entry) refuse(w *waiter, detail string, causes ...error) (*Lease, error) {
+func (e *entry) refuse(w *waiter, why error, detail string, causes ...error) (*Lease, error) {
 	e.waiters.Remove(w.elem)
 	e.handle(event{kind: evQueue})
-	return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q %s", e.name, detail), causes...)
+	return nil, describe(why, fmt.Sprintf("mutex %q %s", e.name, detail), causes...)
 }
 
 // release gives hold l back. When it was the holder's last, the mutex goes to the next

@@ -283,3 +283,42 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestHeldIsToldFromAStoreError: an acquisition that finds the mutex held says so
+// (ErrHeld), and one that the store failed does not, so that a caller can skip a held
+// mutex quietly and report a failing store.
+func TestHeldIsToldFromAStoreError(t *testing.T) {
+	_, b := newFaultyStore()
+	holder, err := simba.NewLocker(b, "m", simba.WithContenderID("holder"))
+	require.NoError(t, err)
+	defer holder.Close()
+	lease, err := holder.Acquire(t.Context())
+	require.NoError(t, err)
+
+	l, err := simba.NewLocker(b, "m", simba.WithContenderID("other"))
+	require.NoError(t, err)
+	defer l.Close()
+	m, err := simba.NewMutexes(b, simba.WithContenderID("others"))
+	require.NoError(t, err)
+	defer m.Close()
+
+	_, err = l.TryAcquire(t.Context())
+	assert.ErrorIs(t, err, simba.ErrHeld)
+	assert.ErrorIs(t, err, simba.ErrNotAcquired)
+	_, err = m.TryAcquire(t.Context(), "m")
+	assert.ErrorIs(t, err, simba.ErrHeld)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	_, err = l.Acquire(ctx)
+	cancel()
+	assert.ErrorIs(t, err, simba.ErrHeld)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	require.NoError(t, lease.Release(t.Context()))
+	b.fail(opStart, errUnreachable)
+	_, err = l.TryAcquire(t.Context())
+	assert.ErrorIs(t, err, simba.ErrNotAcquired)
+	assert.NotErrorIs(t, err, simba.ErrHeld, "an outage is no hold")
+	b.fail(opStart, errWrongPassword)
+	_, err = m.TryAcquire(t.Context(), "m")
+	assert.NotErrorIs(t, err, simba.ErrHeld, "a refusal is no hold")
+}

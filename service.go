@@ -117,7 +117,7 @@ func (s *Service) Owner() Owner {
 	return Owner{}
 }
 
-// State returns the last change of owner the service saw; it is kept after Stop.
+// State returns the last change of owner the service saw, kept after Stop.
 func (s *Service) State() State {
 	s.mu.Lock()
 	l := s.last
@@ -131,7 +131,7 @@ func (s *Service) State() State {
 // IsOwner reports whether this contender believes it owns the mutex now.
 func (s *Service) IsOwner() bool { return s.believed() != nil }
 
-// Err returns the error of the running service's last store call, nil after a success.
+// Err returns the error of the running service's last store call.
 func (s *Service) Err() error {
 	if l := s.current(); l != nil {
 		return l.err()
@@ -285,11 +285,10 @@ func (s *Service) detach(l *lifecycle) {
 	}
 }
 
-// Stop stops contending: belief ends (the tenure context is cancelled), OnReleased is
-// delivered, and only then is the mutex released on the store, so that no successor can
-// overlap. It returns once that is done or ctx ends (the release then goes on in the
-// background); called from one of the service's callbacks, it does not wait for that
-// callback. A failed release is returned; the lease then lapses on the store by itself.
+// Stop ends belief (the tenure context), delivers OnReleased, and only then releases the
+// mutex on the store, so that no successor can overlap. It returns once that is done or
+// ctx ends (the release goes on in the background); from one of the service's callbacks,
+// it does not wait for that one. A failed release lets the lease lapse on the store.
 func (s *Service) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -361,9 +360,8 @@ func (s *Service) finished(l *lifecycle) error {
 	return nil
 }
 
-// Close stops the service if it runs, makes later calls fail with ErrClosed, and waits for
-// the service's store work in the background. It is idempotent; called from one of the
-// service's callbacks, it does not wait for that callback.
+// Close stops the service if it runs and waits for its store work; later calls fail with
+// ErrClosed. It is idempotent; from one of its callbacks, it does not wait for that one.
 func (s *Service) Close() error { return s.closeFrom(s.inCallback()) }
 
 // closeFrom is Close; fromCallback says that it was called from inside a callback of this

@@ -35,8 +35,8 @@
 //
 // gocron drops Lock's error and logs nothing by default. The Locker logs the errors that
 // no retry cures at Error (WithLogger; slog.Default() unless set): a store that refused
-// the client (the error matches simba.ErrRefused, where another instance's hold matches
-// simba.ErrNotAcquired only), a job name the store does not accept, a closed Locker.
+// the client (simba.ErrRefused), a job name the store does not accept, a closed Locker;
+// an outage at Warn; another instance's hold (simba.ErrHeld) at Debug.
 //
 // Neither stops a run that is under way when leadership or the lock is lost: pass the
 // fencing token (Service.Owner().Token) to what the job writes, as simba's documentation
@@ -131,8 +131,8 @@ func NewLocker(b simba.Backend, opts ...Option) (*Locker, error) {
 
 // Lock takes the mutex named key if that is possible without waiting (Mutexes.TryAcquire):
 // the instance that holds it runs the job, the others skip the run. The error matches
-// simba.ErrNotAcquired when another instance holds the mutex, and simba.ErrRefused when
-// the store refused the client (logged at Error).
+// simba.ErrHeld when another instance holds the mutex, and simba.ErrRefused when the
+// store refused the client (logged at Error).
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	lease, err := l.mutexes.TryAcquire(ctx, key)
 	if err != nil {
@@ -157,15 +157,17 @@ func (l *Locker) Close() error {
 
 // skipped logs why Lock failed. gocron drops the error, and its default logger prints
 // nothing, so a failure that no retry cures would skip every run in silence: it is logged
-// at Error. Another instance's hold is the normal case, and an outage is logged by simba
-// (WithLogger), so both are only Debug.
+// at Error, an outage at Warn. Another instance's hold (simba.ErrHeld) is the normal case:
+// Debug.
 func (l *Locker) skipped(ctx context.Context, job string, err error) {
 	switch {
 	case ctx != nil && ctx.Err() != nil: // the job was removed or the scheduler shut down
+	case errors.Is(err, simba.ErrHeld):
+		l.log.DebugContext(ctx, "simbagocron: held elsewhere; the run is skipped", "job", job, "err", err)
 	case errors.Is(err, simba.ErrRefused), errors.Is(err, simba.ErrInvalidArgument), errors.Is(err, simba.ErrClosed):
 		l.log.ErrorContext(ctx, "simbagocron: cannot lock; the run is skipped", "job", job, "err", err)
 	default:
-		l.log.DebugContext(ctx, "simbagocron: not locked; the run is skipped", "job", job, "err", err)
+		l.log.WarnContext(ctx, "simbagocron: the store failed; the run is skipped", "job", job, "err", err)
 	}
 }
 

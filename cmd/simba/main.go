@@ -7,6 +7,8 @@
 //	simba [flags] watch <mutex>     every change of owner, until interrupted
 //	simba [flags] release <mutex>   release the mutex whoever owns it (asks first)
 //	simba [flags] prune             SQL: delete the rows of mutexes nobody holds (asks first)
+//	simba [flags] exec <mutex> -- <command> [args...]
+//	                                run a command while holding the mutex
 //	simba version                   the module version ("(devel)" from a checkout)
 //
 // The store is named by one URL (see package storeurl): --store, or the environment
@@ -31,8 +33,16 @@
 // there is that minus --transition, exact for owners configured with it, and the command
 // says so on standard error.
 //
+// exec acquires the mutex (at once, or with --wait until it is free, for at most --timeout
+// if given), runs the command in a process group of its own with SIMBA_MUTEX, SIMBA_OWNER
+// and SIMBA_FENCING_TOKEN in its environment, and releases the mutex when it exits. When
+// the lease is lost (the store cut off, another owner) or simba is interrupted, the group
+// gets SIGTERM, and SIGKILL --grace later (default half the transition; less than it, so
+// that the command is gone before another owner can acquire).
+//
 // Exit status: 0 on success, 1 on failure (release refused included), 2 for bad usage (a
-// store URL that does not parse among it).
+// store URL that does not parse among it); exec: the command's status, 3 when the mutex is
+// held, 4 when the lease was lost and the command stopped.
 package main
 
 import (

@@ -40,6 +40,10 @@ commands:
   release <mutex>   release a mutex whoever owns it (asks for confirmation)
   prune             SQL only: delete the rows of mutexes without an owner for longer
                     than --older-than (asks for confirmation)
+  exec <mutex> -- <command> [args]
+                    run a command while holding the mutex; the command gets SIMBA_MUTEX,
+                    SIMBA_OWNER and SIMBA_FENCING_TOKEN, and simba exits with its status
+                    (3: the mutex is held; 4: the lease was lost and the command stopped)
   version           print the version of this command
 
 flags (before or after the command):
@@ -51,6 +55,13 @@ flags (before or after the command):
                     transition ends, and the TTL end shown there is derived with D
   --older-than D    prune: rows without an owner for longer than D (default 1h)
   --yes             release or prune without asking
+  --wait            exec: wait for the mutex (for at most --timeout, if given) instead of
+                    giving up at once when it is held
+  --ttl D           exec: the lease's TTL (default 10s); its transition is --transition
+  --grace D         exec: when the lease is lost or simba is interrupted, the command's
+                    process group gets SIGTERM, and SIGKILL D later (default half the
+                    transition; less than the transition, so that the command is gone
+                    before another owner can acquire)
 `
 
 // Bounds of the flags.
@@ -65,7 +76,12 @@ type cli struct {
 	held       bool
 	olderThan  time.Duration
 	yes        bool
+	wait       bool
+	ttl        time.Duration
+	grace      time.Duration
+	timeoutSet bool // --timeout was given
 	stdin      *bufio.Reader
+	stdinRaw   io.Reader
 	stdout     io.Writer
 	stderr     io.Writer
 	shown      *strings.Replacer // nil, or shows the store's URL as given where the opened one (clientTimeouts) appears
@@ -76,14 +92,17 @@ var onlyFor = map[string][]string{
 	"held":       {"list"},
 	"older-than": {"prune"},
 	"yes":        {"release", "prune"},
+	"wait":       {"exec"},
+	"ttl":        {"exec"},
+	"grace":      {"exec"},
 }
 
-// args is how many arguments each command takes.
-var args = map[string]int{"get": 1, "list": 0, "watch": 1, "release": 1, "prune": 0, "version": 0}
+// args is how many arguments each command takes; exec takes the mutex and a command line.
+var args = map[string]int{"get": 1, "list": 0, "watch": 1, "release": 1, "prune": 0, "version": 0, "exec": 2}
 
 // run runs the command line argv and returns the exit status.
 func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: bufio.NewReader(stdin), stdout: stdout, stderr: stderr}
+	c := &cli{stdin: bufio.NewReader(stdin), stdinRaw: stdin, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("simba", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.store, "store", os.Getenv("SIMBA_STORE"), "")
@@ -93,6 +112,9 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&c.held, "held", false, "")
 	fs.DurationVar(&c.olderThan, "older-than", time.Hour, "")
 	fs.BoolVar(&c.yes, "yes", false, "")
+	fs.BoolVar(&c.wait, "wait", false, "")
+	fs.DurationVar(&c.ttl, "ttl", simba.DefaultTTL, "")
+	fs.DurationVar(&c.grace, "grace", 0, "")
 	pos, err := parse(fs, argv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -108,7 +130,10 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	if !ok {
 		return c.usage(fmt.Sprintf("unknown command %q", cmd))
 	}
-	if len(pos) != want {
+	switch {
+	case cmd == "exec" && len(pos) < want:
+		return c.usage("exec takes a mutex and a command: exec <mutex> -- <command> [args]")
+	case cmd != "exec" && len(pos) != want:
 		return c.usage(fmt.Sprintf("%s takes %d argument(s), got %d", cmd, want, len(pos)))
 	}
 	if msg := c.check(fs, cmd); msg != "" {
@@ -136,6 +161,8 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 		err = c.release(ctx, s, pos[0])
 	case "prune":
 		err = c.prune(ctx, s)
+	case "exec":
+		return c.execCmd(ctx, s, pos[0], pos[1:])
 	}
 	return c.done(err)
 }
@@ -147,7 +174,11 @@ func (c *cli) check(fs *flag.FlagSet, cmd string) string {
 		if cmds, ok := onlyFor[f.Name]; ok && !slices.Contains(cmds, cmd) && msg == "" {
 			msg = fmt.Sprintf("--%s applies to %s only", f.Name, strings.Join(cmds, " and "))
 		}
+		c.timeoutSet = c.timeoutSet || f.Name == "timeout"
 	})
+	if cmd == "exec" && msg == "" {
+		msg = c.checkExec()
+	}
 	switch {
 	case msg != "":
 		return msg
@@ -161,6 +192,23 @@ func (c *cli) check(fs *flag.FlagSet, cmd string) string {
 		return fmt.Sprintf("--transition %s must be >= 0 and a whole number of milliseconds", c.transition)
 	case c.olderThan < 0:
 		return fmt.Sprintf("--older-than %s must be >= 0", c.olderThan)
+	}
+	return ""
+}
+
+// checkExec returns what is wrong with exec's flags, or "", and defaults --grace to half
+// the transition.
+func (c *cli) checkExec() string {
+	if c.grace == 0 {
+		c.grace = c.transition / 2
+	}
+	switch {
+	case c.ttl <= 0 || c.ttl%time.Millisecond != 0:
+		return fmt.Sprintf("--ttl %s must be more than 0 and a whole number of milliseconds", c.ttl)
+	case c.transition <= 0:
+		return "exec needs a transition (--transition) longer than --grace: the command must be gone before another owner can acquire"
+	case c.grace <= 0 || c.grace >= c.transition:
+		return fmt.Sprintf("--grace %s must be more than 0 and less than the transition (%s)", c.grace, c.transition)
 	}
 	return ""
 }
@@ -184,20 +232,27 @@ func clientTimeouts(raw string, d time.Duration) string {
 }
 
 // parse parses flags anywhere among args and returns the other arguments.
+// Everything after "--" is an argument, flags or not (exec's command line).
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
+		rest := args
+		if i := slices.Index(args, "--"); i >= 0 {
+			args, rest = args[:i], args[i:]
+		} else {
+			rest = nil
+		}
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
+			if len(rest) > 0 {
+				return append(pos, rest[1:]...), nil
+			}
 			return pos, nil
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos, args = append(pos, args[0]), args[1:]
+		pos, args = append(pos, args[0]), append(args[1:], rest...)
 	}
 }
 
@@ -209,6 +264,12 @@ func (c *cli) usage(msg string) int {
 // done reports err, if any, and returns the exit status: bad input (a store URL that does
 // not parse, a mutex name the store refuses) is bad usage.
 func (c *cli) done(err error) int {
+	return c.fail(err, exitFail)
+}
+
+// fail prints err, if any, on one line and returns its exit status: 0 without an error,
+// exitUsage for bad input, code otherwise.
+func (c *cli) fail(err error, code int) int {
 	if err == nil {
 		return exitOK
 	}
@@ -220,7 +281,7 @@ func (c *cli) done(err error) int {
 	if errors.Is(err, simba.ErrInvalidArgument) {
 		return exitUsage
 	}
-	return exitFail
+	return code
 }
 
 // record is an owner record as the command prints it.
