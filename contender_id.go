@@ -14,9 +14,8 @@ import (
 var contenderCounter atomic.Int64
 
 // HostContenderID returns a new contender ID "{counter}:{pid}@{host-ip}", JVM Simba's
-// default format. Processes that share a PID and an address (containers that all run as
-// PID 1 behind one address) get equal IDs, and two contenders with one ID both believe
-// they own the mutex: use UUIDContenderID there.
+// default. Processes that share a PID and an address (containers) get equal IDs, which
+// would both believe they own the mutex: use UUIDContenderID there.
 func HostContenderID() string {
 	n := contenderCounter.Add(1) - 1
 	return strconv.FormatInt(n, 10) + ":" + strconv.Itoa(os.Getpid()) + "@" + hostip.Address()

@@ -8,15 +8,13 @@ import (
 
 // Health is the state of a Service, Scheduler, Locker or Mutexes, for probes.
 type Health struct {
-	Mutex     string `json:"mutex"`               // empty for a Mutexes, which serves many
-	Contender string `json:"contender,omitempty"` // empty for a retrieval service
-	Status    Status `json:"-"`                   // a Locker or Mutexes runs until Close
-	Leading   bool   `json:"leading"`             // it owns the mutex (a Mutexes: any)
-	Owner     string `json:"owner"`               // the owner it believes in; empty: none known
-	Err       error  `json:"-"`                   // of the last store call; nil: answered
-	// Overdue is how long a leader's renewal is overdue: its contend loop made no store
-	// call for longer than its period and call timeout allow (the loop is stuck).
-	Overdue time.Duration `json:"-"`
+	Mutex     string        `json:"mutex"`               // empty for a Mutexes, which serves many
+	Contender string        `json:"contender,omitempty"` // empty for a retrieval service
+	Status    Status        `json:"-"`                   // a Locker or Mutexes runs until Close
+	Leading   bool          `json:"leading"`             // it owns the mutex (a Mutexes: any)
+	Owner     string        `json:"owner"`               // the owner it believes in; empty: none known
+	Err       error         `json:"-"`                   // of the last store call; nil: answered
+	Overdue   time.Duration `json:"-"`                   // a leader's renewal overdue: its loop is stuck
 }
 
 // Healthy reports whether it runs and its last store call succeeded.

@@ -23,6 +23,7 @@ import (
 //	  answer     the owner the store named: apply it
 //	  apply      begin a tenure, renew it, or end it; tell a retriever of a new owner
 //	  expire     the local TTL end passed without a renewal: belief ends
+//	yield        step down: belief ends, the mutex goes back to the store, contention goes on
 //	halt         Stop: belief ends at once, answers are dropped from now on
 //	finish       the callbacks are delivered, then Release and StopContend
 //
@@ -79,6 +80,8 @@ type lifecycle struct {
 	cancel context.CancelFunc
 	rounds rounds // the attempts of a lease contention; leaving a session contention
 	events *dispatch.Queue
+	p      backend.Participant // as opened, for a session contention opened again (yield)
+	work   sync.WaitGroup      // a session contention's yield, which finish waits for
 
 	// closed once each, when what they name has happened
 	attempted signal // the first attempt (or report) has been applied
@@ -107,6 +110,13 @@ type lifecycle struct {
 	answeredSent time.Time               // the send time of the latest answer or grant applied
 	grantedSent  time.Time               // the send time of the latest grant applied
 	renewBy      time.Time               // while leading: when the next attempt must have been applied
+	yielding     *yielding               // a step-down under way: no tenure begins until it is done
+}
+
+// yielding is a step-down under way (Service.Yield).
+type yielding struct {
+	done chan struct{} // closed once the mutex is back on the store
+	err  error         // the store's error; read after done
 }
 
 // signal is a channel closed once; fire is idempotent. Guarded by its lifecycle's mu.
@@ -181,6 +191,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		Grant:       l.grant,
 		Closed:      func() { l.giveUp(ErrClosed) },
 	}
+	l.p = p
 	type opened struct {
 		err     error
 		attempt firstAttempt
@@ -282,9 +293,15 @@ func (l *lifecycle) run(first firstAttempt) {
 // round is one round of a lease contention: an attempt, or, once a single lifecycle's
 // tenure has ended, the release after which there are no more rounds.
 func (l *lifecycle) round() (time.Duration, bool) {
-	if l.is(phaseOver) {
+	l.mu.Lock()
+	over, y := l.phase == phaseOver, l.yielding
+	l.mu.Unlock()
+	switch {
+	case over:
 		l.releaseAfterTenure()
 		return 0, false
+	case y != nil:
+		return l.giveBack(y), true
 	}
 	return l.attempt(), true
 }
@@ -503,7 +520,7 @@ func (l *lifecycle) apply(o Owner, end time.Time) {
 		}
 	}
 	if o.OwnedBy(svc.id) {
-		if l.phase != phaseOver && (end.IsZero() || now.Before(end)) {
+		if l.phase != phaseOver && l.yielding == nil && (end.IsZero() || now.Before(end)) {
 			if t := l.tenure; t != nil {
 				l.renew(t, o, end, now)
 				return
@@ -654,6 +671,96 @@ func (l *lifecycle) leaveIfOver() bool {
 	return true
 }
 
+// ---- yield --------------------------------------------------------------------------------
+
+// yield steps down: belief ends at once (the tenure context is cancelled, OnReleased is
+// queued), and, once OnReleased has been delivered, the mutex goes back to the store as by
+// a release, which wakes the next waiter; contention then goes on from behind those
+// already waiting (a session store's contention is opened anew, at the end of the queue).
+// It returns the step-down under way, or ErrNotOwner when this contender does not believe
+// it owns the mutex.
+func (l *lifecycle) yield() (*yielding, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.yielding != nil:
+		return l.yielding, nil
+	case l.tenure == nil || l.phase != phaseRunning:
+		return nil, fmt.Errorf("%w: %q does not lead %q", ErrNotOwner, l.svc.id, l.svc.mutex)
+	}
+	y := &yielding{done: make(chan struct{})}
+	l.yielding = y
+	l.endTenure(context.Canceled, Owner{})
+	if l.lease != nil {
+		l.rounds.poke() // a round gives the mutex back: one store call at a time
+	} else {
+		l.work.Go(func() { l.reopen(y) })
+	}
+	return y, nil
+}
+
+// giveBack releases the mutex of a step-down, in a round, once OnReleased has been
+// delivered, and returns the delay until the next attempt, as for a non-owner.
+func (l *lifecycle) giveBack(y *yielding) time.Duration {
+	l.delivered()
+	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+	err := l.svc.call(ctx, l.ctx, observe.OpRelease, l.lease.Release)
+	cancel()
+	l.yielded(y, err)
+	return l.svc.period.next(l.svc.id, Owner{}, l.svc.cfg.now())
+}
+
+// reopen gives a session contention up once OnReleased has been delivered, then opens it
+// anew, at the end of the queue, retrying with backoff until it opens or the lifecycle is
+// halted.
+func (l *lifecycle) reopen(y *yielding) {
+	l.delivered()
+	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+	l.mu.Lock()
+	old := l.contention
+	l.contention = nil // given up: finish must not stop it again
+	l.mu.Unlock()
+	err := l.svc.call(ctx, l.ctx, observe.OpStop, old.StopContend)
+	cancel()
+	l.yielded(y, err)
+	for failures := 1; l.ctx.Err() == nil; failures++ {
+		ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+		err := l.startContend(l.ctx, ctx, l.p)
+		cancel()
+		if err == nil || l.ctx.Err() != nil {
+			return
+		}
+		d := l.svc.period.retry(failures, false)
+		l.mu.Lock()
+		l.lastErr = err
+		l.mu.Unlock()
+		l.svc.log.Warn("simba: opening the contention again failed; retrying", "err", err, "retry_in", d)
+		_ = sleep(l.ctx, l.svc, d, nil)
+	}
+}
+
+// yielded ends step-down y with the store's error.
+func (l *lifecycle) yielded(y *yielding, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	y.err = err
+	l.yielding = nil
+	close(y.done)
+}
+
+// delivered waits until the callbacks queued so far have been delivered, or the
+// lifecycle is halted.
+func (l *lifecycle) delivered() {
+	done := make(chan struct{})
+	if !l.events.Push(func() { close(done) }) {
+		return
+	}
+	select {
+	case <-done:
+	case <-l.halted.ch:
+	}
+}
+
 // ---- halt and finish ---------------------------------------------------------------------
 
 // halt ends the lifecycle at once: from now on its answers and reports are dropped, belief
@@ -679,6 +786,7 @@ func (l *lifecycle) finish(values context.Context) {
 	svc := l.svc
 	defer close(l.finished)
 	l.rounds.wait()
+	l.work.Wait()
 	l.events.Close()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), svc.cfg.callTimeout)
 	defer cancel()

@@ -12,14 +12,10 @@ import (
 	"github.com/simba-go/simba/internal/await"
 )
 
-// Lookup reads who owns mutex on b once, without running a service: for a health page, an
-// admin tool or a test. The zero Owner means nobody owns it. The record's instants count
-// from the local send time of the read; a store that keeps one expiry (Redis) gives
-// TTLAt derived with WithTransition's value; AcquiredAt and Token are zero where the store
-// does not tell a reader (Redis and ZooKeeper keep no acquisition time; SQL shows no token).
-// Lookup takes the options of NewRetrievalService and returns by ctx's deadline, whatever
-// the store does; a read not answered by then goes on in the background, bounded by the
-// call timeout.
+// Lookup reads who owns mutex on b once, without running a service. The zero Owner means
+// nobody owns it; instants count from the read's send time, and what a store does not keep
+// is zero (Redis and ZooKeeper keep no acquisition time, SQL shows no token). It returns by
+// ctx's deadline; a read still under way then goes on in the background.
 func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner, error) {
 	if ctx == nil {
 		return Owner{}, invalid("ctx", nil, "must not be nil")

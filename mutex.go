@@ -10,8 +10,7 @@ import (
 )
 
 // ValidateMutex checks a mutex name against the rules every store shares: not blank, valid
-// UTF-8, no control characters, no leading or trailing white space (which a PAD SPACE
-// collation would fold). Backends add their own rules (backend.Validator).
+// UTF-8, no control characters, no leading or trailing space. Backends add their own.
 func ValidateMutex(name string) error {
 	return validateText("mutex", name)
 }
@@ -29,7 +28,7 @@ func validateText(field, s string) error {
 		return invalid(field, s, "must be valid UTF-8")
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return invalid(field, s, "must not contain control characters")
-	case strings.TrimSpace(s) != s:
+	case strings.TrimSpace(s) != s: // a PAD SPACE collation (MySQL) would fold trailing space
 		return invalid(field, s, "must not begin or end with white space")
 	}
 	return nil

@@ -89,6 +89,15 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return s.svc.stopFrom(ctx, !s.inSchedule() && !s.svc.inCallback())
 }
 
+// Yield steps down, stopping the work as a loss of leadership does, and goes on
+// contending; see Service.Yield.
+func (s *Scheduler) Yield(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	return s.svc.yield(ctx, !s.inSchedule() && !s.svc.inCallback())
+}
+
 // Close stops the scheduler if it runs; see Service.Close.
 func (s *Scheduler) Close() error { return s.svc.closeFrom(s.inSchedule() || s.svc.inCallback()) }
 

@@ -285,10 +285,39 @@ func (s *Service) detach(l *lifecycle) {
 	}
 }
 
-// Stop ends belief (the tenure context), delivers OnReleased, and only then releases the
-// mutex on the store, so that no successor can overlap. It returns once that is done or
-// ctx ends (the release goes on in the background); from one of the service's callbacks,
-// it does not wait for that one. A failed release lets the lease lapse on the store.
+// Yield steps down and goes on contending: belief ends, OnReleased is delivered, the mutex
+// goes back to the store for the next waiter, and this contender queues behind it. It
+// returns once the mutex is back (at once from a callback), or ErrNotOwner if not leading.
+func (s *Service) Yield(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	return s.yield(ctx, !s.inCallback())
+}
+
+func (s *Service) yield(ctx context.Context, wait bool) error {
+	l := s.current()
+	if l == nil {
+		return fmt.Errorf("%w: status %s", ErrNotRunning, s.Status())
+	}
+	y, err := l.yield()
+	if err != nil || !wait {
+		return err
+	}
+	select {
+	case <-y.done:
+		if y.err != nil {
+			return wrapf(y.err, "simba: yield %q", s.mutex)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("simba: yield %q: the release is still under way: %w", s.mutex, ctx.Err())
+	}
+}
+
+// Stop ends belief, delivers OnReleased, then releases the mutex on the store, so that no
+// successor overlaps. It returns once that is done (from a callback: not waiting for it) or
+// ctx ends; the release goes on in the background, and a failed one lets the lease lapse.
 func (s *Service) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")

@@ -23,6 +23,7 @@ var checks = []check{
 	{name: "guard", parallel: true, run: checkGuard},
 	{name: "ten_contenders", parallel: true, run: checkTenContenders},
 	{name: "handover_on_stop", parallel: true, run: checkHandOverOnStop},
+	{name: "yield", parallel: true, run: checkYield},
 	{name: "stop_releases_on_store", parallel: true, run: checkStopReleases},
 	{name: "takeover_after_vanish", parallel: true, run: checkTakeover},
 	{name: "locker_exclusion", parallel: true, run: checkLockerExclusion},
@@ -431,6 +432,48 @@ func checkHandOverOnStop(e *env) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(append(errs, d.a.err())...)
+}
+
+// checkYield: when the owner yields, a waiting contender takes over (after the owner's
+// OnReleased, with a greater token), and the yielder goes on contending: it leads again
+// once the other stops.
+func checkYield(e *env) error {
+	d, err := e.newDuel(false)
+	if err != nil {
+		return err
+	}
+	if err := d.start(e.ctx); err != nil {
+		return err
+	}
+	if err := d.pb.waitAttempt(e.ctx); err != nil {
+		return err
+	}
+	var f findings
+	f.expect("Yield by a contender that does not lead", d.sb.Yield(e.ctx), simba.ErrNotOwner)
+	began := time.Now()
+	if err := d.sa.Yield(e.ctx); err != nil {
+		return fmt.Errorf("Yield: %w", err)
+	}
+	bound := e.cfg.takeoverBound()
+	ctx, cancel := e.within(bound)
+	defer cancel()
+	if err := d.mb.waitAcquired(ctx, 1); err != nil {
+		return fmt.Errorf("no hand-over within %v after Yield: %w", bound, err)
+	}
+	e.t.Logf("hand-over on Yield took %v", time.Since(began))
+	if tb, ta := d.a.tokenOf(d.mb.id), d.a.tokenOf(d.ma.id); tb <= ta {
+		f.addf("successor's token %d not greater than %d", tb, ta)
+	}
+	f.status(d.sa, simba.StatusRunning)
+	if err := d.sb.Stop(e.ctx); err != nil {
+		return fmt.Errorf("Stop: %w", err)
+	}
+	ctx, cancel = e.within(bound)
+	defer cancel()
+	if err := d.ma.waitAcquired(ctx, 2); err != nil {
+		f.add(fmt.Errorf("the yielder did not lead again within %v after the other stopped: %w", bound, err))
+	}
+	return f.join(d.sa.Stop(e.ctx), d.a.err())
 }
 
 // checkStopReleases: once Stop returns, the store no longer names the contender: a single
