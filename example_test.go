@@ -52,6 +52,46 @@ func Example() {
 	// instance-b no longer leads
 }
 
+// Yield hands leadership over without stopping: the leader steps down, the next waiter
+// leads, and the one that yielded waits its turn again (for a rolling deploy, say).
+func ExampleService_Yield() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	acquired := make(chan string, 3)
+	newContender := func(id string) *simba.Service {
+		b, _ := memory.New(store)
+		svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "billing-leader", ID: id,
+			Acquired: func(_ context.Context, s simba.State) {
+				fmt.Printf("%s leads (token %d)\n", id, s.After.Token)
+				acquired <- id
+			},
+			Released: func(simba.State) { fmt.Printf("%s no longer leads\n", id) },
+		})
+		if err != nil {
+			panic(err)
+		}
+		return svc
+	}
+	a, b := newContender("instance-a"), newContender("instance-b")
+	_ = a.Start(ctx)
+	<-acquired
+	_ = b.Start(ctx)
+	if err := a.Yield(ctx); err != nil {
+		panic(err)
+	}
+	<-acquired // b leads; a contends on
+	_ = b.Stop(ctx)
+	<-acquired
+	_ = a.Stop(ctx)
+	// Output:
+	// instance-a leads (token 1)
+	// instance-a no longer leads
+	// instance-b leads (token 2)
+	// instance-b no longer leads
+	// instance-a leads (token 3)
+	// instance-a no longer leads
+}
+
 // A Locker protects a critical section: Acquire blocks until this contender owns the
 // mutex, and the lease's token fences the protected resource.
 func ExampleNewLocker() {
