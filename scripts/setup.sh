@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on a Debian machine when it is missing: Go must be
-# there; redis-server, MariaDB, PostgreSQL and ZooKeeper come from Debian's packages. Nothing is
-# started here: each test package starts its own servers on free loopback ports.
+# there; redis-server, MariaDB, PostgreSQL, ZooKeeper and etcd come from Debian's packages.
+# Nothing is started here: each test package starts its own servers on free loopback ports.
 set -euo pipefail
 
 export PATH="/usr/local/go/bin:$PATH"
@@ -19,6 +19,7 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql-15
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 [ -f /usr/share/java/slf4j-simple.jar ] || missing+=(libslf4j-java)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -42,3 +43,4 @@ redis-server --version
 mariadbd --version
 "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version
 echo "zookeeper: $(readlink -f /usr/share/java/zookeeper.jar)"
+echo "etcd: $(etcd --version | head -n 1)"

@@ -1,5 +1,5 @@
 // Package testserver starts the real stores simba's tests run against (redis-server,
-// MariaDB, ZooKeeper) as child processes on free loopback ports with private data
+// MariaDB, PostgreSQL, ZooKeeper, etcd) as child processes on free loopback ports with private data
 // directories, and stops, kills, pauses and restarts them by the PID it started, never
 // touching a server it did not start.
 package testserver

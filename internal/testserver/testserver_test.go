@@ -186,3 +186,30 @@ func TestEnsembleIsolatesAFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestEtcdStartAndRestart(t *testing.T) {
+	e, err := Etcd(shortDir(t), EtcdOptions{})
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(func() { _ = e.Stop() })
+	require.NoError(t, etcdHealthy(ctx, e.Addr()))
+	require.NoError(t, e.Kill())
+	require.Error(t, etcdHealthy(ctx, e.Addr()), "killed")
+	require.NoError(t, e.Start(ctx), "restarted on its data")
+	require.NoError(t, e.Stop())
+}
+
+func TestEtcdCluster(t *testing.T) {
+	c, err := NewEtcdCluster(shortDir(t), 3, EtcdOptions{})
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop() })
+	require.NoError(t, c.Members[0].Stop())
+	require.NoError(t, c.AwaitHealthy(ctx, 1), "two members of three keep a quorum")
+	require.NoError(t, c.Members[0].Start(ctx))
+	require.NoError(t, c.Stop())
+}
