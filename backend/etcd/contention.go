@@ -1,0 +1,568 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+)
+
+// contention is one participant's contention: for a contender, its key and the watches
+// that tell it when to look again; for a retriever, the watches only. One goroutine (run)
+// makes all its requests, so its key is put, read and deleted in order.
+type contention struct {
+	b   *Backend
+	p   backend.Participant
+	log *slog.Logger
+	dir string // <prefix><mutex>/
+	n   uint64 // its number in the backend, part of its key
+
+	kick     chan struct{} // capacity 1: look again
+	stop     chan struct{} // closed by halt
+	stopOnce sync.Once
+	life     context.Context           // bounds every request and watch; ended by halt
+	endLife  context.CancelFunc        // ends life
+	stopBy   atomic.Pointer[time.Time] // StopContend's deadline for the delete; nil: none
+	done     chan struct{}             // closed when run has returned
+	started  chan struct{}             // closed at the first report, or with startErr
+	startErr error
+	leaveErr error            // set by run before done is closed
+	watcher  clientv3.Watcher // the contention's own watch stream, closed when it leaves
+	watchers sync.WaitGroup   // the watch goroutines
+
+	// Owned by run.
+	key       string           // this contender's key; empty when it has none
+	keyLease  clientv3.LeaseID // the lease key is put with
+	rev       int64            // key's create revision, the token while it owns; 0 until it is known
+	served    bool             // a one-tenure participant (WaitsOnly) was reported the owner
+	isStarted bool
+
+	// Guarded by b.mu.
+	gen     uint64                        // bumped by every event that may make view stale
+	view    view                          // the last view installed
+	last    backend.Record                // the last record reported
+	since   time.Time                     // when view.ownerKey was first seen owning
+	sinceOf string                        // the owner key since refers to
+	watches map[string]*watcher // by key watched; dir itself: the mutex's prefix
+	lastErr error                         // the last failure, for StartContend's error
+	mine    string                        // key, for OthersWaiting
+}
+
+// view is what one look found: who owns the mutex, and how long that may be believed.
+type view struct {
+	valid     bool
+	self      bool   // the owner key is this contender's
+	ownerKey  string // empty: no owner
+	owner     string // the owner's contender ID (its key's value)
+	token     uint64 // the owner key's create revision
+	epoch     uint64 // the lease epoch it was read in
+	gen       uint64
+	confirmed time.Time     // the lease cannot expire before confirmed + ttl
+	ttl       time.Duration // the lease's TTL
+}
+
+// look is what one read of the mutex found, and what to watch from rev on.
+type look struct {
+	v     view
+	watch []string // keys to watch for their deletion; dir itself: the prefix, for a put
+	rev   int64    // the revision the read saw
+	again bool     // something changed: look again at once
+}
+
+func newContention(b *Backend, p backend.Participant, n uint64) *contention {
+	log := p.Logger
+	if log == nil {
+		log = b.log
+	}
+	life, endLife := context.WithCancel(context.Background())
+	return &contention{
+		b:       b,
+		p:       p,
+		log:     log,
+		dir:     b.MutexPrefix(p.Mutex),
+		n:       n,
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		life:    life,
+		endLife: endLife,
+		done:    make(chan struct{}),
+		started: make(chan struct{}),
+		watches: make(map[string]*watcher),
+		// A watch stream of its own, which leave closes: the client's shared one stays open
+		// while a watch that was cancelled before the server confirmed it is queued.
+		watcher: clientv3.NewWatcher(b.client),
+	}
+}
+
+var _ backend.Contention = (*contention)(nil)
+
+// StopContend deletes the contender's key and stops watching. It returns when that is
+// done, or with ctx's error when ctx ends first; the key is then left to the backend,
+// which deletes it in the background, or to etcd, which deletes it with the lease.
+func (c *contention) StopContend(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.stopBy.Store(&dl)
+	}
+	c.halt()
+	select {
+	case <-c.done:
+		return c.leaveErr
+	case <-ctx.Done():
+		return fmt.Errorf("simba/etcd: key not deleted yet; left to the backend: %w", ctx.Err())
+	}
+}
+
+var _ backend.WaitList = (*contention)(nil)
+
+// OthersWaiting reports whether keys of other contenders are under the mutex, that is
+// whether anyone waits behind this contender: the keys are the mutex's wait list.
+func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
+	c.b.mu.Lock()
+	mine := c.mine
+	c.b.mu.Unlock()
+	resp, err := c.b.client.Get(ctx, c.dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(2))
+	if err != nil {
+		return false, storeError("list", c.dir, err)
+	}
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) != mine {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (c *contention) halt() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.endLife()
+	})
+}
+
+func (c *contention) halted() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *contention) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run looks at the mutex whenever something may have changed (a watch fired, the lease
+// was granted) until halted, then leaves.
+func (c *contention) run() {
+	defer close(c.done)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	failures := 0
+	for {
+		select {
+		case <-c.stop:
+			c.leave()
+			return
+		case <-c.kick:
+		case <-retry.C:
+		}
+		if c.halted() {
+			c.leave()
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.life, c.b.leaseTTL)
+		again, err := c.step(ctx)
+		cancel()
+		if err == nil {
+			failures = 0
+			if again {
+				c.poke()
+			}
+			continue
+		}
+		if c.halted() {
+			continue
+		}
+		failures++
+		c.b.mu.Lock()
+		c.lastErr = err
+		c.b.mu.Unlock()
+		isRefused := errors.Is(err, simba.ErrRefused)
+		if isRefused && !c.isStarted {
+			c.startErr, c.isStarted = err, true
+			close(c.started)
+			continue
+		}
+		d := min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, time.Second)
+		if isRefused {
+			c.log.Error("simba/etcd: etcd refused a request on the mutex; retrying", "err", err, "retry_in", d)
+		} else {
+			c.log.Warn("simba/etcd: reading the mutex failed; retrying", "err", err, "retry_in", d)
+		}
+		retry.Reset(d)
+	}
+}
+
+// step looks at the mutex once, if the backend has a lease, and reports what it found.
+// again asks for another step at once: something changed while it looked.
+func (c *contention) step(ctx context.Context) (again bool, err error) {
+	c.b.mu.Lock()
+	l, gen := c.b.lease, c.gen
+	c.b.mu.Unlock()
+	if l.id == 0 {
+		return false, nil // the keeper pokes every contention when it has a lease
+	}
+	var lk look
+	switch {
+	case c.p.ContenderID == "":
+		lk, err = c.observe(ctx)
+	case c.served:
+		// A participant that serves one tenure (Participant.WaitsOnly: a Locker's) lost
+		// it with its key. It does not queue again: its StopContend follows, and a new
+		// key would make it the owner again meanwhile, for nobody.
+		lk = look{}
+	default:
+		if c.key != "" && c.keyLease != l.id {
+			c.setKey("", 0) // put with a lease that is gone, and gone with it
+		}
+		if c.key == "" {
+			c.setKey(keyOf(c.dir, l.id, c.n), l.id)
+		}
+		if c.rev == 0 {
+			lk, err = c.join(ctx)
+		} else {
+			lk, err = c.read(ctx)
+		}
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		c.b.lost(l.epoch, "a put with it found it expired")
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if lk.again {
+		return true, nil
+	}
+	return c.install(l, gen, lk), nil
+}
+
+// join puts the contender's key, if it does not exist, and reads the mutex in the same
+// transaction: the lowest key, and the two latest (its own, just put, and the one before
+// it). A retry after a lost reply finds the key put and reads again.
+func (c *contention) join(ctx context.Context) (look, error) {
+	resp, err := c.b.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
+		Then(clientv3.OpPut(c.key, c.p.ContenderID, clientv3.WithLease(c.keyLease)),
+			clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
+			clientv3.OpGet(c.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))).
+		Else(clientv3.OpGet(c.key)).
+		Commit()
+	if err != nil {
+		return look{}, storeError("put", c.key, err)
+	}
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return look{again: true}, nil
+		}
+		c.rev = kvs[0].CreateRevision
+		c.log.Info("simba/etcd: found the key of a put whose reply was lost", "key", c.key)
+		return c.read(ctx)
+	}
+	c.rev = resp.Header.Revision
+	first := resp.Responses[1].GetResponseRange().Kvs
+	latest := resp.Responses[2].GetResponseRange().Kvs
+	var pred *mvccpb.KeyValue
+	if len(latest) == 2 && string(latest[0].Key) == c.key {
+		pred = latest[1]
+	}
+	return c.decide(ctx, resp.Header.Revision, first, pred)
+}
+
+// read reads, in one transaction, the contender's key, the mutex's lowest key, and the
+// key created just before the contender's.
+func (c *contention) read(ctx context.Context) (look, error) {
+	resp, err := c.b.client.Txn(ctx).Then(
+		clientv3.OpGet(c.key),
+		clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
+		clientv3.OpGet(c.dir, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(c.rev-1))...),
+	).Commit()
+	if err != nil {
+		return look{}, storeError("read", c.dir, err)
+	}
+	own := resp.Responses[0].GetResponseRange().Kvs
+	if len(own) == 0 || own[0].CreateRevision != c.rev {
+		// Deleted by someone else (ReleaseOwner), or gone with its lease (then the put
+		// of the next join fails, and the backend finds out).
+		c.log.Info("simba/etcd: this contender's key is gone", "key", c.key)
+		c.suspendView()
+		c.rev = 0 // join again, unless it served its tenure (see step)
+		return look{again: true}, nil
+	}
+	var pred *mvccpb.KeyValue
+	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+		pred = kvs[0]
+	}
+	return c.decide(ctx, resp.Header.Revision, resp.Responses[1].GetResponseRange().Kvs, pred)
+}
+
+// decide makes the view from a read at rev: first is the mutex's lowest key (none: no
+// owner), pred the key created just before the contender's (nil: none, it owns).
+func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyValue, pred *mvccpb.KeyValue) (look, error) {
+	if len(first) == 0 {
+		return look{again: true}, nil // its own key is gone since: read again
+	}
+	owner := first[0]
+	if string(owner.Key) == c.key {
+		return look{rev: rev, watch: []string{c.key},
+			v: view{self: true, ownerKey: c.key, owner: c.p.ContenderID, token: uint64(c.rev)}}, nil
+	}
+	lk := look{rev: rev, v: view{ownerKey: string(owner.Key), owner: string(owner.Value), token: uint64(owner.CreateRevision)}}
+	if pred != nil {
+		lk.watch = append(lk.watch, string(pred.Key)) // its deletion may make this contender the owner
+	}
+	if !c.p.WaitsOnly && (pred == nil || string(pred.Key) != string(owner.Key)) {
+		lk.watch = append(lk.watch, string(owner.Key)) // its deletion changes the owner
+	}
+	lk.watch = append(lk.watch, c.key) // its deletion ends the contention's place
+	if lk.v.owner == c.p.ContenderID {
+		return c.sharedID(ctx, lk, owner)
+	}
+	return lk, nil
+}
+
+// sharedID handles an owner key that carries this contender's ID but is not its key. A
+// key of this backend's lease is one a contention of this contender left behind when it
+// stopped (its delete was lost, or is under way): it is deleted, and the mutex read again.
+// Any other is a contender elsewhere with the same ID, and the owner is reported as
+// unknown rather than as this contender.
+func (c *contention) sharedID(ctx context.Context, lk look, owner *mvccpb.KeyValue) (look, error) {
+	if clientv3.LeaseID(owner.Lease) == c.keyLease {
+		c.log.Info("simba/etcd: deleting a key this contender left behind", "key", string(owner.Key))
+		if err := c.b.deleteKey(ctx, string(owner.Key), c.keyLease); err != nil {
+			return look{}, err
+		}
+		return look{again: true}, nil
+	}
+	c.log.Warn("simba/etcd: the owner's key carries this contender's ID: two contenders share an ID", "key", string(owner.Key))
+	lk.v.owner, lk.v.token = "", 0
+	return lk, nil
+}
+
+// observe reads the owner for a retriever, and watches its key, or, while nobody contends,
+// the mutex's prefix for the first key.
+func (c *contention) observe(ctx context.Context) (look, error) {
+	resp, err := c.b.client.Get(ctx, c.dir, clientv3.WithFirstCreate()...)
+	if err != nil {
+		return look{}, storeError("read", c.dir, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return look{rev: resp.Header.Revision, watch: []string{c.dir}}, nil
+	}
+	kv := resp.Kvs[0]
+	return look{rev: resp.Header.Revision, watch: []string{string(kv.Key)},
+		v: view{ownerKey: string(kv.Key), owner: string(kv.Value), token: uint64(kv.CreateRevision)}}, nil
+}
+
+// setKey makes key, put with lease id, the contender's key (empty: none).
+func (c *contention) setKey(key string, id clientv3.LeaseID) {
+	c.key, c.keyLease, c.rev = key, id, 0
+	c.b.mu.Lock()
+	c.mine = key
+	c.b.mu.Unlock()
+}
+
+// suspendView ends the view at once. Called by run.
+func (c *contention) suspendView() {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	c.suspend()
+}
+
+// install makes lk's view the contention's, watches what it names, and reports it, unless
+// the lease changed since the look began (the keeper pokes when it has a new one) or an
+// event came meanwhile (gen): then it asks to look again.
+func (c *contention) install(l lease, gen uint64, lk look) (again bool) {
+	b := c.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lease.epoch != l.epoch {
+		return false
+	}
+	c.setWatches(lk)
+	if c.gen != gen {
+		return true
+	}
+	v := lk.v
+	v.valid, v.epoch, v.gen, v.confirmed, v.ttl = true, l.epoch, gen, b.lease.proof, b.lease.ttl
+	if v.ownerKey != c.sinceOf {
+		c.since, c.sinceOf = time.Now(), v.ownerKey
+	}
+	c.view = v
+	c.lastErr = nil
+	c.publish()
+	if v.self && c.p.WaitsOnly {
+		c.served = true
+	}
+	if !c.isStarted {
+		c.isStarted = true
+		close(c.started)
+	}
+	return false
+}
+
+// setWatches watches the keys lk names from the revision after its read, and stops
+// watching the others. A watch already running was started earlier, and so covers those
+// revisions too. Called with b.mu held.
+func (c *contention) setWatches(lk look) {
+	want := make(map[string]bool, len(lk.watch))
+	for _, k := range lk.watch {
+		want[k] = true
+	}
+	for k, w := range c.watches {
+		if !want[k] {
+			w.cancel()
+			delete(c.watches, k)
+		}
+	}
+	for k := range want {
+		if _, ok := c.watches[k]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(c.life)
+		w := &watcher{cancel: cancel}
+		c.watches[k] = w
+		c.watchers.Go(func() { c.watch(ctx, w, k, lk.rev+1) })
+	}
+}
+
+// watcher is one watch of a contention.
+type watcher struct{ cancel context.CancelFunc }
+
+// watch waits for key's deletion (or, for the mutex's prefix, a put under it) from rev
+// on, then makes the contention look again. A watch that ends otherwise (the member lost
+// its leader, rev was compacted, the connection broke for good) does the same: the look
+// finds out what happened. A watch from the revision after a read is in sync with the
+// server, which then sends its events at once.
+func (c *contention) watch(ctx context.Context, w *watcher, key string, rev int64) {
+	defer w.cancel()
+	opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterPut()}
+	if key == c.dir {
+		opts = []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithPrefix(), clientv3.WithFilterDelete()}
+	}
+	fired := false
+	for wr := range c.watcher.Watch(clientv3.WithRequireLeader(ctx), key, opts...) {
+		if len(wr.Events) > 0 || wr.Err() != nil || wr.Canceled {
+			fired = true
+			break
+		}
+	}
+	if ctx.Err() != nil && !fired {
+		return // stopped watching
+	}
+	b := c.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.watches[key] == w {
+		delete(c.watches, key)
+	}
+	c.gen++
+	if key == c.view.ownerKey && c.view.self {
+		c.suspend() // this contender's key is gone: it owns nothing now
+	}
+	c.poke()
+}
+
+// confirm renews the local bound of c's view with a new proof that the lease is alive
+// (Backend.beat), if nothing has made the view stale. Called with b.mu held.
+func (c *contention) confirm(epoch uint64, proof time.Time, ttl time.Duration) {
+	v := &c.view
+	if !v.valid || v.epoch != epoch || v.gen != c.gen || !proof.After(v.confirmed) {
+		return
+	}
+	v.confirmed, v.ttl = proof, ttl
+	c.publish()
+}
+
+// suspend ends c's view at once: the lease is lost, or this contender's key is gone.
+// Called with b.mu held.
+func (c *contention) suspend() {
+	c.gen++
+	c.view.valid = false
+	if c.last != (backend.Record{}) {
+		c.last = backend.Record{}
+		c.p.Report(backend.Record{}, time.Now())
+	}
+}
+
+// publish reports c's view. An owner record is believed until the proof that the lease is
+// alive plus its TTL, less 1% for clock-rate drift: the lease, and the contender's key
+// with it, cannot expire on the leader before then. Called with b.mu held.
+func (c *contention) publish() {
+	v := c.view
+	var rec backend.Record
+	if v.valid && v.owner != "" {
+		life := v.ttl - v.ttl/100
+		rec = backend.Record{Owner: v.owner, TTL: life, Transition: life, Held: v.confirmed.Sub(c.since), Token: v.token}
+	}
+	if rec == (backend.Record{}) && c.last == (backend.Record{}) {
+		return
+	}
+	c.last = rec
+	c.p.Report(rec, v.confirmed)
+}
+
+// leave deletes the contender's key when the contention stops, within StopContend's
+// deadline or, without one, a third of the lease TTL. A key whose delete fails is left to
+// the backend, which deletes it in the background, or to etcd, with the lease.
+func (c *contention) leave() {
+	b := c.b
+	b.mu.Lock()
+	c.suspend() // the service has ended belief already, unless the backend is closing
+	for k, w := range c.watches {
+		w.cancel()
+		delete(c.watches, k)
+	}
+	delete(b.contentions, c)
+	closed, current := b.closed, b.lease.id
+	b.mu.Unlock()
+	c.endLife()
+	_ = c.watcher.Close()
+	c.watchers.Wait()
+	if !c.isStarted {
+		c.isStarted = true
+		c.startErr = errors.New("simba/etcd: stopped before it started")
+		close(c.started)
+	}
+	if closed || c.key == "" || c.keyLease != current {
+		return // Close revokes the lease, and its keys go with it; a lost lease took the key
+	}
+	dl := time.Now().Add(b.leaseTTL / 3)
+	if by := c.stopBy.Load(); by != nil {
+		dl = *by
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	if err := b.deleteKey(ctx, c.key, c.keyLease); err != nil {
+		c.leaveErr = err
+		b.mu.Lock()
+		b.leaveBehind(c.key, c.keyLease)
+		b.mu.Unlock()
+	}
+}

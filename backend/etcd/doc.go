@@ -1,0 +1,2 @@
+// Package etcd is simba's etcd backend.
+package etcd

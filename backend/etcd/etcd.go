@@ -1,0 +1,404 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+)
+
+// Backend is the etcd backend: each contender holds a key under <prefix><mutex>/ for as
+// long as it contends, attached to the backend's lease, and the contender whose key has
+// the lowest create revision owns the mutex (see the package documentation).
+//
+// A Backend is safe for concurrent use and must not be copied.
+type Backend struct {
+	client   *clientv3.Client
+	leases   pb.LeaseClient // the client's connection, for the keep-alive stream
+	prefix   string
+	leaseTTL time.Duration // asked for; the server may grant more
+	log      *slog.Logger
+
+	life      context.Context // ended by Close: bounds the backend's own requests
+	endLife   context.CancelFunc
+	keepWake  chan struct{} // capacity 1: the keeper has work now
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the keeper and every contention's goroutines
+
+	mu          sync.Mutex
+	closed      bool
+	keeping     bool // the keeper runs: a contention has started
+	lease       lease
+	contentions map[*contention]struct{}
+	orphans     map[string]clientv3.LeaseID // keys stopped contentions left behind, with their lease
+	seq         uint64                      // numbers the contentions, in their keys
+}
+
+// lease is what the backend knows of its lease.
+type lease struct {
+	id    clientv3.LeaseID // zero while there is none
+	ttl   time.Duration    // granted by the server
+	proof time.Time        // the lease cannot expire before proof + ttl (see beat)
+	epoch uint64           // bumped at every grant and every loss
+	err   error            // why the last grant failed, for StartContend's error
+}
+
+var _ simba.Backend = (*Backend)(nil)
+
+// New returns a backend on client. It makes no request: the lease is granted at the first
+// StartContend. The client stays the caller's: the backend never closes it, and Close
+// must be called before the client is closed.
+func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
+	if client == nil {
+		return nil, simba.InvalidArgument("client", nil, "must not be nil")
+	}
+	cfg := newConfig(opts)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	life, endLife := context.WithCancel(context.Background())
+	return &Backend{
+		client:      client,
+		leases:      pb.NewLeaseClient(client.ActiveConnection()),
+		prefix:      cfg.prefix,
+		leaseTTL:    cfg.leaseTTL,
+		log:         cfg.logger,
+		life:        life,
+		endLife:     endLife,
+		keepWake:    make(chan struct{}, 1),
+		contentions: make(map[*contention]struct{}),
+		orphans:     make(map[string]clientv3.LeaseID),
+	}, nil
+}
+
+// Prefix returns the prefix of the backend's keys (WithPrefix).
+func (b *Backend) Prefix() string { return b.prefix }
+
+// MutexPrefix returns the prefix of mutex's keys: <prefix><mutex>/.
+func (b *Backend) MutexPrefix(mutex string) string { return b.prefix + mutex + "/" }
+
+// Lease returns the backend's lease and the TTL the server granted it; zero while it has
+// none (before the first StartContend, and between a loss and the next grant).
+func (b *Backend) Lease() (clientv3.LeaseID, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lease.id, b.lease.ttl
+}
+
+// StartContend starts a participant's contention: it puts the contender's key (a
+// retriever puts none), reads who owns the mutex, reports it and returns. Until the
+// backend has a lease it waits for one, within ctx. See simba.Backend.
+func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("simba/etcd: %w", err)
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("simba/etcd: %w", simba.ErrClosed)
+	}
+	b.seq++
+	c := newContention(b, p, b.seq)
+	b.contentions[c] = struct{}{}
+	if !b.keeping {
+		b.keeping = true
+		b.wg.Go(b.keep)
+	}
+	b.wg.Go(c.run) // under b.mu, so never after Close has begun to wait
+	b.mu.Unlock()
+	b.wakeKeeper()
+	c.poke()
+	select {
+	case <-c.started:
+		if c.startErr == nil {
+			return c, nil
+		}
+		c.halt()
+		return nil, c.startErr
+	case <-ctx.Done():
+		c.halt()
+		return nil, fmt.Errorf("%w: %w", b.pending(c), ctx.Err())
+	}
+}
+
+// pending explains why c has not reported yet.
+func (b *Backend) pending(c *contention) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case c.lastErr != nil:
+		return c.lastErr
+	case b.lease.id == 0 && b.lease.err != nil:
+		return b.lease.err
+	case b.lease.id == 0:
+		return errors.New("simba/etcd: no lease granted yet")
+	}
+	return errors.New("simba/etcd: no answer from etcd yet")
+}
+
+// Close ends every contention of the backend and revokes its lease, which deletes its
+// keys at once, so owners are succeeded without waiting for the lease to expire. Owners
+// stop believing first, and waiting acquisitions end with an error matching
+// simba.ErrClosed (Participant.Closed). The revoke is best effort, bounded by a second
+// (revokeTimeout): the lease expires by itself otherwise. Close does not close the client.
+// Later StartContend calls fail with simba.ErrClosed. Close is idempotent.
+func (b *Backend) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		var told []func()
+		for c := range b.contentions {
+			c.suspend() // owners stop believing before their keys go
+			c.halt()
+			if c.p.Closed != nil {
+				told = append(told, c.p.Closed)
+			}
+		}
+		b.mu.Unlock()
+		for _, closed := range told {
+			closed() // a waiting Locker's acquisition ends
+		}
+		b.endLife()
+		b.wg.Wait()
+		b.mu.Lock()
+		id := b.lease.id
+		b.lease = lease{epoch: b.lease.epoch + 1}
+		b.mu.Unlock()
+		if id != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
+			defer cancel()
+			if _, rerr := b.client.Revoke(ctx, id); rerr != nil && !errors.Is(rerr, context.Canceled) {
+				err = fmt.Errorf("simba/etcd: revoke lease %x (it expires by itself): %w", int64(id), rerr)
+				b.log.Warn("simba/etcd: revoking the lease failed; it expires by itself", "lease", fmt.Sprintf("%x", int64(id)), "err", rerr)
+			}
+		}
+	})
+	return err
+}
+
+// revokeTimeout bounds Close's revoke of the lease.
+const revokeTimeout = time.Second
+
+func (b *Backend) wakeKeeper() {
+	select {
+	case b.keepWake <- struct{}{}:
+	default:
+	}
+}
+
+// keep runs from the first StartContend until Close. It grants the backend's lease when
+// there is none, proves it alive with a keep-alive every third of its TTL (beat), and
+// deletes the keys that stopped contentions left behind.
+func (b *Backend) keep() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var ka keepAlive
+	defer ka.close()
+	failures := 0
+	for {
+		select {
+		case <-b.life.Done():
+			return
+		case <-b.keepWake:
+		case <-timer.C:
+		}
+		b.mu.Lock()
+		l := b.lease
+		b.mu.Unlock()
+		var ok bool
+		if l.id == 0 {
+			ok = b.grant(l.epoch)
+		} else {
+			ok = b.beat(&ka, l)
+		}
+		next := max(l.ttl, b.leaseTTL) / 3
+		if ok {
+			failures = 0
+			b.collect()
+		} else {
+			failures++
+			next = min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, next)
+		}
+		timer.Reset(next)
+	}
+}
+
+// grant asks for a new lease. The lease cannot expire before the grant's send time plus
+// its TTL: the leader applies the grant, and starts its TTL, after it was sent.
+func (b *Backend) grant(epoch uint64) bool {
+	ctx, cancel := context.WithTimeout(b.life, b.leaseTTL)
+	defer cancel()
+	sent := time.Now()
+	resp, err := b.client.Grant(ctx, int64(b.leaseTTL/time.Second))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		b.lease.err = storeError("grant lease", "", err)
+		b.log.Debug("simba/etcd: granting a lease failed", "err", err)
+		return false
+	}
+	if b.closed || b.lease.epoch != epoch {
+		return false // Close revokes what it finds; this one expires by itself
+	}
+	b.lease = lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, proof: sent, epoch: epoch + 1}
+	b.log.Info("simba/etcd: lease granted", "lease", fmt.Sprintf("%x", int64(resp.ID)), "ttl", b.lease.ttl)
+	for c := range b.contentions {
+		c.gen++
+		c.poke() // join with the new lease
+	}
+	return true
+}
+
+// keepAlive is the backend's keep-alive stream, opened when first needed and again after
+// it broke.
+type keepAlive struct {
+	stream pb.Lease_LeaseKeepAliveClient
+	cancel context.CancelFunc
+}
+
+func (k *keepAlive) close() {
+	if k.cancel != nil {
+		k.cancel()
+	}
+	*k = keepAlive{}
+}
+
+// beat sends one keep-alive of lease l on the backend's stream and waits, at most a third
+// of the TTL, for its answer.
+//
+// Only the leader renews a lease: a follower that receives a keep-alive passes it to the
+// leader over the peer link and returns the leader's answer, or fails when it has no
+// leader (the stream asks for one: WithRequireLeader). So an answer with a positive TTL
+// means that the leader renewed the lease after the keep-alive was sent, and the lease
+// cannot expire before its send time plus the TTL. A leader that loses its quorum renews
+// until it steps down, at most an election timeout later, and a new leader extends every
+// lease by an election timeout when it takes over, which covers those renewals. Nothing
+// else proves the lease alive: not a read, which a follower may answer from its own
+// state, nor a keep-alive answered by a follower's cache (there is none).
+//
+// An answer with no TTL left means that the lease is gone, and every key with it: every
+// contention stops believing at once, and the backend asks for a new lease.
+func (b *Backend) beat(ka *keepAlive, l lease) bool {
+	if ka.stream == nil {
+		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(b.life))
+		stream, err := b.leases.LeaseKeepAlive(ctx)
+		if err != nil {
+			cancel()
+			b.log.Debug("simba/etcd: opening the keep-alive stream failed", "err", err)
+			return false
+		}
+		ka.stream, ka.cancel = stream, cancel
+	}
+	bound := time.AfterFunc(l.ttl/3, ka.cancel) // a stalled stream ends, and the next beat opens another
+	defer bound.Stop()
+	sent := time.Now()
+	err := ka.stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(l.id)})
+	var resp *pb.LeaseKeepAliveResponse
+	if err == nil {
+		resp, err = ka.stream.Recv()
+	}
+	if err == nil && resp.ID != int64(l.id) {
+		err = fmt.Errorf("answer for lease %x, sent for %x", resp.ID, int64(l.id))
+	}
+	if err != nil {
+		ka.close()
+		b.log.Debug("simba/etcd: keep-alive failed", "lease", fmt.Sprintf("%x", int64(l.id)), "err", err)
+		return false
+	}
+	if resp.TTL <= 0 {
+		b.lost(l.epoch, "the keep-alive found it expired")
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lease.epoch != l.epoch || !sent.After(b.lease.proof) {
+		return true
+	}
+	b.lease.proof = sent
+	b.lease.ttl = time.Duration(resp.TTL) * time.Second
+	for c := range b.contentions {
+		c.confirm(l.epoch, sent, b.lease.ttl)
+	}
+	return true
+}
+
+// lost records that the lease of epoch is gone, with every key attached to it: every
+// contention stops believing at once and joins again once the keeper has a new lease.
+func (b *Backend) lost(epoch uint64, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lease.epoch != epoch || b.lease.id == 0 {
+		return
+	}
+	b.log.Info("simba/etcd: lease lost; owners stop believing", "lease", fmt.Sprintf("%x", int64(b.lease.id)), "why", why)
+	for key, id := range b.orphans {
+		if id == b.lease.id {
+			delete(b.orphans, key) // gone with the lease
+		}
+	}
+	b.lease = lease{epoch: epoch + 1}
+	for c := range b.contentions {
+		c.suspend()
+		c.poke()
+	}
+	b.wakeKeeper()
+}
+
+// leaveBehind records a key for the keeper to delete. Called with b.mu held.
+func (b *Backend) leaveBehind(key string, id clientv3.LeaseID) {
+	b.orphans[key] = id
+	b.log.Warn("simba/etcd: key left for the backend to delete", "key", key)
+	b.wakeKeeper()
+}
+
+// collect deletes the keys that stopped contentions left behind, each if it is still
+// attached to the lease it was put with.
+func (b *Backend) collect() {
+	b.mu.Lock()
+	keys := make(map[string]clientv3.LeaseID, len(b.orphans))
+	for k, id := range b.orphans {
+		keys[k] = id
+	}
+	b.mu.Unlock()
+	for key, id := range keys {
+		ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
+		err := b.deleteKey(ctx, key, id)
+		cancel()
+		if err != nil {
+			continue
+		}
+		b.mu.Lock()
+		if b.orphans[key] == id {
+			delete(b.orphans, key)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// deleteKey deletes key if it is attached to lease id: a key of a later incarnation is
+// left alone.
+func (b *Backend) deleteKey(ctx context.Context, key string, id clientv3.LeaseID) error {
+	_, err := b.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", id)).
+		Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return storeError("delete", key, err)
+	}
+	return nil
+}
+
+// keyOf returns the key of contention n of the backend under lease id in dir, a mutex's
+// prefix: <dir><lease id, 16 hex digits>-<n in hex>.
+func keyOf(dir string, id clientv3.LeaseID, n uint64) string {
+	return fmt.Sprintf("%s%016x-%s", dir, uint64(id), strconv.FormatUint(n, 16))
+}
