@@ -1,0 +1,209 @@
+package etcd_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/etcd"
+)
+
+// tenures records a service's tenures: when each began and ended, with its token.
+type tenures struct {
+	mu       sync.Mutex
+	list     []tenure
+	acquired chan struct{} // capacity 1: a tenure began
+	released chan struct{} // capacity 1: a tenure ended
+}
+
+type tenure struct {
+	token      uint64
+	begun, end time.Time
+}
+
+func newTenures() *tenures {
+	return &tenures{acquired: make(chan struct{}, 1), released: make(chan struct{}, 1)}
+}
+
+// serve starts a service of id on b for mutex, recording into r; stopped when the test ends.
+func (r *tenures) serve(t *testing.T, b simba.Backend, mutex, id string) *simba.Service {
+	t.Helper()
+	s, err := simba.NewService(b, simba.ContenderFuncs{MutexName: mutex, ID: id,
+		Acquired: func(ctx context.Context, st simba.State) {
+			r.mu.Lock()
+			r.list = append(r.list, tenure{token: st.After.Token, begun: time.Now()})
+			r.mu.Unlock()
+			signal(r.acquired)
+			go func() {
+				<-ctx.Done() // the tenure context ends as soon as belief does
+				r.mu.Lock()
+				for i := range r.list {
+					if r.list[i].token == st.After.Token && r.list[i].end.IsZero() {
+						r.list[i].end = time.Now()
+					}
+				}
+				r.mu.Unlock()
+				signal(r.released)
+			}()
+		}})
+	require.NoError(t, err)
+	require.NoError(t, s.Start(t.Context()))
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	return s
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (r *tenures) all() []tenure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]tenure(nil), r.list...)
+}
+
+// last returns the latest tenure.
+func (r *tenures) last(t *testing.T) tenure {
+	t.Helper()
+	l := r.all()
+	require.NotEmpty(t, l, "no tenure")
+	return l[len(l)-1]
+}
+
+// lossBound is how long after its connection is cut an owner may go on believing: the
+// lease TTL (its belief ends at the last keep-alive's send time plus that), and slack for
+// a busy machine.
+const lossBound = testLeaseTTL + 2*time.Second
+
+// An owner whose keep-alive stream is cut stops believing by the lease's TTL from the last
+// keep-alive answered, and a successor takes over once the lease expired on the server,
+// with a greater token: the two tenures never overlap.
+func TestKeepAliveCutEndsBelief(t *testing.T) {
+	a, b := newBackend(t), newBackend(t)
+	ra, rb := newTenures(), newTenures()
+	ra.serve(t, a, "cut", "a")
+	await(t, ra.acquired, "a acquires")
+	rb.serve(t, b, "cut", "b")
+	cut := time.Now()
+	a.cut()
+	await(t, ra.released, "a stops believing")
+	ta := ra.last(t)
+	t.Logf("a stopped believing %v after the cut", ta.end.Sub(cut))
+	assert.Less(t, ta.end.Sub(cut), lossBound)
+	await(t, rb.acquired, "b takes over")
+	tb := rb.last(t)
+	t.Logf("b took over %v after the cut", tb.begun.Sub(cut))
+	assert.True(t, ta.end.Before(tb.begun), "a stopped believing before b began")
+	assert.Greater(t, tb.token, ta.token)
+	a.heal() // a joins again behind b, with a new lease
+	require.Eventually(t, func() bool {
+		o, err := simba.Lookup(t.Context(), a, "cut")
+		return err == nil && o.ID == "b"
+	}, eventBound, 50*time.Millisecond)
+}
+
+// A restart of the member keeps its data, the lease among it: an owner whose keep-alives
+// resume within the lease's TTL keeps its tenure (the same token); one that does not,
+// loses it and owns again with a greater token. Tokens never go back.
+func TestMemberRestart(t *testing.T) {
+	b := newBackend(t, etcd.WithLeaseTTL(10*time.Second))
+	r := newTenures()
+	r.serve(t, b, "restart", "owner")
+	await(t, r.acquired, "acquires")
+	before := r.last(t)
+	require.NoError(t, server.Stop())
+	stopped := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, server.Start(ctx))
+	t.Logf("etcd was down for %v", time.Since(stopped))
+	require.Eventually(t, func() bool {
+		o, err := simba.Lookup(t.Context(), b, "restart")
+		return err == nil && o.ID == "owner" && o.Token >= before.token
+	}, eventBound, 50*time.Millisecond, "the owner owns again")
+	after := r.last(t)
+	if after.token == before.token {
+		assert.True(t, after.end.IsZero(), "same tenure: it never ended")
+		t.Log("the tenure survived the restart")
+	} else {
+		assert.Greater(t, after.token, before.token)
+		t.Log("the tenure ended with the restart; a new one began")
+	}
+}
+
+// A member cut off from the others (here: the others paused) goes on answering its
+// clients' reads but renews no lease: an owner connected to it alone stops believing by
+// the lease's TTL. Once the cluster is whole again it owns again.
+func TestIsolatedMemberEndsBelief(t *testing.T) {
+	c := cluster(t)
+	b := newBackendAt(t, c.Endpoints()[:1]) // member 0 only
+	r := newTenures()
+	r.serve(t, b, "isolated", "owner")
+	await(t, r.acquired, "acquires")
+	before := r.last(t)
+	paused := time.Now()
+	require.NoError(t, c.Members[1].Pause())
+	require.NoError(t, c.Members[2].Pause())
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			assert.NoError(t, c.Members[1].Resume())
+			assert.NoError(t, c.Members[2].Resume())
+		}
+	}
+	defer resume()
+	await(t, r.released, "the owner stops believing")
+	t.Logf("the owner stopped believing %v after its member was isolated", r.last(t).end.Sub(paused))
+	// A leader cut off from its quorum renews leases until it steps down, within two
+	// election timeouts (1s each here); belief lasts a TTL from the last renewal.
+	assert.Less(t, r.last(t).end.Sub(paused), lossBound+2*time.Second)
+	resume()
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	require.NoError(t, c.AwaitHealthy(ctx, 0))
+	await(t, r.acquired, "owns again")
+	assert.GreaterOrEqual(t, r.last(t).token, before.token)
+}
+
+// The member an owner is connected to is killed: the owner stops believing by the lease's
+// TTL, a contender connected to another member takes over once the lease expired, and the
+// restarted member's owner joins again behind it.
+func TestMemberKilled(t *testing.T) {
+	c := cluster(t)
+	a := newBackendAt(t, c.Endpoints()[:1])
+	b := newBackendAt(t, c.Endpoints()[1:2])
+	ra, rb := newTenures(), newTenures()
+	ra.serve(t, a, "killed", "a")
+	await(t, ra.acquired, "a acquires")
+	rb.serve(t, b, "killed", "b")
+	killed := time.Now()
+	require.NoError(t, c.Members[0].Kill())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	defer func() { // the cluster is whole again for the next test
+		if c.Members[0].PID() == 0 {
+			assert.NoError(t, c.Members[0].Start(ctx))
+		}
+	}()
+	await(t, ra.released, "a stops believing")
+	await(t, rb.acquired, "b takes over")
+	ta, tb := ra.last(t), rb.last(t)
+	t.Logf("a stopped believing after %v, b took over after %v", ta.end.Sub(killed), tb.begun.Sub(killed))
+	assert.Less(t, ta.end.Sub(killed), lossBound)
+	assert.True(t, ta.end.Before(tb.begun), "a stopped believing before b began")
+	assert.Greater(t, tb.token, ta.token)
+	require.NoError(t, c.Members[0].Start(ctx))
+	require.Eventually(t, func() bool {
+		o, err := simba.Lookup(t.Context(), a, "killed")
+		return err == nil && o.ID == "b"
+	}, eventBound, 50*time.Millisecond, "a sees b own once its member is back")
+}
