@@ -225,6 +225,9 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 	l, gen := c.b.lease, c.gen
 	c.b.mu.Unlock()
 	if l.id == 0 {
+		if errors.Is(l.err, simba.ErrRefused) {
+			return false, l.err // etcd refuses the backend a lease: the start fails at once
+		}
 		return false, nil // the keeper pokes every contention when it has a lease
 	}
 	var lk look

@@ -246,6 +246,11 @@ func (b *Backend) grant(epoch uint64) bool {
 	if err != nil {
 		b.lease.err = storeError("grant lease", "", err)
 		b.log.Debug("simba/etcd: granting a lease failed", "err", err)
+		if refused(err) {
+			for c := range b.contentions {
+				c.poke() // a contention that has not started yet fails at once
+			}
+		}
 		return false
 	}
 	if b.closed || b.lease.epoch != epoch {
