@@ -1,2 +1,133 @@
-// Package etcd is simba's etcd backend.
+// Package etcd is simba's etcd backend, built on go.etcd.io/etcd/client/v3. It elects
+// owners the way etcd's own concurrency package does (a key per contender under the
+// mutex's prefix, the lowest create revision owns), and closes the gaps that package
+// leaves: see "Compared with etcd's concurrency package" below.
+//
+// # Storage format
+//
+// The backend has one lease, granted at its first StartContend and kept alive on one
+// keep-alive stream, as a concurrency.Session is. A contender of mutex m puts the key
+//
+//	<prefix><m>/<lease ID, 16 hex digits>-<contention number, hex>
+//
+// attached to that lease, with its contender ID as the value. The prefix is "simba/"
+// unless WithPrefix says otherwise; the number tells apart the contentions of one backend
+// on one mutex. The key whose create revision is the lowest owns the mutex: first come,
+// first served. A key is put once (a transaction that puts it only if it does not exist,
+// so a retry after a lost reply finds it) and read back in the same transaction with the
+// mutex's lowest key and the key created just before it. Keys go when their contender
+// stops (a delete), when the lease ends (revoked by Close, or expired on the server), or
+// by ReleaseOwner. The keys under a mutex's prefix are its wait list: contentions
+// implement backend.WaitList.
+//
+// Every read that decides ownership is linearizable (a transaction, or a Get without
+// WithSerializable): it reflects every write the cluster committed before it was sent.
+//
+// # Hand-over by watch
+//
+// A contender that does not own watches the key created just before its own, from the
+// revision after its read, for its deletion: a leaving contender wakes only its successor,
+// which reads the mutex again (one round trip) and owns if its key is now the lowest. A
+// service's waiter also watches the owner's key, so that it knows at once who owns after
+// a change; a Locker's waiter (which only waits for its turn) does not. The owner watches
+// its own key. A retriever watches the owner's key, or the mutex's prefix while nobody
+// contends. A watch that ends otherwise (the member lost its leader, the revision was
+// compacted) makes the contention read again. Each contention has a watch stream of its
+// own, closed when it stops.
+//
+// # Fencing token
+//
+// The token of a tenure is the create revision of the owner's key. etcd's revision is
+// global to the cluster and only grows, and the owner's key is older than every key
+// behind it, so every later tenure of the mutex has a greater token, whatever happens to
+// keys meanwhile. It goes back only if the cluster's data is lost (a cluster rebuilt
+// from an empty data directory, or restored from an older snapshot).
+//
+// A resource kept in the same etcd rejects a stale owner's writes with FenceKey (or
+// Fence, which finds the key): the comparison CreateRevision(owner key) = token holds
+// while the tenure's key exists, and fails once it is gone, whatever its owner believes.
+//
+// # How long an owner believes: the lease, proven by the leader
+//
+// Every owner a contention reports is believed until the latest proof that the backend's
+// lease is alive plus the lease's TTL, less 1% for clock-rate drift, on the local
+// monotonic clock. The proof is the send time of the last keep-alive that was answered
+// with a TTL (or of the grant). Only the leader renews leases: a follower passes a
+// keep-alive to the leader over the peer link and returns the leader's answer, and fails
+// it when it has no leader (the stream asks for one). So the lease, and the keys attached
+// to it, cannot expire before the keep-alive's send time plus the TTL. A leader cut off
+// from its quorum renews until it steps down, within an election timeout or two, and a
+// new leader extends every lease by an election timeout when it takes over, which covers
+// those renewals. Nothing else renews belief: no read (a follower may serve one from its
+// own, stale state) and no answer the client library kept.
+//
+// So an owner stops believing, and its tenure context ends, at the latest a TTL after its
+// last answered keep-alive: when its process stalls, when its connection is cut, or when
+// its member is cut off from the leader. Earlier when it learns that its tenure is over:
+// a keep-alive answered without a TTL (the lease expired or was revoked), a put that
+// finds the lease gone, or a watch that sees its key deleted. A keep-alive goes every
+// third of the TTL. For everyone else the same bound says how fresh the view is.
+//
+// # The lease's TTL
+//
+// The TTL is the backend's (WithLeaseTTL, default 10s), not Participant.TTL: one lease
+// serves every contention of the backend, whatever TTL its service set, as a
+// concurrency.Session's does, and etcd counts TTLs in whole seconds. It is how long a
+// crashed process's keys, and its ownership, outlive it. The server raises a TTL below its
+// minimum (1.5 × its election timeout, rounded up to seconds: 2s by default), and the
+// backend goes by the TTL the server granted (Lease). simba's TTL and transition play no
+// part here, except that a service derives its call timeout from its TTL.
+//
+// When the lease is lost, every contention of the backend stops believing at once, the
+// backend asks for a new lease, and each contention joins again with a new key, behind
+// whoever joined meanwhile. A Locker's acquisition that owned is over then; one that
+// waited goes on waiting, with its new key: no acquisition returns on a key that is gone.
+//
+// # What holds per deployment
+//
+// On a single member, ownership holds while the member runs; a restart keeps its data and
+// the lease with it, and an owner whose keep-alives resume within the TTL keeps its
+// tenure. On a cluster, it holds while a quorum is up: a member cut off from the others
+// renews no lease, so owners connected only to it stop believing within a TTL (two
+// election timeouts more if it was the leader), and tokens stay monotonic across leader
+// changes. The backend's client may list every member; any may serve it.
+//
+// # Compared with etcd's concurrency package
+//
+//   - Campaign does not abort when its session's lease is lost while it waits: its key
+//     is gone with the lease, and once the keys before it are deleted it returns nil, a
+//     leader without a key. simba's waiter joins again with a new key under a new lease,
+//     and an acquisition returns only on a key that exists and owns the mutex.
+//   - Observe never reports that nobody leads, and keeps the old leader after its key is
+//     gone. simba.Observe, Lookup and a retrieval service report the zero Owner.
+//   - The only loss signal is Session.Done. A simba tenure has a context that ends, with
+//     simba.ErrOwnershipLost as its cause, at the latest by the bound above, and at once
+//     when the key or lease is seen gone; OnReleased follows.
+//   - Fencing is left to the user (IsOwner inside a transaction). simba's token is the
+//     owner key's create revision, and Fence or FenceKey gives the transaction's guard.
+//   - There are no callbacks, scheduler, Locker deadlines or health: simba's are the same
+//     as on every other store.
+//
+// # Who closes what
+//
+// New takes the caller's *clientv3.Client and never dials or closes it. Close ends every
+// contention and revokes the lease (within a second; it expires by itself otherwise);
+// close the client after the backend. The backend runs one goroutine that grants the
+// lease, sends keep-alives and deletes keys left behind; one per contention, which makes
+// all of its requests; and one per watch.
+//
+// # Refusals and outages
+//
+// An answer that no retry can cure is a refusal: the error matches simba.ErrRefused, and
+// a start fails at once rather than by its deadline. These are: permission denied, a
+// failed or missing authentication (user name empty, user not found, authentication
+// failed), a request too large or with too many operations, and a store out of space
+// (its NOSPACE alarm needs an administrator). Everything else (no answer, no leader, a
+// timeout, a reset connection, too many requests) is an outage, retried. A running
+// contention retries a refusal too, logging it at Error level.
+//
+// # Names
+//
+// Mutex names must not contain '/' (a mutex's keys would lie under another's prefix) and
+// are at most MaxMutexLength bytes; contender IDs at most MaxContenderIDLength bytes.
 package etcd
