@@ -13,6 +13,7 @@
 //	postgres://user:password@host:port/database[?table=simba_mutex&param=value...]
 //	postgresql://...                               (the same as postgres://)
 //	zk://host:port[,host:port...][?session_timeout=10s]
+//	etcd://host:port[,host:port...][/prefix][?option=value...]   (registered by etcdurl)
 //
 // Redis URLs take go-redis's options as query parameters (redis.ParseURL); a
 // redis-sentinel URL is go-redis's failover URL (redis.ParseFailoverURL) with the
@@ -26,6 +27,10 @@
 // simba's table, "schema.table" a schema's. zk URLs list the ensemble; session_timeout is
 // a whole number of milliseconds from 100ms (the server grants at least 2 × its tickTime,
 // 4 s by default); a chroot path and credentials are not supported.
+//
+// Other schemes are opened by the package that registers them (Register), so that this
+// module does not depend on their clients: etcd:// by
+// github.com/simba-go/simba/backend/etcd/etcdurl, once its Register has been called.
 //
 // Open parses every parameter as the client would (pgx's and go-sql-driver's parsers
 // included), so that a malformed one fails there, not at the first connection.
@@ -93,6 +98,7 @@ type Store struct {
 	redis  goredis.UniversalClient
 	db     *sql.DB
 	zkConn *zk.Conn
+	client any // a registered scheme's
 
 	mu      sync.Mutex
 	closed  bool
@@ -153,7 +159,11 @@ func Open(rawURL string) (*Store, error) {
 		}
 		return s.opened(s.openZooKeeper(servers, timeout))
 	}
-	return nil, simba.InvalidArgument("store URL scheme", u.Scheme, "must be redis, rediss, redis-sentinel, mysql, mariadb, postgres or zk")
+	if open, ok := registered(u.Scheme); ok {
+		return s.opened(s.openRegistered(open, u))
+	}
+	return nil, simba.InvalidArgument("store URL scheme", u.Scheme,
+		"must be redis, rediss, redis-sentinel, mysql, mariadb, postgres, zk or a registered scheme (etcd: see etcdurl.Register)")
 }
 
 // opened returns s, or closes what was opened and returns err.
