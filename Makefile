@@ -18,7 +18,7 @@ setup:
 
 # MODULES are the modules of their own inside the repository, which the root module's
 # `./...` does not reach (bench/ aside: `make bench` runs it).
-MODULES := observe/simbaprom observe/simbaotel cmd/simba simbagocron
+MODULES := observe/simbaprom observe/simbaotel cmd/simba simbagocron backend/etcd
 
 vet:
 	$(GO) vet ./...

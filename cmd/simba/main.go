@@ -19,6 +19,7 @@
 //	mysql://user:password@host:3306/database?table=simba_mutex
 //	postgres://user:password@host:5432/database?sslmode=require&table=simba_mutex
 //	zk://zk1:2181,zk2:2181,zk3:2181
+//	etcd://etcd1:2379,etcd2:2379,etcd3:2379/prefix
 //
 // Flags (before or after the command):
 //
@@ -47,12 +48,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/simba-go/simba/backend/etcd/etcdurl"
 	"github.com/simba-go/simba/storeurl"
 )
 
@@ -60,6 +63,10 @@ func main() {
 	// go-redis logs each failed dial of its pool on its own; the command's error says once
 	// that the server is unreachable, and why.
 	goredis.SetLogger(storeurl.RedisLogger{})
+	if err := etcdurl.Register(); err != nil {
+		fmt.Fprintf(os.Stderr, "simba: %v\n", err)
+		os.Exit(exitFail)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/etcd/etcdurl"
 	"github.com/simba-go/simba/internal/testserver"
 	"github.com/simba-go/simba/storeurl"
 )
@@ -45,12 +46,21 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 			return 1
 		}
-		return testserver.RunWithStores(m, createTable, func(s *testserver.Stores, err error) { stores, storesErr = s, err })
+		if err := etcdurl.Register(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return testserver.RunWithStores(m, prepare, func(s *testserver.Stores, err error) { stores, storesErr = s, err })
 	}())
 }
 
-// createTable creates simba's table in the SQL stores of s.
-func createTable(ctx context.Context, s *testserver.Stores) error { return s.CreateTables(ctx) }
+// prepare creates simba's table in the SQL stores of s and starts an etcd beside them.
+func prepare(ctx context.Context, s *testserver.Stores) error {
+	if err := s.CreateTables(ctx); err != nil {
+		return err
+	}
+	return s.StartEtcd(ctx)
+}
 
 // result is what one run of the command gave.
 type result struct {
@@ -188,7 +198,7 @@ func TestRelease(t *testing.T) {
 
 func TestWatch(t *testing.T) {
 	testserver.Need(t, storesErr)
-	for _, scheme := range []string{"redis", "zk"} {
+	for _, scheme := range []string{"redis", "zk", "etcd"} {
 		t.Run(scheme, func(t *testing.T) {
 			raw, mutex := stores.URLs()[scheme], "cli-watch-"+scheme
 			cmd := exec.CommandContext(t.Context(), binary, "--store", raw, "--json", "watch", mutex)
@@ -420,7 +430,7 @@ func heldAndFree(t *testing.T, raw, prefix string) (held, free string) {
 // list --held shows the mutexes with an owner only; list shows every row of a SQL table.
 func TestListHeld(t *testing.T) {
 	testserver.Need(t, storesErr)
-	for _, scheme := range []string{"mysql", "redis"} {
+	for _, scheme := range []string{"mysql", "redis", "etcd"} {
 		t.Run(scheme, func(t *testing.T) {
 			raw := stores.URLs()[scheme]
 			held, free := heldAndFree(t, raw, "cli-list-"+scheme)

@@ -47,7 +47,8 @@ commands:
   version           print the version of this command
 
 flags (before or after the command):
-  --store URL       the store: redis://, redis-sentinel://, mysql://, postgres://, zk:// (default $SIMBA_STORE)
+  --store URL       the store: redis://, redis-sentinel://, mysql://, postgres://, zk://, etcd://
+                    (default $SIMBA_STORE)
   --json            print JSON (watch: one object a line)
   --timeout D       bound each store call but watch's (default 10s, at most 24h); a Redis
                     URL's dial_timeout, read_timeout and write_timeout default to it

@@ -15,13 +15,14 @@ import (
 )
 
 // Stores is one server of each store simba supports (Redis, MariaDB, PostgreSQL,
-// ZooKeeper), for the tests of what takes a store URL (storeurl, cmd/simba). The servers
-// start in parallel.
+// ZooKeeper and, once StartEtcd has run, etcd), for the tests of what takes a store URL
+// (storeurl, cmd/simba). The servers start in parallel.
 type Stores struct {
 	Redis     *Server
 	MariaDB   *MariaDB
 	Postgres  *Postgres
 	ZooKeeper *Server
+	Etcd      *Server // nil until StartEtcd: only what registers etcd:// (etcdurl) opens it
 	dir       string
 }
 
@@ -62,14 +63,29 @@ func StartStores(ctx context.Context) (*Stores, error) {
 }
 
 // URLs returns a store URL for each server, by scheme: "redis", "mysql" and "postgres"
-// (the database simba, user simba) and "zk".
+// (the database simba, user simba), "zk" and, once started, "etcd".
 func (s *Stores) URLs() map[string]string {
-	return map[string]string{
+	urls := map[string]string{
 		"redis":    "redis://" + s.Redis.Addr(),
 		"mysql":    fmt.Sprintf("mysql://simba:simba@%s/simba", s.MariaDB.Addr()),
 		"postgres": s.Postgres.DSN(),
 		"zk":       "zk://" + s.ZooKeeper.Addr(),
 	}
+	if s.Etcd != nil {
+		urls["etcd"] = "etcd://" + s.Etcd.Addr()
+	}
+	return urls
+}
+
+// StartEtcd starts a single-member etcd beside the other servers, for the tests of what
+// opens etcd:// URLs.
+func (s *Stores) StartEtcd(ctx context.Context) error {
+	e, err := Etcd(filepath.Join(s.dir, "e"), EtcdOptions{})
+	if err != nil {
+		return err
+	}
+	s.Etcd = e
+	return e.Start(ctx)
 }
 
 // CreateTables creates simba's table in the database simba of the MariaDB and of the
@@ -91,7 +107,7 @@ func (s *Stores) CreateTables(ctx context.Context) error {
 
 // Stop stops the servers that run and removes their directories.
 func (s *Stores) Stop() {
-	for _, srv := range []*Server{s.Redis, s.ZooKeeper} {
+	for _, srv := range []*Server{s.Redis, s.ZooKeeper, s.Etcd} {
 		if srv != nil && srv.PID() != 0 {
 			_ = srv.Stop()
 		}
