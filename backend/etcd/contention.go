@@ -234,7 +234,7 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 	switch {
 	case c.p.ContenderID == "":
 		lk, err = c.observe(ctx)
-	case c.served:
+	case c.served && c.rev == 0:
 		// A participant that serves one tenure (Participant.WaitsOnly: a Locker's) lost
 		// it with its key. It does not queue again: its StopContend follows, and a new
 		// key would make it the owner again meanwhile, for nobody.
@@ -469,10 +469,10 @@ func (c *contention) watch(ctx context.Context, w *watcher, key string, rev int6
 	if key == c.dir {
 		opts = []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithPrefix(), clientv3.WithFilterDelete()}
 	}
-	fired := false
+	fired, deleted := false, false
 	for wr := range c.watcher.Watch(clientv3.WithRequireLeader(ctx), key, opts...) {
 		if len(wr.Events) > 0 || wr.Err() != nil || wr.Canceled {
-			fired = true
+			fired, deleted = true, len(wr.Events) > 0
 			break
 		}
 	}
@@ -486,10 +486,10 @@ func (c *contention) watch(ctx context.Context, w *watcher, key string, rev int6
 		delete(c.watches, key)
 	}
 	c.gen++
-	if key == c.view.ownerKey && c.view.self {
+	if deleted && key == c.view.ownerKey && c.view.self {
 		c.suspend() // this contender's key is gone: it owns nothing now
 	}
-	c.poke()
+	c.poke() // a watch that ended otherwise (no leader, compaction) leaves belief to the lease
 }
 
 // confirm renews the local bound of c's view with a new proof that the lease is alive

@@ -207,3 +207,35 @@ func TestMemberKilled(t *testing.T) {
 		return err == nil && o.ID == "b"
 	}, eventBound, 50*time.Millisecond, "a sees b own once its member is back")
 }
+
+// A member without a leader for several election timeouts cancels its clients' watches
+// (they ask for a leader), while the lease, with its TTL, outlives the outage: the owner
+// keeps its tenure, since only the lease bounds its belief.
+func TestLeaderlessMemberKeepsTenureWithinLease(t *testing.T) {
+	c := cluster(t)
+	b := newBackendAt(t, c.Endpoints()[:1], etcd.WithLeaseTTL(20*time.Second))
+	lease, err := newLocker(t, b, "leaderless", "owner").Acquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, c.Members[1].Pause())
+	require.NoError(t, c.Members[2].Pause())
+	// etcd cancels a leaderless member's watches after three election timeouts (3s).
+	time.Sleep(5 * time.Second)
+	require.NoError(t, c.Members[1].Resume())
+	require.NoError(t, c.Members[2].Resume())
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	require.NoError(t, c.AwaitHealthy(ctx, 0))
+	require.Eventually(t, func() bool {
+		o, err := simba.Lookup(t.Context(), b, "leaderless")
+		return err == nil && o.ID == "owner"
+	}, eventBound, 50*time.Millisecond)
+	select {
+	case <-lease.Done():
+		t.Fatalf("the tenure ended (%v) while its lease lived", context.Cause(lease.Context()))
+	default:
+	}
+	o, err := simba.Lookup(t.Context(), b, "leaderless")
+	require.NoError(t, err)
+	assert.Equal(t, lease.Token(), o.Token, "the same tenure")
+	require.NoError(t, lease.Release(t.Context()))
+}
