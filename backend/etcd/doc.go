@@ -66,7 +66,7 @@
 // its member is cut off from the leader. Earlier when it learns that its tenure is over:
 // a keep-alive answered without a TTL (the lease expired or was revoked), a put that
 // finds the lease gone, or a watch that sees its key deleted. A keep-alive goes every
-// third of the TTL. For everyone else the same bound says how fresh the view is.
+// sixth of the TTL. For everyone else the same bound says how fresh the view is.
 //
 // # The lease's TTL
 //
