@@ -239,3 +239,33 @@ func TestLeaderlessMemberKeepsTenureWithinLease(t *testing.T) {
 	assert.Equal(t, lease.Token(), o.Token, "the same tenure")
 	require.NoError(t, lease.Release(t.Context()))
 }
+
+// Connections reset under the owner (the keep-alive stream and the watches with them):
+// the client dials again, the backend opens another keep-alive stream and watches again,
+// and the owner keeps its tenure while its lease lives.
+func TestConnectionResetKeepsTenure(t *testing.T) {
+	b := newBackend(t, etcd.WithLeaseTTL(10*time.Second))
+	lease, err := newLocker(t, b, "reset", "owner").Acquire(t.Context())
+	require.NoError(t, err)
+	waiting := acquire(t, newLocker(t, newBackend(t), "reset", "next"))
+	for range 3 {
+		for _, p := range b.proxies {
+			p.Reset()
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool {
+		o, err := simba.Lookup(t.Context(), b, "reset")
+		return err == nil && o.ID == "owner" && o.Token == lease.Token()
+	}, eventBound, 50*time.Millisecond)
+	select {
+	case <-lease.Done():
+		t.Fatalf("the tenure ended (%v)", context.Cause(lease.Context()))
+	default:
+	}
+	require.NoError(t, lease.Release(t.Context()))
+	next := await(t, waiting, "the waiter acquires once the owner released")
+	require.NotNil(t, next)
+	assert.Greater(t, next.Token(), lease.Token())
+	require.NoError(t, next.Release(t.Context()))
+}
