@@ -142,6 +142,38 @@ func (c *EtcdCluster) Endpoints() []string {
 	return out
 }
 
+// Leader returns the index of the member that is the leader now, as each member's
+// /metrics says (etcd_server_is_leader).
+func (c *EtcdCluster) Leader(ctx context.Context) (int, error) {
+	var states []string
+	for i, s := range c.Members {
+		leads, err := etcdIsLeader(ctx, s.Addr())
+		switch {
+		case err != nil:
+			states = append(states, fmt.Sprintf("%s: %v", s.Name, err))
+		case leads:
+			return i, nil
+		default:
+			states = append(states, s.Name+": follower")
+		}
+	}
+	return -1, fmt.Errorf("testserver: no leader in the etcd cluster (%s)", strings.Join(states, "; "))
+}
+
+// etcdIsLeader reads etcd_server_is_leader from a member's /metrics.
+func etcdIsLeader(ctx context.Context, addr string) (bool, error) {
+	body, err := etcdGet(ctx, addr, "/metrics", 1<<22)
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd_server_is_leader "); ok {
+			return strings.TrimSpace(v) == "1", nil
+		}
+	}
+	return false, errors.New("no etcd_server_is_leader in /metrics")
+}
+
 // AwaitHealthy waits until member i is healthy (see Start), or ctx ends.
 func (c *EtcdCluster) AwaitHealthy(ctx context.Context, i int) error {
 	s := c.Members[i]
@@ -160,28 +192,40 @@ func (c *EtcdCluster) AwaitHealthy(ctx context.Context, i int) error {
 	}
 }
 
-// healthClient keeps no idle connection, which would outlive the check (and a goroutine
+// healthClient keeps no idle connection, which would outlive the request (and a goroutine
 // leak check) for nothing.
 var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 // etcdHealthy asks an etcd member's /health: true once it has a leader and a read through
 // raft succeeds.
 func etcdHealthy(ctx context.Context, addr string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	body, err := etcdGet(ctx, addr, "/health", 4096)
 	if err != nil {
 		return err
+	}
+	if !strings.Contains(body, `"health":"true"`) {
+		return errors.New("unhealthy: " + strings.TrimSpace(body))
+	}
+	return nil
+}
+
+// etcdGet returns the body, at most limit bytes, of an etcd member's HTTP endpoint path.
+func etcdGet(ctx context.Context, addr, path string, limit int64) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return "", err
 	}
 	resp, err := healthClient.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return err
+		return "", err
 	}
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
-		return errors.New("unhealthy: " + strings.TrimSpace(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return nil
+	return string(body), nil
 }

@@ -208,8 +208,14 @@ func TestEtcdCluster(t *testing.T) {
 	defer cancel()
 	require.NoError(t, c.Start(ctx))
 	t.Cleanup(func() { _ = c.Stop() })
-	require.NoError(t, c.Members[0].Stop())
-	require.NoError(t, c.AwaitHealthy(ctx, 1), "two members of three keep a quorum")
-	require.NoError(t, c.Members[0].Start(ctx))
+	leader, err := c.Leader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Members[leader].Stop())
+	other := (leader + 1) % 3
+	require.NoError(t, c.AwaitHealthy(ctx, other), "two members of three keep a quorum")
+	next, err := c.Leader(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, leader, next, "a new leader")
+	require.NoError(t, c.Members[leader].Start(ctx))
 	require.NoError(t, c.Stop())
 }
