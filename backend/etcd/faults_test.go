@@ -269,3 +269,34 @@ func TestConnectionResetKeepsTenure(t *testing.T) {
 	assert.Greater(t, next.Token(), lease.Token())
 	require.NoError(t, next.Release(t.Context()))
 }
+
+// The leader is killed while the owner is connected to a follower: a new leader is elected
+// and extends every lease, the owner's keep-alives go through it, and the owner keeps its
+// tenure and token.
+func TestLeaderKilledKeepsTenure(t *testing.T) {
+	c := cluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	require.NoError(t, err)
+	follower := (leader + 1) % len(c.Members)
+	b := newBackendAt(t, c.Endpoints()[follower:follower+1], etcd.WithLeaseTTL(10*time.Second))
+	lease, err := newLocker(t, b, "leader-killed", "owner").Acquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, c.Members[leader].Kill())
+	defer func() { assert.NoError(t, c.Members[leader].Start(ctx)) }()
+	require.NoError(t, c.AwaitHealthy(ctx, follower))
+	next, err := c.Leader(ctx)
+	require.NoError(t, err)
+	t.Logf("leader %d killed, %d leads now", leader, next)
+	require.Eventually(t, func() bool {
+		o, err := simba.Lookup(t.Context(), b, "leader-killed")
+		return err == nil && o.ID == "owner" && o.Token == lease.Token()
+	}, eventBound, 50*time.Millisecond)
+	select {
+	case <-lease.Done():
+		t.Fatalf("the tenure ended (%v)", context.Cause(lease.Context()))
+	default:
+	}
+	require.NoError(t, lease.Release(t.Context()))
+}
