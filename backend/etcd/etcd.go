@@ -114,8 +114,10 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		b.wg.Go(b.keep)
 	}
 	b.wg.Go(c.run) // under b.mu, so never after Close has begun to wait
+	if b.lease.id == 0 {
+		b.wakeKeeper() // grant one now, rather than at the keeper's next retry
+	}
 	b.mu.Unlock()
-	b.wakeKeeper()
 	c.poke()
 	select {
 	case <-c.started:
