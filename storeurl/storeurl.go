@@ -287,7 +287,8 @@ func (s *Store) closedUnder(err error) error {
 // List returns the names of the mutexes the store holds records for, sorted: on Redis
 // those with an owner (an owner key simba:{name}), in SQL every row of the table, in
 // ZooKeeper every child of /simba (a mutex whose contenders have all gone may stay listed
-// until ZooKeeper reaps its container node).
+// until ZooKeeper reaps its container node), and for a registered scheme what its Opener's
+// List returns (etcd: the mutexes that have contenders' keys).
 func (s *Store) List(ctx context.Context) ([]string, error) {
 	var names []string
 	err := s.bounded(ctx, func() (err error) {
@@ -313,7 +314,8 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 // A backend's ReleaseOwner does the release where the backend has one. Without it: on Redis
 // and SQL the release is the owner's own release, made in its name, which frees the mutex
 // if o's contender ID owns it, even in a tenure begun after the lookup; on ZooKeeper it
-// deletes the owner's node if it is still the node of o's tenure.
+// deletes the owner's node if it is still the node of o's tenure; on etcd, the owner's key
+// if its create revision is still o's token.
 func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error {
 	if o.IsZero() {
 		return nil
