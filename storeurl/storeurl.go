@@ -311,11 +311,11 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 // next owner's token is greater, and a resource that checks tokens refuses the old
 // owner's writes; one that does not may see both write.
 //
-// A backend's ReleaseOwner does the release where the backend has one. Without it: on Redis
-// and SQL the release is the owner's own release, made in its name, which frees the mutex
-// if o's contender ID owns it, even in a tenure begun after the lookup; on ZooKeeper it
-// deletes the owner's node if it is still the node of o's tenure; on etcd, the owner's key
-// if its create revision is still o's token.
+// A backend's ReleaseOwner does the release where the backend has one (etcd's deletes the
+// owner's key if its create revision is still o's token). Without it: on Redis and SQL the
+// release is the owner's own release, made in its name, which frees the mutex if o's
+// contender ID owns it, even in a tenure begun after the lookup; on ZooKeeper it deletes
+// the owner's node if it is still the node of o's tenure.
 func (s *Store) Release(ctx context.Context, mutex string, o simba.Owner) error {
 	if o.IsZero() {
 		return nil
