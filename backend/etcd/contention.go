@@ -269,6 +269,7 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 // transaction: the lowest key, and the two latest (its own, just put, and the one before
 // it). A retry after a lost reply finds the key put and reads again.
 func (c *contention) join(ctx context.Context) (look, error) {
+	floor := c.b.revisionFloor()
 	resp, err := c.b.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
 		Then(clientv3.OpPut(c.key, c.p.ContenderID, clientv3.WithLease(c.keyLease)),
@@ -279,6 +280,7 @@ func (c *contention) join(ctx context.Context) (look, error) {
 	if err != nil {
 		return look{}, storeError("put", c.key, err)
 	}
+	c.b.sawRevision(resp.Header, floor)
 	if !resp.Succeeded {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
@@ -301,6 +303,7 @@ func (c *contention) join(ctx context.Context) (look, error) {
 // read reads, in one transaction, the contender's key, the mutex's lowest key, and the
 // key created just before the contender's.
 func (c *contention) read(ctx context.Context) (look, error) {
+	floor := c.b.revisionFloor()
 	resp, err := c.b.client.Txn(ctx).Then(
 		clientv3.OpGet(c.key),
 		clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
@@ -309,6 +312,7 @@ func (c *contention) read(ctx context.Context) (look, error) {
 	if err != nil {
 		return look{}, storeError("read", c.dir, err)
 	}
+	c.b.sawRevision(resp.Header, floor)
 	own := resp.Responses[0].GetResponseRange().Kvs
 	if len(own) == 0 || own[0].CreateRevision != c.rev {
 		// Deleted by someone else (ReleaseOwner), or gone with its lease (then the put
@@ -371,10 +375,12 @@ func (c *contention) sharedID(ctx context.Context, lk look, owner *mvccpb.KeyVal
 // observe reads the owner for a retriever, and watches its key, or, while nobody contends,
 // the mutex's prefix for the first key.
 func (c *contention) observe(ctx context.Context) (look, error) {
+	floor := c.b.revisionFloor()
 	resp, err := c.b.client.Get(ctx, c.dir, clientv3.WithFirstCreate()...)
 	if err != nil {
 		return look{}, storeError("read", c.dir, err)
 	}
+	c.b.sawRevision(resp.Header, floor)
 	if len(resp.Kvs) == 0 {
 		return look{rev: resp.Header.Revision, watch: []string{c.dir}}, nil
 	}

@@ -41,7 +41,9 @@
 // global to the cluster and only grows, and the owner's key is older than every key
 // behind it, so every later tenure of the mutex has a greater token, whatever happens to
 // keys meanwhile. It goes back only if the cluster's data is lost (a cluster rebuilt
-// from an empty data directory, or restored from an older snapshot).
+// from an empty data directory, or restored from an older snapshot); the backend notices
+// (a linearizable answer whose revision is below one seen before its request was sent)
+// and logs it at Error level, but cannot prevent it.
 //
 // A resource kept in the same etcd rejects a stale owner's writes with FenceKey (or
 // Fence, which finds the key): the comparison CreateRevision(owner key) = token holds

@@ -41,6 +41,7 @@ type Backend struct {
 	contentions map[*contention]struct{}
 	orphans     map[string]clientv3.LeaseID // keys stopped contentions left behind, with their lease
 	seq         uint64                      // numbers the contentions, in their keys
+	revision    int64                       // the latest revision a linearizable answer carried (see sawRevision)
 }
 
 // lease is what the backend knows of its lease.
@@ -243,7 +244,7 @@ func (b *Backend) keep() {
 func (b *Backend) grant(epoch uint64) bool {
 	ctx, cancel := context.WithTimeout(b.life, b.leaseTTL)
 	defer cancel()
-	sent := time.Now()
+	sent, floor := time.Now(), b.revisionFloor()
 	resp, err := b.client.Grant(ctx, int64(b.leaseTTL/time.Second))
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -260,6 +261,7 @@ func (b *Backend) grant(epoch uint64) bool {
 	if b.closed || b.lease.epoch != epoch {
 		return false // Close revokes what it finds; this one expires by itself
 	}
+	b.sawRevisionLocked(resp.ResponseHeader, floor)
 	b.lease = lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, proof: sent, epoch: epoch + 1}
 	b.log.Info("simba/etcd: lease granted", "lease", fmt.Sprintf("%x", int64(resp.ID)), "ttl", b.lease.ttl)
 	for c := range b.contentions {
@@ -404,6 +406,40 @@ func (b *Backend) deleteKey(ctx context.Context, key string, id clientv3.LeaseID
 		return storeError("delete", key, err)
 	}
 	return nil
+}
+
+// revisionFloor returns the latest revision seen, which the answer to a linearizable
+// request sent now must not be below (see sawRevision).
+func (b *Backend) revisionFloor() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.revision
+}
+
+// sawRevision records the revision of an answer that reflects every write committed before
+// its request was sent (a transaction, a linearizable read, a grant), and floor, the
+// latest revision seen when it was sent. While etcd keeps its data, the answer's revision
+// is at least floor. One below means the data was lost (a member restarted without its
+// data directory, a cluster rebuilt) or restored from an older snapshot: the create
+// revisions of later keys, and so the tokens of later tenures, can be lower than earlier
+// ones, which a resource that keeps the greatest token it has seen rejects. The backend
+// cannot prevent it and says so at Error level.
+func (b *Backend) sawRevision(h *pb.ResponseHeader, floor int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sawRevisionLocked(h, floor)
+}
+
+func (b *Backend) sawRevisionLocked(h *pb.ResponseHeader, floor int64) {
+	switch {
+	case h == nil:
+	case h.Revision < floor:
+		b.log.Error("simba/etcd: etcd's revision went back: its data was lost or restored, and tokens of later tenures may be lower than earlier ones",
+			"was", floor, "now", h.Revision)
+		b.revision = h.Revision
+	case h.Revision > b.revision:
+		b.revision = h.Revision
+	}
 }
 
 // keyOf returns the key of contention n of the backend under lease id in dir, a mutex's

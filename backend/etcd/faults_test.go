@@ -1,7 +1,13 @@
 package etcd_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,4 +305,52 @@ func TestLeaderKilledKeepsTenure(t *testing.T) {
 	default:
 	}
 	require.NoError(t, lease.Release(t.Context()))
+}
+
+// etcd restarted without its data starts its revisions again from 1, and with them the
+// tokens of later tenures: the backend cannot prevent that, but it notices (the revision
+// of a linearizable read went back) and says so at Error level.
+func TestDataLossNoticed(t *testing.T) {
+	var logged syncBuffer
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b := newBackend(t, etcd.WithLogger(log), etcd.WithLeaseTTL(10*time.Second))
+	admin := newClient(t, server.Addr())
+	for i := range 50 { // revisions well above what the emptied store will reach soon
+		_, err := admin.Put(t.Context(), fmt.Sprintf("filler/%d", i), "x")
+		require.NoError(t, err)
+	}
+	r := newTenures()
+	r.serve(t, b, "wiped", "owner")
+	await(t, r.acquired, "acquires")
+	before := r.last(t)
+	require.NoError(t, server.Stop())
+	require.NoError(t, os.RemoveAll(filepath.Join(server.Dir, "data")))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, server.Start(ctx))
+	await(t, r.acquired, "owns again, on the emptied store")
+	after := r.last(t)
+	t.Logf("token %d before, %d after", before.token, after.token)
+	assert.Less(t, after.token, before.token, "tokens went back with the data")
+	require.Eventually(t, func() bool { return strings.Contains(logged.String(), "went back") }, eventBound, 50*time.Millisecond,
+		"the backend says that etcd's revision went back")
+	t.Log(logged.String())
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
