@@ -66,7 +66,7 @@ type view struct {
 	owner     string // the owner's contender ID (its key's value)
 	token     uint64 // the owner key's create revision
 	epoch     uint64 // the lease epoch it was read in
-	gen       uint64
+	gen       uint64        // the contention's gen when the look began
 	confirmed time.Time     // the lease cannot expire before confirmed + ttl
 	ttl       time.Duration // the lease's TTL
 }
