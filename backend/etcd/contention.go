@@ -61,11 +61,11 @@ type contention struct {
 // view is what one look found: who owns the mutex, and how long that may be believed.
 type view struct {
 	valid     bool
-	self      bool   // the owner key is this contender's
-	ownerKey  string // empty: no owner
-	owner     string // the owner's contender ID (its key's value)
-	token     uint64 // the owner key's create revision
-	epoch     uint64 // the lease epoch it was read in
+	self      bool          // the owner key is this contender's
+	ownerKey  string        // empty: no owner
+	owner     string        // the owner's contender ID (its key's value)
+	token     uint64        // the owner key's create revision
+	epoch     uint64        // the lease epoch it was read in
 	gen       uint64        // the contention's gen when the look began
 	confirmed time.Time     // the lease cannot expire before confirmed + ttl
 	ttl       time.Duration // the lease's TTL
