@@ -354,3 +354,29 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// The revision a waiter's watch would resume from is compacted while its connection is
+// down: the watch ends with the compaction, the waiter reads the mutex again, and finds
+// that its predecessor has gone.
+func TestCompactionWhileWaiting(t *testing.T) {
+	owner, waiter := newBackend(t), newBackend(t, etcd.WithLeaseTTL(10*time.Second))
+	admin := newClient(t, server.Addr())
+	lease, err := newLocker(t, owner, "compacted", "owner").Acquire(t.Context())
+	require.NoError(t, err)
+	waiting := acquire(t, newLocker(t, waiter, "compacted", "waiter"))
+	dir := etcd.DefaultPrefix + "compacted/"
+	awaitKeys(t, admin, dir, 2)
+	require.Eventually(t, func() bool { return len(etcd.Watched(waiter.Backend, "compacted")["waiter"]) == 2 },
+		eventBound, 10*time.Millisecond, "the waiter watches")
+	waiter.cut()
+	require.NoError(t, lease.Release(t.Context())) // the deletion the watch would have seen
+	resp, err := admin.Put(t.Context(), "filler/compacted", "x")
+	require.NoError(t, err)
+	_, err = admin.Compact(t.Context(), resp.Header.Revision)
+	require.NoError(t, err)
+	waiter.heal()
+	got := await(t, waiting, "the waiter acquires")
+	require.NotNil(t, got)
+	assert.Greater(t, got.Token(), lease.Token())
+	require.NoError(t, got.Release(t.Context()))
+}
