@@ -31,6 +31,7 @@ import (
 	"fmt"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/etcd"
 	"github.com/simba-go/simba/backend/memory"
 	"github.com/simba-go/simba/observe/simbaotel"
 	"github.com/simba-go/simba/observe/simbaprom"
@@ -41,6 +42,7 @@ var (
 	_ = simbaprom.New
 	_ = simbaotel.New
 	_ = simbagocron.NewElector
+	_ = etcd.New
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Package backend is the contract between simba and its stores, for those who write a
 // backend: the packages below it implement it for one store each (memory, redis, jdbc,
-// zookeeper), and package tck checks an implementation (tck.Run). Users of simba never
+// zookeeper, etcd), and package tck checks an implementation (tck.Run). Users of simba never
 // import it; they pass a backend to simba's constructors.
 //
 // A backend only talks to its store. simba does everything else, once, for every backend:
