@@ -37,7 +37,7 @@ unit:
 	wait $$modules; status=$$?; cat $$log; rm -f $$log; \
 	[ $$root -eq 0 ] && [ $$status -eq 0 ]
 
-## chaos: the fault suite's full plan (FAULTS.md), every mutation included; prints the
+## chaos: the fault suite's full plan every mutation included; prints the
 ## table of figures and writes it to chaos-report.md.
 chaos: setup
 	SIMBA_REQUIRE_SERVERS=1 SIMBA_CHAOS=full SIMBA_CHAOS_REPORT=$(CURDIR)/chaos-report.md \

@@ -2,7 +2,7 @@ package simba
 
 import "time"
 
-// Jitter bounds for a non-owner's next attempt (SPEC §2), as in JVM Simba.
+// Jitter bounds for a non-owner's next attempt, as in JVM Simba.
 const (
 	jitterLow  = -200 * time.Millisecond // with a transition window; 0 without
 	jitterHigh = 1000 * time.Millisecond

@@ -160,7 +160,7 @@ func isDone(ctx context.Context) bool {
 	}
 }
 
-// FAULTS 21a and the issue: the server stops and comes back within the session timeout.
+// Scenario 21a of the fault plan: the server stops and comes back within the session timeout.
 // The owner stops believing at once (OnReleased, tenure context cancelled); when the
 // session survives, the same node owns again with the same token (a new OnAcquired), and
 // the other contender never acquired meanwhile.
@@ -197,7 +197,7 @@ func TestServerRestartWithinSessionTimeout(t *testing.T) {
 	assert.Greater(t, next.owner.Token, first.owner.Token)
 }
 
-// FAULTS 21b and the issue: the owner is cut off past the session timeout. It stops
+// Scenario 21b of the fault plan: the owner is cut off past the session timeout. It stops
 // believing at once; its session expires and its node is gone; exactly one other
 // contender acquires; when the old owner's connection heals it joins again with a new
 // node and does not own until the new owner leaves.
@@ -259,7 +259,7 @@ func TestSessionExpiry(t *testing.T) {
 	assert.Greater(t, again.owner.Token, took.owner.Token)
 }
 
-// FAULTS 21c: all contenders leave, the container parent is reaped (its sequence numbers
+// Scenario 21c of the fault plan: all contenders leave, the container parent is reaped (its sequence numbers
 // restart), and the next tenure's token is still larger: tokens are czxids, global zxids.
 func TestTokenIncreasesAfterParentReaped(t *testing.T) {
 	mutex := mutexName(t)

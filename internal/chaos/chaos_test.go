@@ -60,7 +60,7 @@ func rounds(short, long int) int {
 	return short
 }
 
-// scenario is one of FAULTS.md §4.
+// scenario is one of the fault plan's.
 type scenario struct {
 	num    int
 	name   string
@@ -103,7 +103,7 @@ var (
 	results   []*Result
 )
 
-// TestChaos runs every scenario of FAULTS.md §4 on every store it names, the stores in
+// TestChaos runs every scenario of the fault plan on every store it names, the stores in
 // parallel, and writes the report when all are done.
 func TestChaos(t *testing.T) {
 	if os.Getenv("SIMBA_MUTATION") == "" { // not inside a mutation run
@@ -203,7 +203,7 @@ func (s *S) owner(procs []*Proc, timeout time.Duration) *Proc {
 	return nil
 }
 
-// failoverBound is FAULTS C6's crash bound: T + G + J + D + RTT, or S + RTT on a session
+// failoverBound is the crash bound: T + G + J + D + RTT, or S + RTT on a session
 // store; RTT is taken as the call timeout.
 func (s *S) failoverBound() time.Duration {
 	tm := s.Timing
@@ -214,7 +214,7 @@ func (s *S) failoverBound() time.Duration {
 }
 
 // awaitSuccessor waits for a contender other than old to acquire after t0 and returns the
-// failover time, which the report shows next to bound. As FAULTS C6 asks, the assertion
+// failover time, which the report shows next to bound. The assertion
 // is generous (bound plus half of it, at least a second more): scheduling on a loaded
 // two-core machine must not fail the run, while a failover that waits for something it
 // should not (a lapse that should have been a release, a missed wake-up) still does.

@@ -1,6 +1,7 @@
 // Package chaos is simba's fault suite: contenders as separate processes, fault proxies,
-// store faults, a fenced referee, and a checker of the safety contract (FAULTS.md) over the
-// recorded history.
+// store faults, a fenced referee, and a checker of the safety contract over the
+// recorded history. The fault plan is the numbered list of scenarios that the
+// scenarios*_test.go files register, each with the stores it runs on.
 package chaos
 
 import (

@@ -32,7 +32,7 @@ type ServerProcess interface {
 type Kit struct {
 	// Name is the store's name in reports: "redis", "mariadb", "postgres", "zookeeper".
 	Name string
-	// Letter is the store's letter in FAULTS.md: R, M or Z; P for PostgreSQL.
+	// Letter is the store's letter in the report: R, M or Z; P for PostgreSQL.
 	Letter string
 	// Server prepares a fresh server in dir; the harness starts it.
 	Server func(dir string) (ServerProcess, error)
@@ -81,7 +81,7 @@ func Kits() []Kit {
 	return out
 }
 
-// Timing is the timing of a scenario (FAULTS §2.5: T, G, D, and the ZooKeeper session).
+// Timing is the timing of a scenario (T, G, D, and the ZooKeeper session).
 type Timing struct {
 	TTL, Transition, CallTimeout, Session time.Duration
 	// RenewalLead is the owners' renewal lead; zero: simba's default (a third of the TTL).
@@ -90,7 +90,7 @@ type Timing struct {
 	Epsilon time.Duration
 }
 
-// DefaultTiming is FAULTS.md's budget: T 1s, G 500ms, D 250ms, S 1s.
+// DefaultTiming is the plan's budget: T 1s, G 500ms, D 250ms, S 1s.
 var DefaultTiming = Timing{TTL: time.Second, Transition: 500 * time.Millisecond,
 	CallTimeout: 250 * time.Millisecond, Session: time.Second, Epsilon: 50 * time.Millisecond}
 

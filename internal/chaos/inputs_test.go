@@ -57,13 +57,13 @@ func listen(t *testing.T) *countingListener {
 	return l
 }
 
-// inputRow is one row of FAULTS.md §5 for one backend.
+// inputRow is one row of the bad-input catalogue for one backend.
 type inputRow struct {
 	name string
 	make func() error
 }
 
-// 24. The bad-input catalogue (FAULTS.md §5), for every backend: a typed error wrapping
+// 24. The bad-input catalogue, for every backend: a typed error wrapping
 // simba.ErrInvalidArgument, before any connection to the server, without a goroutine
 // left, without a panic.
 func TestBadInputCatalogue(t *testing.T) {
@@ -224,7 +224,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 	resultsMu.Lock()
 	results = append(results, &Result{Scenario: 24, Name: "bad_input_catalogue", Store: "all",
-		Notes:  []string{strconv.Itoa(rows) + " rows of FAULTS §5 over memory, Redis, MariaDB and ZooKeeper: typed errors, no connection, no goroutine"},
+		Notes:  []string{strconv.Itoa(rows) + " rows of the bad-input catalogue over memory, Redis, MariaDB and ZooKeeper: typed errors, no connection, no goroutine"},
 		Failed: t.Failed()})
 	resultsMu.Unlock()
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/simba-go/simba/internal/mutant"
 )
 
-// mutationRun is one deliberate bug of FAULTS.md scenario 27b and the scenario that must
+// mutationRun is one deliberate bug of scenario 27 (mutations) and the scenario that must
 // catch it.
 type mutationRun struct {
 	name     string // the patch, see internal/mutant

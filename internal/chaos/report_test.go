@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// writeReport renders the results as the table of FAULTS.md §6, writes it to
+// writeReport renders the results as one table, writes it to
 // $SIMBA_CHAOS_REPORT (if set) and to out when it holds a scenario of TestChaos.
 func writeReport(out io.Writer) error {
 	resultsMu.Lock()
@@ -129,7 +129,7 @@ func stores(list []*Result) []string {
 	return out
 }
 
-// summary is FAULTS.md §6's one line per store.
+// summary is one line per store.
 func summary(store string, list []*Result) string {
 	var (
 		injections, tenures, rejected, accepted, failed int

@@ -8,7 +8,7 @@ import (
 	"github.com/simba-go/simba/internal/testserver"
 )
 
-// The scenarios of a Redis Cluster (issue 16), beyond FAULTS.md's plan: the mutex's keys
+// The scenarios of a Redis Cluster (issue 16), beyond the single-node plan: the mutex's keys
 // share one hash slot, whose primary is failed over or which moves to another primary
 // while contenders contend through ClusterClients.
 func init() {

@@ -8,7 +8,7 @@ import (
 	"github.com/simba-go/simba/internal/testserver"
 )
 
-// The scenarios of a ZooKeeper ensemble (issue 16), beyond FAULTS.md's plan: each
+// The scenarios of a ZooKeeper ensemble (issue 16), beyond the single-node plan: each
 // contender is connected to one member of a three-server ensemble, and the faults are
 // between the servers.
 func init() {

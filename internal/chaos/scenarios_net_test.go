@@ -82,7 +82,7 @@ func oneWayPartitions(s *S) {
 // go-zookeeper waits a second before it dials a lone server again, so with 1s sessions
 // any disconnect would expire the session.
 //
-// The blackhole swallows bytes, as FAULTS.md defines it. A network cannot do that inside
+// The blackhole swallows bytes, as the fault plan defines it. A network cannot do that inside
 // a TCP connection (TCP retransmits what a short outage dropped); it models a peer that
 // stops answering. go-zookeeper pings every third of the session and gives the connection
 // up after two thirds without a reply: two swallowed pings in a row cost the connection,
@@ -164,7 +164,7 @@ func latency(s *S) {
 //
 // To tell the two apart, a late reply must still come within the renewal's deadline (which
 // simba bounds by the local TTL end) and later than the store's transition window: hence
-// this scenario's own timing (lateReplyTiming) and replies 0.6 T late. With FAULTS.md's
+// this scenario's own timing (lateReplyTiming) and replies 0.6 T late. With the plan's
 // budget (D 250ms) a reply that late never comes in time, every renewal fails, and the
 // owner simply loses the mutex.
 func lateRepliesThenCut(s *S) {

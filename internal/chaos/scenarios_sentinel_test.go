@@ -7,7 +7,7 @@ import (
 	"github.com/simba-go/simba/internal/testserver"
 )
 
-// The scenarios of a Redis Sentinel deployment (issue 16), beyond FAULTS.md's plan. Redis
+// The scenarios of a Redis Sentinel deployment (issue 16), beyond the single-node plan. Redis
 // replicates asynchronously, so a failover can lose the owner key and the fence key: both
 // scenarios are out of the lease model, where overlaps are measured rather than
 // forbidden, and the checker still holds tokens (C3) and the referee (C4) to account.

@@ -25,7 +25,7 @@ import (
 	"github.com/simba-go/simba/internal/zkdial"
 )
 
-// The store faults of FAULTS.md §4: 17–21 and 25.
+// The store faults of the plan: 17–21 and 25.
 func init() {
 	addScenarios(
 		scenario{num: 17, name: "restart_at_once", stores: "R", out: true, run: redisRestartAtOnce},
@@ -408,7 +408,7 @@ func zookeeperServerDownPastSession(s *S) {
 // OnAcquired has a greater token (C3).
 //
 // A server that is down for longer than S does not expire sessions (see the first part),
-// so the owner is cut off instead, as FAULTS allows.
+// so the owner is cut off instead, as the plan allows.
 func zookeeperSessionExpiry(s *S) {
 	f := storeFaults{s}
 	procs := s.spawn(2)

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// scenarios is FAULTS.md §4; each scenario file adds its own from init, and TestChaos runs
+// scenarios is the fault plan; each scenario file adds its own from init, and TestChaos runs
 // them in the order of their numbers.
 var scenarios []scenario
 
