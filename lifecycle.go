@@ -699,15 +699,22 @@ func (l *lifecycle) yield() (*yielding, error) {
 	return y, nil
 }
 
+// yieldGrace is the least time a contender that gave its mutex back waits before it tries
+// again. Where the store frees the mutex and wakes the oldest waiter instead of naming it
+// owner (a Quorum, JVM Simba's waiters), the woken waiter must hear the message and
+// acquire; a yielder that tried again at once would often take the mutex back first.
+const yieldGrace = 250 * time.Millisecond
+
 // giveBack releases the mutex of a step-down, in a round, once OnReleased has been
-// delivered, and returns the delay until the next attempt, as for a non-owner.
+// delivered, and returns the delay until the next attempt, as for a non-owner, and at
+// least yieldGrace.
 func (l *lifecycle) giveBack(y *yielding) time.Duration {
 	l.delivered()
 	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
 	err := l.svc.call(ctx, l.ctx, observe.OpRelease, l.lease.Release)
 	cancel()
 	l.yielded(y, err)
-	return l.svc.period.next(l.svc.id, Owner{}, l.svc.cfg.now())
+	return max(l.svc.period.next(l.svc.id, Owner{}, l.svc.cfg.now()), yieldGrace)
 }
 
 // reopen gives a session contention up once OnReleased has been delivered, then opens it

@@ -404,6 +404,9 @@ func (c *contention) hint(channel string, m message) {
 	case m.event == granted && c.grant != nil:
 		c.granted(m.nonce, m.token)
 	case channel == c.releases:
+		if m.id == c.id {
+			return // its own release: a contender that gave the mutex back lets the woken take it
+		}
 		if m.woken == "" || m.woken == c.id || c.owner.Load() {
 			c.wake()
 			return

@@ -481,3 +481,68 @@ func clientsWithAProxiedThird(t *testing.T) ([]goredis.UniversalClient, *faultpr
 	}
 	return clients, hole, servers
 }
+
+// A Quorum's waiters take no grants: a release frees the mutex and wakes the oldest
+// waiter, who then acquires it. A leader that yields must leave it that time, or it takes
+// the mutex back before the woken waiter can. Leadership goes back and forth by Yield;
+// b, 40ms away from the instances, must lead each time a yields (a took it back, woken by
+// its own release's broadcast, and again when it tried at once, one time in six).
+func TestQuorumYieldHandsOver(t *testing.T) {
+	servers := instances(t, 3)
+	a := newQuorum(t, servers)
+	clients := make([]goredis.UniversalClient, len(servers))
+	for i, s := range servers {
+		p, err := faultproxy.New(s.Addr())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		p.Delay(faultproxy.Both, 20*time.Millisecond, 0)
+		clients[i] = newClient(t, p.Addr())
+	}
+	b, err := redis.NewQuorum(clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	mutex := uniqueName(t, "m")
+	led := make(chan string, 64)
+	svcs := map[string]*simba.Service{}
+	for id, q := range map[string]*redis.Quorum{"a": a, "b": b} {
+		s, err := simba.NewService(q, simba.ContenderFuncs{MutexName: mutex, ID: id,
+			Acquired: func(context.Context, simba.State) { led <- id }},
+			simba.WithTTL(2*time.Second), simba.WithTransition(time.Second))
+		require.NoError(t, err)
+		require.NoError(t, s.Start(t.Context()))
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		svcs[id] = s
+	}
+	next := func(what string) string {
+		select {
+		case id := <-led:
+			return id
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nobody led within 10s %s", what)
+			return ""
+		}
+	}
+	leader := next("at first")
+	waitKey := "simba:{" + mutex + "}:contender"
+	direct := make([]*goredis.Client, len(servers))
+	for i, s := range servers {
+		direct[i] = newClient(t, s.Addr())
+	}
+	for round := range 16 {
+		other := map[string]string{"a": "b", "b": "a"}[leader]
+		poll(t, other+" queued on a majority before the leader yields", func() bool {
+			queued := 0
+			for _, c := range direct {
+				if c.ZScore(t.Context(), waitKey, other).Err() == nil {
+					queued++
+				}
+			}
+			return queued >= 2
+		})
+		require.NoError(t, svcs[leader].Yield(t.Context()))
+		if got := next(fmt.Sprintf("after %s yielded (round %d)", leader, round)); got != other {
+			t.Fatalf("round %d: %s yielded and led again; %s was waiting", round, leader, other)
+		}
+		leader = other
+	}
+}
