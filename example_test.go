@@ -387,3 +387,59 @@ func ExampleLookup() {
 	// worker-1 true
 	// true
 }
+
+// A Semaphore lets a fixed number of holders in at once, across processes: here two
+// permits, so a third acquisition is told the semaphore is held until a permit comes back.
+func ExampleNewSemaphore() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.NewStore())
+	sem, err := simba.NewSemaphore(b, "report-workers", 2)
+	if err != nil {
+		panic(err)
+	}
+	defer sem.Close()
+	first, _ := sem.Acquire(ctx)
+	second, _ := sem.Acquire(ctx)
+	_, err = sem.TryAcquire(ctx)
+	fmt.Println("third while two hold:", errors.Is(err, simba.ErrHeld))
+	_ = first.Release(ctx)
+	third, err := sem.TryAcquire(ctx)
+	fmt.Println("third after a release:", err == nil, third.Token() > second.Token())
+	_ = second.Release(ctx)
+	_ = third.Release(ctx)
+	// Output:
+	// third while two hold: true
+	// third after a release: true true
+}
+
+// An RWMutex lets readers in together and a writer in alone; a writer that has written
+// downgrades to a reader with no other writer in between.
+func ExampleNewRWMutex() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.NewStore())
+	rw, err := simba.NewRWMutex(b, "catalog")
+	if err != nil {
+		panic(err)
+	}
+	defer rw.Close()
+	w, err := rw.Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	// ... write, fenced with w.Token() ...
+	r, err := w.Downgrade(ctx)
+	if err != nil {
+		panic(err)
+	}
+	other, err := rw.RLock(ctx) // readers share the lock
+	fmt.Println("a second reader:", err == nil)
+	_, err = rw.TryLock(ctx)
+	fmt.Println("a writer while two read:", errors.Is(err, simba.ErrHeld))
+	fmt.Println("tokens grow:", w.Token() < r.Token() && r.Token() < other.Token())
+	_ = r.Release(ctx)
+	_ = other.Release(ctx)
+	// Output:
+	// a second reader: true
+	// a writer while two read: true
+	// tokens grow: true
+}

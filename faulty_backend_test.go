@@ -100,6 +100,12 @@ func (f *faultyBackend) enter(ctx context.Context, op string) error {
 	return err
 }
 
+// Holds forwards to the wrapped backend.
+func (f *faultyBackend) Holds(k backend.Kind) bool {
+	h, ok := f.Backend.(backend.Holder)
+	return ok && h.Holds(k)
+}
+
 func (f *faultyBackend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := f.enter(ctx, opStart); err != nil {
 		return nil, err

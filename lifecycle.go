@@ -189,6 +189,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		Once:        l.spec.once,
 		Report:      l.report,
 		Grant:       l.grant,
+		Hold:        svc.hold,
 		Closed:      func() { l.giveUp(ErrClosed) },
 	}
 	l.p = p

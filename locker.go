@@ -72,7 +72,7 @@ func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 		return nil, invalid("ctx", nil, "must not be nil")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", l.Mutex()), err)
+		return nil, describe(ErrNotAcquired, l.svc.named(), err)
 	}
 	l.mu.Lock()
 	switch {
@@ -81,7 +81,7 @@ func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 		return nil, ErrClosed
 	case l.busy:
 		l.mu.Unlock()
-		return nil, fmt.Errorf("%w: mutex %q, contender %q", ErrAlreadyHeld, l.Mutex(), l.ContenderID())
+		return nil, fmt.Errorf("%w: %s, contender %q", ErrAlreadyHeld, l.svc.named(), l.ContenderID())
 	}
 	l.busy = true
 	l.mu.Unlock()
@@ -184,26 +184,26 @@ func (l *Locker) await(ctx context.Context, lc *lifecycle, once bool, storeErr *
 	} else {
 		_ = l.svc.stopFrom(ctx, false) // the release goes on in the background
 	}
-	mutex := l.Mutex()
+	named := l.svc.named()
 	switch last := *storeErr; {
 	case ctx.Err() != nil && last == nil && owner.ID != "":
-		return nil, false, describe(ErrHeld, fmt.Sprintf("mutex %q is owned by %q", mutex, owner.ID), ctx.Err())
+		return nil, false, describe(ErrHeld, l.svc.heldBy(owner.ID), ctx.Err())
 	case ctx.Err() != nil:
-		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", mutex), ctx.Err(), last)
+		return nil, false, describe(ErrNotAcquired, named, ctx.Err(), last)
 	case l.isClosed():
 		return nil, false, ErrClosed
 	case t != nil && once:
-		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the tenure lapsed before it could be handed out", mutex), ErrOwnershipLost)
+		return nil, false, describe(ErrNotAcquired, named+": the tenure lapsed before it could be handed out", ErrOwnershipLost)
 	case t != nil:
 		return nil, true, nil // the tenure lapsed before it could be handed out: contend again
 	case errors.Is(last, ErrClosed):
-		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the backend is closed", mutex), last)
+		return nil, false, describe(ErrNotAcquired, named+": the backend is closed", last)
 	case errors.Is(last, ErrRefused):
-		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q", mutex), last)
+		return nil, false, describe(ErrNotAcquired, named, last)
 	case last != nil:
-		return nil, false, describe(ErrNotAcquired, fmt.Sprintf("mutex %q: the store did not answer", mutex), last)
+		return nil, false, describe(ErrNotAcquired, named+": the store did not answer", last)
 	default:
-		return nil, false, describe(ErrHeld, fmt.Sprintf("mutex %q is owned by %q", mutex, owner.ID))
+		return nil, false, describe(ErrHeld, l.svc.heldBy(owner.ID))
 	}
 }
 

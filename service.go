@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/observe"
 )
 
@@ -22,7 +23,8 @@ type Service struct {
 	role    observe.Role
 	hooks   hooks
 	mutex   string
-	id      string // contender ID; empty for a retriever
+	id      string       // contender ID; empty for a retriever
+	hold    backend.Hold // a semaphore's or read-write lock's (holds.go); zero for a mutex
 	cfg     config
 	period  contendPeriod
 	log     *slog.Logger

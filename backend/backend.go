@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -56,11 +57,62 @@ type Participant struct {
 	// call undo it, and ignores a grant older than an answer already applied. Session
 	// stores never call it.
 	Grant func(rec Record, sent time.Time)
+	// Hold is what the participant asks for: the zero Hold is a mutex's ownership, and
+	// only backends that implement Holder are given another.
+	Hold Hold
 	// Closed tells that the backend was closed while the contention was open: nothing
 	// will be answered any more, and an acquisition waiting for its turn ends at once
 	// with simba.ErrClosed. Call it at Close unless StopContend came first (more than once
 	// is allowed). May be nil.
 	Closed func()
+}
+
+// Kind is what a name names. A store keeps the names of each kind apart.
+type Kind uint8
+
+const (
+	Mutex     Kind = iota // one owner at a time
+	Semaphore             // at most Hold.Permits holders at a time
+	RWLock                // any number of shared (read) holders, or one exclusive (write) holder
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Mutex:
+		return "mutex"
+	case Semaphore:
+		return "semaphore"
+	case RWLock:
+		return "read-write lock"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Hold is what a participant asks for. Holders of a semaphore or a read-write lock are
+// admitted first come, first served: a participant that finds another waiting ahead of it
+// waits too, even where it would fit (so a waiting writer keeps later readers out).
+//
+// A lease store answers Acquire, for a participant it admits or renews, with a Record that
+// names it, with its own TTL and a token new at its admission; for one that waits, with the
+// Record of the holder whose hold ends first, or the zero Record when none does. Its hold
+// lapses by the same rules as a mutex's ownership. A session store reports the same.
+type Hold struct {
+	Kind Kind
+	// Permits is a semaphore's permit count. Every participant of a name gives the same
+	// one: a store that keeps another count for the name refuses it (simba.ErrRefused).
+	Permits int
+	// Shared asks for a read-write lock's read hold; a write hold otherwise.
+	Shared bool
+	// Beside, for a read hold, names the write holder beside which it is admitted at once,
+	// ahead of those waiting: that holder's downgrade, which gives its write hold back next.
+	Beside string
+}
+
+// Holder is implemented by backends that keep semaphores and read-write locks, as well as
+// mutexes.
+type Holder interface {
+	// Holds reports whether the backend keeps names of kind k.
+	Holds(k Kind) bool
 }
 
 // Contention is a backend's side of one participant's contention.

@@ -38,6 +38,13 @@ var checks = []check{
 	{name: "lookup", parallel: true, run: checkLookup},
 	{name: "wait_list", parallel: true, run: checkWaitList},
 	{name: "closed_under_waiter", parallel: true, run: checkClosedUnderWaiter},
+	{name: "semaphore_permits", parallel: true, run: checkSemaphorePermits},
+	{name: "semaphore_order", parallel: true, run: checkSemaphoreOrder},
+	{name: "semaphore_holder_vanishes", parallel: true, run: checkSemaphoreHolderVanishes},
+	{name: "semaphore_count", parallel: true, run: checkSemaphoreCount},
+	{name: "rwlock_readers", parallel: true, run: checkRWReaders},
+	{name: "rwlock_writer_first", parallel: true, run: checkRWWriterFirst},
+	{name: "rwlock_downgrade", parallel: true, run: checkRWDowngrade},
 }
 
 // duel is two contenders of one mutex, each on its own backend.

@@ -42,7 +42,14 @@ func newProbe(inner backend.Backend) *probe {
 var (
 	_ backend.Backend   = (*probe)(nil)
 	_ backend.Validator = (*probe)(nil)
+	_ backend.Holder    = (*probe)(nil)
 )
+
+// Holds forwards to the backend's Holder: false for a backend that keeps only mutexes.
+func (p *probe) Holds(k backend.Kind) bool {
+	h, ok := p.inner.(backend.Holder)
+	return ok && h.Holds(k)
+}
 
 // ValidateMutex forwards to the backend's Validator, if it has one.
 func (p *probe) ValidateMutex(name string) error {
@@ -74,6 +81,7 @@ func (p *probe) StartContend(ctx context.Context, part backend.Participant) (bac
 	p.mu.Lock()
 	p.lease, p.last = ok, c
 	p.mu.Unlock()
+	p.changed.notify()
 	if !ok {
 		return sessionProbe{c}, nil
 	}
@@ -125,6 +133,16 @@ func (p *probe) waitAttempt(ctx context.Context) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return !p.lease || p.attempts > 0
+	})
+}
+
+// waitQueued waits until a contention of p has been opened and, for a lease contention,
+// has had an acquire answered: by then, a contender that does not hold is queued.
+func (p *probe) waitQueued(ctx context.Context) error {
+	return until(ctx, &p.changed, "a contention queued", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.last != nil && (!p.lease || p.attempts > 0)
 	})
 }
 

@@ -32,6 +32,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -108,7 +109,10 @@ func Run(t *testing.T, newBackend func(t *testing.T) backend.Backend, opts ...Op
 			if c.parallel {
 				t.Parallel()
 			}
-			if err := runCheck(t, cfg, suite, c, newBackend); err != nil {
+			switch err := runCheck(t, cfg, suite, c, newBackend); {
+			case errors.Is(err, errUnsupported):
+				t.Skip(err)
+			case err != nil:
 				t.Error(err)
 			}
 		})

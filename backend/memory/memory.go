@@ -38,7 +38,8 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	records map[string]*record
-	tokens  uint64 // the last fencing token handed out
+	groups  map[groupKey]*group // semaphores and read-write locks (holds.go)
+	tokens  uint64              // the last fencing token handed out
 }
 
 // record is one mutex's owner record and the contentions waiting for or watching it.
@@ -54,16 +55,24 @@ type record struct {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{records: make(map[string]*record)}
+	return &Store{records: make(map[string]*record), groups: make(map[groupKey]*group)}
 }
 
-// Len returns the number of mutex records the store holds: records with a live owner or
-// with waiting contenders or watching retrievers. A test can use it to see that nothing
-// is left behind.
+// Len returns the number of records the store holds: mutexes with a live owner or with
+// waiting contenders or watching retrievers, semaphores and read-write locks with holders
+// or waiters. A test can use it to see that nothing is left behind.
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.records)
+	now := time.Now()
+	n := len(s.records)
+	for _, g := range s.groups {
+		g.prune(now)
+		if len(g.holders) > 0 || len(g.waiters) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Backend is one client of a Store. It is safe for concurrent use.
@@ -105,6 +114,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		ttl:        p.TTL,
 		transition: p.Transition,
 		wake:       p.Wake,
+		hold:       p.Hold,
 	}
 	forget, ok := b.open.Add(p.Closed)
 	if !ok {
@@ -137,7 +147,8 @@ type contention struct {
 	mutex, id       string
 	ttl, transition time.Duration
 	wake            func()
-	forget          func() // forgets the participant's Closed: at StopContend
+	hold            backend.Hold // a semaphore's or read-write lock's (holds.go); zero for a mutex
+	forget          func()       // forgets the participant's Closed: at StopContend
 }
 
 var (
@@ -153,6 +164,9 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	if c.hold.Kind != backend.Mutex {
+		return s.acquireHold(c, now)
+	}
 	r := s.record(c.mutex)
 	free := r.transitionAt.Before(now)
 	mine := r.owner == c.id && r.transitionAt.After(now)
@@ -181,6 +195,10 @@ func (c *contention) Release(ctx context.Context) error {
 	s := c.backend.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.hold.Kind != backend.Mutex {
+		s.releaseHold(c, time.Now())
+		return nil
+	}
 	r, ok := s.records[c.mutex]
 	if !ok {
 		return nil
@@ -207,6 +225,9 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	if c.hold.Kind != backend.Mutex {
+		return s.lookupHold(c, now), nil
+	}
 	r, ok := s.records[c.mutex]
 	if !ok {
 		return backend.Record{}, nil
@@ -221,6 +242,10 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	s := c.backend.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.hold.Kind != backend.Mutex {
+		g, ok := s.groups[groupKey{c.hold.Kind, c.mutex}]
+		return ok && slices.ContainsFunc(g.waiters, func(w *waiter) bool { return w.c != c }), nil
+	}
 	r, ok := s.records[c.mutex]
 	if !ok {
 		return false, nil
@@ -238,6 +263,10 @@ func (c *contention) StopContend(context.Context) error {
 	s := c.backend.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.hold.Kind != backend.Mutex {
+		s.leaveHold(c, time.Now())
+		return nil
+	}
 	r, ok := s.records[c.mutex]
 	if !ok {
 		return nil
