@@ -69,14 +69,8 @@ func (p *pool) acquire(ctx context.Context, once bool, beside string) (*Lease, e
 	lease, err := l.acquire(ctx, once)
 	if err != nil {
 		p.put(l)
-		return nil, err
 	}
-	give := lease.give
-	lease.give = func(ctx context.Context) error {
-		defer p.put(l)
-		return give(ctx)
-	}
-	return lease, nil
+	return lease, err
 }
 
 // take returns an idle Locker, or a new one.
@@ -99,20 +93,19 @@ func (p *pool) take() (*Locker, error) {
 	svc := newService(p.b, observe.RoleLock, hooks{}, p.name, id, p.cfg)
 	svc.hold = p.hold
 	l := &Locker{svc: svc, closing: make(chan struct{})}
+	l.idle = func() { p.put(l) }
 	p.all = append(p.all, l)
 	return l, nil
 }
 
-// put makes l idle again, or closes it once the pool is closed.
+// put makes l idle again, unless the pool is closed.
 func (p *pool) put(l *Locker) {
 	p.mu.Lock()
-	closed := p.closed
-	if !closed {
+	defer p.mu.Unlock()
+	// A closed pool has closed (or is closing) every Locker it made: l is dropped, not
+	// closed here, where it would make its acquisition wait for that close.
+	if !p.closed {
 		p.idle = append(p.idle, l)
-	}
-	p.mu.Unlock()
-	if closed {
-		_ = l.Close()
 	}
 }
 

@@ -2,6 +2,7 @@ package simba_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -149,4 +150,35 @@ func TestHoldsAreApartFromMutexes(t *testing.T) {
 	for _, lease := range leases {
 		require.NoError(t, lease.Release(t.Context()))
 	}
+}
+
+// TestHoldKeepsItsDeadlineAcrossClose: an acquisition whose store start-up stalls returns
+// by its deadline even when Close, which waits for that start-up, runs meanwhile (found by
+// the simulation: the acquisition's way out closed its Locker, waiting with Close).
+func TestHoldKeepsItsDeadlineAcrossClose(t *testing.T) {
+	_, fb := newFaultyStore()
+	fb.stall(opStart)
+	defer fb.unstall(opStart)
+	m, err := simba.NewRWMutex(fb, "rw")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.RLock(ctx)
+		done <- err
+	}()
+	for fb.count(opStart) == 0 {
+		runtime.Gosched()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(5 * time.Second):
+		t.Fatal("RLock did not return by its deadline while Close waited for its start-up")
+	}
+	fb.unstall(opStart)
+	require.NoError(t, <-closed)
 }

@@ -17,6 +17,7 @@ import (
 type Locker struct {
 	svc     *Service      // started for every acquisition; one at a time
 	closing chan struct{} // closed by Close: ends an acquisition waiting to retry its start-up
+	idle    func()        // if set, called once a lease has been given back (a Semaphore's pool)
 
 	mu       sync.Mutex
 	busy     bool   // an acquisition is under way or a lease is outstanding
@@ -215,6 +216,9 @@ func (l *Locker) newLease(lc *lifecycle, t *tenure) *Lease {
 		l.mu.Lock()
 		l.busy, l.lease = false, nil
 		l.mu.Unlock()
+		if l.idle != nil {
+			defer l.idle()
+		}
 		if errors.Is(err, ErrNotRunning) || err == ErrClosed { // the service's state, not a store's error
 			// Stopped by Close, which releases what is left (and a second Close may have
 			// closed the service under the first one's release): the lease is released.

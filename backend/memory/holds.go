@@ -66,7 +66,15 @@ func (s *Store) acquireHold(c *contention, now time.Time) (backend.Record, error
 			c.mutex, g.permits, c.hold.Permits, simba.ErrRefused)
 	}
 	g.prune(now)
+	fresh := !c.asked
+	c.asked = true
 	if h := g.holder(c.id); h != nil {
+		if fresh {
+			// A new contention that finds its ID holding (an earlier one's release was
+			// lost): a new hold begins, with a new token, as the earlier one has ended.
+			s.tokens++
+			h.token, h.acquiredAt = s.tokens, now
+		}
 		h.renew(c, now)
 		return h.answer(now), nil
 	}

@@ -148,6 +148,7 @@ type contention struct {
 	ttl, transition time.Duration
 	wake            func()
 	hold            backend.Hold // a semaphore's or read-write lock's (holds.go); zero for a mutex
+	asked           bool         // a hold's: Acquire has been called (holds.go)
 	forget          func()       // forgets the participant's Closed: at StopContend
 }
 

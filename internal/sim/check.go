@@ -108,6 +108,7 @@ func (w *world) check(step int) {
 		}
 	}
 	w.exclusive(when)
+	w.withinCapacity(when)
 	w.ownEnds()
 	w.waitersServed(now)
 	for _, p := range w.procs {
@@ -126,7 +127,7 @@ func (w *world) check(step int) {
 // still holds, was given to it on a tenure that was being given back.
 func (w *world) ownEnds() {
 	for _, l := range w.leases {
-		if l.done || l.ended || (l.kind != "locker" && l.kind != "mutexes") || l.ctx.Err() == nil {
+		if l.done || l.ended || (l.kind != "locker" && l.kind != "mutexes" && !isHold(l.kind)) || l.ctx.Err() == nil {
 			continue
 		}
 		if !errors.Is(context.Cause(l.ctx), simba.ErrOwnershipLost) {
@@ -144,17 +145,17 @@ func (w *world) waitersServed(now time.Time) {
 	for _, p := range w.procs {
 		disturbed = disturbed || p.paused()
 	}
-	for _, m := range w.names {
-		waiting, holding := false, false
+	for _, m := range append(slices.Clone(w.names), semName, rwName) {
+		waiting, holding := false, 0
 		for _, c := range w.calls {
 			waiting = waiting || (!c.done && c.waits && c.mutex == m)
 		}
 		for _, l := range w.leases {
-			if l.mutex == m && ((!l.done && (l.kind == "locker" || l.kind == "mutexes")) || l.ctx.Err() == nil) {
-				holding = true
+			if l.mutex == m && ((!l.done && (l.kind == "locker" || l.kind == "mutexes" || isHold(l.kind))) || l.ctx.Err() == nil) {
+				holding++
 			}
 		}
-		if !waiting || holding || disturbed {
+		if !waiting || holding >= capacity(m) || disturbed {
 			w.idleSince[m] = time.Time{}
 			continue
 		}
@@ -170,7 +171,7 @@ func (w *world) waitersServed(now time.Time) {
 // forget drops what no check needs any more: tenures that ended and calls that returned.
 func (w *world) forget() {
 	w.leases = slices.DeleteFunc(w.leases, func(l *lease) bool {
-		return l.ctx.Err() != nil && (l.done || (l.kind != "locker" && l.kind != "mutexes"))
+		return l.ctx.Err() != nil && (l.done || (l.kind != "locker" && l.kind != "mutexes" && !isHold(l.kind)))
 	})
 	w.calls = slices.DeleteFunc(w.calls, func(c *call) bool { return c.done })
 }

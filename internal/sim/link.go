@@ -159,7 +159,13 @@ func (l *link) call(ctx context.Context, do func() error) error {
 	return err
 }
 
-var _ simba.Backend = (*link)(nil)
+var (
+	_ simba.Backend  = (*link)(nil)
+	_ backend.Holder = (*link)(nil)
+)
+
+// Holds reports that the link keeps what its memory backend keeps.
+func (l *link) Holds(k backend.Kind) bool { return l.backend.Holds(k) }
 
 func (l *link) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	wake, grant, report := p.Wake, p.Grant, p.Report

@@ -49,14 +49,23 @@ const (
 	OpFault
 	OpPause
 	OpCrash
+	OpSemAcquire
+	OpSemTry
+	OpSemRelease
+	OpRWLock
+	OpRWRLock
+	OpRWRelease
+	OpRWDowngrade
+	OpHoldsClose
 	opKinds
 )
 
 var opNames = [opKinds]string{"sleep", "locker-acquire", "locker-try", "locker-release", "locker-close",
 	"mutexes-acquire", "mutexes-try", "mutexes-release", "mutexes-close", "mutexes-crowd", "hand-over-race", "service-start", "service-stop",
-	"service-run", "service-close", "scheduler-start", "scheduler-stop", "cancel", "fault", "pause", "crash"}
+	"service-run", "service-close", "scheduler-start", "scheduler-stop", "cancel", "fault", "pause", "crash",
+	"semaphore-acquire", "semaphore-try", "semaphore-release", "rw-lock", "rw-rlock", "rw-release", "rw-downgrade", "holds-close"}
 
-var opWeights = [opKinds]int{24, 10, 5, 10, 1, 12, 6, 12, 1, 3, 4, 3, 3, 2, 1, 2, 2, 5, 4, 3, 1}
+var opWeights = [opKinds]int{24, 10, 5, 10, 1, 12, 6, 12, 1, 3, 4, 3, 3, 2, 1, 2, 2, 5, 4, 3, 1, 6, 3, 6, 4, 5, 7, 3, 1}
 
 func (k OpKind) String() string { return opNames[k] }
 
@@ -112,6 +121,10 @@ func (w *world) apply(o Op) {
 	}
 	p := w.procs[o.Proc]
 	if p.paused() {
+		return
+	}
+	if o.Kind >= OpSemAcquire {
+		w.applyHold(p, o)
 		return
 	}
 	i, m := o.Mutex, w.names[o.Mutex]
@@ -594,6 +607,7 @@ func (w *world) closeAll(p *process) {
 	}
 	mx := p.mutexes
 	w.spawn(p, "", "Mutexes.Close", 0, false, func(context.Context) error { return mx.Close() })
+	w.closeHolds(p)
 	w.closeRace(p)
 }
 

@@ -133,6 +133,11 @@ func (w *world) end() {
 			w.mu.Unlock()
 		}
 	}
+	for _, left := range w.holdsLeft() {
+		w.mu.Lock()
+		w.violate("after everything was closed, the store still keeps a hold: %s", left)
+		w.mu.Unlock()
+	}
 	for _, c := range w.watch {
 		_ = c.StopContend(context.Background())
 	}

@@ -47,6 +47,7 @@ type world struct {
 	// the Close began, which then ends it: that is no loss.
 	raceClosing map[string]bool
 	tokenOwner  map[string]string // mutex + token -> contender
+	writeTokens []uint64          // the tokens of the write holds handed out
 	epoch       map[string]int    // per mutex: bumped whenever anyone starts wanting it (TryAcquire's checks)
 	idleSince   map[string]time.Time
 	calmAt      time.Time // liveness is checked only from then on
@@ -72,6 +73,11 @@ type process struct {
 	holds     []*lease // the Mutexes holds not given back
 	services  []*actor // per mutex
 	scheds    []*actor // per mutex
+
+	sem      *simba.Semaphore
+	semHolds []*lease // the semaphore's holds not given back
+	rw       *simba.RWMutex
+	rwHolds  []*lease // the read-write lock's holds not given back
 
 	raceMutexes *simba.Mutexes // the objects of the last hand-over race
 	raceLocker  *simba.Locker
@@ -103,6 +109,7 @@ type lease struct {
 	owner string
 	ctx   context.Context
 	lease *simba.Lease
+	write *simba.WriteLease // a write hold's, for its downgrade
 	// done: the simulation gave it back (Release, Stop, Close) or its process crashed,
 	// so its context may end for any reason.
 	done bool
@@ -202,6 +209,7 @@ func (p *process) boot() {
 		p.scheds[i] = sa
 	}
 	p.newMutexes()
+	p.newHolds()
 }
 
 func (p *process) newLocker(i int) {
