@@ -2,36 +2,30 @@ package simba
 
 import "context"
 
-// Contender is a participant in the contention for a mutex, for NewService. OnAcquired and
-// OnReleased strictly alternate, starting with OnAcquired; renewals are not reported. A
-// service's callbacks run one at a time, in order, off the goroutine that talks to the
-// store; a panic is recovered and logged. A callback may call Stop or Close of its own
-// service: belief ends at once, and OnReleased follows when the callback returns.
+// Contender takes part in the contention for a mutex, for NewService; Mutex and
+// ContenderID must not change. OnAcquired and OnReleased alternate, starting with
+// OnAcquired; callbacks run one at a time, in order, off the goroutine that talks to the
+// store, and a panic is recovered and logged. A callback may call Stop or Close of its own
+// service: belief ends at once, and OnReleased follows its return.
 type Contender interface {
-	// Mutex returns the name of the mutex to contend for. It must not change.
 	Mutex() string
-	// ContenderID returns the contender's ID, unique among the mutex's contenders on the
-	// store (see HostContenderID). It must not change.
+	// ContenderID is unique among the mutex's contenders on the store (see HostContenderID).
 	ContenderID() string
-	// OnAcquired is called when the contender has become the owner. ctx is the tenure
-	// context: it ends, with a cause, as soon as the contender stops believing it owns
-	// the mutex (see Lease.Context), possibly before OnReleased.
+	// OnAcquired is called on becoming the owner, with the tenure context (see
+	// Lease.Context), which may end before OnReleased.
 	OnAcquired(ctx context.Context, s State)
-	// OnReleased is called when the contender has stopped being the owner.
+	// OnReleased is called on ceasing to be the owner.
 	OnReleased(s State)
 }
 
 // Retriever observes who owns a mutex without contending, for NewRetrievalService; it is
-// called as a Contender is, one change at a time.
+// called as a Contender is, at every change of owner ID, to and from "no owner".
 type Retriever interface {
-	// Mutex returns the name of the mutex to observe. It must not change.
 	Mutex() string
-	// NotifyOwner is called whenever the owner ID changes, to and from "no owner".
 	NotifyOwner(s State)
 }
 
-// ContenderFuncs adapts plain functions to the Contender interface. Nil functions are
-// skipped.
+// ContenderFuncs adapts plain functions to Contender; nil functions are skipped.
 type ContenderFuncs struct {
 	MutexName string                             // returned by Mutex
 	ID        string                             // returned by ContenderID
@@ -61,7 +55,7 @@ func (f ContenderFuncs) OnReleased(s State) {
 	}
 }
 
-// RetrieverFunc adapts a function to the Retriever interface.
+// RetrieverFunc adapts a function to Retriever; a nil one is skipped.
 type RetrieverFunc struct {
 	MutexName string        // returned by Mutex
 	Notify    func(s State) // called by NotifyOwner

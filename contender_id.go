@@ -13,16 +13,14 @@ import (
 // contenderCounter numbers the IDs HostContenderID hands out in this process.
 var contenderCounter atomic.Int64
 
-// HostContenderID returns a new contender ID "{counter}:{pid}@{host-ip}", JVM Simba's
-// default. Processes that share a PID and an address (containers) get equal IDs, which
-// would both believe they own the mutex: use UUIDContenderID there.
+// HostContenderID returns a new ID "{counter}:{pid}@{host-ip}", JVM Simba's default;
+// containers sharing a PID and an address need UUIDContenderID.
 func HostContenderID() string {
 	n := contenderCounter.Add(1) - 1
 	return strconv.FormatInt(n, 10) + ":" + strconv.Itoa(os.Getpid()) + "@" + hostip.Address()
 }
 
-// UUIDContenderID returns a new random UUID as 32 hexadecimal digits, JVM Simba's other
-// format.
+// UUIDContenderID returns a new random UUID as 32 hex digits, JVM Simba's other format.
 func UUIDContenderID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error

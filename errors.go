@@ -9,58 +9,40 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors. Test for them with errors.Is; the errors simba returns wrap them with
-// the detail of the case at hand.
+// Sentinel errors, to test with errors.Is; the errors returned wrap them with detail.
 var (
-	// ErrInvalidArgument marks input rejected before any I/O; the error that wraps it is
-	// an *ArgumentError naming the field, the value and the rule.
+	// ErrInvalidArgument marks input rejected before any I/O, as an *ArgumentError.
 	ErrInvalidArgument = errors.New("simba: invalid argument")
-
 	// ErrAlreadyStarted is returned by Start unless the status is StatusInitial.
 	ErrAlreadyStarted = errors.New("simba: already started")
-
 	// ErrNotRunning is returned by Stop unless the status is StatusRunning.
 	ErrNotRunning = errors.New("simba: not running")
-
 	// ErrClosed is returned by calls after Close, and by backends after their own Close.
 	ErrClosed = errors.New("simba: closed")
-
-	// ErrNotAcquired is returned by an acquisition that did not make the caller the owner;
-	// when its context ended first, the error matches the context's error too.
+	// ErrNotAcquired is returned by a failed acquisition, matching ctx's error if ctx ended.
 	ErrNotAcquired = errors.New("simba: not acquired")
-
-	// ErrHeld is returned, matching ErrNotAcquired too, by an acquisition that found the
-	// mutex held by another contender, as opposed to one the store failed.
+	// ErrHeld (an ErrNotAcquired): another contender holds the mutex; the store did not fail.
 	ErrHeld = fmt.Errorf("%w: held by another contender", ErrNotAcquired)
-
-	// ErrNotOwner is returned by a release of what the caller does not hold (a second
-	// Release), and by backends when the store names another owner.
+	// ErrNotOwner is returned by a release of what the caller does not hold, and by
+	// backends when the store names another owner.
 	ErrNotOwner = errors.New("simba: not the owner")
-
-	// ErrOwnershipLost is matched by the cause (context.Cause) of a tenure context that
-	// ended because ownership was lost, and by Lease.Release's error after such a loss.
+	// ErrOwnershipLost is the cause (context.Cause) of a tenure context ended by a loss.
 	ErrOwnershipLost = errors.New("simba: ownership lost")
-
-	// ErrOwnerChanged is the loss by an answer that named another owner, or none.
+	// ErrOwnerChanged is the loss by a store answer naming another owner, or none.
 	ErrOwnerChanged = fmt.Errorf("%w: the store named another owner", ErrOwnershipLost)
-
 	// ErrLeaseExpired is the loss by the local TTL end, without a successful renewal.
 	ErrLeaseExpired = fmt.Errorf("%w: the local ttl end passed", ErrOwnershipLost)
-
 	// ErrTimeout marks a store call cut off at the call timeout (WithCallTimeout) while
 	// the caller's context was live; it does not match context.DeadlineExceeded.
 	ErrTimeout = errors.New("simba: store call timed out")
-
-	// ErrRefused marks a store's answer that no retry can cure (credentials, permissions,
-	// schema, a read-only replica), as opposed to an outage; see the package doc.
+	// ErrRefused marks a store answer no retry can cure (credentials, permissions,
+	// schema, a read-only replica), as opposed to an outage.
 	ErrRefused = errors.New("simba: the store refused the client")
-
-	// ErrAlreadyHeld is returned by a Locker's acquisition while it holds a lease or
-	// acquires already: a Locker is one contender, use one per concurrent holder.
+	// ErrAlreadyHeld is returned by a Locker's acquisition while it holds or acquires a lease.
 	ErrAlreadyHeld = errors.New("simba: locker already held")
 )
 
-// ArgumentError describes input rejected by validation. It wraps ErrInvalidArgument.
+// ArgumentError is input rejected by validation; it wraps ErrInvalidArgument.
 type ArgumentError struct {
 	Field string // the rejected input, such as "ttl" or "mutex"
 	Value string // the rejected value, formatted for the message
@@ -99,7 +81,7 @@ func invalid(field string, value any, rule string) error {
 // quotedBytes is how much of a string value an ArgumentError quotes.
 const quotedBytes = 64
 
-// InvalidArgument returns an *ArgumentError, for backends that validate their own input.
+// InvalidArgument returns an *ArgumentError, for backends validating their own input.
 func InvalidArgument(field string, value any, rule string) error {
 	return invalid(field, value, rule)
 }

@@ -52,10 +52,10 @@ func (s *Service) Health() Health {
 	}
 }
 
-// Health returns the scheduler's state now; see Service.Health.
+// Health returns the scheduler's state now.
 func (s *Scheduler) Health() Health { return s.svc.Health() }
 
-// HealthReporter is what HealthHandler asks: *Service, *Scheduler, *Locker and *Mutexes.
+// HealthReporter is what HealthHandler asks: Service, Scheduler, Locker, Mutexes.
 type HealthReporter interface {
 	Health() Health
 }
@@ -67,10 +67,9 @@ var (
 	_ HealthReporter = (*Mutexes)(nil)
 )
 
-// HealthHandler serves the Health of each as a JSON array, with 503 when one fails the
-// probe the query asks for: readiness (every one Healthy), ?leading (and leading), or
-// liveness, ?live or ?live=5s (no leader's renewal overdue by more than the tolerance: a
-// stuck process, which a restart cures; an outage passes). A nil entry is unhealthy.
+// HealthHandler serves each Health as a JSON array, with 503 if one fails the probe:
+// readiness (Healthy; nil is not), ?leading (and Leading), or liveness, ?live[=5s]
+// (Overdue not beyond the tolerance; an outage passes).
 func HealthHandler(services ...HealthReporter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -93,7 +92,7 @@ func HealthHandler(services ...HealthReporter) http.Handler {
 				h = s.Health()
 			}
 			switch {
-			case live && h.Overdue > tolerance:
+			case live && h.Overdue > tolerance: // a stuck process, which a restart cures
 				code = http.StatusServiceUnavailable
 			case live:
 			case !h.Healthy() || (leading && !h.Leading):

@@ -7,8 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// Lease is a hold on a mutex from a Locker or Mutexes: it renews itself until Release, and
-// its Context ends when ownership is lost. It is safe for concurrent use.
+// Lease is a hold on a mutex, semaphore or read-write lock; it renews itself until Release.
 type Lease struct {
 	mutex    string
 	owner    Owner
@@ -17,24 +16,21 @@ type Lease struct {
 	give     func(ctx context.Context) error // gives the hold back
 }
 
-// Token returns the tenure's fencing token, for the resource the lock protects.
+// Token returns the tenure's fencing token.
 func (l *Lease) Token() uint64 { return l.owner.Token }
 
-// Owner returns the owner record as acquired, not as renewed: whether the lease is still
-// held is what Context says.
+// Owner returns the owner record as acquired; whether it is still held, Context says.
 func (l *Lease) Owner() Owner { return l.owner }
 
-// Context returns the tenure context: it ends when the holder can no longer be sure it
-// owns the mutex (context.Cause matches ErrOwnershipLost) or at Release. Each read of it
-// checks the local TTL end, so check it right before acting on ownership.
+// Context returns the tenure context, ended by Release or a loss (ErrOwnershipLost, as
+// its cause); each read checks the local TTL end, so check it right before acting.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Done is short for Context().Done().
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 
-// Release gives the mutex up. It returns by ctx's deadline (the release goes on in the
-// background then). The error matches ErrNotOwner on a second call, and ErrOwnershipLost
-// when ownership had been lost before: the critical section may have overlapped another's.
+// Release gives the hold up. Its error matches ErrNotOwner on a second call, and
+// ErrOwnershipLost after a loss: the critical section may have overlapped another's.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("%w: nil lease", ErrNotOwner)

@@ -10,10 +10,8 @@ import (
 	"github.com/simba-go/simba/observe"
 )
 
-// Locker acquires a mutex for a critical section: Acquire returns a Lease that holds the
-// tenure until Release. A Locker is one contender: it holds one lease at a time
-// (ErrAlreadyHeld), so goroutines use one each, or share Mutexes. It is safe for concurrent
-// use; Close it when done.
+// Locker is one contender for a mutex, holding one Lease at a time (ErrAlreadyHeld):
+// goroutines use one each, or share Mutexes.
 type Locker struct {
 	svc     *Service      // started for every acquisition; one at a time
 	closing chan struct{} // closed by Close: ends an acquisition waiting to retry its start-up
@@ -26,8 +24,7 @@ type Locker struct {
 	storeErr error // the store's last error in the last acquisition; nil if it acquired
 }
 
-// NewLocker returns a Locker for mutex on b, with a new HostContenderID unless
-// WithContenderID sets one.
+// NewLocker returns a Locker for mutex on b.
 func NewLocker(b Backend, mutex string, opts ...LockerOption) (*Locker, error) {
 	cfg, err := configure(b, opts, LockerOption.applyLocker)
 	if err != nil {
@@ -46,14 +43,12 @@ func (l *Locker) Mutex() string { return l.svc.mutex }
 // ContenderID returns the locker's contender ID.
 func (l *Locker) ContenderID() string { return l.svc.id }
 
-// Acquire blocks until the locker owns the mutex or ctx ends, whatever the store does. It
-// waits out an outage, retrying, and fails at once on a refusal (ErrRefused). When ctx
-// ends first, the error matches ErrNotAcquired and ctx's error, and what was acquired
-// meanwhile is released in the background.
+// Acquire blocks until the locker owns the mutex or ctx ends (ErrNotAcquired), waiting out
+// an outage; it fails at once on a refusal.
 func (l *Locker) Acquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, false) }
 
-// TryAcquire makes a single attempt; the error matches ErrNotAcquired, and wraps the
-// store's error if the attempt failed.
+// TryAcquire makes one attempt: ErrHeld if another holds the mutex, else an
+// ErrNotAcquired wrapping the store's error.
 func (l *Locker) TryAcquire(ctx context.Context) (*Lease, error) { return l.acquire(ctx, true) }
 
 // acquire is Acquire (once: TryAcquire), told to the observe.Observer if there is one.
@@ -234,8 +229,7 @@ func (l *Locker) newLease(lc *lifecycle, t *tenure) *Lease {
 	return lease
 }
 
-// Close releases the lease the locker holds, ends an acquisition under way (ErrClosed) and
-// waits for the locker's store work in the background. It is idempotent.
+// Close releases the lease held and ends an acquisition under way; see the package doc.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -258,8 +252,7 @@ func (l *Locker) Close() error {
 	return err
 }
 
-// Health returns the locker's state: running until Close, leading while it holds a lease,
-// with the store error of the acquisition under way or else of the last one.
+// Health returns the locker's state; Err is of the acquisition under way, or the last.
 func (l *Locker) Health() Health {
 	h := l.svc.Health()
 	l.mu.Lock()

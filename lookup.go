@@ -12,10 +12,8 @@ import (
 	"github.com/simba-go/simba/internal/await"
 )
 
-// Lookup reads who owns mutex on b once, without running a service. The zero Owner means
-// nobody owns it; instants count from the read's send time, and what a store does not keep
-// is zero (Redis and ZooKeeper keep no acquisition time, SQL shows no token). It returns by
-// ctx's deadline; a read still under way then goes on in the background.
+// Lookup reads once who owns mutex on b. What a store does not keep is zero: Redis and
+// ZooKeeper keep no acquisition time, SQL shows no token.
 func Lookup(ctx context.Context, b Backend, mutex string, opts ...Option) (Owner, error) {
 	if ctx == nil {
 		return Owner{}, invalid("ctx", nil, "must not be nil")

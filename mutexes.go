@@ -22,18 +22,15 @@ const DefaultLocalHandOvers = 16
 // first.
 const giveBackPause = 10 * time.Millisecond
 
-// WithLocalHandOvers sets how many local hand-overs a store tenure of Mutexes serves before
-// the mutex goes back to the store, if others wait. Default 16; must be >= 0.
+// WithLocalHandOvers sets how many local hand-overs (>= 0) a Mutexes store tenure serves
+// before the mutex goes back to the store, if others wait.
 func WithLocalHandOvers(n int) MutexesOption {
 	return mutexesOption(func(c *config) { c.localHandOvers = n })
 }
 
-// Mutexes lets the goroutines of one process share mutexes on one backend: one contender
-// on the store per mutex, and a local FIFO queue of waiters, each with its own deadline. A
-// release hands the tenure to the next local waiter without a store round trip; after
-// WithLocalHandOvers hand-overs the mutex goes back to the store if other processes wait.
-// Holds of a named holder are reentrant (AcquireAs). Names nobody holds or awaits leave
-// nothing behind. It is safe for concurrent use; Close releases everything.
+// Mutexes shares mutexes among a process's goroutines: one store contender per mutex, and a
+// local FIFO queue of waiters, to whom a release hands the tenure without a store round
+// trip (see WithLocalHandOvers). Names nobody holds or awaits leave nothing behind.
 type Mutexes struct {
 	backend Backend
 	cfg     config
@@ -50,7 +47,7 @@ type Mutexes struct {
 	storeErr error   // the store's error in the last acquisition that ended; nil if granted
 }
 
-// NewMutexes returns a registry of mutexes on b; one contender ID serves all its mutexes.
+// NewMutexes returns a registry of mutexes on b, all under one contender ID.
 func NewMutexes(b Backend, opts ...MutexesOption) (*Mutexes, error) {
 	cfg, err := configure(b, opts, MutexesOption.applyMutexes)
 	if err != nil {
@@ -70,7 +67,7 @@ func NewMutexes(b Backend, opts ...MutexesOption) (*Mutexes, error) {
 	return m, nil
 }
 
-// ContenderID returns the contender ID the registry's contenders use.
+// ContenderID returns the registry's contender ID.
 func (m *Mutexes) ContenderID() string { return m.id }
 
 // Len returns the number of mutexes held or awaited through the registry.
@@ -90,8 +87,7 @@ func (m *Mutexes) Waiting(mutex string) int {
 	return 0
 }
 
-// Acquire blocks until the caller holds mutex or ctx ends, as Locker.Acquire does; each
-// call is a holder of its own.
+// Acquire is Locker.Acquire for mutex, each call a holder of its own.
 func (m *Mutexes) Acquire(ctx context.Context, mutex string) (*Lease, error) {
 	return m.acquire(ctx, mutex, "", false)
 }
@@ -101,8 +97,8 @@ func (m *Mutexes) TryAcquire(ctx context.Context, mutex string) (*Lease, error) 
 	return m.acquire(ctx, mutex, "", true)
 }
 
-// AcquireAs is a reentrant Acquire for a named holder (a request ID, a job ID): its every
-// hold must be released before the mutex goes on; none is given on a lost tenure.
+// AcquireAs is a reentrant Acquire for a named holder (a request ID): the mutex goes on
+// once its every hold is released; none is given on a lost tenure.
 func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, error) {
 	if err := validateText("holder", holder); err != nil {
 		return nil, err
@@ -110,7 +106,7 @@ func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, 
 	return m.acquire(ctx, mutex, holder, false)
 }
 
-// ReleaseAs releases holder's most recent hold on mutex (ErrNotOwner if it holds none).
+// ReleaseAs releases holder's latest hold on mutex (ErrNotOwner if it holds none).
 func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 	m.mu.Lock()
 	e := m.entries[mutex]
@@ -125,8 +121,7 @@ func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 	return l.Release(ctx)
 }
 
-// Health returns the registry's state: running until Close, leading while any of its
-// mutexes is held, with the store's last error.
+// Health returns the registry's state; Leading: any of its mutexes is held.
 func (m *Mutexes) Health() Health {
 	m.mu.Lock()
 	entries := make([]*entry, 0, len(m.entries))
@@ -148,8 +143,7 @@ func (m *Mutexes) Health() Health {
 	return h
 }
 
-// Close fails the waiters, ends the holders' leases and releases every mutex on the store,
-// and waits for the registry's goroutines. It is idempotent.
+// Close releases every hold and fails the waiters; see the package doc.
 func (m *Mutexes) Close() error {
 	m.mu.Lock()
 	if !m.closed {

@@ -2,9 +2,8 @@ package simba
 
 import "context"
 
-// Observe follows who owns mutex on b, as etcd's Election.Observe does: the channel gets
-// the owner now and at every change of owner ID, the latest one only for a slow reader, and
-// is closed once ctx has ended and Observe has stopped. It fails fast as Start does.
+// Observe sends the owner of mutex on b now and at every change of owner ID (a slow
+// reader gets the latest), until ctx ends and it closes the channel. It fails as Start.
 func Observe(ctx context.Context, b Backend, mutex string, opts ...Option) (<-chan Owner, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", nil, "must not be nil")

@@ -9,8 +9,8 @@ import (
 	"github.com/simba-go/simba/observe"
 )
 
-// WithObserver sets the observe.Observer that is told of store calls, tenures and
-// acquisitions, for metrics and tracing. Default: none (nothing is built); must not be nil.
+// WithObserver sets an observe.Observer to tell of store calls, tenures and acquisitions,
+// for metrics and tracing.
 func WithObserver(o observe.Observer) Option {
 	return option(func(c *config) { c.observer, c.observerSet = o, true })
 }

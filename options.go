@@ -31,9 +31,9 @@ const (
 	driftMarginDivisor = 100
 )
 
-// Option configures every constructor. Options apply in order to the defaults, and the
-// result is validated: an invalid value is an ErrInvalidArgument, never clamped. Each
-// constructor takes an option type of its own, so that a misplaced option does not compile.
+// Option configures every constructor. Options apply in order to the defaults; an
+// invalid result is an ErrInvalidArgument, never clamped. Each constructor takes an option
+// type of its own, so that a misplaced option does not compile.
 type Option interface {
 	ServiceOption
 	LockerOption
@@ -47,15 +47,13 @@ type ServiceOption interface{ applyService(*config) }
 // LockerOption configures NewLocker: every Option, and WithContenderID.
 type LockerOption interface{ applyLocker(*config) }
 
-// SchedulerOption configures NewScheduler: every Option, WithContenderID and
-// WithLeaderHooks.
+// SchedulerOption configures NewScheduler: Option, WithContenderID, WithLeaderHooks.
 type SchedulerOption interface{ applyScheduler(*config) }
 
-// MutexesOption configures NewMutexes: every Option, WithContenderID and
-// WithLocalHandOvers.
+// MutexesOption configures NewMutexes: Option, WithContenderID, WithLocalHandOvers.
 type MutexesOption interface{ applyMutexes(*config) }
 
-// IDOption configures NewLocker, NewScheduler and NewMutexes.
+// IDOption, WithContenderID's, configures NewLocker, NewScheduler and NewMutexes.
 type IDOption interface {
 	LockerOption
 	SchedulerOption
@@ -107,9 +105,8 @@ type config struct {
 // 10s; must be > 0 and whole milliseconds.
 func WithTTL(ttl time.Duration) Option { return option(func(c *config) { c.ttl = ttl }) }
 
-// WithTransition sets the window after the TTL in which only the owner may renew: the
-// margin that keeps a paused owner's belief from overlapping its successor's. Default 6s;
-// must be >= 0 and whole milliseconds.
+// WithTransition sets the window after the TTL in which only the owner may renew.
+// Default 6s; must be >= 0 and whole milliseconds.
 func WithTransition(transition time.Duration) Option {
 	return option(func(c *config) { c.transition = transition })
 }
@@ -120,28 +117,26 @@ func WithCallTimeout(d time.Duration) Option {
 	return option(func(c *config) { c.callTimeout, c.callTimeoutSet = d, true })
 }
 
-// WithRenewalLead sets how long before its TTL ends an owner renews: a longer lead
-// outlasts longer pauses and outages, a shorter one renews less often. Default ttl/3; must
+// WithRenewalLead sets how long before its TTL ends an owner renews. Default ttl/3; must
 // be more than 1% of the TTL and less than it.
 func WithRenewalLead(d time.Duration) Option {
 	return option(func(c *config) { c.renewalLead, c.renewalLeadSet = d, true })
 }
 
-// WithInitialDelay delays a service's first attempt after Start. Default 0; must be >= 0.
+// WithInitialDelay delays a service's first attempt after Start by d >= 0.
 func WithInitialDelay(d time.Duration) ServiceOption {
 	return serviceOption(func(c *config) { c.initialDelay = d })
 }
 
-// WithLogger sets the logger: acquisitions and lifecycle (Info), renewals (Debug), outages
-// and lost ownership (Warn), refusals and panics (Error), with attributes "mutex" and
-// "contender". Default: Warn and above to slog.Default; must not be nil.
+// WithLogger sets the logger, with attributes "mutex" and "contender": renewals at Debug,
+// acquisitions at Info, outages and losses at Warn, refusals and panics at Error. Default:
+// Warn and above to slog.Default.
 func WithLogger(l *slog.Logger) Option {
 	return option(func(c *config) { c.logger, c.loggerSet = l, true })
 }
 
-// WithContenderID sets the contender ID of a Locker, Scheduler or Mutexes (a Service's
-// Contender names its own). Default: a new HostContenderID; must pass ValidateContenderID
-// and the backend's checks.
+// WithContenderID sets a Locker's, Scheduler's or Mutexes' contender ID (default: a new
+// HostContenderID), checked by ValidateContenderID and the backend.
 func WithContenderID(id string) IDOption {
 	return idOption(func(c *config) { c.contenderID, c.contenderIDSet = id, true })
 }

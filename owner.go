@@ -6,8 +6,8 @@ import (
 )
 
 // Owner is a snapshot of a mutex's owner record; the zero Owner means "no owner". Its
-// instants are local (the send time of the read plus the durations the store answered):
-// compare them with time.Now(), not with times from another process.
+// instants are local (the read's send time plus the store's durations): compare them with
+// time.Now(), not with another process's.
 type Owner struct {
 	ID           string    // the owner's contender ID; empty: no owner
 	AcquiredAt   time.Time // when the tenure began, as far as the store tells
@@ -19,14 +19,13 @@ type Owner struct {
 // IsZero reports whether o is the zero Owner ("no owner").
 func (o Owner) IsZero() bool { return o == Owner{} }
 
-// OwnedBy reports whether contenderID names the owner. An empty contenderID owns nothing.
+// OwnedBy reports whether contenderID, not empty, names the owner.
 func (o Owner) OwnedBy(contenderID string) bool { return contenderID != "" && o.ID == contenderID }
 
 // InTTL reports whether now is before the end of the owner's TTL.
 func (o Owner) InTTL(now time.Time) bool { return o.ID != "" && now.Before(o.TTLAt) }
 
-// InTransition reports whether now is not after the end of the transition window: the
-// record still protects its owner.
+// InTransition reports whether now is not after TransitionAt: the record protects its owner.
 func (o Owner) InTransition(now time.Time) bool { return o.ID != "" && !now.After(o.TransitionAt) }
 
 // HasOwner reports whether the record names an owner at now (InTransition).

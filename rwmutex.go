@@ -8,18 +8,14 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// RWMutex is a read-write lock of a name across processes: many readers, or one writer.
-// A writer waiting keeps later readers out, and waiters are served first come, first
-// served, so no writer starves. Each hold is a Lease with its own context, renewal and
-// fencing token; tokens of one lock grow with every hold, read or write, so a resource
-// that keeps the largest it has seen rejects a write of an earlier tenure. It is safe for
-// concurrent use; Close it when done.
+// RWMutex is a read-write lock of a name across processes, served first come, first
+// served: a waiting writer keeps later readers out. Each hold is a Lease of its own, and
+// the tokens of one lock grow with every hold, read or write.
 type RWMutex struct {
 	readers, writers *pool
 }
 
-// NewRWMutex returns a read-write lock for name on b, whose backend must keep read-write
-// locks (backend.Holder).
+// NewRWMutex returns a read-write lock for name on b, which must keep them (backend.Holder).
 func NewRWMutex(b Backend, name string, opts ...LockerOption) (*RWMutex, error) {
 	cfg, err := configure(b, opts, LockerOption.applyLocker)
 	if err != nil {
@@ -39,10 +35,10 @@ func NewRWMutex(b Backend, name string, opts ...LockerOption) (*RWMutex, error) 
 // Name returns the lock's name.
 func (m *RWMutex) Name() string { return m.readers.name }
 
-// Lock blocks until it holds the lock alone or ctx ends, as Locker.Acquire does.
+// Lock blocks until it holds the lock alone, as Locker.Acquire does.
 func (m *RWMutex) Lock(ctx context.Context) (*WriteLease, error) { return m.lock(ctx, false) }
 
-// TryLock makes a single attempt to hold the lock alone: ErrHeld when it is held.
+// TryLock makes one attempt to hold the lock alone: ErrHeld if it is held.
 func (m *RWMutex) TryLock(ctx context.Context) (*WriteLease, error) { return m.lock(ctx, true) }
 
 func (m *RWMutex) lock(ctx context.Context, once bool) (*WriteLease, error) {
@@ -53,19 +49,17 @@ func (m *RWMutex) lock(ctx context.Context, once bool) (*WriteLease, error) {
 	return &WriteLease{Lease: l, m: m}, nil
 }
 
-// RLock blocks until it holds the lock for reading or ctx ends, as Locker.Acquire does.
+// RLock blocks until it holds the lock for reading, as Locker.Acquire does.
 func (m *RWMutex) RLock(ctx context.Context) (*Lease, error) {
 	return m.readers.acquire(ctx, false, "")
 }
 
-// TryRLock makes a single attempt to hold the lock for reading: ErrHeld when a writer
-// holds it or waits.
+// TryRLock makes one attempt to read: ErrHeld if a writer holds the lock or waits.
 func (m *RWMutex) TryRLock(ctx context.Context) (*Lease, error) {
 	return m.readers.acquire(ctx, true, "")
 }
 
-// Close releases the holds outstanding, ends the acquisitions under way (ErrClosed) and
-// waits for the lock's store work. It is idempotent.
+// Close releases the holds and ends the acquisitions under way; see the package doc.
 func (m *RWMutex) Close() error { return errors.Join(m.writers.close(), m.readers.close()) }
 
 // WriteLease is a write hold of an RWMutex.
@@ -74,10 +68,8 @@ type WriteLease struct {
 	m *RWMutex
 }
 
-// Downgrade turns the write hold into a read hold with no writer in between: it takes a
-// read hold beside the write hold, ahead of those waiting, then releases the write hold.
-// The read hold has a token of its own, larger. It fails, the write hold kept, when the
-// read hold cannot be taken; with ErrOwnershipLost when the write hold was lost.
+// Downgrade turns the write hold into a read hold (larger token, no writer in between);
+// on failure the write hold is kept: ErrOwnershipLost if it was lost.
 func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
 	if w == nil || w.Lease == nil {
 		return nil, fmt.Errorf("%w: nil lease", ErrNotOwner)
@@ -94,6 +86,8 @@ func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
 	if w.ctx.Err() != nil {
 		return nil, lost()
 	}
+	// The read hold is taken beside the write hold, ahead of those waiting; the write hold
+	// is released only once the read hold stands.
 	r, err := w.m.readers.acquire(ctx, true, w.owner.ID)
 	if err != nil {
 		return nil, err

@@ -23,10 +23,8 @@ type Schedule struct {
 	InitialDelay time.Duration
 }
 
-// Scheduler runs work periodically, only while this instance owns the mutex: when
-// leadership is lost (or on Stop) the work's context is cancelled and no run starts. Work
-// gets the owner record, whose Token fences its writes. A Scheduler has a Service's
-// lifecycle (embed it to give a type of yours that); it must not be copied.
+// Scheduler runs work periodically while it leads; on a loss or Stop the work's context
+// ends and no run starts. It has a Service's lifecycle and must not be copied.
 type Scheduler struct {
 	svc      *Service
 	schedule Schedule
@@ -43,18 +41,16 @@ type leaderHooks struct {
 	stopped func(leader Owner, cause error)
 }
 
-// WithLeaderHooks sets functions a Scheduler calls when it starts leading, before the
-// first run, and when it stops, after the last run, with the cause. Either may be nil.
+// WithLeaderHooks sets functions (nil or not) a Scheduler calls on leading, before the
+// first run, and on stopping, after the last run, with the cause.
 func WithLeaderHooks(started func(ctx context.Context, leader Owner), stopped func(leader Owner, cause error)) SchedulerOption {
 	return schedulerOption(func(c *config) {
 		c.leaderHooks = leaderHooks{started: started, stopped: stopped}
 	})
 }
 
-// NewScheduler returns a Scheduler that contends for mutex through b and, while it leads,
-// calls work on schedule with the tenure context and owner record. A panic in work is
-// recovered and logged. The contender ID is a new HostContenderID unless WithContenderID
-// sets one.
+// NewScheduler returns a Scheduler for mutex on b, which calls work on schedule with the
+// tenure context and owner record (whose Token fences its writes), recovering a panic.
 func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx context.Context, leader Owner), opts ...SchedulerOption) (*Scheduler, error) {
 	cfg, err := configure(b, opts, SchedulerOption.applyScheduler)
 	if err != nil {
@@ -80,8 +76,7 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 // Start begins contending for leadership; see Service.Start.
 func (s *Scheduler) Start(ctx context.Context) error { return s.svc.Start(ctx) }
 
-// Stop cancels the running work's context and waits for it before releasing; see
-// Service.Stop.
+// Stop ends the work's context and waits for it before releasing; see Service.Stop.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -89,8 +84,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return s.svc.stopFrom(ctx, !s.inSchedule() && !s.svc.inCallback())
 }
 
-// Yield steps down, stopping the work as a loss of leadership does, and goes on
-// contending; see Service.Yield.
+// Yield stops the work as a loss does and goes on contending; see Service.Yield.
 func (s *Scheduler) Yield(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")

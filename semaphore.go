@@ -6,17 +6,14 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// Semaphore hands out up to a fixed number of permits of a name across processes: each
-// Acquire holds one, as a Lease with its own context, renewal and fencing token, until
-// Release. Waiters are served first come, first served, across processes. It is safe for
-// concurrent use; Close it when done.
+// Semaphore hands out a fixed number of permits of a name across processes, first come,
+// first served; each permit held is a Lease of its own.
 type Semaphore struct {
 	pool *pool
 }
 
-// NewSemaphore returns a semaphore of permits permits for name on b, whose backend must
-// keep semaphores (backend.Holder). Every process gives the same count; the store refuses
-// (ErrRefused) one that gives another while the semaphore is held or awaited.
+// NewSemaphore returns a semaphore of permits for name on b, which must keep them
+// (backend.Holder). A count other than its holders' and waiters' is refused (ErrRefused).
 func NewSemaphore(b Backend, name string, permits int, opts ...LockerOption) (*Semaphore, error) {
 	if permits < 1 {
 		return nil, invalid("permits", permits, "must be >= 1")
@@ -38,17 +35,15 @@ func (s *Semaphore) Name() string { return s.pool.name }
 // Permits returns the permit count.
 func (s *Semaphore) Permits() int { return s.pool.hold.Permits }
 
-// Acquire blocks until it holds a permit or ctx ends, as Locker.Acquire does.
+// Acquire blocks until it holds a permit, as Locker.Acquire does.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	return s.pool.acquire(ctx, false, "")
 }
 
-// TryAcquire makes a single attempt, as Locker.TryAcquire does: ErrHeld when no permit is
-// free for it.
+// TryAcquire makes one attempt: ErrHeld if no permit is free for it.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return s.pool.acquire(ctx, true, "")
 }
 
-// Close releases the permits held, ends the acquisitions under way (ErrClosed) and waits
-// for the semaphore's store work. It is idempotent.
+// Close releases the permits held and ends the acquisitions under way; see the package doc.
 func (s *Semaphore) Close() error { return s.pool.close() }

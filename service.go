@@ -13,10 +13,8 @@ import (
 	"github.com/simba-go/simba/observe"
 )
 
-// Service runs one Contender (or Retriever) for one mutex through a Backend. Its status
-// moves INITIAL -> STARTING -> RUNNING -> STOPPING -> INITIAL: Start is an error unless
-// INITIAL, Stop unless RUNNING, and a stopped service can start again; after Close both
-// fail with ErrClosed. It is safe for concurrent use and must not be copied.
+// Service runs a Contender (or Retriever) for one mutex, its status going INITIAL ->
+// STARTING -> RUNNING -> STOPPING -> INITIAL, and again. It must not be copied.
 type Service struct {
 	// identity and configuration: set by the constructor, read-only after
 	backend Backend
@@ -41,8 +39,7 @@ type Service struct {
 	settled <-chan struct{}
 }
 
-// NewService returns a service that contends for c.Mutex() as c.ContenderID() through b.
-// The names are validated here, before any I/O.
+// NewService returns a service that contends for c.Mutex() as c.ContenderID() on b.
 func NewService(b Backend, c Contender, opts ...ServiceOption) (*Service, error) {
 	cfg, err := configure(b, opts, ServiceOption.applyService)
 	if err != nil {
@@ -62,8 +59,7 @@ func NewService(b Backend, c Contender, opts ...ServiceOption) (*Service, error)
 	return newService(b, observe.RoleLeader, h, mutex, id, cfg), nil
 }
 
-// NewRetrievalService returns a service that observes who owns r.Mutex() through b without
-// contending, and reports every change of owner to r.
+// NewRetrievalService returns a service that reports to r who owns r.Mutex() on b.
 func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, error) {
 	cfg, err := configure(b, opts, Option.applyService)
 	if err != nil {
@@ -110,8 +106,7 @@ func (s *Service) Status() Status { return Status(s.status.Load()) }
 
 func (s *Service) setStatus(st Status) { s.status.Store(int32(st)) }
 
-// Owner returns the owner as the service believes it now; the zero Owner while it is not
-// running.
+// Owner returns the owner the service believes in now; the zero Owner if not running.
 func (s *Service) Owner() Owner {
 	if l := s.current(); l != nil {
 		return l.believedOwner()
@@ -203,9 +198,8 @@ func (s *Service) recovered(v any) {
 
 // ---- Start, Stop, Close, Run ------------------------------------------------------------
 
-// Start begins contending (or observing); ctx bounds only the start-up, and the service
-// runs until Stop or Close. It fails fast when the store cannot be reached or refuses
-// this client, and the service is INITIAL again.
+// Start begins contending (or observing) until Stop or Close. ctx bounds the start-up
+// only, which fails fast on an outage or refusal, leaving the service INITIAL.
 func (s *Service) Start(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -287,9 +281,8 @@ func (s *Service) detach(l *lifecycle) {
 	}
 }
 
-// Yield steps down and goes on contending: belief ends, OnReleased is delivered, the mutex
-// goes back to the store for the next waiter, and this contender queues behind it. It
-// returns once the mutex is back (at once from a callback), or ErrNotOwner if not leading.
+// Yield steps down as Stop does, then queues behind the next waiter. It returns once the
+// mutex is back (at once from a callback), or ErrNotOwner if not leading.
 func (s *Service) Yield(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -317,9 +310,8 @@ func (s *Service) yield(ctx context.Context, wait bool) error {
 	}
 }
 
-// Stop ends belief, delivers OnReleased, then releases the mutex on the store, so that no
-// successor overlaps. It returns once that is done (from a callback: not waiting for it) or
-// ctx ends; the release goes on in the background, and a failed one lets the lease lapse.
+// Stop ends belief, delivers OnReleased, then releases the mutex on the store (a failed
+// release lets it lapse), so no successor overlaps. From a callback, it does not wait.
 func (s *Service) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -391,8 +383,8 @@ func (s *Service) finished(l *lifecycle) error {
 	return nil
 }
 
-// Close stops the service if it runs and waits for its store work; later calls fail with
-// ErrClosed. It is idempotent; from one of its callbacks, it does not wait for that one.
+// Close stops the service if it runs; see the package doc. From a callback, it does not
+// wait for that one.
 func (s *Service) Close() error { return s.closeFrom(s.inCallback()) }
 
 // closeFrom is Close; fromCallback says that it was called from inside a callback of this
@@ -428,8 +420,8 @@ func (s *Service) closeFrom(fromCallback bool) error {
 	return err
 }
 
-// Run starts the service, waits until ctx ends (or a Stop or Close elsewhere) and stops it
-// within the call timeout, for errgroup and the like. It returns Start's or Stop's error.
+// Run starts the service, waits for ctx's end (or a Stop or Close) and stops it within the
+// call timeout, for errgroup and the like. It returns Start's or Stop's error.
 func (s *Service) Run(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")

@@ -2,8 +2,8 @@ package simba
 
 import "fmt"
 
-// State is a change of owner as a service delivers it: the owner record before the change
-// and after it. Renewals are not changes and are not delivered.
+// State is a change of owner, Before and After, as a service delivers it; renewals are
+// not delivered.
 type State struct {
 	Before Owner
 	After  Owner

@@ -2,7 +2,7 @@ package simba
 
 import "strconv"
 
-// Status is the lifecycle status of a service; the zero Status is StatusInitial.
+// Status is a service's lifecycle status; the zero Status is StatusInitial.
 type Status int32
 
 // The lifecycle statuses.
@@ -16,7 +16,7 @@ const (
 // Active reports whether the status is StatusStarting or StatusRunning.
 func (s Status) Active() bool { return s == StatusStarting || s == StatusRunning }
 
-// String returns the upper-case name of the status, as upstream Simba prints it.
+// String returns the status's upper-case name, as upstream Simba prints it.
 func (s Status) String() string {
 	switch s {
 	case StatusInitial:

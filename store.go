@@ -6,8 +6,8 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// Backend is a store: memory.New, redis.New, jdbc.New and zookeeper.New return one. The
-// package backend holds the contract, for those who write one.
+// Backend is a store, as the New of each package under backend/ returns, whose contract
+// is in package backend.
 type Backend = backend.Backend
 
 // ownerAt converts rec to an Owner whose instants count from sent, the local time at which
