@@ -40,6 +40,9 @@ var (
 	ErrRefused = errors.New("simba: the store refused the client")
 	// ErrAlreadyHeld is returned by a Locker's acquisition while it holds or acquires a lease.
 	ErrAlreadyHeld = errors.New("simba: locker already held")
+	// ErrFencedOut is returned by a fenced write (backend helpers such as redis.FencedSet)
+	// that a later tenure's token has already passed: the write was not made.
+	ErrFencedOut = errors.New("simba: fenced out by a later tenure")
 )
 
 // ArgumentError is input rejected by validation; it wraps ErrInvalidArgument.
