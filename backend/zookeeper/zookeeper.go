@@ -623,8 +623,16 @@ var errAuthRequired = errors.New("zk: the server requires authentication that th
 // fromZK returns err, an answer of the connection, with the codes go-zookeeper does not
 // name replaced by the package's errors.
 func fromZK(err error) error {
-	if err != nil && err.Error() == "unknown error: -124" {
+	if err == nil {
+		return nil
+	}
+	switch err.Error() {
+	case "unknown error: -124":
 		return errAuthRequired
+	case "unknown error: -6":
+		return errUnimplemented
+	case "unknown error: -121":
+		return errNoWatcher
 	}
 	return err
 }
