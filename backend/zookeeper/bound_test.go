@@ -69,13 +69,20 @@ func (d *dropper) Write(p []byte) (int, error) {
 
 // ZooKeeper's operation codes of the requests tests swallow or watch.
 const (
-	opCreate       = 1
-	opDelete       = 2
-	opExists       = 3
-	opGetData      = 4
-	opSync         = 9
-	opGetChildren2 = 12
+	opCreate        = 1
+	opDelete        = 2
+	opExists        = 3
+	opGetData       = 4
+	opSync          = 9
+	opGetChildren2  = 12
+	opCreate2       = 15
+	opRemoveWatches = 18
+	opAddWatch      = 106
 )
+
+// isCreate reports whether op creates a node: a create, or a create2 (which answers the
+// node's Stat too; the backend sends it when it watches the mutex's queue whole).
+func isCreate(op uint32) bool { return op == opCreate || op == opCreate2 }
 
 // deleteDropping returns a backend whose connection swallows the next delete request once
 // armed is set, and the count of those swallowed.
@@ -162,12 +169,15 @@ func TestLostDeleteLeftoverIsCollected(t *testing.T) {
 
 // TestOwnLeftoverNodeIsRemoved (issue 15, item 10): a node of this contender, in this
 // backend's session, that no contention of it holds (one that stopped left it behind)
-// heads the queue. The contender's next contention deletes it and owns the mutex, rather
-// than reporting the owner as unknown while the node holds everyone back.
+// heads the queue. Watching per node, the contender's next contention deletes it and owns
+// the mutex, rather than reporting the owner as unknown while the node holds everyone
+// back. (The queue watch reads no owner's node for a Locker: the backend itself deletes
+// what its contentions left, TestLostDeleteLeftoverIsCollected, and what a lost create
+// made, TestLostCreateLandingLateIsDeleted.)
 func TestOwnLeftoverNodeIsRemoved(t *testing.T) {
 	mutex := mutexName(t)
 	admin := adminConn(t)
-	b := newBackend(t)
+	b := newBackend(t, perNode)
 	eventually(t, 5*time.Second, "a session", func() bool { return zookeeper.SessionID(b.Backend) != 0 })
 	left, err := zookeeper.Leave(b.Backend, mutex, "x")
 	require.NoError(t, err)

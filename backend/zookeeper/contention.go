@@ -25,6 +25,7 @@ type contention struct {
 	log    *slog.Logger
 	parent string // /simba/<mutex>
 	data   []byte // the contender ID, the node's data
+	q      *queue // the mutex's queue in this backend; c is among its users until it leaves
 
 	kick     chan struct{} // capacity 1: look again
 	stop     chan struct{} // closed by halt
@@ -132,6 +133,8 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	b.mu.Lock()
 	mine := c.mine
 	b.mu.Unlock()
+	// A list even with the queue live: the queue is as fresh as the last event, and the
+	// caller may have seen another contender stop just now.
 	kids, err := b.children(ctx, c.parent)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -226,8 +229,10 @@ func (c *contention) run() {
 }
 
 // state is where a contention stands. A contender joins (creates its node), lists the
-// queue to find its node's place, and then owns the mutex or waits behind the owner; a
-// retriever only observes. Each step of the contention (run) begins (woken) from what it
+// queue to find its node's place (or, with the queue watch live, looks it up in the
+// backend's copy: see queue), and then owns the mutex or waits behind the owner; a
+// retriever only observes. A step whose queue has no watch yet sets one first
+// (watchQueue), and begins again. Each step of the contention (run) begins (woken) from what it
 // finds, and goes from state to state, doing each state's work (work), until it has a
 // view to report (seen), must look again (changed) or fails. transition is the one place
 // where the state changes:
@@ -252,12 +257,12 @@ func (c *contention) run() {
 type state uint8
 
 const (
-	observing state = iota // a retriever: watches the owner's node, or the mutex node while nobody contends
+	observing state = iota // a retriever: reads the owner's node (watching per node: and watches it, or the mutex node while nobody contends)
 	joining                // creates the contender's node, or finds the one a create whose reply was lost made
-	listing                // lists the queue to find its node's place, and watches its node
-	owning                 // its node is the lowest: it owns the mutex, and watches its node
-	waiting                // behind the owner: reads the owner's node, and watches the node before its own
-	queued                 // a Locker's waiter with other waiters before it: watches only the node before its own
+	listing                // finds its node's place in the queue (watching per node: lists it, and watches its node)
+	owning                 // its node is the lowest: it owns the mutex
+	waiting                // behind the owner: reads the owner's node (watching per node: and watches the node before its own)
+	queued                 // a Locker's waiter (watching per node: behind another waiter): reads no owner (per node: watches only the node before its own)
 	expired                // its node was made in a session that has ended, and ended with it
 	served                 // a one-tenure participant (WaitsOnly) whose node is gone after it owned: waits for its stop
 	left                   // stopped: its node is deleted, or left to the backend
@@ -290,13 +295,15 @@ const (
 
 // look is what one step began with and what its states' work has found.
 type look struct {
-	s        session // the session the step began in
-	gen      uint64  // the contention's gen when the step began (see install)
-	handOver bool    // the owner's node just before the contender's was deleted (see promote)
-	nodes    []latch // the queue, as listing found it
-	i        int     // the contender's place in nodes
-	pred     string  // the node just before the contender's, when others come before it
-	v        view    // the view to report
+	s        session    // the session the step began in
+	mode     queueState // how the queue is read (Backend.queueMode)
+	queue    bool       // the queue is live: read in the backend, not listed (see queue)
+	gen      uint64     // the contention's gen when the step began (see install)
+	handOver bool       // the owner's node just before the contender's was deleted (see promote)
+	nodes    []latch    // the queue, as listing found it
+	i        int        // the contender's place in nodes
+	pred     string     // the node just before the contender's, when others come before it
+	v        view       // the view to report
 }
 
 // step looks at the mutex once, if there is a session: it runs the contention from state
@@ -306,6 +313,12 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 	l := c.begin()
 	if !l.s.up {
 		return false, nil // sync pokes every contention when the session is back
+	}
+	if l.mode == unwatched || l.mode == adding {
+		if err := c.watchQueue(ctx, l.s); err != nil {
+			return false, err
+		}
+		return true, nil // look again: the queue is live now, or watched per node
 	}
 	for o := woken; ; {
 		c.state = c.transition(o, &l)
@@ -331,7 +344,8 @@ func (c *contention) begin() look {
 	s := c.b.sess
 	handOver := c.ownerGone != "" && c.ownerGone == c.view.before && c.view.node == c.node && c.view.epoch == s.epoch
 	c.ownerGone = ""
-	return look{s: s, gen: c.gen, handOver: handOver}
+	mode := c.b.queueMode(c.q, s.epoch)
+	return look{s: s, mode: mode, queue: mode == live, gen: c.gen, handOver: handOver}
 }
 
 // transition returns the contention's next state, after what the work of its current
@@ -367,8 +381,8 @@ func (c *contention) transition(o outcome, l *look) state {
 	case first:
 		return owning
 	case behind:
-		if c.p.WaitsOnly && !c.p.Once && l.i > 1 {
-			return queued // only the node before its own decides its turn (see waitBehind)
+		if c.p.WaitsOnly && !c.p.Once && (l.queue || l.i > 1) {
+			return queued // only the nodes before its own decide its turn (see waitBehind)
 		}
 		return waiting
 	}
@@ -384,18 +398,28 @@ func (c *contention) work(ctx context.Context, l *look) (outcome, error) {
 		c.forgetNode()
 		return dropped, nil
 	case joining:
-		if err := c.join(ctx); err != nil {
+		if err := c.join(ctx, l); err != nil {
 			return failed, err
 		}
 		return joined, nil
 	case listing:
+		if l.queue {
+			return c.place(ctx, l)
+		}
 		return c.list(ctx, l)
 	case owning:
 		c.own(l)
 		return seen, nil
 	case waiting:
+		if l.queue {
+			return c.readQueueOwner(ctx, l)
+		}
 		return c.wait(ctx, l)
 	case queued:
+		if l.queue {
+			l.v = view{node: c.node} // the queue's watch tells when the nodes before its own are gone
+			return seen, nil
+		}
 		return c.waitBehind(ctx, l)
 	case served:
 		l.v = view{} // no owner known, nothing watched
@@ -405,12 +429,21 @@ func (c *contention) work(ctx context.Context, l *look) (outcome, error) {
 }
 
 // join gives the contender a node: the one a create whose reply was lost made, if it
-// exists, or a new one.
-func (c *contention) join(ctx context.Context) error {
+// exists, or a new one. With the queue live, the node's create answers its czxid and
+// session too (create2), and a lost create is looked for in the queue.
+func (c *contention) join(ctx context.Context, l *look) error {
 	if prefix := c.pending; prefix != "" {
-		kids, err := c.b.children(ctx, c.parent)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return storeError("list", c.parent, err)
+		var kids []string
+		if nodes, ok := c.b.queueNodes(c.q, l.s.epoch); l.queue && ok {
+			for _, n := range nodes {
+				kids = append(kids, n.name)
+			}
+		} else {
+			var err error
+			kids, err = c.b.children(ctx, c.parent)
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return storeError("list", c.parent, err)
+			}
 		}
 		c.pending = ""
 		c.forgetNode()
@@ -423,10 +456,18 @@ func (c *contention) join(ctx context.Context) error {
 			c.log.Info("simba/zookeeper: found the node of a create whose reply was lost", "node", c.node)
 			return nil
 		}
+		if l.queue {
+			// The create may still reach the server (go-zookeeper sends what it was
+			// given, on a later connection too): the queue's watch will show its node,
+			// which the backend then deletes (Backend.adopted).
+			c.b.mu.Lock()
+			c.q.abandoned = append(c.q.abandoned, prefix)
+			c.b.mu.Unlock()
+		}
 	}
 	prefix := newProtection()
 	c.pending = prefix
-	path, err := c.create(ctx, prefix)
+	path, st, err := c.create(ctx, prefix, l.queue)
 	if err != nil {
 		if answered(err) {
 			c.pending = ""
@@ -435,32 +476,46 @@ func (c *contention) join(ctx context.Context) error {
 	}
 	c.pending = ""
 	c.setNode(path)
+	if st != nil {
+		c.czxid, c.nodeSession = st.Czxid, st.EphemeralOwner
+	}
 	return nil
 }
 
 // create creates the contender's node, and the container nodes above it when missing.
-func (c *contention) create(ctx context.Context, prefix string) (string, error) {
+// withStat makes it a create2, which answers the node's Stat too (ZooKeeper 3.5).
+func (c *contention) create(ctx context.Context, prefix string, withStat bool) (string, *zk.Stat, error) {
 	p := c.child(prefix + latchName)
 	for range 4 {
-		path, err := c.b.create(ctx, p, c.data, zk.FlagEphemeralSequential)
+		var path string
+		var st *zk.Stat
+		var err error
+		if withStat {
+			var res create2Response
+			res, err = c.b.create2(ctx, p, c.data, zk.FlagEphemeralSequential)
+			path, st = res.Path, &res.Stat
+		} else {
+			path, err = c.b.create(ctx, p, c.data, zk.FlagEphemeralSequential)
+		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			if err != nil {
-				return "", storeError("create", p, err)
+				return "", nil, storeError("create", p, err)
 			}
-			return path, nil
+			return path, st, nil
 		}
 		// ErrNoNode: the server reaped /simba, empty, before the mutex node was made under
 		// it. Both are made again.
 		if err := c.b.makeParents(ctx, c.parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return "", storeError("create", p, fmt.Errorf("%s keeps disappearing: %w", c.parent, zk.ErrNoNode))
+	return "", nil, storeError("create", p, fmt.Errorf("%s keeps disappearing: %w", c.parent, zk.ErrNoNode))
 }
 
-// list lists the queue and finds the contender's node in it. The node is read too, with a
-// watch, when it has not been yet or its watch has fired: its czxid is the token, its
-// session says whether it is the contender's, and its watch tells when it is gone.
+// list lists the queue and finds the contender's node in it, watching per node. The node
+// is read too, with a watch, when it has not been yet or its watch has fired: its czxid
+// is the token, its session says whether it is the contender's, and its watch tells when
+// it is gone.
 func (c *contention) list(ctx context.Context, l *look) (outcome, error) {
 	var (
 		kids            []string
@@ -500,16 +555,22 @@ func (c *contention) list(ctx context.Context, l *look) (outcome, error) {
 		return failed, storeError("list", c.parent, kidsErr)
 	}
 	l.nodes = latches(kids)
+	c.b.queueShort(c.q, l.s.epoch, len(l.nodes))
+	return c.locate(l), nil
+}
+
+// locate finds the contender's node in the queue l.nodes, made after its creation.
+func (c *contention) locate(l *look) outcome {
 	l.i = index(l.nodes, base(c.node))
 	switch {
 	case l.i < 0:
-		c.forgetNode() // listed after its creation, so deleted since
-		return changed, nil
+		c.forgetNode() // in a queue made after its creation, so deleted since
+		return changed
 	case l.i == 0:
-		return first, nil
+		return first
 	}
 	l.pred = c.child(l.nodes[l.i-1].name)
-	return behind, nil
+	return behind
 }
 
 // own makes the view of the owner: the contender's node, whose czxid is the token.
@@ -533,10 +594,11 @@ func (c *contention) promote() bool {
 	return c.b.isArmed(watch{c.node, dataWatch})
 }
 
-// wait finds out who owns the mutex for a contender behind the owner: it reads the
-// owner's node and watches the node just before its own, which is deleted when that
-// contender leaves, and, unless it only waits for its turn (Participant.WaitsOnly), the
-// owner's node, which is deleted when the mutex changes hands.
+// wait finds out who owns the mutex for a contender behind the owner, watching per
+// node: it reads the owner's node and watches the node just before its own, which is
+// deleted when that contender leaves, and, unless it only waits for its turn
+// (Participant.WaitsOnly), the owner's node, which is deleted when the mutex changes
+// hands.
 func (c *contention) wait(ctx context.Context, l *look) (outcome, error) {
 	pred := l.pred
 	// A single attempt (Participant.Once) is told the owner, but only the predecessor
@@ -630,8 +692,8 @@ func (c *contention) sharedID(ctx context.Context, l *look, st *zk.Stat) (outcom
 	return seen, nil
 }
 
-// waitBehind is the look of a queued waiter, which only waits for its turn
-// (Participant.WaitsOnly) and has other waiters between it and the owner: only the node
+// waitBehind is the look of a queued waiter watching per node, which only waits for its
+// turn (Participant.WaitsOnly) and has other waiters between it and the owner: only the node
 // just before its own decides its turn, so that node is all it reads, with a watch that
 // fires when it goes.
 // The owner is not read, and the view names none (it is not this contender). With 8
@@ -650,9 +712,26 @@ func (c *contention) waitBehind(ctx context.Context, l *look) (outcome, error) {
 	return seen, nil
 }
 
-// observe finds out who owns the mutex without contending, for a retriever: it watches
-// the owner's node, or, when there is none, the mutex node for the first contender.
+// observe finds out who owns the mutex without contending, for a retriever: it reads
+// the owner's node; watching per node, it watches that node, or, when there is none, the
+// mutex node for the first contender.
 func (c *contention) observe(ctx context.Context, l *look) (outcome, error) {
+	if l.queue {
+		if !c.isStarted {
+			// The queue is as fresh as the last event: the answer of a request of the
+			// session comes after the events of everything the server did before it,
+			// so a first look also sees a contender that joined just before it began.
+			if _, err := c.b.exists(ctx, c.parent); err != nil {
+				return failed, storeError("read", c.parent, err)
+			}
+		}
+		nodes, ok := c.b.queueNodes(c.q, l.s.epoch)
+		if !ok {
+			return changed, nil
+		}
+		l.nodes = nodes
+		return c.readQueueOwner(ctx, l)
+	}
 	kids, err := c.b.children(ctx, c.parent)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):

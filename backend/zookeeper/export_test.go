@@ -40,9 +40,24 @@ func Latches(children []string) []string {
 // Leave creates a contender node for id under mutex in the backend's session, as a
 // contention that stopped without deleting it would leave behind.
 func Leave(b *Backend, mutex, id string) (string, error) {
+	return LeaveWithPrefix(b, mutex, newProtection(), id)
+}
+
+// LeaveWithPrefix is Leave with the node's protection prefix given.
+func LeaveWithPrefix(b *Backend, mutex, prefix, id string) (string, error) {
 	parent := mutexPath(mutex)
 	if err := b.makeParents(context.Background(), parent); err != nil {
 		return "", err
 	}
-	return b.conn.Create(parent+"/"+newProtection()+latchName, []byte(id), zk.FlagEphemeralSequential, b.acl)
+	return b.conn.Create(parent+"/"+prefix+latchName, []byte(id), zk.FlagEphemeralSequential, b.acl)
+}
+
+// Abandon records prefix as the protection prefix of a create of the mutex's queue that
+// a contention gave up for lost (see contention.join). The queue must exist: a contention
+// of the mutex runs.
+func Abandon(b *Backend, mutex, prefix string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[mutexPath(mutex)]
+	q.abandoned = append(q.abandoned, prefix)
 }

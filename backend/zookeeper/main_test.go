@@ -228,10 +228,14 @@ func (n *network) dial(network, addr string, timeout time.Duration) (net.Conn, e
 
 // spied returns a backend whose connection shows seen each request before it goes out
 // (see spy).
-func spied(t testing.TB, seen func(op int32, path string)) *testBackend {
+func spied(t testing.TB, seen func(op int32, path string), opts ...zookeeper.Option) *testBackend {
 	t.Helper()
-	return newBackendOn(t, &network{wrap: func(c net.Conn) net.Conn { return &spy{Conn: c, seen: seen} }})
+	return newBackendOn(t, &network{wrap: func(c net.Conn) net.Conn { return &spy{Conn: c, seen: seen} }}, opts...)
 }
+
+// perNode makes a backend watch every mutex per node, as the ZooKeeper recipe does, for
+// the tests of that way of watching (see zookeeper.WithQueueWatchLimit).
+var perNode = zookeeper.WithQueueWatchLimit(0)
 
 // spy passes a connection's bytes through and shows seen every request first, with the
 // node it names ("" for requests that name none): go-zookeeper writes each request whole,
@@ -254,7 +258,7 @@ func (s *spy) Write(p []byte) (int, error) {
 // operations below (length, then bytes).
 func requestPath(p []byte) string {
 	switch binary.BigEndian.Uint32(p[8:12]) {
-	case opCreate, opDelete, opExists, opGetData, opGetChildren2, opSync:
+	case opCreate, opCreate2, opDelete, opExists, opGetData, opGetChildren2, opSync, opAddWatch, opRemoveWatches:
 	default:
 		return ""
 	}
@@ -307,7 +311,13 @@ func adminConnAt(t testing.TB, srv *testserver.Server) *zk.Conn {
 // answer.
 func fourLetter(t testing.TB, cmd string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", server.Addr(), 5*time.Second)
+	return fourLetterAt(t, server.Addr(), cmd)
+}
+
+// fourLetterAt sends a four-letter command to the server at addr and returns the answer.
+func fourLetterAt(t testing.TB, addr, cmd string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,9 +389,14 @@ func slowServer(t testing.TB) *testserver.Server {
 // watchedBy returns the paths that session watches.
 func watchedBy(t testing.TB, session int64) []string {
 	t.Helper()
+	return watchedFrom(fourLetter(t, "wchc"), session)
+}
+
+// watchedFrom returns the paths that session watches, from a wchc answer.
+func watchedFrom(wchc string, session int64) []string {
 	var out []string
 	mine := false
-	for _, line := range strings.Split(fourLetter(t, "wchc"), "\n") {
+	for _, line := range strings.Split(wchc, "\n") {
 		if !strings.HasPrefix(line, "\t") {
 			mine = strings.TrimSpace(line) == fmt.Sprintf("0x%x", session)
 			continue

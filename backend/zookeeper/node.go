@@ -60,16 +60,19 @@ func latches(children []string) []latch {
 			out = append(out, latch{name: name, seq: seq})
 		}
 	}
-	slices.SortFunc(out, func(a, b latch) int {
-		if a.seq != b.seq {
-			if a.seq < b.seq {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	slices.SortFunc(out, compareLatches)
 	return out
+}
+
+// compareLatches orders latch nodes by sequence number, then by name.
+func compareLatches(a, b latch) int {
+	if a.seq != b.seq {
+		if a.seq < b.seq {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 // index returns the position of the node called name in l, or -1.

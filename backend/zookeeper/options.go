@@ -13,9 +13,10 @@ import (
 type Option func(*config)
 
 type config struct {
-	acl       []zk.ACL
-	logger    *slog.Logger
-	loggerSet bool
+	acl        []zk.ACL
+	logger     *slog.Logger
+	loggerSet  bool
+	queueLimit int
 }
 
 // WithACL sets the ACL of the nodes the backend creates: the contenders' nodes and, when
@@ -24,6 +25,15 @@ type config struct {
 // nodes (the owner's data is its contender ID). The slice is copied.
 func WithACL(acl []zk.ACL) Option {
 	return func(c *config) { c.acl = append([]zk.ACL(nil), acl...) }
+}
+
+// WithQueueWatchLimit sets the longest queue of nodes a session watches whole, with one
+// persistent watch per mutex (ZooKeeper 3.6 or later), when it begins to watch the
+// mutex; a longer queue is watched per node, as the ZooKeeper lock recipe does. 0 turns
+// the queue watch off. Default DefaultQueueWatchLimit; must not be negative. See the
+// package documentation, Watches.
+func WithQueueWatchLimit(n int) Option {
+	return func(c *config) { c.queueLimit = n }
 }
 
 // WithLogger sets the logger for the backend's own events: sessions established, lost and
@@ -35,7 +45,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 func newConfig(opts []Option) config {
-	c := config{acl: zk.WorldACL(zk.PermAll)}
+	c := config{acl: zk.WorldACL(zk.PermAll), queueLimit: DefaultQueueWatchLimit}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -53,6 +63,8 @@ func (c *config) validate() error {
 		return simba.InvalidArgument("acl", "[]", "must not be empty")
 	case c.logger == nil:
 		return simba.InvalidArgument("logger", nil, "must not be nil")
+	case c.queueLimit < 0:
+		return simba.InvalidArgument("queue watch limit", c.queueLimit, "must not be negative")
 	}
 	return nil
 }

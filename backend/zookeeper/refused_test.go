@@ -202,19 +202,23 @@ func TestRefusedRequests(t *testing.T) {
 		assert.ErrorIs(t, err, zk.ErrBadArguments)
 	})
 	t.Run("a name go-zookeeper refuses", func(t *testing.T) {
-		err := startRefused(t, newBackend(t), contender("nul-\x00", "a", testLogger(t)))
+		err := startRefused(t, newBackend(t, perNode), contender("nul-\x00", "a", testLogger(t)))
 		assert.ErrorIs(t, err, zk.ErrInvalidPath)
+		// The queue watch's requests are not go-zookeeper's: the server checks the path.
+		err = startRefused(t, newBackend(t), contender("nul-\x00", "a", testLogger(t)))
+		assert.ErrorIs(t, err, zk.ErrBadArguments)
 	})
 }
 
 // An ACL set on the mutex node while a contention runs: the contention's next look is
-// refused and logged at Error level, and so are OthersWaiting and StopContend.
+// refused and logged at Error level, and so are OthersWaiting and StopContend. Watching
+// per node: with the queue watch, a look makes no request the ACL could refuse.
 func TestRefusedWhileContending(t *testing.T) {
 	mutex := mutexName(t)
 	parent := "/simba/" + mutex
 	admin := adminConn(t)
 	require.NoError(t, admin.AddAuth("digest", []byte("admin:secret")))
-	b := newBackend(t)
+	b := newBackend(t, perNode)
 	logs := make(errorLog, 16)
 	ctx, cancel := context.WithTimeout(t.Context(), startWithin)
 	defer cancel()

@@ -339,7 +339,7 @@ func (l *lossy) Write(p []byte) (int, error) {
 		l.handshake = true
 		return l.Conn.Write(p)
 	}
-	if len(p) < 16 || binary.BigEndian.Uint32(p[8:12]) != opCreate || !bytes.Contains(p, []byte("-latch-")) || !l.armed.CompareAndSwap(true, false) {
+	if len(p) < 16 || !isCreate(binary.BigEndian.Uint32(p[8:12])) || !bytes.Contains(p, []byte("-latch-")) || !l.armed.CompareAndSwap(true, false) {
 		return l.Conn.Write(p)
 	}
 	prefix := strings.TrimSuffix(requestPath(p), "latch-")

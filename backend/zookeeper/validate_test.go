@@ -86,6 +86,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		"nil connect":  {nil, nil},
 		"empty acl":    {connect, []zookeeper.Option{zookeeper.WithACL(nil)}},
 		"nil logger":   {connect, []zookeeper.Option{zookeeper.WithLogger(nil)}},
+		"queue limit":  {connect, []zookeeper.Option{zookeeper.WithQueueWatchLimit(-1)}},
 		"nil *zk.Conn": {connect, nil},
 	}
 	for name, c := range cases {

@@ -43,7 +43,7 @@ func TestWaiterWalksPastOwnersThatLeft(t *testing.T) {
 			assert.NoError(t, admin.Delete(nodes[0], -1))
 			assert.NoError(t, admin.Delete(nodes[1], -1))
 		}
-	})
+	}, perNode)
 	reports := make(chan simba.Owner, 16)
 	con, err := b.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true, Once: true,
 		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})
@@ -76,7 +76,7 @@ func TestNextInLineTakesOverWithoutListing(t *testing.T) {
 		if op == opGetChildren2 {
 			lists.Add(1)
 		}
-	})
+	}, perNode)
 	reports := make(chan simba.Owner, 16)
 	con, err := b.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
 		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})
@@ -121,7 +121,7 @@ func TestLockerWaiterReadsOnlyItsPredecessor(t *testing.T) {
 	between, err := zookeeper.Leave(others.Backend, mutex, "b")
 	require.NoError(t, err)
 
-	b := newBackend(t)
+	b := newBackend(t, perNode)
 	reports := make(chan simba.Owner, 16)
 	con, err := b.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
 		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})

@@ -15,16 +15,16 @@ import (
 	"github.com/simba-go/simba/backend/zookeeper"
 )
 
-// A Locker's waiter watches only the node before its own, so a change of owner wakes
-// one waiter, not all of them; a service's waiter also watches the owner's node, to know
-// the owner at once.
+// Watching per node, a Locker's waiter watches only the node before its own, so a change
+// of owner wakes one waiter, not all of them; a service's waiter also watches the owner's
+// node, to know the owner at once.
 func TestLockerWaiterWatchesOnlyItsPredecessor(t *testing.T) {
 	mutex := mutexName(t)
 	parent := "/simba/" + mutex
 	admin := adminConn(t)
 	ctx := t.Context()
 	locker := func(id string) (*simba.Locker, func() int64) {
-		b := newBackend(t)
+		b := newBackend(t, perNode)
 		l, err := simba.NewLocker(b, mutex, simba.WithContenderID(id))
 		require.NoError(t, err)
 		return l, func() int64 { return zookeeper.SessionID(b.Backend) }
@@ -55,7 +55,7 @@ func TestLockerWaiterWatchesOnlyItsPredecessor(t *testing.T) {
 	})
 	assert.NotContains(t, watchedBy(t, thirdSession()), holderNode, "a Locker's waiter does not watch the owner")
 
-	sb := newBackend(t)
+	sb := newBackend(t, perNode)
 	svc, err := simba.NewService(sb, simba.ContenderFuncs{MutexName: mutex, ID: "service"})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
@@ -86,7 +86,8 @@ func TestLockerWaiterWatchesOnlyItsPredecessor(t *testing.T) {
 	require.NoError(t, svc.Stop(ctx))
 }
 
-// A waiter lists the queue [A, B, C] and B leaves before C's read of B reaches the server.
+// Watching per node, a waiter lists the queue [A, B, C] and B leaves before C's read of B
+// reaches the server.
 // C used to ask whether B existed, with a watch: on a missing node, ZooKeeper sets a
 // watch for its creation, which never comes for a sequential node's name, so C's session
 // kept it for its whole life, one more at every such race (18 to 33 left after 8 services
@@ -97,9 +98,9 @@ func TestNoWatchLeftOnAVanishedPredecessor(t *testing.T) {
 	parent := "/simba/" + mutex
 	admin := adminConn(t)
 	ra, rb, rc := newRecorder("a"), newRecorder("b"), newRecorder("c")
-	sa := start(t, newBackend(t), ra, mutex)
+	sa := start(t, newBackend(t, perNode), ra, mutex)
 	ra.next(t, true, 5*time.Second)
-	sb := start(t, newBackend(t), rb, mutex)
+	sb := start(t, newBackend(t, perNode), rb, mutex)
 	nodeB := nodeOf(t, admin, parent, "b")
 	require.NotEmpty(t, nodeB)
 
@@ -108,7 +109,7 @@ func TestNoWatchLeftOnAVanishedPredecessor(t *testing.T) {
 		if op == opGetData && path == nodeB && left.CompareAndSwap(false, true) {
 			assert.NoError(t, sb.Stop(context.Background())) // between C's list and its read of B
 		}
-	})
+	}, perNode)
 	sc := start(t, bc, rc, mutex)
 	require.True(t, left.Load())
 	require.NoError(t, sa.Stop(t.Context()))

@@ -43,9 +43,10 @@ var ErrNoSession = errors.New("simba/zookeeper: no zookeeper session")
 //
 // A Backend is safe for concurrent use and must not be copied.
 type Backend struct {
-	conn *zk.Conn
-	acl  []zk.ACL
-	log  *slog.Logger
+	conn       *zk.Conn
+	connEvents <-chan zk.Event // the connection's event channel, read by Close only
+	acl        []zk.ACL
+	log        *slog.Logger
 
 	quit      chan struct{} // closed by Close: the keeper returns
 	keepWake  chan struct{} // capacity 1: the keeper has work now
@@ -60,7 +61,10 @@ type Backend struct {
 	contentions map[*contention]struct{}
 	interest    map[string]map[*contention]struct{} // node path -> contentions its events concern
 	armed       map[watch]struct{}                  // watches this session holds that have not fired
-	events      uint64                              // node events seen so far
+	events      uint64                              // node events on paths of interest seen so far
+	queues      map[string]*queue                   // mutex node -> its queue (see queue)
+	queueLimit  int                                 // the longest queue watched whole; 0: none
+	queueOff    bool                                // the server does not know addWatch
 	orphans     map[orphan]struct{}                 // nodes to delete once the session is back
 	refusal     error                               // the server refuses every request of the session; see heard
 
@@ -131,6 +135,12 @@ func New(connect Connect, opts ...Option) (*Backend, error) {
 		interest:    make(map[string]map[*contention]struct{}),
 		armed:       make(map[watch]struct{}),
 		orphans:     make(map[orphan]struct{}),
+		queues:      make(map[string]*queue),
+		queueLimit:  cfg.queueLimit,
+	}
+	if !rawRequests && b.queueLimit > 0 {
+		b.queueLimit = 0
+		b.log.Info("simba/zookeeper: this go-zookeeper is not v1.0.4, whose requests the queue watch sends: watching per node")
 	}
 	conn, events, err := connect(b.event)
 	if err != nil {
@@ -146,12 +156,10 @@ func New(connect Connect, opts ...Option) (*Backend, error) {
 	b.conn = conn
 	b.sync() // events that came before conn was known
 	b.mu.Unlock()
-	if events != nil {
-		b.wg.Go(func() {
-			for range events { // closed once the connection has shut down
-			}
-		})
-	}
+	// The backend hears the connection through the callback; go-zookeeper drops what
+	// its full channel cannot take, so nothing reads the channel before Close: a
+	// goroutine woken by every event costs more than the events it would drop.
+	b.connEvents = events
 	b.wg.Go(b.keep)
 	return b, nil
 }
@@ -179,6 +187,10 @@ func (b *Backend) Close() error {
 			closed() // a waiting Locker's acquisition ends
 		}
 		b.conn.Close()
+		if b.connEvents != nil {
+			for range b.connEvents { // closed once the connection has shut down
+			}
+		}
 		close(b.quit)
 		b.wg.Wait()
 	})
@@ -215,6 +227,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		return nil, fmt.Errorf("simba/zookeeper: %w", simba.ErrClosed)
 	}
 	b.contentions[c] = struct{}{}
+	c.q = b.queueOf(c.parent, c)
 	b.wg.Go(c.run) // under b.mu, so never after Close has begun to wait
 	b.mu.Unlock()
 	c.poke()
@@ -321,7 +334,10 @@ func (b *Backend) sync() {
 
 // nodeEvent handles a watch firing (or being dropped) for ev.Path. Called with b.mu held.
 func (b *Backend) nodeEvent(ev zk.Event) {
-	b.events++
+	b.queueEvent(ev)
+	if _, ok := b.interest[ev.Path]; ok {
+		b.events++ // see setArmed: a watch being set on this path may have fired
+	}
 	switch ev.Type {
 	case zk.EventNodeCreated, zk.EventNodeDataChanged:
 		delete(b.armed, watch{ev.Path, dataWatch})
@@ -368,8 +384,9 @@ func (b *Backend) watchFor(c *contention, path string, kind watchKind) (armed bo
 	return armed, b.events
 }
 
-// setArmed records a watch set by a request that succeeded, unless any node event came
-// since seq: then the watch may already have fired, and the next reader arms another.
+// setArmed records a watch set by a request that succeeded, unless a node event on a path
+// of interest (watchFor registered path before the request) came since seq: then the
+// watch may already have fired, and the next reader arms another.
 // The server keeps one watch per session and node however often it is set; remembering
 // it keeps go-zookeeper from piling up one channel per request on a node that does not
 // change.
@@ -409,6 +426,10 @@ func (b *Backend) forget(c *contention) {
 		b.drop(c, p)
 	}
 	delete(b.contentions, c)
+	delete(c.q.users, c)
+	if len(c.q.users) == 0 {
+		c.q.idle = time.Now()
+	}
 }
 
 func (b *Backend) drop(c *contention, path string) {
@@ -467,6 +488,7 @@ func (b *Backend) keep() {
 		for _, o := range orphans {
 			b.collect(o)
 		}
+		b.sweepQueues(s)
 		timer.Reset(beatPeriod(s.timeout))
 	}
 }
