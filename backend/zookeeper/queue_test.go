@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -328,4 +329,83 @@ func TestIdleQueueWatchIsRemoved(t *testing.T) {
 func watchedByOn(t testing.TB, srv interface{ Addr() string }, session int64) []string {
 	t.Helper()
 	return watchedFrom(fourLetterAt(t, srv.Addr(), "wchc"), session)
+}
+
+// unknownOp is an operation code no ZooKeeper knows.
+const unknownOp = 9999
+
+// preAddWatch makes a connection look, to the backend, like one to a ZooKeeper older
+// than 3.6: its addWatch requests reach the server under an operation code the server
+// does not know, which it answers as such a server answers addWatch (UNIMPLEMENTED), and
+// then closes the connection.
+type preAddWatch struct {
+	net.Conn
+	first bool // the connect request, which has no request header, has been written
+}
+
+func (c *preAddWatch) Write(p []byte) (int, error) {
+	if c.first && len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opAddWatch {
+		p = slices.Clone(p)
+		binary.BigEndian.PutUint32(p[8:12], unknownOp)
+	}
+	c.first = true
+	return c.Conn.Write(p)
+}
+
+// On a server older than 3.6 (no addWatch) a backend watches per node: Lockers acquire in
+// first-come order with growing tokens, and after the one UNIMPLEMENTED answer no
+// backend asks for the queue watch again.
+func TestServerWithoutAddWatch(t *testing.T) {
+	mutex := mutexName(t)
+	count := newRequestCount()
+	old := func() *testBackend {
+		return newBackendOn(t, &network{wrap: func(c net.Conn) net.Conn {
+			return &spy{Conn: &preAddWatch{Conn: c}, seen: count.seen}
+		}})
+	}
+	a, err := simba.NewLocker(old(), mutex, simba.WithContenderID("a"))
+	require.NoError(t, err)
+	w, err := simba.NewLocker(old(), mutex, simba.WithContenderID("w"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	held, err := a.Acquire(ctx)
+	require.NoError(t, err)
+	acquired := make(chan *simba.Lease, 1)
+	go func() {
+		lease, err := w.Acquire(ctx)
+		assert.NoError(t, err)
+		acquired <- lease
+	}()
+	admin := adminConn(t)
+	eventually(t, 10*time.Second, "w to queue behind a", func() bool {
+		return nodeOf(t, admin, "/simba/"+mutex, "w") != ""
+	})
+	select {
+	case <-acquired:
+		t.Fatal("w acquired while a held the mutex")
+	default:
+	}
+	require.NoError(t, held.Release(ctx))
+	var next *simba.Lease
+	select {
+	case next = <-acquired:
+	case <-ctx.Done():
+		t.Fatal("w did not acquire after a released")
+	}
+	require.NotNil(t, next)
+	assert.Greater(t, next.Token(), held.Token(), "the token grows")
+	require.NoError(t, next.Release(ctx))
+
+	count.take()
+	for range 3 {
+		lease, err := a.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
+	}
+	ops := count.take()
+	assert.Zero(t, ops[opAddWatch], "addWatch asked again")
+	assert.Zero(t, ops[opCreate2], "a create2 in a look per node")
+	assert.Equal(t, 3, ops[opCreate], "creates")
 }
