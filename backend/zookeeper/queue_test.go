@@ -116,6 +116,26 @@ func TestContendedSectionRequests(t *testing.T) {
 	const clients, sections = 8, 200
 	mutex := mutexName(t)
 	keepMutexNode(t, mutex)
+	var ops map[int32]int
+	// A connection lost meanwhile (a machine so loaded that a 2s session went unheard)
+	// costs a watch and a list again, and maybe a create: such a run is run again.
+	for try := 1; try <= 3; try++ {
+		ops = contendedSections(t, mutex, clients, sections)
+		t.Logf("requests of %d sections on %d backends: %v", sections, clients, ops)
+		if ops[opAddWatch] <= clients {
+			break
+		}
+	}
+	assert.Equal(t, sections, ops[opCreate2], "creates")
+	assert.Equal(t, sections, ops[opDelete], "deletes")
+	assert.Equal(t, clients, ops[opAddWatch], "one watch per backend")
+	assert.LessOrEqual(t, total(ops)-ops[opCreate2]-ops[opDelete]-ops[opAddWatch], clients,
+		"requests other than the creates, the deletes and the watches: one list per backend at most")
+}
+
+// contendedSections runs sections critical sections of Lockers on mutex, each on a new
+// backend of its own, and returns the requests the backends sent meanwhile.
+func contendedSections(t *testing.T, mutex string, clients, sections int32) map[int32]int {
 	count := newRequestCount()
 	lockers := make([]*simba.Locker, clients)
 	for i := range lockers {
@@ -140,13 +160,10 @@ func TestContendedSectionRequests(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ops := count.take()
-	t.Logf("requests of %d sections on %d backends: %v", sections, clients, ops)
-	assert.Equal(t, sections, ops[opCreate2], "creates")
-	assert.Equal(t, sections, ops[opDelete], "deletes")
-	assert.Equal(t, clients, ops[opAddWatch], "one watch per backend")
-	assert.LessOrEqual(t, total(ops)-ops[opCreate2]-ops[opDelete]-ops[opAddWatch], clients,
-		"requests other than the creates, the deletes and the watches: one list per backend at most")
+	for _, l := range lockers {
+		require.NoError(t, l.Close())
+	}
+	return count.take()
 }
 
 // A queue longer than the limit when the watch is set is watched per node: the watch is
