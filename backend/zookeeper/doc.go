@@ -11,21 +11,75 @@
 // /simba and /simba/<mutex> are created on first use as container nodes, which ZooKeeper
 // deletes once their last child is gone. The contender whose node has the lowest
 // sequence number owns the mutex; children are ordered by the digits after "latch-", not
-// by name, and children that are not latch nodes are no contenders. A non-owner watches
-// the node just before its own, so a leaving contender wakes only its successor. A
-// service's non-owner also watches the owner's node, so it knows at once who owns the
-// mutex after a change (JVM Simba's non-owners do not), at the price of every such
-// waiter looking again at every change of owner. A Locker's waiter, which only waits for
-// its turn, neither watches the owner's node nor, with other waiters between them,
-// reads it (as the ZooKeeper recipe): with many Lockers waiting, a hand-over wakes one
-// of them, and joining the queue costs a create, a list together with a read of the
-// waiter's own node, and a read of its predecessor's. A Locker's TryAcquire reads the
-// owner's node, without a watch, to say who owns the mutex. A retriever watches the
-// owner's node, or the mutex node while nobody contends. The queue of nodes is the
-// mutex's wait list: contentions implement backend.WaitList.
+// by name, and children that are not latch nodes are no contenders. The queue of nodes
+// is the mutex's wait list: contentions implement backend.WaitList (OthersWaiting lists
+// the queue). How a session learns of changes to the queue is its own affair (see
+// Watches): sessions that watch differently contend with each other, and with JVM
+// Simba's.
 //
-// A look at the mutex lists the queue and reads the owner's node (a Locker's waiter only
-// when its node comes just after it). If the owner has left meanwhile, the next nodes
+// # Watches
+//
+// The queue watch (ZooKeeper 3.6 or later). A backend sets one persistent recursive
+// watch (addWatch) on each mutex node it contends for, once per connection, and lists
+// the queue once; from then on it keeps the queue from the watch's events, which the
+// server sends in the order it applied the changes, each before the answer of any later
+// request of the session, and a look at the mutex reads that copy. Joining costs one
+// request, a create that answers the new node's czxid (create2); a hand-over costs none:
+// the contender next in line hears the deletion of the node before its own, and owns;
+// leaving costs the delete. An uncontended Locker cycle is two requests in two round
+// trips (go-zookeeper's zk.Lock: three), a critical section of Lockers contending two
+// requests (zk.Lock: five). A service, a Locker's TryAcquire and a retriever read the
+// owner's node too, once per owner for the backend's contentions of the mutex, for its
+// contender ID; a retriever's first look also asks the server (an exists), so that it
+// sees every contender that joined before it began.
+//
+// The price is that every session with the watch hears every change of the queue, two
+// events per critical section, where a watch per node wakes the next contender only.
+// Measured in server CPU per critical section, with Lockers on one mutex, each on a
+// session of its own in a loop of acquire and release: with 8 sessions the queue watch
+// costs 0.6 to 0.8 times what watches per node cost, with 12 to 16 about as much (0.9 to
+// 1.15 times), with 32 1.4 to 1.8 times. So a backend watches a queue whole only when it
+// is at most WithQueueWatchLimit nodes long (DefaultQueueWatchLimit, 16) when the
+// backend sets the watch: a longer queue's watch is removed again at once, and the mutex
+// is watched per node until a look finds the queue at most half that long. A backend
+// keeps the watch while it contends for the mutex and a session timeout after (a Locker
+// that acquires again meanwhile finds it set), then removes it (removeWatches).
+//
+// The copy holds what the server sends, and ZooKeeper (3.8.4 and 3.9.2 on, and
+// distributions that carry the fix of CVE-2024-23944) sends no event of a node the session
+// may not read. Every contender must be able to read the others' nodes anyway (the
+// owner's data is its contender ID), but a node whose ACL says otherwise would be missing
+// from the copy, and its successor would own beside it. The backend notices: ZooKeeper
+// numbers a sequential node with the count of the nodes created under its parent before
+// it, so a node whose number is not the next one the copy expects tells of a creation it
+// did not hear, and the mutex is then watched per node, where the read of such a node
+// fails (a refusal) instead of going unseen. A node whose read permission is taken away
+// after the copy has it stays in the copy after its deletion, and holds its successors
+// back until the watch is set again (after a reconnect).
+//
+// go-zookeeper v1.0.4 has no API for addWatch, removeWatches and create2: the backend
+// sends them through the connection's own request method, unexported, linked by name, and
+// only when the go-zookeeper linked is v1.0.4, whose method it was written for; with any
+// other version, with WithQueueWatchLimit(0), and on a server that answers addWatch with
+// UNIMPLEMENTED (older than 3.6), a backend watches per node. Such a server also closes
+// the connection after that answer, once per backend, at the first look of its first
+// contention, before any of its contentions can own; the session survives, and the
+// backend logs a warning.
+//
+// Watches per node (as the ZooKeeper recipe). A non-owner watches the node just before
+// its own, so a leaving contender wakes only its successor. A service's non-owner also
+// watches the owner's node, so it knows at once who owns the mutex after a change (JVM
+// Simba's non-owners do not), at the price of every such waiter looking again at every
+// change of owner. A Locker's waiter, which only waits for its turn, neither watches the
+// owner's node nor, with other waiters between them, reads it (as the ZooKeeper recipe):
+// with many Lockers waiting, a hand-over wakes one of them, and joining the queue costs a
+// create, a list together with a read of the waiter's own node (for its czxid, and a
+// watch that tells an owner its node is gone), and a read of its predecessor's. A
+// Locker's TryAcquire reads the owner's node, without a watch, to say who owns the mutex.
+// A retriever watches the owner's node, or the mutex node while nobody contends.
+//
+// A look at the mutex then lists the queue and reads the owner's node (a Locker's waiter
+// only when its node comes just after it). If the owner has left meanwhile, the next nodes
 // before the contender's are read until one exists (no lower node can come after the
 // list: sequence numbers only grow). A waiter whose node came just after the owner's in
 // its last list owns the mutex as soon as the owner's node is deleted, without listing
@@ -45,19 +99,22 @@
 // # Fencing token
 //
 // The token of a tenure is the czxid of the owner's node: the zxid of the transaction that
-// created it. Zxids are global and only grow, and an owner's node is older than every
-// node behind it in the queue, so every later tenure of the mutex has a greater token. The
-// sequence number would not do: it restarts at zero when an empty mutex node has been
-// reaped and is created again.
+// created it, as the create answered it (create2) or a read of the node. Zxids are global
+// and only grow, and an owner's node is older than every node behind it in the queue, so
+// every later tenure of the mutex has a greater token. The sequence number would not do:
+// it restarts at zero when an empty mutex node has been reaped and is created again.
 //
 // # Session policy
 //
 // When the connection is lost (go-zookeeper reports StateDisconnected) every contention of
 // the backend reports "no owner" at once, as Curator does by default on SUSPENDED: the
 // owner stops believing, its tenure context is cancelled and OnReleased follows. When the
-// connection comes back within the session timeout the session, its node and its watches
-// survive; each contention reads the mutex again, and the same node owns again with the
-// same token (a new OnAcquired) while nobody else took over. When the session has expired
+// connection comes back within the session timeout the session and its node survive, and
+// so do its watches per node (go-zookeeper sets them again); each contention reads the
+// mutex again, and the same node owns again with the same token (a new OnAcquired) while
+// nobody else took over. The server keeps a queue watch for the connection that set it,
+// not for the session, and go-zookeeper does not know it: the backend sets it again and
+// lists the queue anew before a contention of the mutex looks. When the session has expired
 // its node is gone: the contender joins again with a new node, behind whoever joined
 // meanwhile. A contention whose own node disappears (deleted by hand) stops believing at
 // once and joins again, unless it served a Locker's acquisition that owned: that tenure
@@ -103,11 +160,12 @@
 // Curator its own client; ownership then depends on nothing else that the application
 // does with its connection.
 //
-// The backend runs one goroutine that sends heartbeats and deletes nodes left behind,
-// one that drains the connection's event channel, one per contention that makes all of
-// that contention's requests, and one per request in flight (below). StopContend waits
-// for its contention's goroutine (within its context); Close waits for all of them and for
-// the connection's own.
+// The backend runs one goroutine that sends heartbeats, deletes nodes left behind and
+// removes queue watches no longer needed, one per contention that makes all of that
+// contention's requests, and one per request in flight (below). It hears the connection
+// through the callback only: the channel that zk.Connect returns is read by Close, to
+// wait for the connection's end. StopContend waits for its contention's goroutine (within
+// its context); Close waits for all of them and for the connection's own.
 //
 // # Requests that get no answer
 //
@@ -118,16 +176,18 @@
 // negotiated session timeout for the requests the backend makes on its own (a sixth of it
 // for heartbeats). The request cannot be taken back; its answer, if it ever comes, is
 // dropped, and the backend cleans up what it may still do: a create is found again by its
-// protection prefix, or deleted by it, and a delete whose answer did not come in time is
-// retried in the background until it is answered or the session ends. Closing the
-// connection ends every request still in flight.
+// protection prefix, or deleted by it, a delete whose answer did not come in time is
+// retried in the background until it is answered or the session ends, and a queue watch
+// whose removal got no answer is kept for good (see What Stop leaves behind). Closing
+// the connection ends every request still in flight.
 //
 // A node of this contender in this backend's session that none of its contentions holds
 // (a stopped contention left it behind, its delete unanswered) is deleted by the backend
 // in the background and, should it head the queue first, by the contender's next
-// contention that reads the owner's node (any but a Locker's waiter with other waiters
-// between it and the owner), which then looks at the mutex again. It is never taken for
-// the owner, and the owner is not reported as unknown while it holds the others back.
+// contention that reads the owner's node (watching per node, any but a Locker's waiter
+// with other waiters between it and the owner; with the queue watch, a service's, a
+// TryAcquire's), which then looks at the mutex again. It is never taken for the owner,
+// and the owner is not reported as unknown while it holds the others back.
 //
 // Choose a session timeout of a few seconds at least: go-zookeeper waits a second before
 // it dials a lone server again, so with shorter sessions every lost connection is an
@@ -182,12 +242,16 @@
 // when the delete gets no answer in time, it leaves the node to the backend, which deletes
 // it in the background (once the session is back, without one), or the server deletes it
 // when the session expires. A create whose reply was lost is recognised by its protection
-// prefix, so neither a retry nor a stop leaves a second node. Watches cannot be removed
-// with go-zookeeper v1.0.4 (it lacks ZooKeeper's removeWatches): a watch of a stopped
-// contention stays until its node changes or the session ends. The backend sets each
-// watch at most once per session and node, whatever the number of contentions, so they do
-// not pile up, and watches contenders' nodes through reads, which set no watch on a node
-// that is gone already (an exists would leave one for its creation, which never comes).
+// prefix, so neither a retry nor a stop leaves a second node; with the queue watch, a
+// create given up for lost that reaches the server later shows in the queue, and the
+// backend deletes its node. A queue watch is removed a session timeout after the last
+// contention of its mutex in the backend stopped; when that removal gets no answer in
+// time, the mutex is watched per node from then on (the removal might still reach the
+// server after a new watch and remove it). A watch per node of a stopped contention stays
+// until its node changes or the session ends. The backend sets each watch at most once
+// per session and node, whatever the number of contentions, so they do not pile up, and
+// watches contenders' nodes through reads, which set no watch on a node that is gone
+// already (an exists would leave one for its creation, which never comes).
 //
 // # Names
 //

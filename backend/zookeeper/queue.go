@@ -74,9 +74,8 @@ type headRead struct {
 }
 
 // DefaultQueueWatchLimit is the longest queue a session watches whole by default (see
-// WithQueueWatchLimit). With 8 to 16 sessions on one mutex, each in a loop of acquire
-// and release, the queue watch and a watch per node cost the server about as much per
-// critical section; with 32, the queue watch costs 1.4 times as much.
+// WithQueueWatchLimit): where the queue watch and watches per node cost the server about
+// as much per critical section (see the package documentation, Watches).
 const DefaultQueueWatchLimit = 16
 
 // queueOf returns the queue of the mutex node parent, made if there is none, with c
