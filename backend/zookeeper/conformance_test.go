@@ -14,3 +14,11 @@ func TestConformance(t *testing.T) {
 	needServer(t)
 	tck.Run(t, func(t *testing.T) simba.Backend { return newBackend(t) })
 }
+
+// The suite again with every mutex watched per node, as a backend watches a queue longer
+// than its limit, and every mutex with a go-zookeeper other than v1.0.4 or on a server
+// older than 3.6.
+func TestConformancePerNode(t *testing.T) {
+	needServer(t)
+	tck.Run(t, func(t *testing.T) simba.Backend { return newBackend(t, perNode) })
+}
