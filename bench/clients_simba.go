@@ -363,7 +363,9 @@ func openSimbaZooKeeper(_ context.Context, e *env, mutex string, o openOptions) 
 }
 
 // watchesOwner reports whether, of two nodes under parent (a holder and a waiter), the
-// session watches the owner's: the one whose sequence number, after marker, is lowest.
+// session watches the owner's: the one whose sequence number, after marker, is lowest; or
+// whether it watches parent itself, whose persistent recursive watch (simba's queue
+// watch) tells it of every node's deletion.
 func watchesOwner(ctx context.Context, e *env, parent, marker string, session int64) (bool, error) {
 	kids, _, err := e.zk.Children(parent)
 	if errors.Is(err, zk.ErrNoNode) || len(kids) < 2 {
@@ -393,5 +395,5 @@ func watchesOwner(ctx context.Context, e *env, parent, marker string, session in
 	if err != nil {
 		return false, err
 	}
-	return slices.Contains(watched, parent+"/"+owner), nil
+	return slices.Contains(watched, parent+"/"+owner) || slices.Contains(watched, parent), nil
 }
