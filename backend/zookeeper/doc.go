@@ -39,9 +39,10 @@
 // session of its own in a loop of acquire and release: with 8 sessions the queue watch
 // costs 0.6 to 0.8 times what watches per node cost, with 12 to 16 about as much (0.9 to
 // 1.15 times), with 32 1.4 to 1.8 times. So a backend watches a queue whole only when it
-// is at most WithQueueWatchLimit nodes long (DefaultQueueWatchLimit, 16) when the
-// backend sets the watch: a longer queue's watch is removed again at once, and the mutex
-// is watched per node until a look finds the queue at most half that long. A backend
+// is at most WithQueueWatchLimit nodes long (DefaultQueueWatchLimit, 16): the watch of a
+// longer queue, when the backend sets it or as soon as it hears the queue grow past the
+// limit, is removed again, and the mutex is watched per node until a look finds the queue
+// at most half that long. A backend
 // keeps the watch while it contends for the mutex and a session timeout after (a Locker
 // that acquires again meanwhile finds it set), then removes it (removeWatches).
 //

@@ -28,9 +28,9 @@ func WithACL(acl []zk.ACL) Option {
 }
 
 // WithQueueWatchLimit sets the longest queue of nodes a session watches whole, with one
-// persistent watch per mutex (ZooKeeper 3.6 or later), when it begins to watch the
-// mutex; a longer queue is watched per node, as the ZooKeeper lock recipe does. 0 turns
-// the queue watch off. Default DefaultQueueWatchLimit; must not be negative. See the
+// persistent watch per mutex (ZooKeeper 3.6 or later); a longer queue is watched per
+// node, as the ZooKeeper lock recipe does, until it is half as long. 0 turns the queue
+// watch off. Default DefaultQueueWatchLimit; must not be negative. See the
 // package documentation, Watches.
 func WithQueueWatchLimit(n int) Option {
 	return func(c *config) { c.queueLimit = n }

@@ -18,9 +18,9 @@ import (
 // czxid, the token), and a hand-over, or the loss of the contender's node, costs no
 // request at all. The price is that the session hears every change of the queue, where a
 // watch per node wakes only the next contender: past DefaultQueueWatchLimit nodes that
-// costs the server more than the requests it saves, so a queue longer than the limit
-// when the watch is set is watched per node (see contention.list), until a look finds it
-// at most half as long.
+// costs the server more than the requests it saves, so a queue longer than the limit,
+// when the watch is set or later, is watched per node (see contention.list), until a
+// look finds it at most half as long.
 //
 // The queue is exact: the server sends the events of a session's watches before the
 // answer of any later request of that session, and go-zookeeper runs the event callback
@@ -233,6 +233,13 @@ func (b *Backend) queueEvent(ev zk.Event) {
 	}
 	if ev.Type == zk.EventNodeCreated {
 		b.adopted(q, n)
+		if len(q.nodes) > b.queueLimit {
+			// Every session with the watch hears every change of a queue this long:
+			// per node from now on, until a look finds it short again (queueShort).
+			b.unwatchQueue(q, perNode)
+			q.lookAgain()
+			return
+		}
 	}
 	for c := range q.users {
 		if q.concerns(c, ev.Type, n, at) {
@@ -249,6 +256,12 @@ func (b *Backend) queueEvent(ev zk.Event) {
 func (b *Backend) distrust(q *queue) {
 	b.log.Warn("simba/zookeeper: the queue watch missed the creation of a node this session may not read; watching the mutex per node", "node", q.parent)
 	q.state, q.nodes, q.early, q.head = perNode, nil, nil, headRead{}
+	q.lookAgain()
+}
+
+// lookAgain makes every contention of q look at the mutex again, dropping what its step
+// under way found: the queue is no longer read from its watch. Called with b.mu held.
+func (q *queue) lookAgain() {
 	for c := range q.users {
 		c.gen++
 		c.poke()

@@ -426,3 +426,46 @@ func TestServerWithoutAddWatch(t *testing.T) {
 	assert.Zero(t, ops[opCreate2], "a create2 in a look per node")
 	assert.Equal(t, 3, ops[opCreate], "creates")
 }
+
+// A queue that grows past the limit while watched whole is watched per node from then
+// on: every session with the watch would hear every change of a queue that long. The
+// waiter still takes its turn.
+func TestQueueGrowingPastTheLimitIsWatchedPerNode(t *testing.T) {
+	mutex := mutexName(t)
+	parent := "/simba/" + mutex
+	admin := adminConn(t)
+	others := newBackend(t)
+	holder, err := zookeeper.Leave(others.Backend, mutex, "a")
+	require.NoError(t, err)
+	count := newRequestCount()
+	b := spied(t, count.seen, zookeeper.WithQueueWatchLimit(2))
+	reports := make(chan simba.Owner, 16)
+	con, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "w", WaitsOnly: true,
+		TTL: time.Second, Wake: func() {}, Report: func(rec backend.Record, _ time.Time) { reports <- simba.Owner{ID: rec.Owner, Token: rec.Token} }})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, con.StopContend(context.Background())) }()
+	session := zookeeper.SessionID(b.Backend)
+	require.Contains(t, watchedBy(t, session), parent, "two nodes: the queue is watched whole")
+
+	for _, id := range []string{"c", "d"} {
+		_, err := zookeeper.Leave(others.Backend, mutex, id)
+		require.NoError(t, err)
+	}
+	eventually(t, 5*time.Second, "the queue watch to give way to a watch of the node before the waiter's", func() bool {
+		w := watchedBy(t, session)
+		return !slices.Contains(w, parent) && slices.Contains(w, holder)
+	})
+	assert.Equal(t, 1, count.take()[opRemoveWatches])
+
+	require.NoError(t, admin.Delete(holder, -1))
+	for {
+		select {
+		case o := <-reports:
+			if o.ID == "w" {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter did not own the mutex")
+		}
+	}
+}
