@@ -31,10 +31,11 @@ func connRequest(c *zk.Conn, opcode int32, req, res any, recvFunc func(unsafe.Po
 //go:linkname connQueue github.com/go-zookeeper/zk.(*Conn).queueRequest
 func connQueue(c *zk.Conn, opcode int32, req, res any, recvFunc func(unsafe.Pointer, unsafe.Pointer, error)) <-chan rawAnswer
 
-// rawAnswer is go-zookeeper's answer to a queued request (its unexported response).
+// rawAnswer is go-zookeeper's answer to a queued request (its unexported response),
+// field for field.
 type rawAnswer struct {
-	zxid int64
-	err  error
+	_   int64 // the zxid of the answer, which no caller needs
+	err error
 }
 
 // rawRequests reports whether connRequest and connQueue are linked to the methods of
