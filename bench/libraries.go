@@ -141,6 +141,7 @@ func libraries() []library {
 			open:     openRedislock(true),
 			bound:    failoverLease + tunedRetry,
 		},
+		referenceRedis(),
 		{
 			id: "simba-sql", name: "simba", store: storeSQL, simba: true, process: true,
 			settings: "Locker on backend/jdbc (named-lock hand-over on), one *sql.DB and backend per client; ttl 10s, transition 6s (defaults)",
