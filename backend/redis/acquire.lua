@@ -4,57 +4,66 @@
 -- KEYS     see prelude.lua
 -- ARGV[1]  id      the contender ID
 -- ARGV[2]  lease   ttl + transition in ms: the owner key's PX
--- ARGV[3]  listed  '0' not in the waiting set; '1' it may be; '2' the first call of a
---                  contention: an entry an earlier lifecycle of the ID left may be there
---                  (an owner takes it off, a waiter goes to the back of the queue)
+-- ARGV[3]  listed  '1' if the caller may be in the waiting set (and registered): an
+--                  owner takes itself off; '0' if it is known not to be
 -- ARGV[4]  nonce   names this call in the caller's registration; '' for a caller that
 --                  takes no grants (a Quorum's)
 -- ARGV[5]  ttl     the caller's ttl in ms
 -- ARGV[6]  heard   '1' if the caller's own channel was subscribed when it sent the call
+-- ARGV[7]  fresh   '1' for the first call of a contention: finding its own ID owning, it
+--                  begins a new tenure; finding the mutex owned, it goes to the back of
+--                  the queue (an entry an earlier lifecycle of the ID left keeps no place)
 -- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
 --
 -- Beyond JVM Simba's acquire (SET NX PX, else ZADD NX): a caller that finds itself the
 -- owner renews (a lost answer, or a grant it has not heard of), a new owner leaves the
--- waiting set, scores carry microseconds, and a waiter registers. See the package doc,
--- "Hand-over, end to end".
+-- waiting set, a tenure gets a token, scores carry microseconds, and a waiter registers.
+-- See the package doc, "Hand-over, end to end".
 local id = ARGV[1]
 local lease = ARGV[2]
-local listed = ARGV[3] ~= '0'
-local fresh = ARGV[3] == '2'
+local listed = ARGV[3] == '1'
 local nonce = ARGV[4]
 local ttl = ARGV[5]
 local heard = ARGV[6]
+local fresh = ARGV[7] == '1'
 
-local function leaveQueue()
-  if listed then
-    redis.call('zrem', waitKey, id)
-    redis.call('hdel', grantKey, id)
-  end
-end
-
--- The owner is read first: under contention most attempts find the mutex owned.
-local owner = redis.call('get', ownerKey)
+-- The owner is read first, with the token: under contention most attempts find the
+-- mutex owned.
+local owner, fence = readOwner()
 if not owner then
-  redis.call('set', ownerKey, id, 'px', lease)
-  local token = newToken(id, lease)
-  leaveQueue()
+  -- JVM Simba's SET NX PX. MGET reads a key of another type as nothing: then it fails,
+  -- and GET fails with WRONGTYPE, so that another program's data is not overwritten.
+  if not redis.call('set', ownerKey, id, 'nx', 'px', lease) then
+    redis.call('get', ownerKey)
+  end
+  local now = redis.call('time')
+  local token = newToken(fence, now)
+  writeToken(id, lease, token, millis(now))
   redis.call('publish', ownerKey, 'acquired@@' .. id)
+  if listed then
+    leave(id)
+  end
+  return { id .. '@@' .. lease, token }
+end
+if owner == id and fresh then
+  -- A new contention that finds its own ID owning: a key an earlier lifecycle left, or
+  -- one a failover brought back after later tenures were lost. A new tenure begins, with
+  -- a new token: the old tenure's may be smaller than a lost successor's, who may still
+  -- believe.
+  local now = redis.call('time')
+  local token = newToken(fence, now)
+  beginTenure(id, lease, token, millis(now))
+  if listed then
+    leave(id)
+  end
   return { id .. '@@' .. lease, token }
 end
 if owner == id then
-  redis.call('set', ownerKey, id, 'xx', 'px', lease)
-  leaveQueue()
-  if fresh then
-    -- A new contention that finds its own ID owning: a key an earlier lifecycle left, or
-    -- one a failover brought back after later tenures were lost. Either way a new
-    -- tenure begins, with a new token: the old tenure's may be smaller than a lost
-    -- successor's, who may still believe.
-    local token = newToken(id, lease)
-    redis.call('publish', ownerKey, 'acquired@@' .. id)
-    return { id .. '@@' .. lease, token }
+  local token = renew(id, lease, fence)
+  if listed then
+    leave(id)
   end
-  keepFence(id, lease)
-  return { id .. '@@' .. lease, tokenOf(id) }
+  return { id .. '@@' .. lease, token }
 end
 
 -- First come, first served with JVM Simba, which scores a waiter with the server's time
@@ -72,7 +81,7 @@ else
   added = redis.call('zadd', waitKey, 'nx', score, id)
 end
 if added == 1 then
-  local earlier = redis.call('zrangebyscore', waitKey, sec, sec)
+  local earlier = redis.call('zrangebyscore', waitKey, now[1], now[1])
   if #earlier > 0 then
     local before = string.format('%d.%06d', sec - 1, math.max(us - 1, 0))
     for _, waiter in ipairs(earlier) do
@@ -80,6 +89,8 @@ if added == 1 then
     end
   end
 end
-local left = redis.call('pttl', ownerKey)
-register(id, millis(now), nonce, tonumber(lease), ttl, left, heard)
-return { owner .. '@@' .. left, tokenOf(owner) }
+local nowMs = millis(now)
+local token, expires = tokenOf(owner, fence)
+local left = remaining(expires, nowMs)
+register(id, nowMs, nonce, tonumber(lease), ttl, left, heard)
+return { owner .. '@@' .. left, token }

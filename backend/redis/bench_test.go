@@ -3,15 +3,10 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/internal/latency"
@@ -163,49 +158,12 @@ func BenchmarkEightContenders(b *testing.B) {
 	reportCommands(b, before, commandStats(b, admin))
 }
 
-// commandStats returns the calls of every command the server has processed, by name,
-// scripts' inner calls included (INFO commandstats).
-func commandStats(b *testing.B, admin *goredis.Client) map[string]int64 {
-	b.Helper()
-	info, err := admin.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	calls := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		v, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			b.Fatal(err)
-		}
-		calls[strings.TrimPrefix(name, "cmdstat_")] = v
-	}
-	return calls
-}
-
 // reportCommands reports the server's commands per critical section (b.N sections) from
-// two commandstats snapshots, less the INFO calls that took them, and logs them by name.
+// two commandStats snapshots, and logs them by name.
 func reportCommands(b *testing.B, before, after map[string]int64) {
-	var total int64
-	var by []string
-	for name, n := range after {
-		d := n - before[name]
-		if name == "info" {
-			d--
-		}
-		if d <= 0 {
-			continue
-		}
-		total += d
-		by = append(by, fmt.Sprintf("%s %.2f", name, float64(d)/float64(b.N)))
-	}
-	sort.Strings(by)
-	b.ReportMetric(float64(total)/float64(b.N), "cmds/section")
-	b.Logf("commands per section: %s", strings.Join(by, ", "))
+	per, by := commandsPer(before, after, b.N)
+	b.ReportMetric(per, "cmds/section")
+	b.Logf("commands per section: %s", by)
 }
 
 // BenchmarkMutexesEightGoroutines is BenchmarkEightContenders for eight goroutines of one

@@ -101,7 +101,7 @@ func TestClusterKeysShareOneSlot(t *testing.T) {
 
 		slot, err := client.ClusterKeySlot(ctx, "simba:{"+mutex+"}").Result()
 		require.NoError(t, err)
-		for _, k := range []string{"{" + mutex + "}", "simba:{" + mutex + "}:contender", "simba:{" + mutex + "}:fence"} {
+		for _, k := range []string{"{" + mutex + "}", "simba:{" + mutex + "}:contender", "simba:{" + mutex + "}:token"} {
 			s, err := client.ClusterKeySlot(ctx, k).Result()
 			require.NoError(t, err)
 			assert.Equal(t, slot, s, "slot of %s", k)
@@ -109,7 +109,7 @@ func TestClusterKeysShareOneSlot(t *testing.T) {
 		node, err := client.MasterForKey(ctx, "simba:{"+mutex+"}")
 		require.NoError(t, err)
 		nodesUsed[node.Options().Addr] = true
-		for _, k := range []string{"simba:{" + mutex + "}", "simba:{" + mutex + "}:fence"} {
+		for _, k := range []string{"simba:{" + mutex + "}", "simba:{" + mutex + "}:token"} {
 			n, err := node.Exists(ctx, k).Result()
 			require.NoError(t, err)
 			assert.EqualValues(t, 1, n, "%s on the node of its slot", k)

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestConformance(t *testing.T) {
 }
 
 // assertNoResidue checks, once every check has stopped and closed its backends, that the
-// store keeps nothing but expiring fence keys and that no channel is subscribed.
+// store keeps nothing but expiring token keys and that no channel is subscribed.
 func assertNoResidue(t *testing.T, admin goredis.UniversalClient, pattern string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -33,10 +34,10 @@ func assertNoResidue(t *testing.T, admin goredis.UniversalClient, pattern string
 	keys, err := admin.Keys(ctx, pattern).Result()
 	require.NoError(t, err)
 	for _, k := range keys {
-		if len(k) > len(":fence") && k[len(k)-len(":fence"):] == ":fence" {
+		if strings.HasSuffix(k, ":token") {
 			ttl, err := admin.PTTL(ctx, k).Result()
 			require.NoError(t, err)
-			assert.Positive(t, ttl, "fence key %s must expire", k)
+			assert.Positive(t, ttl, "token key %s must expire", k)
 			continue
 		}
 		assert.Failf(t, "residue", "key %s left on the store", k)

@@ -46,6 +46,7 @@ type contention struct {
 	joined    bool    // subscribed to its channels
 	takeovers bool    // a waitsOnly contention that has renewed: it listens for acquisitions too
 	listed    listing // whether it may be in the waiting set (and registered for a grant)
+	fresh     bool    // no acquire call has been answered yet: the scripts' "fresh"
 
 	// Guarded by the hub's mu.
 	routed []string // the channels the hub routes to this contention
@@ -63,14 +64,12 @@ type contention struct {
 type listing string
 
 const (
-	// unlisted: not in the waiting set.
+	// unlisted: not in the waiting set, nor registered for a grant.
 	unlisted listing = "0"
-	// listed: in the waiting set, or it was until a release took it off.
+	// listed: in the waiting set, or it was until a release took it off; or, for a new
+	// contention, an entry its contender ID left in an earlier lifecycle (a process that
+	// ended without a release, then started again) may be there.
 	listed listing = "1"
-	// inherited: a new contention, which may find an entry its contender ID left in an
-	// earlier lifecycle (a process that ended without a release, then started again):
-	// an owner takes it off, and a waiter goes to the back of the queue.
-	inherited listing = "2"
 )
 
 // attempt is an acquire call that registered for a grant if it found the mutex taken.
@@ -94,7 +93,7 @@ func scriptKeys(mutex string) []string {
 	// every key. '{mutex}' alone, which never exists, sent every call to the target while
 	// the mutex's keys were still on the source: a second owner. Named, a call waits
 	// (TRYAGAIN) until the keys have moved.
-	return []string{"{" + mutex + "}", key, key + ":contender", key + ":fence", key + ":grant"}
+	return []string{"{" + mutex + "}", key, key + ":contender", key + ":token", key + ":grant"}
 }
 
 // ownerKey returns the name of mutex's owner key, which the other keys' names extend.
@@ -118,7 +117,8 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		wake:       p.Wake,
 		grant:      p.Grant,
 		log:        p.Logger,
-		listed:     inherited,
+		listed:     listed,
+		fresh:      true,
 	}
 	if c.grant != nil && c.id != "" {
 		c.nonces = rand.Text()[:8] + "-"
@@ -166,9 +166,16 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		if c.joined && c.b.hub.hears(c.inbox) {
 			heard = "1"
 		}
-		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard).Result()
-		if err == nil || c.listed != inherited {
-			c.listed = listed // until an answer names this contender: the script removed it
+		fresh := "0"
+		if c.fresh {
+			fresh = "1"
+		}
+		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard, fresh).Result()
+		// Whatever the outcome, the call may have queued the contender, until an answer
+		// names it the owner: the script took it off then.
+		c.listed = listed
+		if err == nil {
+			c.fresh = false
 		}
 	}
 	if err != nil {
@@ -207,7 +214,7 @@ func (c *contention) Release(ctx context.Context) error {
 	return c.release(ctx)
 }
 
-// release runs the release script; a Quorum passes the tenure's token, to raise the fence
+// release runs the release script; a Quorum passes the tenure's token, to raise its token key
 // to it first.
 func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
@@ -326,7 +333,7 @@ func (c *contention) record(a answer, seq uint64) backend.Record {
 	tok := a.token
 	if mine {
 		if tok == 0 {
-			tok = c.token // the fence is gone (evicted, or expired early): keep the tenure's
+			tok = c.token // the token key is gone (evicted, or expired early): keep the tenure's
 		}
 		c.token = tok
 	} else {
@@ -357,7 +364,7 @@ func (c *contention) checkToken(tok uint64) {
 	}
 	if tok < c.lastToken {
 		c.b.regressions.Add(1)
-		c.log.Error("simba/redis: fencing token went backwards: the fence key was lost while the Redis server's clock was behind an earlier tenure's start",
+		c.log.Error("simba/redis: fencing token went backwards: the token key was lost while the Redis server's clock was behind an earlier tenure's start",
 			"token", tok, "previous_token", c.lastToken)
 	}
 	c.lastToken = tok

@@ -43,9 +43,12 @@
 //
 // This backend's:
 //
-//   - simba:{mutex}:fence, a hash: "owner" and "token" of the latest tenure a Go
-//     contender began, expiring like the owner key; it lingers for up to a lease after a
-//     release.
+//   - simba:{mutex}:token, a string: "<token>@@<expires>@@<owner>", the fencing token of
+//     the latest tenure a Go contender began, the server time in ms at which the owner key
+//     expires while that tenure holds the mutex (a renewal moves it along), and the
+//     owner's ID. It is written with the owner key and expires with it; it lingers for up
+//     to a lease after a release. Versions before this one kept the token in a hash,
+//     simba:{mutex}:fence, which this one neither reads nor writes (see Mixing versions).
 //   - simba:{mutex}:grant, a hash: for each Go waiter, the registration its latest attempt
 //     made, "<nonce>@@<at>@@<lease>@@<ttl>@@<until>@@<heard>": the attempt's nonce (empty
 //     for a waiter that takes no grants, a Quorum's), the server time of the registration
@@ -53,7 +56,8 @@
 //     as waiting without registering again (the owner key's remaining time, when it will
 //     try again, plus its jitter and a lease), and 1 if it listened on its channel when it
 //     registered. The waiting set and this hash expire together, twice that long after the
-//     latest registration that needed it.
+//     latest registration that needed it. A release that takes a waiter off the waiting
+//     set deletes its registration.
 //   - nonces, "<8 random characters>-<n>": a prefix drawn per contention and the number of
 //     the attempt. They are stored only in registrations and granted messages; the
 //     contender keeps those of its latest two attempts in memory, with their send times.
@@ -71,38 +75,41 @@
 // Every store call of a contention is one Lua script, prefixed with prelude.lua, so
 // every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
 // it makes every name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
-// simba:{mutex}:fence and simba:{mutex}:grant, which it never reads: they are named so
+// simba:{mutex}:token and simba:{mutex}:grant, which it never reads: they are named so
 // that while a Redis Cluster moves the slot a call runs only where all of them are, and
 // is otherwise told to try again (TRYAGAIN). The arguments:
 //
-//	Script   Run by                    ARGV[1], ARGV[2], ...                    Answer
-//	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard     owner
-//	guard    Acquire (the owner)       id, lease                                owner
-//	release  Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]   1 or 0
-//	lookup   Lookup (a retriever)      none                                     owner
-//	waiting  OthersWaiting             id, exact                                1 or 0
-//	raise    a Quorum's first renewal  id, token                                1 or 0
+//	Script   Run by                    ARGV[1], ARGV[2], ...                        Answer
+//	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh  owner
+//	guard    Acquire (the owner)       id, lease                                    owner
+//	release  Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]       1 or 0
+//	lookup   Lookup (a retriever)      none                                         owner
+//	waiting  OthersWaiting             id, exact                                    1 or 0
+//	raise    a Quorum's first renewal  id, token                                    1 or 0
 //
 //	id       the contender ID
 //	lease    ttl + transition, in ms: the owner key's PX
 //	ttl      the contender's ttl, in ms
-//	listed   "0": not in the waiting set; "1": it may be; "2": the first call of a
-//	         contention, which may find an entry an earlier lifecycle of the ID left (a
-//	         process that ended without a release and started again): an owner takes it
-//	         off, a waiter goes to the back of the queue
+//	listed   "1": the contender may be in the waiting set (and registered), so an owner
+//	         takes itself off; "0": it is not. A new contention starts with "1", in case
+//	         an earlier lifecycle of the ID left an entry (a process that ended without a
+//	         release and started again)
+//	fresh    "1" for the calls of a contention until one is answered: finding its own ID
+//	         owning, it begins a new tenure; finding the mutex owned, it goes to the back
+//	         of the queue (an entry an earlier lifecycle left keeps no place)
 //	nonce    the attempt's nonce, "" for a contender that takes no grants
 //	heard    "1" if the contender's own channel was subscribed when it sent the call
 //	exact    "1" for a *goredis.Client (standalone or Sentinel), whose server counts
 //	         every subscriber; "0" for any other client, which may reach Redis Cluster
 //	         nodes, each of which counts only its own
-//	raiseTo  a Quorum tenure's token to raise the contender's fence to first, or ""
+//	raiseTo  a Quorum tenure's token to raise the contender's token key to first, or ""
 //	tenure   ReleaseOwner's: the token of the tenure to free ("0": one that shows none)
-//	token    a Quorum tenure's token, for the fence
+//	token    a Quorum tenure's token, for the token key
 //	owner    {"<owner>@@<remaining ms>" or "@@" for no owner, the owner's token}: JVM
 //	         Simba's reply and the fencing token ("0" when no Go tenure of that owner
 //	         shows one)
 //	1 or 0   release: the caller owned the mutex and released it; waiting: someone else
-//	         waits; raise: the fence is the caller's
+//	         waits; raise: the token key is the caller's
 //
 // Acquire runs guard once an answer named the contender the owner, so that an owner
 // whose key lapsed learns that its tenure ended instead of silently starting another.
@@ -119,29 +126,32 @@
 //
 // An uncontended acquisition and release:
 //
-//  1. A's service calls Acquire. Its first attempt runs acquire with listed "2", a new
-//     nonce (A notes its number and send time) and heard "0". The script finds no owner
-//     (GET), takes the mutex (SET PX: within one script, as JVM Simba's SET NX PX),
-//     makes a token (TIME; the fence read, written and given its expiry), drops any
-//     entry an earlier lifecycle of A left (ZREM, HDEL) and publishes "acquired@@A" on
-//     simba:{m}. It answers "A@@<lease>" and the token: A's service believes until its
-//     send time + ttl, less simba's drift margin. A subscribes nothing. J hears
-//     "acquired@@A" and takes A for the owner.
-//  2. A renews with guard (SET XX PX; the fence's expiry). At its first renewal it
-//     subscribes its channels, so as to hear at once if its key is lost and another
-//     takes the mutex.
-//  3. A's service calls Release. The release script finds A the owner and the waiting
-//     set empty, deletes simba:{m} and publishes "released@@A" on
-//     simba:{m}:@@released. J hears nothing and finds the mutex free at its next
-//     attempt (SET NX PX).
+//  1. A's service calls Acquire. Its first attempt runs acquire with fresh "1", a new
+//     nonce (A notes its number and send time) and heard "0". The script reads the owner
+//     key and the token key (MGET) and finds no owner, takes the mutex (SET NX PX, as
+//     JVM Simba does), makes a token (TIME, and the previous token from the token key),
+//     writes the token key (SET PX), drops any entry an earlier lifecycle of A left (ZREM,
+//     HDEL) and publishes "acquired@@A" on simba:{m}. It answers "A@@<lease>" and the
+//     token: A's service believes until its send time + ttl, less simba's drift margin.
+//     A subscribes nothing. J hears "acquired@@A" and takes A for the owner.
+//  2. A renews with guard (MGET; SET XX PX; TIME and the token key written again, with
+//     the new expiry). At its first renewal it subscribes its channels, so as to hear at
+//     once if its key is lost and another takes the mutex.
+//  3. A's service calls Release. The release script reads the owner (MGET) and finds A,
+//     finds the waiting set empty (ZPOPMIN), deletes simba:{m} and publishes
+//     "released@@A" on simba:{m}:@@released, for retrievers. J hears nothing and finds
+//     the mutex free at its next attempt (SET NX PX).
 //
 // A hand-over: A owns the mutex, B waits for it, A releases.
 //
-//  1. B's attempt runs acquire, which finds A the owner. It adds B to the waiting set
-//     (ZADD NX after B's first call, so that B keeps its place), registers B in the
-//     grant hash with the attempt's nonce n1 and heard "0" (B listens on nothing yet),
-//     and answers "A@@<remaining ms>" with A's token: B's service takes A for the owner.
-//     J hears nothing.
+//  1. B's attempt runs acquire, which finds A the owner (MGET, which also reads A's
+//     token and when A's key expires). It reads TIME, adds B to the waiting set (ZADD CH
+//     while fresh, ZADD NX after that, so that B keeps its place), looks for JVM waiters
+//     of the same second (ZRANGEBYSCORE, when B was added), registers B in the grant
+//     hash (HSET) with the attempt's nonce n1 and heard "0" (B listens on nothing yet),
+//     makes sure the hash and the waiting set outlive the registration (PTTL, and
+//     PEXPIRE when they would not), and answers "A@@<remaining ms>" with A's token: B's
+//     service takes A for the owner. J hears nothing.
 //  2. B subscribes, on its hub: simba:{m}:B and simba:{m}:@@released, and simba:{m}
 //     too unless B is a Locker's waiter, which needs to hear of its turn, not of every
 //     owner. When the server has confirmed them all, the hub wakes B, which attempts
@@ -149,13 +159,15 @@
 //     the new nonce n2, heard "1". B now waits for a message; it attempts on its contend
 //     period (after the transition of the owner it saw, with jitter) only in case none
 //     comes.
-//  3. A's service calls Release. The release script finds A the owner, reads TIME, and
-//     takes the oldest waiter, B, off the waiting set and its registration out of the
-//     grant hash. The registration is live (until is ahead), has a nonce, and was made
-//     less than nine tenths of B's ttl ago, so A grants B the mutex: a new token (the
-//     fence now names B), "granted@@n2@@<token>@@A" on simba:{m}:B (PUBLISH counts B's
-//     subscription), simba:{m} set to B with PX a lease less the registration's age,
-//     and "acquired@@B" on simba:{m}. The script answers 1.
+//  3. A's service calls Release. The release script finds A the owner (MGET), takes the
+//     oldest waiter, B, off the waiting set (ZPOPMIN; ZRANGE and ZREM before Redis 7,
+//     whose scripts cannot tell the server's version), reads TIME, and takes B's
+//     registration out of the grant hash (HGET, HDEL). The registration is live (until
+//     is ahead), has a nonce, and was made less than nine tenths of B's ttl ago, so A
+//     grants B the mutex: a new token, "granted@@n2@@<token>@@A" on simba:{m}:B (PUBLISH
+//     counts B's subscription), simba:{m} set to B with PX a lease less the
+//     registration's age, the token key naming B with the same expiry, and
+//     "acquired@@B" on simba:{m}. The script answers 1.
 //  4. B's hub receives the granted message and hands it to B's contention, which finds
 //     n2 among the nonces of its latest two attempts and calls Participant.Grant with
 //     the tenure (owner B, B's ttl and lease, the token) and n2's send time. B's service
@@ -191,9 +203,9 @@
 //     would have), without a message; or
 //   - PUBLISH on simba:{m}:B counts no subscriber although B would listen: counts are
 //     exact and B registered listening, or more than a second ago. A grant already made
-//     to B is then void: simba:{m} is not set, and the fence names B with a token nobody
-//     holds, which the next tenure's exceeds. J, listening from its start, is passed by
-//     the same way if its process has ended.
+//     to B is then void: nobody heard its token, and neither simba:{m} nor the token key
+//     is written. J, listening from its start, is passed by the same way if its process
+//     has ended.
 //
 // With nobody left to serve, the release deletes the key and publishes "released@@A" on
 // simba:{m}:@@released. A release looks at 16 waiters at most; gone ones further back
@@ -250,34 +262,47 @@
 // # Cost
 //
 // Every store call is one script (EVALSHA); what the server processes is counted below in
-// commands, the script's inner calls included, as INFO commandstats counts them:
+// commands, the scripts' inner calls included, as INFO commandstats counts them
+// (TestUncontendedCycleCommands and TestContendedSectionCommands hold them to these
+// counts):
 //
-//   - An uncontended cycle (acquire, release) takes two scripts and about 15 commands:
-//     the acquisition reads the owner key, sets it, makes the token (TIME, the fence
-//     read, written and given its expiry), clears any entry an earlier lifecycle of the
-//     contender ID left and announces itself; the release reads the owner key, finds the
-//     waiting set empty, deletes the key and announces the release.
-//   - A renewal is one guard script of about 6 commands; a retriever looks up (about 4)
-//     at every message.
+//   - An uncontended Locker cycle (acquire, release) takes two scripts and 13 commands:
+//     the acquisition reads the owner and token keys (MGET), takes the mutex (SET NX
+//     PX), reads the clock (TIME), writes the token key (SET PX), takes out an entry an
+//     earlier lifecycle of the contender ID may have left (ZREM, HDEL) and announces
+//     itself (PUBLISH); the release reads the owner (MGET), finds nobody waiting
+//     (ZPOPMIN), deletes the key (DEL) and announces the release (PUBLISH).
+//   - A renewal is one guard script of 5 commands (MGET, SET XX PX, TIME, SET PX); a
+//     retriever looks up (MGET, PTTL) at every message.
 //   - Under contention, with grants, each critical section costs one attempt that finds
-//     the mutex owned and registers (about 9 commands: the owner and its remaining time
-//     and token, TIME, the waiting set, the check for JVM waiters of the same second, the
-//     registration and its expiry) and one release that grants (about 13: the owner, TIME,
-//     the oldest waiter and its registration, the token, the owner key, the grant and the
-//     acquisition message): about 22 commands and one lost attempt per section (8 Lockers
-//     on one mutex; BenchmarkEightContenders reports it). No SUBSCRIBE or UNSUBSCRIBE
-//     while a contender waits again within a second.
+//     the mutex owned and registers (7 commands: MGET, TIME, ZADD, ZRANGEBYSCORE, HSET,
+//     PTTL) and one release that grants (10: MGET, ZPOPMIN, TIME, HGET, HDEL, PUBLISH,
+//     SET, SET, PUBLISH): 17 commands and one lost attempt per section (8 Lockers on one
+//     mutex; BenchmarkEightContenders reports it). No SUBSCRIBE or UNSUBSCRIBE while a
+//     contender waits again within a second.
 //
-// On the test machine an inner call costs Redis 2 to 3 µs, so a contended critical
-// section keeps it busy for about 60 µs: with a Redis shared by a busy host, the server's
-// time, not the network, bounds the sections per second.
+// Of a contended section's 17, JVM Simba's format takes 9: the two scripts, the owner
+// key read by each and written by the grant, the waiting set's ZADD and ZPOPMIN, the
+// clock for its scores and the acquisition message. The guarantees take the other 8: the
+// token (the clock in the release and the token key's write; its read shares the owner's
+// MGET), the registration that matches a grant to the attempt it answers and lets a
+// release pass dead waiters by (HSET, HGET, HDEL, and PTTL for the expiry of the grant
+// hash and the waiting set), the grant message, and first come, first served with JVM
+// waiters of the same second (ZRANGEBYSCORE). Of an uncontended cycle's 13, the format
+// takes 8, the token 2 (TIME, SET PX) and the clean-up 2; the release message is for
+// retrievers.
+//
+// On the test machine (two cores shared with other work) the scripts of a contended
+// section keep Redis busy for 60 to 110 µs (INFO commandstats): with a Redis shared by a
+// busy host, the server's time, not the network, bounds the sections per second.
 //
 // # Clock
 //
 // The only clock in the stored data is the Redis server's: owner keys expire by it, and
 // the waiting set is ordered by it. Replies report the time left until the owner key
-// expires (PTTL); simba adds that duration to the local monotonic time at which it sent
-// the request and never turns a Redis time into a local instant. Redis keeps a single
+// expires (PTTL, or, for a Go owner, the expiry its token key records less the server's
+// TIME); simba adds that duration to the local monotonic time at which it sent the
+// request and never turns a Redis time into a local instant. Redis keeps a single
 // expiry, at transitionAt; the TTL end is derived by subtracting the contender's own
 // transition, which is exact for its own tenures and for other owners configured alike.
 // How long an owner has held the mutex is not stored (Record.Held is zero).
@@ -288,14 +313,17 @@
 // read by the script that began the tenure, or the previous tenure's token + 1 if that is
 // not larger. Renewals keep it. A new contention whose first call finds its own contender
 // ID owning the mutex (a key an earlier lifecycle left, or one a failover brought back)
-// begins a new tenure with a new token rather than resuming the old one. It is stored in the fence key and read back with every
-// answer. While the fence key exists, tokens increase whatever the clock does; when it is
-// gone (it expired, or Redis ran without persistence and restarted empty) the clock alone
-// keeps them increasing, because it has moved on since the last tenure began. The token
-// therefore relies on the server's clock not stepping back, at a moment when the fence key
-// is gone, to before the start of the last tenure: for example after a failover to a
-// replica whose clock is behind and which had not yet received the fence key. An answer
-// naming an owner whose tenure no Go contender began (a JVM contender) carries token 0.
+// begins a new tenure with a new token rather than resuming the old one. It is stored in
+// the token key and read back with every answer. While the token key exists, tokens
+// increase whatever the clock does; when it is gone (it expired, or Redis ran without
+// persistence and restarted empty) the clock alone keeps them increasing, because it has
+// moved on since the last tenure began, and so it does when the key holds an older token
+// than the last one issued (a replica promoted before it received the latest). The token
+// therefore relies on the server's clock not stepping back, at a moment when the token
+// key is gone or behind, to before the start of the last tenure: for example after a
+// failover to a replica whose clock is behind and which had not yet received the token
+// key. An answer naming an owner whose tenure no Go contender began (a JVM contender)
+// carries token 0.
 //
 // A contention that sees a token smaller than one it saw before logs it at Error level
 // and counts it (Backend.TokenRegressions): a regression is detected, not silent. The
@@ -322,6 +350,20 @@
 // tenures, it can be smaller, and only the contention that sees it smaller than one it
 // saw before detects it (TokenRegressions).
 //
+// # Mixing versions
+//
+// Versions before this one kept the fencing token in a hash, simba:{mutex}:fence; this one
+// keeps it in the string simba:{mutex}:token (one MGET reads it with the owner key), and
+// neither version reads the other's. Processes of both versions on one mutex, as in a
+// rolling upgrade, still exclude each other, queue in one waiting set and grant each
+// other the mutex (registrations kept their format), and each shows the other's owners
+// with token 0, as it shows a JVM contender. A tenure's token exceeds the one before when
+// that ran the other version by the server's clock alone, as after a restart that lost
+// the key. One case shows a wrong token: a contender ID whose tenure under one version is
+// followed, within a lease, by a tenure of the same ID under the other is shown, by
+// processes of the first version, with the earlier tenure's token (and, by this version,
+// its expiry); the owner it names is right.
+//
 // # Names and limits
 //
 // Besides simba's own rules, mutex names may not contain "{" or "}" and are at most
@@ -343,8 +385,8 @@
 // outage (a wrong address, the server down: "simba/redis: server 127.0.0.1:6380
 // unreachable: dial tcp ..."; a server still loading: "server 127.0.0.1:6380
 // unavailable: LOADING ..."), and the client's error. An ACL user needs EVAL, EVALSHA and
-// the commands the scripts call (GET, SET, DEL, PTTL, PEXPIRE, TIME, PUBLISH, PUBSUB,
-// HGET, HMGET, HSET, HMSET, HDEL, HINCRBY, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM), the keys
+// the commands the scripts call (GET, MGET, SET, DEL, PTTL, PEXPIRE, TIME, PUBLISH,
+// PUBSUB, HGET, HSET, HDEL, ZADD, ZPOPMIN, ZRANGE, ZRANGEBYSCORE, ZREM), the keys
 // "simba:*" and the channels "simba:*", and SUBSCRIBE. The check is remembered after its
 // first success, so later starts cost no I/O; a failed check is not, so a start after the
 // configuration was fixed succeeds. A Quorum checks each instance it has not left out,

@@ -9,13 +9,11 @@
 local id = ARGV[1]
 local lease = ARGV[2]
 
-local owner = redis.call('get', ownerKey)
+local owner, fence = readOwner()
 if not owner then
   return { '@@', '0' }
 end
 if owner == id then
-  redis.call('set', ownerKey, id, 'xx', 'px', lease)
-  keepFence(id, lease)
-  return { id .. '@@' .. lease, tokenOf(id) }
+  return { id .. '@@' .. lease, renew(id, lease, fence) }
 end
-return { owner .. '@@' .. redis.call('pttl', ownerKey), tokenOf(owner) }
+return { owner .. '@@' .. redis.call('pttl', ownerKey), (tokenOf(owner, fence)) }

@@ -4,7 +4,7 @@
 --
 -- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster
 --             hash tag, so all of them hash to one slot.
--- KEYS[2..5]  simba:{mutex}, simba:{mutex}:contender, simba:{mutex}:fence and
+-- KEYS[2..5]  simba:{mutex}, simba:{mutex}:contender, simba:{mutex}:token and
 --             simba:{mutex}:grant: never read, named so that Redis Cluster sees every
 --             key a call touches (see scriptKeys).
 
@@ -16,7 +16,7 @@ end
 
 local ownerKey = 'simba:' .. KEYS[1]
 local waitKey = ownerKey .. ':contender'
-local fenceKey = ownerKey .. ':fence'
+local tokenKey = ownerKey .. ':token'
 local grantKey = ownerKey .. ':grant'
 local releaseChannel = ownerKey .. ':@@released'
 
@@ -34,40 +34,121 @@ local function isGreater(a, b)
   return a > b
 end
 
--- tokenOf returns the fencing token of owner's tenure, or '0' when the fence does not
--- name owner (a JVM contender, which keeps no fence, or a fence that has expired).
-local function tokenOf(owner)
-  local fence = redis.call('hmget', fenceKey, 'owner', 'token')
-  if fence[1] == owner and fence[2] then
-    return fence[2]
-  end
-  return '0'
+-- isToken reports whether s is a token: a decimal number without leading zeros.
+local function isToken(s)
+  return s ~= nil and string.match(s, '^[1-9]%d*$') ~= nil
 end
 
--- newToken records a new tenure of id in the fence and returns its token: the server
--- clock in microseconds since the Unix epoch (now, a TIME reply, or read here when nil),
--- or the previous token + 1 if that is not smaller. The clock keeps tokens increasing
--- when the fence is gone (expired, or lost in a restart without persistence); the
--- previous token keeps them increasing within one microsecond and across small backward
--- steps of the clock.
-local function newToken(id, lease, now)
-  now = now or redis.call('time')
-  local token = now[1] .. string.format('%06d', tonumber(now[2]))
-  local last = redis.call('hget', fenceKey, 'token')
-  if last and string.match(last, '^[1-9]%d*$') and not isGreater(token, last) then
-    redis.call('hincrby', fenceKey, 'token', 1)
-    token = redis.call('hget', fenceKey, 'token')
+-- plusOne adds 1 to a token, digit by digit.
+local function plusOne(s)
+  local i = #s
+  while i > 0 and string.byte(s, i) == 57 do -- '9'
+    i = i - 1
   end
-  redis.call('hmset', fenceKey, 'token', token, 'owner', id)
-  redis.call('pexpire', fenceKey, lease)
+  if i == 0 then
+    return '1' .. string.rep('0', #s)
+  end
+  return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) .. string.rep('0', #s - i)
+end
+
+-- readOwner reads the owner key and the token key in one call: the owner's ID (false
+-- when there is none) and the token key's value (false when it is gone),
+-- '<token>@@<expires>@@<id>': the token of the latest tenure a Go contender began, when
+-- the owner key expires if that contender owns it (server ms), and its ID.
+local function readOwner()
+  local v = redis.call('mget', ownerKey, tokenKey)
+  return v[1], v[2]
+end
+
+-- splitFence returns the token, the expiry and the contender ID of a token key's value,
+-- or nil.
+local function splitFence(fence)
+  if not fence then
+    return nil
+  end
+  return string.match(fence, '^([^@]*)@@(%d*)@@(.*)$')
+end
+
+-- tokenOf returns the fencing token of owner's tenure from the token key's value, or '0'
+-- when it names someone else (owner is a JVM contender, which keeps no token) or is gone;
+-- and when the owner key expires if the value is owner's (nil otherwise).
+local function tokenOf(owner, fence)
+  local token, expires, holder = splitFence(fence)
+  if holder == owner then
+    return token, tonumber(expires)
+  end
+  return '0', nil
+end
+
+-- remaining returns how long the owner key has left at server time nowMs (ms): until
+-- expires, when the token key tells it, and otherwise as the key says (PTTL).
+local function remaining(expires, nowMs)
+  if expires and expires > nowMs then
+    return expires - nowMs
+  end
+  return redis.call('pttl', ownerKey)
+end
+
+-- newToken returns the token of a new tenure, given the token key's value and the server
+-- clock (a TIME reply): the clock in microseconds since the Unix epoch, or the previous
+-- token + 1 if that is not smaller. The clock keeps tokens increasing when the key is
+-- gone (expired, or lost in a restart without persistence); the previous token keeps them
+-- increasing within one microsecond and across small backward steps of the clock.
+local function newToken(fence, now)
+  local token = now[1] .. string.format('%06d', tonumber(now[2]))
+  local last = splitFence(fence)
+  if isToken(last) and not isGreater(token, last) then
+    token = plusOne(last)
+  end
   return token
 end
 
--- keepFence makes the fence of id's tenure live as long as its renewed owner key.
-local function keepFence(id, lease)
-  if redis.call('hget', fenceKey, 'owner') == id then
-    redis.call('pexpire', fenceKey, lease)
+-- raiseFence raises the token of id's tenure in the token key (whose value is fence) to
+-- token if that is greater, keeping the key's expiry. It returns the key's value
+-- afterwards, or nil when the key does not name id.
+local function raiseFence(id, fence, token)
+  local current, expires, holder = splitFence(fence)
+  if holder ~= id then
+    return nil
   end
+  if isToken(current) and not isGreater(token, current) then
+    return fence
+  end
+  local raised = table.concat({ token, expires, id }, '@@')
+  local px = redis.call('pttl', tokenKey)
+  if px > 0 then
+    redis.call('set', tokenKey, raised, 'px', px)
+  else
+    redis.call('set', tokenKey, raised) -- a key without expiry, set by hand
+  end
+  return raised
+end
+
+-- writeToken records id's tenure, whose owner key the caller has just set to expire px ms
+-- from server time nowMs (ms), with token in the token key, which expires with it.
+local function writeToken(id, px, token, nowMs)
+  local fence = table.concat({ token, string.format('%.0f', nowMs + px), id }, '@@')
+  redis.call('set', tokenKey, fence, 'px', px)
+end
+
+-- beginTenure makes id the owner for px ms from server time nowMs with a new token, and
+-- announces it on simba:{mutex}.
+local function beginTenure(id, px, token, nowMs)
+  redis.call('set', ownerKey, id, 'px', px)
+  writeToken(id, px, token, nowMs)
+  redis.call('publish', ownerKey, 'acquired@@' .. id)
+end
+
+-- renew extends id's tenure, which the owner key names, to px ms (a string) from now, and
+-- returns its token, or '0' when the token key has lapsed (it is not brought back: the
+-- contender knows its token).
+local function renew(id, px, fence)
+  redis.call('set', ownerKey, id, 'xx', 'px', px)
+  local token = tokenOf(id, fence)
+  if token ~= '0' then
+    writeToken(id, px, token, millis(redis.call('time')))
+  end
+  return token
 end
 
 -- register records id's registration in the grant hash at server time now (ms) for an owner
@@ -83,6 +164,12 @@ local function register(id, now, nonce, lease, ttl, left, heard)
     redis.call('pexpire', grantKey, 2 * live)
     redis.call('pexpire', waitKey, 2 * live)
   end
+end
+
+-- leave takes id out of the waiting set and its registration out of the grant hash.
+local function leave(id)
+  redis.call('zrem', waitKey, id)
+  redis.call('hdel', grantKey, id)
 end
 
 -- registration returns waiter's registration as a table, or nil; known is true when the

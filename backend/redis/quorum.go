@@ -61,7 +61,7 @@ const quorumDrift = 2 * time.Millisecond
 //   - The fencing token of a tenure is the largest of the quorum's instance tokens, and
 //     is written back to each of them (at the first renewal, or within the release), so
 //     that the next tenure, whose quorum shares at least one instance with this one, gets
-//     a greater token whatever the instances' clocks say. This assumes that the fence of
+//     a greater token whatever the instances' clocks say. This assumes that the token key of
 //     that shared instance outlives the gap between the tenures or that the instances'
 //     clocks differ by less than it.
 //   - Waiters hear releases on every instance's subscription connection.
@@ -200,7 +200,7 @@ func (q *Quorum) StartContend(ctx context.Context, p backend.Participant) (backe
 // quorum at least (an instance that answered later may show a larger token and keeps its
 // key until it lapses), and it is written back to the instances (at the tenure's first
 // renewal, or within its release), so a later tenure's tokens exceed it on every instance
-// that kept its fence, as the Quorum's tokens themselves assume. Elsewhere it changes
+// that kept its token key, as the Quorum's tokens themselves assume. Elsewhere it changes
 // nothing. A Quorum's Lookup shows no token (Token 0), and such a record frees only
 // tenures that show none either (JVM contenders'): pass the owner's own record
 // (Lease.Owner, the service's Owner) to free a Go owner's. It fails when fewer than a
@@ -622,7 +622,7 @@ func (qc *quorumContention) own(ctx context.Context, mine []reply) backend.Recor
 	return rec
 }
 
-// raise writes the tenure's token back to the fences of its quorum. A tenure does it at its
+// raise writes the tenure's token back to the token keys of its quorum. A tenure does it at its
 // first renewal, or within its release if that comes first; one that ends by a crash
 // before either leaves it undone, and the next tenure's token then comes from the shared
 // instance's clock, which has moved on by at least ttl + transition while the lease
@@ -633,7 +633,7 @@ func (qc *quorumContention) raise(ctx context.Context, mine []reply) {
 		return backend.Record{}, raiseScript.Run(ctx, c.b.client, c.keys, c.id, token).Err()
 	}, nil) {
 		if r.err != nil {
-			r.in.backend.log.Warn("simba/redis: could not raise a quorum instance's fence; the next tenure's token may not exceed this one's if its quorum shares only this instance",
+			r.in.backend.log.Warn("simba/redis: could not raise a quorum instance's token key; the next tenure's token may not exceed this one's if its quorum shares only this instance",
 				"instance", r.in.index, "mutex", qc.mutex, "token", qc.token, "err", r.err)
 		}
 	}

@@ -212,9 +212,8 @@ func TestQuorumRechecksAnInstance(t *testing.T) {
 func TestQuorumTokenSurvivesSkewedClocks(t *testing.T) {
 	servers := instances(t, 3)
 	mutex := uniqueName(t, "m")
-	fence := "simba:{" + mutex + "}:fence"
 	ahead := newClient(t, servers[0].Addr())
-	require.NoError(t, ahead.HSet(t.Context(), fence, "owner", "nobody", "token", "90000000000000000").Err())
+	require.NoError(t, ahead.Set(t.Context(), "simba:{"+mutex+"}:token", "90000000000000000@@0@@nobody", 0).Err())
 	opts := []simba.Option{simba.WithTTL(time.Second), simba.WithTransition(500 * time.Millisecond)}
 
 	require.NoError(t, servers[2].Kill()) // the first quorum: instances 0 and 1

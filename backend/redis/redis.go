@@ -135,7 +135,7 @@ func (b *Backend) Close() error {
 
 // TokenRegressions returns how many times a contention of this backend saw a fencing
 // token smaller than one it had seen before for the same mutex: the sign that the
-// server's clock stepped back while the fence key was gone, or that data was lost in a
+// server's clock stepped back while the token key was gone, or that data was lost in a
 // way the token could not survive (see the package documentation). Each such event is
 // also logged at Error level with the mutex, the token and the previous token.
 func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
@@ -147,7 +147,7 @@ func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
 // included, or none) it changes nothing and returns nil. It is for admin tools.
 //
 // Token 0 says that the reader was shown no token: the owner is a JVM contender, which
-// keeps none, or a Go tenure whose fence key has lapsed. It frees a tenure of owner.ID
+// keeps none, or a Go tenure whose token key has lapsed. It frees a tenure of owner.ID
 // whose token the store does not show either, and none that shows one: the ID is all
 // there is to compare, so a later tenure of the same JVM contender ID is freed too, as
 // JVM Simba cannot tell its tenures apart. Bad names wrap simba.ErrInvalidArgument.
@@ -156,7 +156,7 @@ func (b *Backend) ReleaseOwner(ctx context.Context, mutex string, owner simba.Ow
 }
 
 // releaseOwner is ReleaseOwner; a Quorum passes the tenure's token as raiseTo, to raise
-// the instance's fence of owner.ID to it first (see Quorum.ReleaseOwner).
+// the instance's token key of owner.ID to it first (see Quorum.ReleaseOwner).
 func (b *Backend) releaseOwner(ctx context.Context, mutex string, owner simba.Owner, raiseTo string) error {
 	if err := b.usable(ctx); err != nil {
 		return err

@@ -203,7 +203,7 @@ func TestStoreErrors(t *testing.T) {
 
 		mutex = uniqueName(t, "m")
 		require.NoError(t, admin.Set(ctx, "simba:{"+mutex+"}", "x", time.Minute).Err())
-		require.NoError(t, admin.HSet(ctx, "simba:{"+mutex+"}:fence", "owner", "x", "token", "not a number").Err())
+		require.NoError(t, admin.Set(ctx, "simba:{"+mutex+"}:token", "not a number@@0@@x", time.Minute).Err())
 		_, err = contend(t, b, mutex, "c", &w).Acquire(ctx)
 		assert.ErrorIs(t, err, redis.ErrUnexpectedReply)
 		oneLine(t, err)
@@ -458,11 +458,11 @@ func TestTokens(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, float64(now.UnixMicro()), float64(last), float64(time.Minute.Microseconds()), "tokens come from the server clock in µs")
 
-	// Tenures begun within one microsecond still get increasing tokens: a fence from the
+	// Tenures begun within one microsecond still get increasing tokens: a token from the
 	// future stands for that (or for a server clock that stepped back a little).
 	require.NoError(t, c.Release(ctx))
 	future := now.Add(time.Hour).UnixMicro()
-	require.NoError(t, admin.HSet(ctx, "simba:{"+mutex+"}:fence", "owner", "x", "token", future).Err())
+	require.NoError(t, admin.Set(ctx, "simba:{"+mutex+"}:token", strconv.FormatInt(future, 10)+"@@0@@x", time.Minute).Err())
 	rec, err := c.Acquire(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(future)+1, rec.Token)
@@ -491,18 +491,43 @@ func TestTokenRegressionIsDetected(t *testing.T) {
 	require.NoError(t, err)
 	// The server's clock runs an hour ahead while the owner starts a tenure...
 	require.NoError(t, owner.Release(ctx))
-	require.NoError(t, admin.HSet(ctx, "simba:{"+mutex+"}:fence", "token", rec.Token+uint64(time.Hour.Microseconds())).Err())
+	require.NoError(t, admin.Set(ctx, "simba:{"+mutex+"}:token", strconv.FormatUint(rec.Token+uint64(time.Hour.Microseconds()), 10)+"@@0@@owner", time.Minute).Err())
 	rec, err = owner.Acquire(ctx)
 	require.NoError(t, err)
 	seen, err := waiter.Acquire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, rec.Token, seen.Token)
 	// ... then the data is lost and the clock is right again.
-	require.NoError(t, admin.Del(ctx, "simba:{"+mutex+"}", "simba:{"+mutex+"}:fence").Err())
+	require.NoError(t, admin.Del(ctx, "simba:{"+mutex+"}", "simba:{"+mutex+"}:token").Err())
 	rec, err = waiter.Acquire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "waiter", rec.Owner)
 	assert.Less(t, rec.Token, seen.Token)
 	assert.EqualValues(t, 1, wb.TokenRegressions())
 	require.NoError(t, waiter.Release(ctx))
+}
+
+// A waiter is told how long the owner key has left, also after the owner renewed: the
+// token key records when the key expires, and a renewal moves that along with the key.
+func TestWaiterSeesTheOwnersRemainingLease(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
+	waiter := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "waiter", &wakes{})
+	_, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+	began := admin.Time(ctx).Val()
+	poll(t, "half a second of the server's clock", func() bool { return admin.Time(ctx).Val().Sub(began) > 500*time.Millisecond })
+	rec, err := owner.Acquire(ctx) // renews
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	rec, err = waiter.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	pttl := admin.PTTL(ctx, key).Val()
+	assert.InDelta(t, pttl.Seconds(), rec.Transition.Seconds(), 0.2, "the owner key has %v left", pttl)
+	assert.Equal(t, rec.Transition-testTransition, rec.TTL)
 }

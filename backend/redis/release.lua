@@ -5,37 +5,33 @@
 --
 -- KEYS     see prelude.lua
 -- ARGV[1]  id       the contender ID
--- ARGV[2]  listed   '0' if the caller is not in the waiting set, else it may be (see
---                   acquire.lua)
+-- ARGV[2]  listed   '1' if the caller may be in the waiting set (see acquire.lua)
 -- ARGV[3]  exact    '1' if subscriber counts are exact (see silenceMeansGone)
--- ARGV[4]  raiseTo  optional, '' for none: a fencing token to raise the caller's fence to
---                   first (a Quorum's tenure that ends before its first renewal)
+-- ARGV[4]  raiseTo  optional, '' for none: a fencing token to raise the caller's token
+--                   to first (a Quorum's tenure that ends before its first renewal)
 -- ARGV[5]  tenure   optional: the token of the tenure to release ('0': one whose token
 --                   the store does not show), for a release in the name of an owner that
 --                   was looked up (ReleaseOwner): the ID's other tenures are left alone
 -- Returns 1 if the caller owned the mutex and released it, 0 otherwise.
 local id = ARGV[1]
-local listed = ARGV[2] ~= '0'
+local listed = ARGV[2] == '1'
 local exact = ARGV[3] == '1'
 local raiseTo = ARGV[4] or ''
 local tenure = ARGV[5]
 
-if tenure and redis.call('get', ownerKey) ~= id then
-  return 0 -- and no fence raised for a tenure that does not hold the mutex
+local owner, fence = readOwner()
+if tenure and owner ~= id then
+  return 0 -- and no token raised for a tenure that does not hold the mutex
 end
-if raiseTo ~= '' and redis.call('hget', fenceKey, 'owner') == id then
-  local current = redis.call('hget', fenceKey, 'token')
-  if not current or isGreater(raiseTo, current) then
-    redis.call('hset', fenceKey, 'token', raiseTo)
-  end
+if raiseTo ~= '' then
+  fence = raiseFence(id, fence, raiseTo) or fence
 end
-if tenure and tokenOf(id) ~= tenure then
+if tenure and tokenOf(id, fence) ~= tenure then
   return 0
 end
-if redis.call('get', ownerKey) ~= id then
+if owner ~= id then
   if listed then
-    redis.call('zrem', waitKey, id)
-    redis.call('hdel', grantKey, id)
+    leave(id)
   end
   return 0
 end
@@ -46,7 +42,7 @@ local now, nowMs -- the server's time, read once a waiter is found
 
 -- serve grants waiter the mutex, or wakes it, and reports whether it was heard: false
 -- when nobody heard the message although the waiter would have (see silenceMeansGone),
--- which makes a grant void.
+-- which makes a grant void: nobody got its token, and nothing of it is written.
 local function serve(waiter, reg, known)
   local channel = ownerKey .. ':' .. waiter
   local unheardIsGone = silenceMeansGone(exact, reg, known, nowMs)
@@ -56,13 +52,11 @@ local function serve(waiter, reg, known)
     -- that ttl is left after reg.at. The key expires a lease after reg.at, after that.
     local age = nowMs - reg.at
     if age >= 0 and age * 10 < reg.ttl * 9 then
-      local left = string.format('%.0f', reg.lease - age)
-      local token = newToken(waiter, left, now)
+      local token = newToken(fence, now)
       if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and unheardIsGone then
         return false
       end
-      redis.call('set', ownerKey, waiter, 'px', left)
-      redis.call('publish', ownerKey, 'acquired@@' .. waiter)
+      beginTenure(waiter, reg.lease - age, token, nowMs)
       return true
     end
   end
@@ -76,10 +70,23 @@ local function serve(waiter, reg, known)
   return true
 end
 
+-- oldest takes the oldest waiter off the waiting set, or returns nil: with ZPOPMIN
+-- (Redis 5) where the script can tell the server's version (Redis 7), one call.
+local function oldest()
+  if redis.REDIS_VERSION_NUM then
+    return redis.call('zpopmin', waitKey)[1]
+  end
+  local waiter = redis.call('zrange', waitKey, 0, 0)[1]
+  if waiter then
+    redis.call('zrem', waitKey, waiter)
+  end
+  return waiter
+end
+
 -- At most 16 waiters are looked at, so that a release stays short; gone ones further
 -- back are dropped by later releases, or expire.
 for _ = 1, 16 do
-  local waiter = redis.call('zrange', waitKey, 0, 0)[1]
+  local waiter = oldest()
   if not waiter then
     break
   end
@@ -87,7 +94,6 @@ for _ = 1, 16 do
     now = redis.call('time')
     nowMs = millis(now)
   end
-  redis.call('zrem', waitKey, waiter)
   local reg, known = registration(waiter)
   if known then
     redis.call('hdel', grantKey, waiter)

@@ -22,7 +22,7 @@ const maxRemaining = 100 * 365 * 24 * time.Hour
 type answer struct {
 	owner string        // empty: no owner
 	left  time.Duration // the owner key's PTTL; negative: the key has no expiry
-	token uint64        // zero: unknown (no fence for this owner)
+	token uint64        // zero: unknown (no token key for this owner)
 }
 
 // parseAnswer decodes a script's reply: {"<owner>@@<ms>" or "@@", "<token>"}.
