@@ -93,7 +93,9 @@
 //	listed   "1": the contender may be in the waiting set (and registered), so an owner
 //	         takes itself off; "0": it is not. A new contention starts with "1", in case
 //	         an earlier lifecycle of the ID left an entry (a process that ended without a
-//	         release and started again)
+//	         release and started again), unless the ID's last contention on the same
+//	         Backend ended out of the waiting set (the Backend remembers up to 1,024 such
+//	         IDs)
 //	fresh    "1" for the calls of a contention until one is answered: finding its own ID
 //	         owning, it begins a new tenure; finding the mutex owned, it goes to the back
 //	         of the queue (an entry an earlier lifecycle left keeps no place)
@@ -130,10 +132,12 @@
 //     nonce (A notes its number and send time) and heard "0". The script reads the owner
 //     key and the token key (MGET) and finds no owner, takes the mutex (SET NX PX, as
 //     JVM Simba does), makes a token (TIME, and the previous token from the token key),
-//     writes the token key (SET PX), drops any entry an earlier lifecycle of A left (ZREM,
-//     HDEL) and publishes "acquired@@A" on simba:{m}. It answers "A@@<lease>" and the
-//     token: A's service believes until its send time + ttl, less simba's drift margin.
-//     A subscribes nothing. J hears "acquired@@A" and takes A for the owner.
+//     writes the token key (SET PX) and publishes "acquired@@A" on simba:{m}. With
+//     listed "1" (A's first contention on its Backend) it also drops any entry an
+//     earlier lifecycle of A left (ZREM, HDEL); a Locker that acquires again on the same
+//     Backend sends listed "0" and skips that. It answers "A@@<lease>" and the token: A's
+//     service believes until its send time + ttl, less simba's drift margin. A
+//     subscribes nothing. J hears "acquired@@A" and takes A for the owner.
 //  2. A renews with guard (MGET; SET XX PX; TIME and the token key written again, with
 //     the new expiry). At its first renewal it subscribes its channels, so as to hear at
 //     once if its key is lost and another takes the mutex.
@@ -266,12 +270,13 @@
 // (TestUncontendedCycleCommands and TestContendedSectionCommands hold them to these
 // counts):
 //
-//   - An uncontended Locker cycle (acquire, release) takes two scripts and 13 commands:
+//   - An uncontended Locker cycle (acquire, release) takes two scripts and 11 commands:
 //     the acquisition reads the owner and token keys (MGET), takes the mutex (SET NX
-//     PX), reads the clock (TIME), writes the token key (SET PX), takes out an entry an
-//     earlier lifecycle of the contender ID may have left (ZREM, HDEL) and announces
-//     itself (PUBLISH); the release reads the owner (MGET), finds nobody waiting
-//     (ZPOPMIN), deletes the key (DEL) and announces the release (PUBLISH).
+//     PX), reads the clock (TIME), writes the token key (SET PX) and announces itself
+//     (PUBLISH); the release reads the owner (MGET), finds nobody waiting (ZPOPMIN),
+//     deletes the key (DEL) and announces the release (PUBLISH). The first contention of
+//     a contender ID on a Backend adds two (ZREM, HDEL: an entry an earlier lifecycle of
+//     the ID may have left).
 //   - A renewal is one guard script of 5 commands (MGET, SET XX PX, TIME, SET PX); a
 //     retriever looks up (MGET, PTTL) at every message.
 //   - Under contention, with grants, each critical section costs one attempt that finds
@@ -288,9 +293,8 @@
 // MGET), the registration that matches a grant to the attempt it answers and lets a
 // release pass dead waiters by (HSET, HGET, HDEL, and PTTL for the expiry of the grant
 // hash and the waiting set), the grant message, and first come, first served with JVM
-// waiters of the same second (ZRANGEBYSCORE). Of an uncontended cycle's 13, the format
-// takes 8, the token 2 (TIME, SET PX) and the clean-up 2; the release message is for
-// retrievers.
+// waiters of the same second (ZRANGEBYSCORE). Of an uncontended cycle's 11, the format
+// takes 8 and the token 2 (TIME, SET PX); the release message is for retrievers.
 //
 // On the test machine (two cores shared with other work) the scripts of a contended
 // section keep Redis busy for 60 to 110 µs (INFO commandstats): with a Redis shared by a

@@ -39,6 +39,7 @@ type Backend struct {
 	checked      atomic.Bool // the server answered a start-up check
 	closed       atomic.Bool
 	regressions  atomic.Uint64
+	unlisted     unlistedIDs // IDs whose last contention here left the waiting set
 	participants closing.Set // the Participant.Closed of open contentions
 }
 

@@ -190,6 +190,41 @@ func TestReusedIDDoesNotServeItself(t *testing.T) {
 	assert.ErrorIs(t, admin.ZScore(ctx, key+":contender", "c").Err(), goredis.Nil)
 }
 
+// A backend remembers which contender IDs left the waiting set with their last
+// contention, so that the next contention of the ID takes the free mutex without
+// clearing an entry (see TestUncontendedCycleCommands); one that ended while it waited
+// (stopped without a release) is not remembered, and the next contention of the ID on
+// the same backend takes its leftover entry and registration out.
+func TestLeftoverEntryOnTheSameBackendIsTakenOut(t *testing.T) {
+	srv := server(t)
+	admin := newClient(t, srv.Addr())
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	key := "simba:{" + mutex + "}"
+	owner := contend(t, newBackend(t, newClient(t, srv.Addr())), mutex, "owner", &wakes{})
+	_, err := owner.Acquire(ctx)
+	require.NoError(t, err)
+
+	b := newBackend(t, newClient(t, srv.Addr()))
+	earlier := contend(t, b, mutex, "c", &wakes{})
+	rec, err := earlier.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "owner", rec.Owner)
+	require.NoError(t, earlier.StopContend(ctx)) // no release: its entry stays
+	_, registered := registration(t, admin, mutex, "c")
+	require.True(t, registered)
+
+	require.NoError(t, admin.Del(ctx, key).Err()) // the owner's key lapses
+	later := contend(t, b, mutex, "c", &wakes{})
+	rec, err = later.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "c", rec.Owner)
+	assert.ErrorIs(t, admin.ZScore(ctx, key+":contender", "c").Err(), goredis.Nil, "the leftover entry")
+	_, registered = registration(t, admin, mutex, "c")
+	assert.False(t, registered, "the leftover registration")
+	require.NoError(t, later.Release(ctx))
+}
+
 // First come, first served across Go and JVM waiters (issue 14, item 5). JVM Simba
 // scores a waiter with the server's time in whole seconds; a Go waiter that registered
 // before a JVM waiter within the same second is still served first, by a Go release and
