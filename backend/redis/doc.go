@@ -276,7 +276,9 @@
 //     (PUBLISH); the release reads the owner (MGET), finds nobody waiting (ZPOPMIN),
 //     deletes the key (DEL) and announces the release (PUBLISH). The first contention of
 //     a contender ID on a Backend adds two (ZREM, HDEL: an entry an earlier lifecycle of
-//     the ID may have left).
+//     the ID may have left), and a call that finds no token key (no Go tenure began
+//     within a lease) one: a GET, which refuses another program's data under that name
+//     (WRONGTYPE), as MGET reads it as nothing.
 //   - A renewal is one guard script of 5 commands (MGET, SET XX PX, TIME, SET PX); a
 //     retriever looks up (MGET, PTTL) at every message.
 //   - Under contention, with grants, each critical section costs one attempt that finds

@@ -57,6 +57,12 @@ end
 -- the owner key expires if that contender owns it (server ms), and its ID.
 local function readOwner()
   local v = redis.call('mget', ownerKey, tokenKey)
+  if not v[2] then
+    -- MGET reads a key of another type as nothing: GET fails on it with WRONGTYPE, so
+    -- that another program's data there is refused, not overwritten. A missing token
+    -- key (no Go tenure for a lease) costs this one command more.
+    redis.call('get', tokenKey)
+  end
   return v[1], v[2]
 end
 

@@ -201,6 +201,14 @@ func TestStoreErrors(t *testing.T) {
 		require.Error(t, err, "a hash under the owner key")
 		assert.NotErrorIs(t, err, goredis.Nil)
 
+		// A hash under the token key, which MGET reads as nothing: refused too, and kept.
+		mutex = uniqueName(t, "m")
+		require.NoError(t, admin.HSet(ctx, "simba:{"+mutex+"}:token", "not", "a string").Err())
+		_, err = contend(t, b, mutex, "c", &w).Acquire(ctx)
+		assert.ErrorIs(t, err, simba.ErrRefused, "a hash under the token key")
+		assert.Equal(t, "hash", admin.Type(ctx, "simba:{"+mutex+"}:token").Val(), "the other program's data")
+		assert.Zero(t, admin.Exists(ctx, "simba:{"+mutex+"}").Val(), "no owner key written")
+
 		mutex = uniqueName(t, "m")
 		require.NoError(t, admin.Set(ctx, "simba:{"+mutex+"}", "x", time.Minute).Err())
 		require.NoError(t, admin.Set(ctx, "simba:{"+mutex+"}:token", "not a number@@0@@x", time.Minute).Err())
