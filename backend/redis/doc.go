@@ -247,16 +247,18 @@
 // with 8 Lockers on one mutex, a third more sections per second.
 //
 // What a message makes a contention do, besides the grant above: a release on its own
-// channel, or one on simba:{mutex}:@@released that woke nobody or woke this contender,
-// makes a waiter contend at once; a release that woke another waiter makes a waiting
-// service report no owner. An owner that believes it still owns checks at once at an
-// acquisition by another and at any release on simba:{mutex}:@@released (its key lapsed
-// or was lost, and another contender took the mutex). A retriever looks up at every
-// message. Every confirmation that completes a contention's channels, the first and
-// each one after go-redis reconnected (or the backend replaced a connection that
-// stopped answering its pings, see WithPingInterval), makes a waiting contention try
-// once more and a retriever look up, so that nothing published before it is missed for
-// long; an owner learns of anything it missed at its next renewal.
+// channel, or another contender's on simba:{mutex}:@@released that woke nobody or woke
+// this contender, makes a waiter contend at once (its own release's, which a yielding
+// owner's waiting contention hears, leaves the mutex to the waiter it woke); a release
+// that woke another waiter makes a waiting service report no owner. An owner that
+// believes it still owns checks at once at an acquisition by another and at any release
+// on simba:{mutex}:@@released (its key lapsed or was lost, and another contender took the
+// mutex). A retriever looks up at every message. Every confirmation that completes a
+// contention's channels, the first and each one after go-redis reconnected (or the
+// backend replaced a connection that stopped answering its pings, see WithPingInterval),
+// makes a waiting contention try once more and a retriever look up, so that nothing
+// published before it is missed for long; an owner learns of anything it missed at its
+// next renewal.
 //
 // Correctness never depends on messages: every contender still contends on its contend
 // period, so a lost message (the connection was down, the waiter was not subscribed yet)
