@@ -55,6 +55,10 @@ type runSettings struct {
 
 func isSimba(id string) bool { return strings.HasPrefix(id, "simba-") }
 
+// isReference reports whether a library id is a reference lock of the bench's own (see
+// reference_redis.go), a floor to compare with and no peer.
+func isReference(id string) bool { return strings.HasPrefix(id, "reference-") }
+
 // Files of a run under the results directory. The .md and .svg files are the latest run's;
 // runs/ keeps the raw data of every run.
 const (
@@ -341,12 +345,12 @@ func (r *results) throughputGoal(issue, text, mine, peer, peerName string, ratio
 }
 
 // bestPeer returns the id and the name of the peer with the most sections per second on
-// store, and false when none ran.
+// store (the reference lock is none), and false when none ran.
 func (r *results) bestPeer(store string) (id, name string, ok bool) {
 	var best *contendedResult
 	for i := range r.Contended {
 		c := &r.Contended[i]
-		if c.Store == store && !isSimba(c.ID) && (best == nil || c.PerSecond > best.PerSecond) {
+		if c.Store == store && !isSimba(c.ID) && !isReference(c.ID) && (best == nil || c.PerSecond > best.PerSecond) {
 			best = c
 		}
 	}
