@@ -28,7 +28,7 @@ var mutations = []*mutationRun{
 	{name: "unfenced-referee", store: "redis", scenario: "09_long_pause", expected: "C4"},
 	{name: "latest-version-token", store: "mariadb", scenario: "01_steady", expected: "C3"},
 	{name: "sequence-token", store: "zookeeper", scenario: "21_container_reaped", expected: "C3"},
-	{name: "promote-any-predecessor", store: "zookeeper", scenario: "10_churn_soak", expected: "C2"},
+	{name: "queue-second-owns", store: "zookeeper", scenario: "10_churn_soak", expected: "C2"},
 	{name: "follower-heartbeat", store: "zookeeper-ensemble", scenario: "30_follower_cut_from_leader", expected: "C2"},
 }
 
