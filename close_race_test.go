@@ -221,3 +221,35 @@ func TestWaitingWhenTheBackendClosesFailsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// The backend closes while a waiter's attempt is under way, and the attempt's answer (the
+// mutex is held by another) comes after the close: the acquisition ends with ErrClosed,
+// not with ErrHeld, as if the answer had undone the close (seen once on a Redis Cluster).
+func TestAnAnswerAfterTheBackendClosedKeepsErrClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, fb := newFaultyStore()
+		owner, err := memory.New(store)
+		require.NoError(t, err)
+		a, err := simba.NewLocker(owner, "m")
+		require.NoError(t, err)
+		held, err := a.Acquire(t.Context())
+		require.NoError(t, err)
+		l, err := simba.NewLocker(fb, "m")
+		require.NoError(t, err)
+		fb.stall(opAnswer)
+		got := make(chan error, 1)
+		go func() {
+			_, err := l.Acquire(context.Background())
+			got <- err
+		}()
+		synctest.Wait() // the attempt has its answer, held back
+		require.Equal(t, 1, fb.count(opAnswer))
+		require.NoError(t, fb.Backend.(interface{ Close() error }).Close())
+		fb.unstall(opAnswer)
+		err = <-got
+		assert.ErrorIs(t, err, simba.ErrClosed)
+		require.NoError(t, l.Close())
+		require.NoError(t, held.Release(t.Context()))
+		require.NoError(t, a.Close())
+	})
+}

@@ -32,6 +32,7 @@ const (
 	opRelease = "release"
 	opWaiters = "waiters" // WaitList.OthersWaiting
 	opLookup  = "lookup"  // LeaseContention.Lookup
+	opAnswer  = "answer"  // an Acquire's answer, once the store has given it
 )
 
 // newFaultyStore returns a new memory store and a faultyBackend on it.
@@ -126,7 +127,11 @@ func (c *faultyContention) Acquire(ctx context.Context) (backend.Record, error) 
 	if err := c.f.enter(ctx, opAcquire); err != nil {
 		return backend.Record{}, err
 	}
-	return c.LeaseContention.Acquire(ctx)
+	rec, err := c.LeaseContention.Acquire(ctx)
+	if err := c.f.enter(ctx, opAnswer); err != nil {
+		return backend.Record{}, err
+	}
+	return rec, err
 }
 
 func (c *faultyContention) Release(ctx context.Context) error {

@@ -342,7 +342,7 @@ func (l *lifecycle) attempt() time.Duration {
 		return 0
 	}
 	defer l.markApplied()
-	l.lastErr = err
+	l.setLastErr(err)
 	if err != nil {
 		return l.failed(err)
 	}
@@ -417,7 +417,7 @@ func (l *lifecycle) grant(rec backend.Record, sent time.Time) {
 	if sent.After(l.grantedSent) {
 		l.grantedSent = sent
 	}
-	l.lastErr = nil
+	l.setLastErr(nil)
 	l.granting = true
 	d := l.answer(rec, sent)
 	l.granting = false
@@ -452,6 +452,14 @@ func (l *lifecycle) giveUp(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.giveUpLocked(err)
+}
+
+// setLastErr records the outcome of the last call, unless the backend was closed: an
+// answer that comes after the close must not undo it. Called with mu held.
+func (l *lifecycle) setLastErr(err error) {
+	if !errors.Is(l.lastErr, ErrClosed) {
+		l.lastErr = err
+	}
 }
 
 func (l *lifecycle) giveUpLocked(err error) {
