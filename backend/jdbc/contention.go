@@ -104,10 +104,10 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	tryLock := c.prepareLock(ctx)
+	open := c.prepareLock(ctx)
 	c.acquiring(true)
 	c.stepped = false
-	rec, err := c.acquireRow(ctx, tryLock)
+	rec, err := c.acquireRow(ctx, open)
 	if err == nil && c.stepped && rec.Owner == c.id {
 		rec, err = c.stepAside(ctx)
 	}
@@ -137,54 +137,67 @@ func (c *contention) stepAside(ctx context.Context) (backend.Record, error) {
 	return backend.Record{}, nil
 }
 
-// acquireRow runs the acquisition's statements. With tryLock, its first acquire statement
-// tries the named lock too (prepareLock).
-func (c *contention) acquireRow(ctx context.Context, tryLock bool) (backend.Record, error) {
+// acquireRow runs the acquisition's statements, beginning as prepareLock said.
+func (c *contention) acquireRow(ctx context.Context, open opening) (backend.Record, error) {
 	args := acquireArgs{mutex: c.mutex, contender: c.id}
-	unmatched := false // an acquire statement has just not matched: read the row next
-	if tryLock {
-		res, err := c.update(ctx, args, true)
+	var known *row    // the row as the last statement found it; nil: read it
+	fromRead := false // known came from a read before any acquire statement
+	switch open {
+	case tryingOpening:
+		r, err := c.readTrying(ctx)
 		if err != nil {
+			return backend.Record{}, fmt.Errorf("read the row: %w", err)
+		}
+		known, fromRead = r, r != nil
+	case lockingOpening:
+		res, r, err := c.update(ctx, args, true)
+		switch {
+		case err != nil:
 			return backend.Record{}, err
-		}
-		if res.matched {
+		case res.matched:
 			return c.won(res), nil
+		case r == nil:
+			// MySQL: the statement did not say what became of the lock; a read on the
+			// pinned connection does.
+			if r, err = c.readKnown(ctx); err != nil {
+				return backend.Record{}, err
+			}
 		}
-		unmatched = true
+		known = r
 	}
-	if c.lockedOut() {
-		rec, done, err := c.readFirst(ctx)
+	if fromRead || c.lockedOut() {
+		rec, done, err := c.readFirst(ctx, known)
 		if done || err != nil {
 			return rec, err
 		}
-		unmatched = false // the row is this contender's (renew it), free, or stale
+		known = nil // the row is this contender's (renew it), free, or stale
 	}
 	for again := true; ; again = false {
-		if !unmatched {
-			res, err := c.update(ctx, args, false)
+		if known == nil {
+			res, r, err := c.update(ctx, args, c.lockable())
 			if err != nil {
 				return backend.Record{}, err
 			}
 			if res.matched {
 				return c.won(res), nil
 			}
+			known = r
 		}
-		unmatched = false
-		rec, retry, err := c.afterUnmatched(ctx, again)
+		rec, retry, err := c.afterUnmatched(ctx, again, known)
+		known = nil
 		if !retry {
 			return rec, err
 		}
 	}
 }
 
-// readFirst reads the row when another session holds the named lock: the owner, a
-// contender just woken to take over, or the head of the queue. A row owned by someone
-// else needs no UPDATE (done, with its record), and a free one is left to the lock's
-// holder for a moment before this contender tries it.
-func (c *contention) readFirst(ctx context.Context) (_ backend.Record, done bool, _ error) {
-	began := time.Now()
-	r, err := c.read(ctx)
-	roundTrip := time.Since(began)
+// readFirst, when another session holds the named lock (the owner, a contender just woken
+// to take over, or the head of the queue), or after a read that tried the lock, reads the
+// row, unless known tells it already. A row owned by someone else needs no UPDATE (done,
+// with its record), and a free one is left to the lock's holder, if another session holds
+// it, for a moment before this contender tries it.
+func (c *contention) readFirst(ctx context.Context, known *row) (_ backend.Record, done bool, _ error) {
+	r, err := c.readOr(ctx, known)
 	if errors.Is(err, errNoRow) { // the mutex's first use
 		if err := c.ensureRow(ctx); err != nil {
 			return backend.Record{}, true, err
@@ -195,12 +208,10 @@ func (c *contention) readFirst(ctx context.Context) (_ backend.Record, done bool
 		return backend.Record{}, true, fmt.Errorf("read the row: %w", noRow(err))
 	}
 	switch rec := r.record(); {
-	case rec.Owner == "":
-		if err := c.deferTo(ctx, roundTrip); err != nil {
-			return backend.Record{}, true, err
-		}
+	case rec.Owner == "" && c.lockedOut():
 		// Then contend like anyone: the UPDATE takes the row if the holder did not.
-	case rec.Owner != c.id:
+		return c.deferTo(ctx, r)
+	case rec.Owner != "" && rec.Owner != c.id:
 		if rec, _ := c.seen(r); !c.stale() {
 			return rec, true, nil
 		}
@@ -209,11 +220,11 @@ func (c *contention) readFirst(ctx context.Context) (_ backend.Record, done bool
 	return backend.Record{}, false, nil
 }
 
-// afterUnmatched reads the row after an acquire statement that matched nothing, and
-// returns what it holds, or asks for another try (retry) on a row just created or freed
-// (once: again is set only on the first pass).
-func (c *contention) afterUnmatched(ctx context.Context, again bool) (_ backend.Record, retry bool, _ error) {
-	r, err := c.read(ctx)
+// afterUnmatched reads the row after an acquire statement that matched nothing, unless
+// known tells it already, and returns what it holds, or asks for another try (retry) on a
+// row just created or freed (once: again is set only on the first pass).
+func (c *contention) afterUnmatched(ctx context.Context, again bool, known *row) (_ backend.Record, retry bool, _ error) {
+	r, err := c.readOr(ctx, known)
 	switch {
 	case errors.Is(err, errNoRow) && again:
 		if err := c.ensureRow(ctx); err != nil {
@@ -233,7 +244,7 @@ func (c *contention) afterUnmatched(ctx context.Context, again bool) (_ backend.
 	// The row is this contender's, in a tenure the contention has no token for (an
 	// earlier lifecycle's): renew it at the version read, which begins this contention's
 	// tenure with a token larger than that lifecycle's.
-	res, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
+	res, _, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
 		expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)
 	switch {
 	case err != nil:
@@ -244,12 +255,12 @@ func (c *contention) afterUnmatched(ctx context.Context, again bool) (_ backend.
 	return c.won(res), false, nil
 }
 
-// update runs the acquire statement; with tryLock, the one that tries the named lock too,
-// on the pinned connection (acquireTryingLock). A renewal is allowed at the version the
-// contention last saw when it knows the tenure the row holds (see mysqlAcquire), unless
-// a.expect is set already; a row another owner has left unchanged for longer than its
-// lease is taken.
-func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (acquireResult, error) {
+// update runs the acquire statement; with locking, the one that takes the named lock too,
+// on the pinned connection (acquireTryingLock), which may also answer the row when it
+// matched nothing. A renewal is allowed at the version the contention last saw when it
+// knows the tenure the row holds (see mysqlAcquire), unless a.expect is set already; a row
+// another owner has left unchanged for longer than its lease is taken.
+func (c *contention) update(ctx context.Context, a acquireArgs, locking bool) (acquireResult, *row, error) {
 	if !a.expect.Valid && c.token != 0 {
 		a.expect = sql.NullInt64{Int64: int64(c.version), Valid: true}
 	}
@@ -258,13 +269,15 @@ func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (a
 	}
 	a.floor = c.b.floors.get(c.mutex)
 	var res acquireResult
+	var r *row
 	sent := time.Now()
 	var err error
-	if tryLock {
-		res, err = c.acquireTryingLock(ctx, a)
+	if locking {
+		res, r, err = c.acquireTryingLock(ctx, a)
 	} else {
 		res, err = c.acquirePlain(ctx, a)
 	}
+	got := time.Now()
 	if err != nil {
 		c.doubt = true
 		if !serverAnswered(err) { // else the statement has ended, changing nothing
@@ -272,12 +285,17 @@ func (c *contention) update(ctx context.Context, a acquireArgs, tryLock bool) (a
 		}
 	}
 	if res.matched {
-		c.clock(sent, time.Now(), res.now)
+		c.clock(sent, got, res.now)
 		c.observe(a.floor, res.found) // below the floor even if the statement took the row above it
 		c.observe(a.floor, res.version)
 		c.watch = watch{}
 	}
-	return res, err
+	if r != nil && !r.missing {
+		r.sent, r.got = sent, got
+		c.clock(sent, got, r.now)
+		c.observe(a.floor, r.version)
+	}
+	return res, r, err
 }
 
 // acquirePlain runs the acquire statement (see run).
@@ -505,7 +523,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 		version = r.version
 	}
 	u, unlocking := c.b.dialect.(releaseUnlocker)
-	unlocking = unlocking && c.schema.unlockInRelease && c.holdsLock()
+	unlocking = unlocking && c.schema.locksInUpdates && c.holdsLock()
 	var released, unlocked bool
 	// The release runs on the pinned connection even without unlocking: the service gives
 	// it a context of its own, which a Stop does not cut short (see run).
@@ -578,12 +596,15 @@ func noRow(err error) error {
 	return err
 }
 
-// row is a mutex's row as read, with the database's now and when the answer came.
+// row is a mutex's row as read, with the database's now and when the statement was sent
+// and its answer came.
 type row struct {
 	owner                           string
 	acquiredAt, ttlAt, transitionAt uint64
 	version, now                    uint64
-	got                             time.Time
+	sent, got                       time.Time
+	missing                         bool    // there is no row (told by a statement that reads it in passing)
+	lock                            lockTry // what the read found of the named lock (readLocking)
 }
 
 // record converts a row to a record: durations from the database's now, shortened by the
@@ -609,21 +630,53 @@ func span(a, b uint64) time.Duration {
 	return -time.Duration(min(b-a, limit)) * time.Millisecond
 }
 
-// read reads the row and the database's now; errNoRow if there is no row.
+// read reads the row and the database's now; errNoRow if there is no row. With the
+// hand-over, it also reads who holds the named lock (readLocking), and on the pinned
+// connection learns whether its session does.
 func (c *contention) read(ctx context.Context) (row, error) {
 	var r row
 	before := c.b.floors.get(c.mutex)
 	sent := time.Now()
 	err := c.run(ctx, false, func(q querier) (err error) {
-		r, err = c.b.read(ctx, q, c.schema, c.mutex)
+		if c.lock == "" {
+			r, err = c.b.read(ctx, q, c.schema, c.mutex)
+			return err
+		}
+		r, err = c.b.readLocking(ctx, q, c.schema, c.mutex, c.lock)
+		if conn, pinned := q.(*sql.Conn); pinned && err == nil {
+			c.tried(conn, r.lock)
+		}
 		return err
 	})
-	r.got = time.Now()
+	r.sent, r.got = sent, time.Now()
 	if err == nil {
 		c.clock(sent, r.got, r.now)
 		c.observe(before, r.version)
 	}
 	return r, err
+}
+
+// readOr returns the row as a statement found it (known), or reads it when known is nil.
+func (c *contention) readOr(ctx context.Context, known *row) (row, error) {
+	switch {
+	case known == nil:
+		return c.read(ctx)
+	case known.missing:
+		return row{}, errNoRow
+	}
+	return *known, nil
+}
+
+// readKnown reads the row for readOr: a row marked missing when there is none.
+func (c *contention) readKnown(ctx context.Context) (*row, error) {
+	r, err := c.read(ctx)
+	switch {
+	case errors.Is(err, errNoRow):
+		return &row{missing: true}, nil
+	case err != nil:
+		return nil, err
+	}
+	return &r, nil
 }
 
 // read reads mutex's row and the database's now with q; errNoRow if there is no row.
@@ -633,6 +686,25 @@ func (b *Backend) read(ctx context.Context, q querier, s schema, mutex string) (
 	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
+	}
+	return r, err
+}
+
+// readLocking is read that also tells who holds the named lock, and whether q's session
+// does (statements.readLocking).
+func (b *Backend) readLocking(ctx context.Context, q querier, s schema, mutex, lock string) (row, error) {
+	var r row
+	var holder sql.NullInt64
+	var session int64
+	query, args := b.dialect.bound(s, limit(ctx), b.sql.readLocking.in(s), lock, mutex)
+	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
+		&holder, &session)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, errNoRow
+	}
+	r.lock = lockTry{told: holder.Valid, got: holder.Int64 == session, session: session}
+	if other := holder.Int64 != 0 && holder.Int64 != session; other {
+		r.lock.other, r.lock.holder = true, holder.Int64
 	}
 	return r, err
 }

@@ -44,41 +44,47 @@ type Dialect interface {
 	maxIdentifier() int
 }
 
-// releaseUnlocker is a Dialect whose release can let the named lock go itself (MySQL's;
-// see statements.releaseUnlock): releaseUnlock runs that statement with q, bounded on the
-// server to d (see Dialect.bound), with the named lock, mutex, contender and version as
-// arguments, and reports whether the row was released and whether the lock was let go.
+// releaseUnlocker is a Dialect whose release can let the named lock go itself (see
+// mysqlReleaseUnlock, pgReleaseUnlock): releaseUnlock runs that statement with q, bounded
+// on the server to d (see Dialect.bound), and reports whether the row was released and
+// whether the lock was let go.
 type releaseUnlocker interface {
 	releaseUnlock(ctx context.Context, q querier, s schema, d time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error)
 }
 
-// lockingAcquirer is a Dialect whose acquire can try the named lock in the same statement
-// (PostgreSQL's; see pgAcquireLocking), for a contention on its pinned connection that
-// does not hold the lock. lockingAcquireStatement renders that statement as
-// acquireStatement does; acquireLocking runs it with conn, bounded on the server to d,
-// and also reports what the try did.
+// lockingAcquirer is a Dialect whose acquire can take the named lock in the same statement
+// (see mysqlAcquireLocking, pgAcquireLocking), for a contention on its pinned connection
+// that does not hold the lock. lockingAcquireStatement renders that statement as
+// acquireStatement does, or returns "" where the session may not run it (see
+// schema.locksInUpdates); acquireLocking runs it with conn, bounded on the server to d,
+// and also reports what it found of the lock and, when it matched nothing and the
+// statement read the row too, the row (nil: not read).
 type lockingAcquirer interface {
 	lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string
-	acquireLocking(ctx context.Context, conn querier, s schema, d time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, error)
+	acquireLocking(ctx context.Context, conn querier, s schema, d time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, *row, error)
 }
 
-// lockTry is what a try of the named lock found.
+// lockTry is what a statement found of the named lock on the session it ran on.
 type lockTry struct {
-	got     bool  // the session took the lock (or held it already)
-	session int64 // the session's server ID
+	told    bool  // the statement told whether the session holds the lock; else only session may be set
+	got     bool  // the session holds the lock (took it, or held it already)
+	other   bool  // another session holds it
+	holder  int64 // that session's ID, when told; 0 otherwise
+	session int64 // the session's server ID; 0 when not told
 }
 
 // statements is the SQL of a dialect for one table; see statements.go. Statements with a
 // server-side bound go through Dialect.bound.
 type statements struct {
-	ensureRow, release                       string
-	releaseUnlock                            string // release, letting the named lock go too; "" where it cannot (releaseUnlocker)
-	read, prunable                           clocked
-	tryLock, waitLock, unlock, interruptText string
-	settle                                   string // lets the named lock go if the session holds it
-	holder                                   string // the session holding the named lock, 0 if none
-	ensureFloor, lockFloor, raiseFloor       string
-	deleteText                               string
+	ensureRow, release                 string
+	releaseUnlock                      string // release, letting the named lock go too (releaseUnlocker)
+	read, prunable                     clocked
+	readLocking                        clocked // read, telling the named lock's holder too; arguments: lock, mutex
+	readTrying                         clocked // readLocking, trying the lock first (MySQL; empty where none)
+	waitLock, unlock, interruptText    string
+	settle                             string // lets the named lock go if the session holds it
+	ensureFloor, lockFloor, raiseFloor string
+	deleteText                         string
 }
 
 // clocked is a statement that reads the database's clock, in two versions: for sessions
@@ -128,9 +134,10 @@ type schema struct {
 	folds    bool   // the session's time zone may have daylight-saving folds
 	mutex    column // the mutex column's limit
 	owner    column // the owner_id column's limit
-	// unlockInRelease: the release may let the named lock go itself
-	// (statements.releaseUnlock; not where the session logs statements as text)
-	unlockInRelease bool
+	// locksInUpdates: the acquire and the release may take and let go of the named lock
+	// themselves (lockingAcquirer, releaseUnlocker; not where a MySQL session logs
+	// statements as text, for which GET_LOCK and RELEASE_LOCK in an UPDATE are unsafe)
+	locksInUpdates bool
 }
 
 // column is a string column's capacity.

@@ -1,5 +1,7 @@
 package jdbc
 
+import "time"
+
 // Waiting returns how many of the backend's contentions for mutex wait for its named lock,
 // so that benchmarks can start timing a hand-over only once the waiter waits.
 func (b *Backend) Waiting(mutex string) int {
@@ -26,8 +28,9 @@ func SettleSQL(d Dialect) string { return d.statements(tableName{name: DefaultTa
 // ReleaseSQL returns d's release statement for the default table.
 func ReleaseSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).release }
 
-// HolderSQL returns d's statement that tells which session holds a named lock.
-func HolderSQL(d Dialect) string { return d.statements(tableName{name: DefaultTable}).holder }
+// PgHolderSQL is a statement that tells which session holds a PostgreSQL advisory lock, 0
+// if none. Arguments: key.
+const PgHolderSQL = "SELECT " + pgHolderOfK + " FROM (SELECT $1::text::bigint AS k) AS key"
 
 // LockName returns the named lock of mutex's row, as the backend's contentions for mutex
 // take it ("" when none is open).
@@ -46,4 +49,12 @@ func (b *Backend) LockName(mutex string) string {
 // d has none). Arguments: lock name, mutex, contender, version.
 func ReleaseUnlockSQL(d Dialect) string {
 	return d.statements(tableName{name: DefaultTable}).releaseUnlock
+}
+
+// LockingAcquireSQL returns d's acquire statement that takes the named lock too, for the
+// default table on a server like MariaDB's without folds, a ttl and ttl + transition.
+// Arguments (MySQL): contender, expected, floor, contender, mutex, floor, contender,
+// expected, stale, lock name, lock name.
+func LockingAcquireSQL(d Dialect, ttl, lease time.Duration) string {
+	return d.(lockingAcquirer).lockingAcquireStatement(tableName{name: DefaultTable}, schema{locksInUpdates: true}, ttl, lease)
 }

@@ -8,8 +8,9 @@ const maxIdleFloors = 4096
 
 // floors remembers, for each mutex, the highest version the backend has seen in its row:
 // the floor below which it never creates the row again nor hands out a token, and against
-// which it notices versions that went back. It keeps the mutexes its contentions contend
-// for, and up to maxIdleFloors others. Safe for concurrent use.
+// which it notices versions that went back; and whether the mutex's last turn here was
+// contended (see prepareLock). It keeps the mutexes its contentions contend for, and up to
+// maxIdleFloors others. Safe for concurrent use.
 type floors struct {
 	mu sync.Mutex
 	m  map[string]*floor
@@ -19,6 +20,8 @@ type floor struct {
 	max   uint64 // the highest version seen
 	low   uint64 // the version a regression was last reported at, while below max; else 0
 	users int    // running contentions of the mutex
+
+	contended bool // a contention's last turn came through a wait for the named lock, or found another holding it
 }
 
 // join and leave count the running contentions of mutex.
@@ -89,4 +92,23 @@ func (f *floors) saw(mutex string, before, v uint64) (prev uint64, back bool) {
 		e.max, e.low = v, 0
 	}
 	return e.max, back
+}
+
+// setContended records whether a contention of mutex found its turn contended: it waited
+// for the named lock, or found another session holding it (true), or took the lock at
+// once (false).
+func (f *floors) setContended(mutex string, contended bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.m[mutex]; e != nil {
+		e.contended = contended
+	}
+}
+
+// contended reports what setContended last recorded for mutex.
+func (f *floors) contended(mutex string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.m[mutex]
+	return e != nil && e.contended
 }

@@ -59,21 +59,39 @@ type handOver struct {
 	wg        sync.WaitGroup
 }
 
+// opening is how an acquisition begins.
+type opening int
+
+const (
+	// plainOpening: the acquire statement, or a read first while another session holds
+	// the named lock (no hand-over, or no pinned connection).
+	plainOpening opening = iota
+	// lockingOpening: the acquire statement that takes the named lock too
+	// (lockingAcquirer), on the pinned connection.
+	lockingOpening
+	// tryingOpening: a read that tries the named lock too (statements.readTrying), on the
+	// pinned connection, for a contention whose last turn was contended (MySQL), or where
+	// the acquire may not take the lock itself (statement-based binary logging).
+	tryingOpening
+)
+
 // prepareLock, before an acquisition, makes sure that a contender which may win holds the
 // named lock before its UPDATE commits, so that anyone who reads the row naming it finds
-// the lock taken and waits for it. It pins a connection if the contention has none and
-// tries the lock without waiting, or, where the dialect can (lockingAcquirer), leaves the
-// try to the acquire statement: it then returns true. Failures only cost the hint; they
-// are not errors.
-func (c *contention) prepareLock(ctx context.Context) (inAcquire bool) {
+// the lock taken and waits for it: it pins a connection if the contention has none, and
+// returns how the acquisition tries the lock on it. A contention whose last turn was
+// contended (it waited for the lock, or found another session holding it) begins with a
+// read where the dialect has one that tries the lock (MySQL, whose acquire cannot answer
+// the row): the row is most likely another's, and a read, which locks no row, tells at
+// once. Failures only cost the hint; they are not errors.
+func (c *contention) prepareLock(ctx context.Context) opening {
 	if c.lock == "" {
-		return false
+		return plainOpening
 	}
 	h := &c.hand
 	h.mu.Lock()
 	if h.gone || h.waiting {
 		h.mu.Unlock()
-		return false
+		return plainOpening
 	}
 	conn, holds, unsure := h.conn, h.holds, h.unsure
 	h.mu.Unlock()
@@ -82,7 +100,7 @@ func (c *contention) prepareLock(ctx context.Context) (inAcquire bool) {
 		conn, holds, unsure = nil, false, false
 	}
 	if holds {
-		return false
+		return plainOpening
 	}
 	// Leave the acquisition itself at least half of the time.
 	pctx := ctx
@@ -92,79 +110,138 @@ func (c *contention) prepareLock(ctx context.Context) (inAcquire bool) {
 		defer cancel()
 	}
 	if unsure && !c.settle(pctx, conn) {
-		return false
+		return plainOpening
 	}
 	if conn == nil {
 		if !c.b.pin() {
 			c.log.Debug("simba/jdbc: the hand-over's connections are all in use; polling only")
-			return false
+			return plainOpening
 		}
 		var err error
 		if conn, err = c.b.db.Conn(pctx); err != nil {
 			c.b.unpin()
 			c.log.Debug("simba/jdbc: no connection for the hand-over; polling only", "err", err)
-			return false
+			return plainOpening
 		}
 		h.mu.Lock()
 		if h.gone {
 			h.mu.Unlock()
 			_ = conn.Close()
 			c.b.unpin()
-			return false
+			return plainOpening
 		}
 		h.conn, h.session = conn, 0
 		h.mu.Unlock()
 	}
-	if c.locking != "" {
-		return true
+	if c.locking != "" && (c.b.sql.readTrying.plain == "" || !c.b.floors.contended(c.mutex)) {
+		return lockingOpening
 	}
-	var got sql.NullInt64
-	var session int64
-	if err := conn.QueryRowContext(pctx, c.b.sql.tryLock, c.lock).Scan(&got, &session); err != nil {
-		if !valid(conn) {
-			c.drop(conn)
-		}
-		c.log.Debug("simba/jdbc: named lock not tried", "err", err)
-		return false
-	}
-	c.tried(conn, lockTry{got: got.Valid && got.Int64 == 1, session: session}, !got.Valid)
-	return false
+	return tryingOpening
 }
 
-// tried records what a try of the named lock on conn found; unknown: the server did not
-// say whether the lock is free.
-func (c *contention) tried(conn *sql.Conn, try lockTry, unknown bool) {
+// readTrying runs the read that tries the named lock too (statements.readTrying) on the
+// pinned connection, and returns the row (marked missing when there is none: nothing was
+// tried then), or nil when the connection is gone. A read that failed on the server may
+// have taken the lock all the same: it is let go before the next try (handOver.unsure).
+func (c *contention) readTrying(ctx context.Context) (*row, error) {
+	conn := c.idleConn(ctx)
+	if conn == nil {
+		return nil, nil
+	}
+	var r row
+	before := c.b.floors.get(c.mutex)
+	r.sent = time.Now()
+	var took sql.NullInt64
+	var holder, session int64
+	query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.readTrying.in(c.schema), c.lock, c.lock, c.lock, c.mutex)
+	err := conn.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
+		&took, &holder, &session)
+	r.got = time.Now()
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return &row{missing: true}, nil
+	case err != nil:
+		if !valid(conn) {
+			c.drop(conn) // its session, and the lock if taken, went with it
+		} else {
+			h := &c.hand
+			h.mu.Lock()
+			if h.conn == conn {
+				h.unsure = true
+			}
+			h.mu.Unlock()
+		}
+		return nil, err
+	}
+	r.lock = lockTry{told: true, got: holder == session, session: session}
+	if other := holder != 0 && holder != session; other {
+		r.lock.other, r.lock.holder = true, holder
+	}
+	c.tried(conn, r.lock)
+	c.clock(r.sent, r.got, r.now)
+	c.observe(before, r.version)
+	return &r, nil
+}
+
+// lockable reports whether the contention's next acquire statement takes the named lock
+// itself (lockingAcquirer): it has a pinned connection, idle, whose session does not hold
+// the lock and is not in doubt about it.
+func (c *contention) lockable() bool {
+	if c.locking == "" {
+		return false
+	}
+	h := &c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conn != nil && !h.holds && !h.waiting && !h.unsure && !h.gone
+}
+
+// tried records what a statement on conn found of the named lock. A lock taken at once
+// ends the contended spell that a wait or a lock taken by another began.
+func (c *contention) tried(conn *sql.Conn, try lockTry) {
 	h := &c.hand
 	h.mu.Lock()
 	if h.conn == conn {
-		h.session, h.holds = try.session, try.got
-		h.other = !try.got && !unknown
+		if try.session != 0 {
+			h.session = try.session
+		}
+		if try.told {
+			h.holds, h.other = try.got, try.other
+		}
 	}
 	h.mu.Unlock()
-	c.log.Debug("simba/jdbc: named lock tried", "taken", try.got)
+	if try.told {
+		c.b.floors.setContended(c.mutex, try.other)
+	}
+	if try.told {
+		c.log.Debug("simba/jdbc: named lock tried", "taken", try.got)
+	}
 }
 
-// acquireTryingLock runs the acquire statement that tries the named lock too
-// (lockingAcquirer) on the pinned connection, where the lock belongs. A statement that
-// failed on the server may have taken the lock all the same (advisory locks outlive a
-// failed transaction): it is let go before the next try (handOver.unsure). When the
-// connection is gone, the plain acquire runs on the pool instead.
-func (c *contention) acquireTryingLock(ctx context.Context, a acquireArgs) (acquireResult, error) {
+// acquireTryingLock runs the acquire statement that takes the named lock too
+// (lockingAcquirer) on the pinned connection, where the lock belongs; it also returns the
+// row when the statement read it. A statement that failed on the server may have taken
+// the lock all the same (advisory locks outlive a failed transaction; GET_LOCK is not
+// undone by a failed UPDATE): it is let go before the next try (handOver.unsure). When
+// the connection is gone, the plain acquire runs on the pool instead.
+func (c *contention) acquireTryingLock(ctx context.Context, a acquireArgs) (acquireResult, *row, error) {
 	conn := c.idleConn(ctx)
 	if conn == nil {
-		return c.acquirePlain(ctx, a)
+		res, err := c.acquirePlain(ctx, a)
+		return res, nil, err
 	}
-	res, try, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, conn, c.schema, limit(ctx), c.locking, c.lock, a)
+	res, try, r, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, conn, c.schema, limit(ctx), c.locking, c.lock, a)
 	if err == nil {
-		c.tried(conn, try, false)
-		return res, nil
+		c.tried(conn, try)
+		return res, r, nil
 	}
 	if !valid(conn) {
 		c.drop(conn) // its session, and the lock if taken, went with it
 		if errors.Is(err, driver.ErrBadConn) {
-			return c.acquirePlain(ctx, a) // nothing was sent
+			res, err := c.acquirePlain(ctx, a) // nothing was sent
+			return res, nil, err
 		}
-		return acquireResult{}, err
+		return acquireResult{}, nil, err
 	}
 	h := &c.hand
 	h.mu.Lock()
@@ -172,7 +249,7 @@ func (c *contention) acquireTryingLock(ctx context.Context, a acquireArgs) (acqu
 		h.unsure = true
 	}
 	h.mu.Unlock()
-	return acquireResult{}, err
+	return acquireResult{}, nil, err
 }
 
 // acquiring marks an Acquire call under way (on) or over (off). A lock taken meanwhile
@@ -200,45 +277,45 @@ func (c *contention) lockedOut() bool {
 	return !h.holds && (h.waiting || h.other)
 }
 
-// deferTo, in an acquisition that found the row free while another session holds the
+// deferTo, in an acquisition that found the row free (r) while another session holds the
 // named lock, leaves the row to that session for a while, and to each new holder in turn,
 // up to deferralTurns (the package doc's first rule of the queue, in Hand-over, end to
 // end). It queues first, so as not to lose its place, and stops deferring if the lock
-// comes its way. It defers no further once ctx has less than two whiles left, so that the
-// UPDATE still has time.
-func (c *contention) deferTo(ctx context.Context, roundTrip time.Duration) error {
+// comes its way. Each while that passes without, it reads the row and the lock's holder
+// again: a row another owner took ends the acquisition (done, with its record), a holder
+// that kept the lock without taking the row is left behind. It defers no further once
+// ctx has less than two whiles left, so that the UPDATE still has time.
+func (c *contention) deferTo(ctx context.Context, r row) (_ backend.Record, done bool, _ error) {
 	granted := c.queue()
-	d := max(deferral, deferralTrips*roundTrip)
-	holder := c.lockHolder(ctx)
+	d := max(deferral, deferralTrips*r.got.Sub(r.sent))
+	holder := r.lock.holder // 0: none, or not told
 	for range deferralTurns {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*d {
-			return nil
+			return backend.Record{}, false, nil
 		}
 		c.log.Debug("simba/jdbc: row free while another session holds the named lock; deferring to it", "for", d, "session", holder)
 		if err := pause(ctx, d, granted); err != nil {
-			return err
+			return backend.Record{}, true, err
 		}
 		if closed(granted) {
-			return nil
+			return backend.Record{}, false, nil
 		}
-		now := c.lockHolder(ctx)
-		if now == 0 || now == holder {
-			return nil
+		r, err := c.read(ctx)
+		if err != nil {
+			return backend.Record{}, true, fmt.Errorf("read the row: %w", noRow(err))
 		}
-		holder = now
+		switch rec := r.record(); {
+		case rec.Owner == c.id:
+			return backend.Record{}, false, nil // renew it
+		case rec.Owner != "":
+			rec, _ := c.seen(r)
+			return rec, !c.stale(), nil
+		case !r.lock.other || r.lock.holder == holder:
+			return backend.Record{}, false, nil // the holder did not take it
+		}
+		holder = r.lock.holder
 	}
-	return nil
-}
-
-// lockHolder returns the ID of the session that holds the named lock, or 0 when none
-// does or the server did not say.
-func (c *contention) lockHolder(ctx context.Context) int64 {
-	var id sql.NullInt64
-	if err := c.b.db.QueryRowContext(ctx, c.b.sql.holder, c.lock).Scan(&id); err != nil {
-		c.log.Debug("simba/jdbc: the named lock's holder not read", "err", err)
-		return 0
-	}
-	return id.Int64
+	return backend.Record{}, false, nil
 }
 
 // follow, after an answered acquisition, keeps the contention's place in the queue for
@@ -320,6 +397,7 @@ func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan stru
 		case err == nil && got.Valid && got.Int64 == 1:
 			h.holds, h.waiting, h.other = true, false, false
 			close(granted)
+			c.b.floors.setContended(c.mutex, true)
 			wake := !stopping && !h.inAcquire
 			h.unwoken = h.inAcquire
 			h.mu.Unlock()

@@ -26,7 +26,10 @@ var mysqlDDL string
 // harmless (see the package documentation).
 var MySQL Dialect = mysqlDialect{}
 
-var _ releaseUnlocker = mysqlDialect{}
+var (
+	_ releaseUnlocker = mysqlDialect{}
+	_ lockingAcquirer = mysqlDialect{}
+)
 
 type mysqlDialect struct{}
 
@@ -51,13 +54,13 @@ func (d mysqlDialect) statements(t tableName) statements {
 	return statements{
 		ensureRow:     fmt.Sprintf(mysqlEnsureRow, q),
 		read:          clocked(mysqlRead),
+		readLocking:   clocked(mysqlReadLocking),
+		readTrying:    clocked(mysqlReadTrying),
 		release:       fmt.Sprintf(mysqlRelease, q),
 		releaseUnlock: fmt.Sprintf(mysqlReleaseUnlock, q),
-		tryLock:       mysqlTryLock,
 		waitLock:      mysqlWaitLock,
 		unlock:        mysqlUnlock,
 		settle:        mysqlUnlock,
-		holder:        mysqlHolder,
 		interruptText: mysqlInterrupt,
 		ensureFloor:   fmt.Sprintf(mysqlEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(mysqlLockFloor, q),
@@ -68,15 +71,45 @@ func (d mysqlDialect) statements(t tableName) statements {
 }
 
 func (d mysqlDialect) acquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
+	return d.renderAcquire(mysqlAcquire, t, s, ttl, lease)
+}
+
+// renderAcquire renders an acquire statement for t, a session like s's, and a ttl and
+// ttl + transition.
+func (d mysqlDialect) renderAcquire(stmt string, t tableName, s schema, ttl, lease time.Duration) string {
 	clock := mysqlPlainClock
 	if s.folds {
 		clock = mysqlFoldingClock
 	}
-	return fmt.Sprintf(clock.Replace(mysqlAcquire), d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
+	return fmt.Sprintf(clock.Replace(stmt), d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
 func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
-	query, args := d.bound(s, limit, query, a.contender, a.expect, a.floor, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale)
+	return d.runAcquire(ctx, q, s, limit, query, a)
+}
+
+func (d mysqlDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
+	if !s.locksInUpdates {
+		return ""
+	}
+	return d.renderAcquire(mysqlAcquireLocking, t, s, ttl, lease)
+}
+
+// acquireLocking runs mysqlAcquireLocking. Its answer tells that the session holds the
+// lock when it began a new tenure, and nothing of the lock or the row otherwise (see
+// mysqlAcquireLocking): the contention reads the row next.
+func (d mysqlDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, *row, error) {
+	res, err := d.runAcquire(ctx, conn, s, limit, query, a, lock, lock)
+	if err != nil || !res.matched || res.renewed {
+		return res, lockTry{}, nil, err
+	}
+	return res, lockTry{told: true, got: true}, nil, nil
+}
+
+// runAcquire runs an acquire statement with q and decodes its answer; more are the
+// arguments that follow mysqlAcquire's.
+func (d mysqlDialect) runAcquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs, more ...any) (acquireResult, error) {
+	query, args := d.bound(s, limit, query, append([]any{a.contender, a.expect, a.floor, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale}, more...)...)
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return acquireResult{}, err
@@ -175,7 +208,7 @@ func (d mysqlDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (sch
 	}
 	s.mariaDB = strings.Contains(strings.ToLower(version), "mariadb")
 	s.folds = mayFold(timeZone, systemZone)
-	s.unlockInRelease = !statementLog
+	s.locksInUpdates = !statementLog
 	if t.schema != "" {
 		s.database = t.schema
 	}

@@ -47,12 +47,12 @@ func (d postgresDialect) statements(t tableName) statements {
 	return statements{
 		ensureRow:     fmt.Sprintf(pgEnsureRow, q),
 		read:          same(pgRead),
+		readLocking:   same(pgReadLocking),
 		release:       fmt.Sprintf(pgRelease, q),
-		tryLock:       pgTryLock,
+		releaseUnlock: fmt.Sprintf(pgReleaseUnlock, q),
 		waitLock:      pgWaitLock,
 		unlock:        pgUnlock,
 		settle:        pgSettle,
-		holder:        pgHolder,
 		interruptText: pgInterrupt,
 		ensureFloor:   fmt.Sprintf(pgEnsureFloor, q),
 		lockFloor:     fmt.Sprintf(pgLockFloor, q),
@@ -79,25 +79,49 @@ func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit
 	return pgAcquired(version, mark, now, found)
 }
 
-var _ lockingAcquirer = postgresDialect{}
+var (
+	_ lockingAcquirer = postgresDialect{}
+	_ releaseUnlocker = postgresDialect{}
+)
 
 func (d postgresDialect) lockingAcquireStatement(t tableName, _ schema, ttl, lease time.Duration) string {
 	return fmt.Sprintf(pgAcquireLocking, d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
-func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, error) {
+// acquireLocking runs pgAcquireLocking: what the try did, and the UPDATE's answer or, when
+// it matched nothing, the row (missing when there is none).
+func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, *row, error) {
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale, lock)
 	var got, session int64
 	var version, mark, now, found sql.NullInt64
-	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now, &found); err != nil {
-		return acquireResult{}, lockTry{}, err
+	var owner sql.NullString
+	var acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, holder sql.NullInt64
+	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now, &found,
+		&owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &holder); err != nil {
+		return acquireResult{}, lockTry{}, nil, err
 	}
-	try := lockTry{got: got == 1, session: session}
-	if !version.Valid {
-		return acquireResult{}, try, nil
+	try := lockTry{told: true, got: got == 1, other: got != 1, session: session}
+	if version.Valid {
+		res, err := pgAcquired(version.Int64, mark.Int64, now.Int64, found.Int64)
+		return res, try, nil, err
 	}
-	res, err := pgAcquired(version.Int64, mark.Int64, now.Int64, found.Int64)
-	return res, try, err
+	if !owner.Valid {
+		return acquireResult{}, try, &row{missing: true}, nil
+	}
+	if try.other {
+		try.holder = holder.Int64 // 0 unless the row is free
+	}
+	return acquireResult{}, try, &row{owner: owner.String, acquiredAt: uint64(acquiredAt.Int64), ttlAt: uint64(ttlAt.Int64),
+		transitionAt: uint64(transitionAt.Int64), version: uint64(rowVersion.Int64), now: uint64(rowNow.Int64), lock: try}, nil
+}
+
+func (d postgresDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {
+	query, args := d.bound(s, limit, query, mutex, contender, version, lock)
+	err = q.QueryRowContext(ctx, query, args...).Scan(&unlocked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	return err == nil, unlocked, err
 }
 
 // pgAcquired checks and decodes the answer of an acquire that matched.
@@ -179,6 +203,7 @@ func (d postgresDialect) inspect(ctx context.Context, db *sql.DB, t tableName) (
 			"the table does not exist " + where + ": create it with CreateTable, or run " + oneLine(d.ddl(t))}}
 	}
 	s.database = current + "." + nspace.String
+	s.locksInUpdates = true
 	table := nspace.String + "." + t.name
 	cols, err := d.columns(ctx, db, quoted)
 	if err != nil {

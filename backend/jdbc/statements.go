@@ -125,7 +125,11 @@ const (
 	// parity of the transition.
 	// Arguments: contender, expected version (NULL: none), floor, contender, mutex, floor,
 	// contender, expected version, stale version (NULL: none).
-	mysqlAcquire = "UPDATE %[1]s SET " +
+	mysqlAcquire = mysqlAcquireUpdate + mysqlFree + " OR version <=> ?)"
+
+	// mysqlAcquireUpdate is the acquire's UPDATE up to the condition under which it begins
+	// a new tenure: the row is free, or stale (the last argument).
+	mysqlAcquireUpdate = "UPDATE %[1]s SET " +
 		"version = GREATEST(LAST_INSERT_ID((version << 32) | " +
 		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, ?) + 1, " +
 		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - (((LAST_INSERT_ID() >> 31) & 1) ^ %[4]d), " +
@@ -133,7 +137,25 @@ const (
 		"transition_at = " + mysqlNow + " + %[3]d + {writeShift}, " +
 		"owner_id = ? " +
 		"WHERE mutex = ? AND GREATEST(version, ?) < 4294967295 " +
-		"AND IF(owner_id = ? AND version <=> ?, {end} <> " + mysqlNow + ", " + mysqlFree + " OR version <=> ?)"
+		"AND IF(owner_id = ? AND version <=> ?, {end} <> " + mysqlNow + ", "
+
+	// mysqlAcquireLocking is mysqlAcquire that also takes the named lock, for a
+	// contention on its pinned connection that does not hold it: one statement instead of
+	// two. It begins a new tenure only if it takes the lock (mysqlTakeLock), which it does
+	// before the UPDATE commits, so that anyone who reads the row naming this contender
+	// finds the lock taken; a renewal does not need it, and does not try it. When it
+	// matches nothing the answer does not tell whether another session holds the lock or
+	// the row was not free: mysqlReadLocking, which follows, tells. GET_LOCK makes the
+	// statement unsafe for statement-based binary logging, as RELEASE_LOCK does
+	// mysqlReleaseUnlock's (schema.locksInUpdates).
+	// Arguments: mysqlAcquire's, then lock name twice.
+	mysqlAcquireLocking = mysqlAcquireUpdate + "(" + mysqlFree + " OR version <=> ?) AND " + mysqlTakeLock + ")"
+
+	// mysqlTakeLock takes the named lock if the session does not hold it already, and
+	// holds if the session holds it then (mysqlReadTrying does the same). GET_LOCK is re-entrant: on a session that held
+	// the lock already (whatever its contention believes) it would hold it twice, and the
+	// one RELEASE_LOCK of the release would not let it go. Arguments: lock name, lock name.
+	mysqlTakeLock = "IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) = 1"
 
 	// mysqlFree holds when a row has no owner: its transition window has ended (a
 	// released row's is 0).
@@ -141,9 +163,26 @@ const (
 
 	// mysqlRead reads a row, its times as long as their writer meant them (mysqlEnd), and
 	// the database's now, in one statement. Arguments: mutex.
-	mysqlRead = "SELECT owner_id, GREATEST(CAST(acquired_at AS SIGNED) + {behind}, 0), " +
-		"GREATEST(CAST(ttl_at AS SIGNED) + {shift}, 0), GREATEST({end}, 0), version, " + mysqlNow +
-		" FROM %[1]s WHERE mutex = ?"
+	mysqlRead = "SELECT " + mysqlRowColumns + " FROM %[1]s WHERE mutex = ?"
+
+	// mysqlRowColumns are a row's columns as mysqlRead reads them.
+	mysqlRowColumns = "owner_id, GREATEST(CAST(acquired_at AS SIGNED) + {behind}, 0), " +
+		"GREATEST(CAST(ttl_at AS SIGNED) + {shift}, 0), GREATEST({end}, 0), version, " + mysqlNow
+
+	// mysqlReadLocking is mysqlRead that also tells the session that holds the row's
+	// named lock (IS_USED_LOCK; 0 if none) and the session's own ID (CONNECTION_ID, for
+	// an interruption of its wait): on a contention's pinned connection, whether it holds
+	// the lock. Arguments: lock name, mutex.
+	mysqlReadLocking = "SELECT " + mysqlRowColumns + ", COALESCE(IS_USED_LOCK(?), 0), CONNECTION_ID() FROM %[1]s WHERE mutex = ?"
+
+	// mysqlReadTrying is mysqlReadLocking that first takes the named lock if it is free
+	// and the session does not hold it (as mysqlTakeLock; its answer is not used): after
+	// it, IS_USED_LOCK tells whether the session holds the lock, or who does. MySQL
+	// evaluates the select list left to right. Nothing is tried when there is no row. A
+	// SELECT is not logged, so it runs under statement-based binary logging too.
+	// Arguments: lock name three times, mutex.
+	mysqlReadTrying = "SELECT " + mysqlRowColumns + ", IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)), " +
+		"COALESCE(IS_USED_LOCK(?), 0), CONNECTION_ID() FROM %[1]s WHERE mutex = ?"
 
 	// mysqlRelease is JVM Simba's release, further conditioned on the exact version the
 	// releasing contention knows: a release that reaches the server late (abandoned by
@@ -165,7 +204,7 @@ const (
 	// LAST_INSERT_ID tells what RELEASE_LOCK said: 1 let go, 0 held by another session, 2
 	// held by none (NULL); the row changed matches nothing and lets nothing go.
 	// RELEASE_LOCK makes the statement unsafe for statement-based binary logging, so the
-	// backend uses it only where the session logs rows or nothing (schema.unlockInRelease).
+	// backend uses it only where the session logs rows or nothing (schema.locksInUpdates).
 	// Arguments: lock name, mutex, contender, version.
 	mysqlReleaseUnlock = "UPDATE %[1]s SET acquired_at = " + mysqlNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 + LEAST(LAST_INSERT_ID(COALESCE(RELEASE_LOCK(?), 2)), 0) " +
@@ -209,21 +248,12 @@ const (
 // Named locks: hints for a fast hand-over, never a condition of ownership (see the package
 // doc, Hand-over, end to end).
 const (
-	// mysqlTryLock takes the named lock if it is free and returns the session's ID, with
-	// which a waiting GET_LOCK of the same session can later be interrupted.
-	// Arguments: lock name.
-	mysqlTryLock = "SELECT GET_LOCK(?, 0), CONNECTION_ID()"
-
 	// mysqlWaitLock waits until the named lock is free and takes it: 1 when taken, 0
 	// after the timeout, NULL when interrupted. Arguments: lock name, timeout s.
 	mysqlWaitLock = "SELECT GET_LOCK(?, ?)"
 
 	// mysqlUnlock lets a named lock go. Arguments: lock name.
 	mysqlUnlock = "DO RELEASE_LOCK(?)"
-
-	// mysqlHolder returns the ID of the session that holds the named lock, 0 if none.
-	// Arguments: lock name.
-	mysqlHolder = "SELECT COALESCE(IS_USED_LOCK(?), 0)"
 
 	// mysqlInterrupt interrupts the statement a session is running, if any; %[1]d is the
 	// session ID (an integer from CONNECTION_ID, so the text is safe). A session that
@@ -324,24 +354,40 @@ const (
 		"AND CASE WHEN " + pgOwns + " THEN transition_at <> " + pgNow + " ELSE "
 
 	// pgAcquireLocking is pgAcquire that also tries the advisory lock ($7, as pgTryLock),
-	// for a contention that does not hold it: one round trip instead of two. The lock is
-	// taken before the UPDATE commits, as pgTryLock before pgAcquire, so that anyone who
-	// reads the row naming this contender finds the lock taken. A new tenure is begun only
-	// with the lock: when another session holds it, the row is left alone and the
-	// contention goes on as after a failed try (it reads the row, and leaves a free one to
-	// the lock's holder for a while); a renewal does not need it. The CTE of the lock is
-	// materialized, and so evaluated once, and the outer join answers one row whether the
-	// UPDATE matched or not: whether the lock was taken, the session's process ID, and
-	// pgAcquire's answer or NULLs.
+	// for a contention that does not hold it, and reads the row when the UPDATE matches
+	// nothing: one round trip instead of three. The lock is taken before the UPDATE
+	// commits, as pgTryLock before pgAcquire, so that anyone who reads the row naming this
+	// contender finds the lock taken. A new tenure is begun only with the lock: when
+	// another session holds it, the row is left alone and the contention goes on as after
+	// a failed try (it leaves a free row to the lock's holder for a while); a renewal does
+	// not need it. The CTE of the lock is materialized, and so evaluated once, and the
+	// outer joins answer one row whether the UPDATE matched or not: whether the lock was
+	// taken, the session's process ID, pgAcquire's answer (or NULLs), and, when the UPDATE
+	// matched nothing, the row as pgReadLocking reads it, from the statement's snapshot
+	// (NULLs when there is no row): the UPDATE may have found a later version, committed
+	// while it waited for the row's lock, which the contention then tries again.
 	// Arguments: pgAcquire's, then key.
-	pgAcquireLocking = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($7::text::bigint) AS got, pg_backend_pid() AS pid), " +
+	pgAcquireLocking = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(k) AS got, pg_backend_pid() AS pid, k " +
+		"FROM (SELECT $7::text::bigint AS k) AS key), " +
 		"u AS (" + pgAcquireUpdate + "(transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6) AND (SELECT got FROM l) END " +
 		"RETURNING version, (" + pgNow + " + %[2]d - ttl_at) # %[4]d AS mark, " + pgNow + " AS now, " + pgFoundValue + " AS found) " +
-		"SELECT l.got::int, l.pid, u.version, u.mark, u.now, u.found FROM l LEFT JOIN u ON true"
+		"SELECT l.got::int, l.pid, u.version, u.mark, u.now, u.found, r.* FROM l LEFT JOIN u ON true " +
+		"LEFT JOIN (SELECT " + pgRowColumns + ", CASE WHEN " + pgFree + " AND NOT l.got THEN " + pgHolderOfK + " ELSE 0 END " +
+		"FROM %[1]s, l WHERE mutex = $5) AS r ON u.version IS NULL"
 
 	// pgRead reads a row and the database's now. Arguments: limit, mutex.
-	pgRead = "SELECT owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " +
-		pgNow + " FROM %[1]s WHERE " + pgBound + " AND mutex = $2"
+	pgRead = "SELECT " + pgRowColumns + " FROM %[1]s WHERE " + pgBound + " AND mutex = $2"
+
+	// pgRowColumns are a row's columns as pgRead reads them.
+	pgRowColumns = "owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " + pgNow
+
+	// pgReadLocking is pgRead that also tells, when the row is free, the session that
+	// holds its advisory lock (0: none; NULL when the row is not free; pgHolderOfK), and
+	// the session's own process ID. A contention needs the holder only to leave a free
+	// row to it for a while, and pg_locks costs a look at every lock of the server.
+	// Arguments: limit, key, mutex.
+	pgReadLocking = "SELECT " + pgRowColumns + ", CASE WHEN " + pgFree + " THEN " + pgHolderOfK + " END, " +
+		"pg_backend_pid() FROM %[1]s, (SELECT $2::text::bigint AS k) AS key WHERE " + pgBound + " AND mutex = $3"
 
 	// pgRelease is mysqlRelease. Arguments: limit, mutex, contender, version. Its
 	// transaction commits without waiting for the WAL to reach the disk
@@ -352,6 +398,21 @@ const (
 	// release it could have read.
 	pgRelease = "UPDATE %[1]s SET acquired_at = " + pgNow + ", ttl_at = 0, transition_at = 0, owner_id = '', " +
 		"version = version + 1 WHERE " + pgBound + " AND " + pgAsyncCommit + " AND mutex = $2 AND owner_id = $3 AND version = $4"
+
+	// pgReleaseUnlock is pgRelease that also lets the session's advisory lock go ($5), for
+	// an owner holding it, once the release has committed: one statement instead of two.
+	// A waiter woken before the commit would find the owner's row: a PostgreSQL UPDATE
+	// checks its WHERE on the row as its snapshot has it, and passes over a row whose
+	// change is not committed yet instead of waiting for it. So the statement first takes
+	// the lock again at transaction level (pg_try_advisory_xact_lock, at once: the
+	// session holds it), then lets the session-level hold go (pg_advisory_unlock): the
+	// lock stays taken until the transaction ends, and PostgreSQL lets a transaction's
+	// locks go after its commit is visible to every new snapshot. CASE evaluates the two
+	// in that order. RETURNING answers, for a row released, whether the session-level
+	// hold was let go; the row changed matches nothing and lets nothing go.
+	// Arguments: pgRelease's, then key.
+	pgReleaseUnlock = pgRelease + " RETURNING CASE WHEN pg_try_advisory_xact_lock($5::text::bigint) " +
+		"THEN pg_advisory_unlock($5::text::bigint) ELSE false END"
 
 	// pgAsyncCommit makes the statement's transaction commit without waiting for its WAL
 	// to be flushed.
@@ -383,11 +444,6 @@ const (
 // PostgreSQL's named locks: session-level advisory locks on a bigint key (Dialect.lockName
 // gives its decimal digits), hints for a fast hand-over as with MySQL.
 const (
-	// pgTryLock takes the advisory lock if it is free (1) and returns the session's
-	// process ID, with which a waiting pgWaitLock of the same session can be cancelled.
-	// Arguments: key.
-	pgTryLock = "SELECT pg_try_advisory_lock($1::text::bigint)::int, pg_backend_pid()"
-
 	// pgWaitLock waits until the advisory lock is free and takes it (1). After $2
 	// seconds the server ends the wait with lock_timeout's error (Dialect.timedOut); a
 	// cancelled wait ends with an error too. CASE evaluates the limit first.
@@ -408,11 +464,13 @@ const (
 		"AND l.pid = pg_backend_pid() AND l.granted AND l.objsubid = 1 AND l.classid::bigint = (k >> 32) & 4294967295 " +
 		"AND l.objid::bigint = k & 4294967295"
 
-	// pgHolder returns the process ID of the session that holds the advisory lock in
-	// this database, 0 if none (pg_locks lists every database's). Arguments: key.
-	pgHolder = "SELECT COALESCE((SELECT l.pid FROM (SELECT $1::text::bigint AS k) AS key JOIN pg_locks l ON l.locktype = 'advisory' " +
-		"AND l.granted AND l.objsubid = 1 AND l.classid::bigint = (k >> 32) & 4294967295 AND l.objid::bigint = k & 4294967295 " +
-		"AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1), 0)"
+	// pgHolderOfK is the process ID of the session that holds the advisory lock of key k
+	// (a bigint column where it is used) in this database, 0 if none: pg_locks lists
+	// every database's, and a bigint key is classid (high 32 bits) and objid (low 32
+	// bits) with objsubid 1.
+	pgHolderOfK = "COALESCE((SELECT h.pid FROM pg_locks h WHERE h.locktype = 'advisory' AND h.granted AND h.objsubid = 1 " +
+		"AND h.classid::bigint = (k >> 32) & 4294967295 AND h.objid::bigint = k & 4294967295 " +
+		"AND h.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1), 0)"
 
 	// pgInterrupt cancels the statement a session is running, if any; %[1]d is its
 	// process ID (an integer from pg_backend_pid, so the text is safe). A session that
