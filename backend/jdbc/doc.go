@@ -291,9 +291,10 @@
 //
 // What each connection holds:
 //
-//   - The owner's pinned connection holds the named lock, taken before the tenure's first
-//     UPDATE commits (whoever reads the row naming the owner finds the lock taken) and
-//     let go by the release. While it holds the lock it runs only the release: a
+//   - The owner's pinned connection holds the named lock, taken by the tenure's first
+//     UPDATE itself (or by the read just before it), so before that UPDATE commits
+//     (whoever reads the row naming the owner finds the lock taken), and let go by the
+//     release. While it holds the lock it runs only the release: a
 //     statement cut short by its context closes its connection, and the server would let
 //     the lock go with the session ahead of the release, waking a waiter that finds the
 //     row still owned. Renewals and reads borrow a connection from the pool.
@@ -314,77 +315,91 @@
 // = s FOR (mysqlBoundPrefix); on PostgreSQL its first parameter, limit, is its
 // lock_timeout in ms (pgBound; NULL: the session's).
 //
-//	statement           parameters
-//	mysqlTryLock        lock name
-//	mysqlAcquire        contender, expected, floor, contender, mutex, floor, contender,
-//	                    expected, stale
-//	mysqlRead           mutex
-//	mysqlEnsureRow      mutex, floor
-//	mysqlRelease        mutex, contender, version
-//	mysqlReleaseUnlock  lock name, mutex, contender, version
-//	mysqlWaitLock       lock name, timeout in s (30)
-//	mysqlUnlock         lock name
-//	mysqlHolder         lock name
-//	mysqlInterrupt      none: the waiter's session ID (CONNECTION_ID) is in the text
-//	pgAcquire           limit, floor, contender, expected, mutex, stale
-//	pgAcquireLocking    limit, floor, contender, expected, mutex, stale, key
-//	pgTryLock           key (a contention tries the lock in pgAcquireLocking instead)
-//	pgRead              limit, mutex
-//	pgEnsureRow         limit, mutex, floor
-//	pgRelease           limit, mutex, contender, version
-//	pgWaitLock          key, timeout in s (30)
-//	pgUnlock, pgSettle  key
-//	pgHolder            key
-//	pgInterrupt         none: the waiter's pg_backend_pid() is in the text
+//	statement            parameters
+//	mysqlAcquire         contender, expected, floor, contender, mutex, floor, contender,
+//	                     expected, stale
+//	mysqlAcquireLocking  mysqlAcquire's, then lock name twice
+//	mysqlReadLocking     lock name, mutex
+//	mysqlReadTrying      lock name three times, mutex
+//	mysqlEnsureRow       mutex, floor
+//	mysqlRelease         mutex, contender, version
+//	mysqlReleaseUnlock   lock name, mutex, contender, version
+//	mysqlWaitLock        lock name, timeout in s (30)
+//	mysqlUnlock          lock name
+//	mysqlInterrupt       none: the waiter's session ID (CONNECTION_ID) is in the text
+//	pgAcquire            limit, floor, contender, expected, mutex, stale
+//	pgAcquireLocking     limit, floor, contender, expected, mutex, stale, key
+//	pgReadLocking        limit, key, mutex
+//	pgEnsureRow          limit, mutex, floor
+//	pgRelease            limit, mutex, contender, version
+//	pgReleaseUnlock      limit, mutex, contender, version, key
+//	pgWaitLock           key, timeout in s (30)
+//	pgUnlock, pgSettle   key
+//	pgInterrupt          none: the waiter's pg_backend_pid() is in the text
+//
+// Without the hand-over, contentions read with mysqlRead and pgRead (the same columns, no
+// lock); so do retrievers (Lookup) and ReleaseOwner.
 //
 // (1) Alone: A acquires, renews and releases. On MySQL and MariaDB:
 //
-//  1. A pins a connection of the pool and runs mysqlTryLock on it: GET_LOCK(name, 0)
-//     answers 1 (A's session holds the lock now), and CONNECTION_ID() the session's ID.
-//     The table is untouched.
-//  2. On a pool connection, mysqlAcquire, with expected NULL: the row is free (its
-//     transition_at is before now; a released row's is 0), so it sets version to
-//     max(version, floor) + 1, acquired_at to now, ttl_at to now + ttl, less 0 or 1 ms (a
-//     new tenure's even mark), transition_at to now + ttl + transition and owner_id to A.
-//     The answer says that 1 row changed, and its LAST_INSERT_ID holds the version found
-//     (bits 32 and up), 0 for a new tenure (bit 31) and the low 31 bits of now. A's token
-//     is the new version; no read follows. At the mutex's first use there is no row: the
-//     UPDATE changes nothing, mysqlRead finds nothing, mysqlEnsureRow creates the row (no
-//     owner, acquired_at now, version the highest known), and mysqlAcquire runs again.
-//  3. A renews at its contend period, a little before ttl_at: mysqlAcquire on a pool
-//     connection, with A's last version as expected. The row is A's at that version and
-//     its transition_at is after now: the same writes, but ttl_at carries a renewal's odd
-//     mark and bit 31 of LAST_INSERT_ID is 1. The tenure goes on with its token; the
-//     version is one more.
-//  4. A releases on its pinned connection: mysqlReleaseUnlock, at A's last version, sets
+//  1. A pins a connection of the pool and runs mysqlAcquireLocking on it, with expected
+//     NULL: the row is free (its transition_at is before now; a released row's is 0), so
+//     the condition goes on to take the lock: IS_USED_LOCK(name) is not A's session, and
+//     GET_LOCK(name, 0) answers 1 (A's session holds the lock now, before the UPDATE
+//     commits; GET_LOCK is re-entrant, so it is never called on a session that holds the
+//     lock already). The UPDATE sets version to max(version, floor) + 1, acquired_at to
+//     now, ttl_at to now + ttl, less 0 or 1 ms (a new tenure's even mark), transition_at
+//     to now + ttl + transition and owner_id to A. The answer says that 1 row changed,
+//     and its LAST_INSERT_ID holds the version found (bits 32 and up), 0 for a new tenure
+//     (bit 31) and the low 31 bits of now. A's token is the new version; no read follows.
+//     At the mutex's first use there is no row: the UPDATE changes nothing,
+//     mysqlReadLocking finds nothing, mysqlEnsureRow creates the row (no owner,
+//     acquired_at now, version the highest known), and mysqlAcquireLocking runs again.
+//  2. A renews at its contend period, a little before ttl_at: mysqlAcquire (the same
+//     UPDATE, which does not touch the lock) on a pool connection, with A's last version
+//     as expected. The row is A's at that version and its transition_at is after now: the
+//     same writes, but ttl_at carries a renewal's odd mark, and LAST_INSERT_ID's bit 31
+//     is set. The tenure goes on with its token; the version is one more.
+//  3. A releases on its pinned connection: mysqlReleaseUnlock, at A's last version, sets
 //     acquired_at to now, ttl_at and transition_at to 0, owner_id to the empty string and
 //     version to one more, and RELEASE_LOCK(name) in its SET lets the lock go: 1 row
-//     changed, LAST_INSERT_ID 1. The connection goes back to the pool. Where the session
-//     logs statements as text (binlog_format=STATEMENT, for which RELEASE_LOCK in an
-//     UPDATE is unsafe), mysqlRelease (the same UPDATE without it) runs there instead,
-//     and then mysqlUnlock (DO RELEASE_LOCK).
+//     changed, LAST_INSERT_ID 1. The connection goes back to the pool.
 //
-// A cycle is three statements. On PostgreSQL too: steps 1 and 2 are one statement on the
-// pinned connection, pgAcquireLocking, whose MATERIALIZED CTE runs
-// pg_try_advisory_lock(key) and pg_backend_pid() once, and whose UPDATE begins a new
-// tenure only if the try took the lock (a renewal does not need it). It answers whether
-// it did, the pid, and the new version, the mark (1 for a renewal, 0 for a new tenure,
-// read back from ttl_at), now and the version found (which the SET clause kept in the
-// transaction's setting simba.found; RETURNING reads only the new row), or NULLs when the
-// UPDATE matched nothing. A renewal is pgAcquire, the same UPDATE with the same answer,
-// on a pool connection. The release is pgRelease on the pinned connection and, once it
-// has committed, pgUnlock (pg_advisory_unlock(key)) there.
+// A cycle is two statements, each with its commit. Where the session logs statements as
+// text (binlog_format=STATEMENT, for which GET_LOCK and RELEASE_LOCK in an UPDATE are
+// unsafe), it is four: A begins with mysqlReadTrying on its pinned connection (a SELECT,
+// which is not logged: it tries the lock as step 1 does, then reads IS_USED_LOCK(name)
+// and CONNECTION_ID(), and the row), then mysqlAcquire on a pool connection; the release
+// is mysqlRelease (the same UPDATE without RELEASE_LOCK) and then mysqlUnlock (DO
+// RELEASE_LOCK).
+//
+// On PostgreSQL a cycle is two statements too. Step 1 is pgAcquireLocking on the pinned
+// connection, whose MATERIALIZED CTE runs pg_try_advisory_lock(key) and pg_backend_pid()
+// once, and whose UPDATE begins a new tenure only if the try took the lock (a renewal
+// does not need it). It answers whether it did, the pid, and the new version, the mark (1
+// for a renewal, 0 for a new tenure, read back from ttl_at), now and the version found
+// (which the SET clause kept in the transaction's setting simba.found; RETURNING reads
+// only the new row), or, when the UPDATE matched nothing, NULLs and the row as its
+// snapshot has it (see (2)). A renewal is pgAcquire, the same UPDATE with the same answer,
+// on a pool connection. The release is pgReleaseUnlock on the pinned connection: pgRelease,
+// whose RETURNING takes the lock again at transaction level
+// (pg_try_advisory_xact_lock(key), at once: the session holds it) and then lets the
+// session-level hold go (pg_advisory_unlock(key)). The lock is free once the release's
+// transaction has ended; its commit does not wait for the disk (see PostgreSQL), while
+// the acquisition's does.
 //
 // (2) Contended: A owns, B waits, A releases, B takes over. On MySQL and MariaDB:
 //
 //  1. A owns the row, and its pinned session holds the lock, as in (1).
-//  2. B pins a connection and runs mysqlTryLock: GET_LOCK answers 0, A's session holds
-//     it. So B reads before it writes: mysqlRead, on its pinned connection, answers owner
-//     A, the times, the version and now, and no UPDATE runs. B's Acquire answers that A
-//     owns until transition_at, and B starts waiting on its pinned connection:
-//     mysqlWaitLock, GET_LOCK(name, 30), which the server queues (1 when taken; 0 after
-//     30 s, and B waits again). B's service still contends at its contend period, as any
-//     non-owner does; each such attempt reads the row on a pool connection.
+//  2. B pins a connection and runs mysqlAcquireLocking: the row is A's, so it matches
+//     nothing, and tries no lock. Its answer tells no more, so B reads on its pinned
+//     connection: mysqlReadLocking answers owner A, the times, the version, now, the
+//     session that holds the lock (A's, from IS_USED_LOCK) and B's own (CONNECTION_ID). B's
+//     Acquire answers that A owns until transition_at, and B starts waiting on its pinned
+//     connection: mysqlWaitLock, GET_LOCK(name, 30), which the server queues (1 when
+//     taken; 0 after 30 s, and B waits again). B's service still contends at its contend
+//     period, as any non-owner does; each such attempt reads the row on a pool connection
+//     (mysqlReadLocking).
 //  3. A renews as in (1); neither the lock nor B notices.
 //  4. A releases: mysqlReleaseUnlock on A's pinned connection. InnoDB locks the row
 //     before the SET runs RELEASE_LOCK, which grants the lock to a waiter: B's GET_LOCK
@@ -397,6 +412,20 @@
 //     B's token is r + 2 (or floor + 1, if larger).
 //  6. B owns and holds the lock, as A did. Other waiters stay queued in GET_LOCK; the
 //     next release grants the lock to one of them.
+//  7. A contends again (a Locker that acquires again as soon as it released, say). Its
+//     turn was contended: it came through a wait (or, in another case, a try found the
+//     lock taken), which the backend remembers for the mutex. So A begins with
+//     mysqlReadTrying on its pinned connection rather than mysqlAcquireLocking:
+//     GET_LOCK(name, 0) answers 0, B holds the lock, and the read answers the row, B's
+//     session as the holder and A's own. The row is B's, or still free if B's UPDATE has
+//     not committed (then the first rule of the queue, below, applies); either way no
+//     UPDATE of A's locks the row in B's way, and A waits as B did in step 2. An
+//     acquisition whose try takes the lock at once (nobody held it) ends the contended
+//     spell: the next one begins with mysqlAcquireLocking again.
+//
+// A hand-over is a section of four statements when contenders take turns: the waiter's
+// wait, its acquire and its release, and the next contender's read. Two of them commit,
+// and those two are in series: the waiter's acquire waits for the release to commit.
 //
 // A B without a pinned connection (the budget spent: see Connections; or
 // WithHandOver(false)) does not wait for the lock: it polls on its contend period, as J
@@ -405,14 +434,22 @@
 //
 // On PostgreSQL, B's first statement is pgAcquireLocking: the try fails, so the UPDATE
 // leaves the row alone (a new tenure needs the lock, and the row is not B's to renew),
-// and it answers 0, the pid and NULLs. B reads (pgRead) and waits with pgWaitLock:
-// pg_advisory_lock(key) under a lock_timeout of 30 s, whose error makes B let the lock go
-// with pgSettle, in case it was granted at that very moment, and wait again. A's release
-// is two statements on A's pinned connection: pgRelease commits, and only then pgUnlock
-// lets the lock go, granting it to B. A PostgreSQL UPDATE checks its WHERE against the
-// row as its snapshot has it and passes over a row whose change is not committed yet, so
-// a B woken before the release committed would find A's row and not wait for it. B's
-// pgAcquire, on a pool connection, finds the row free. Advisory locks are not
+// and it answers 0, the pid, NULLs for the UPDATE, and the row as the statement's
+// snapshot has it, with the columns of pgReadLocking (the lock's holder when the row is
+// free, from pg_locks): no read follows. B waits with pgWaitLock: pg_advisory_lock(key)
+// under a lock_timeout of 30 s, whose error makes B let the lock go with pgSettle, in
+// case it was granted at that very moment, and wait again. A's release is one statement
+// on A's pinned connection, pgReleaseUnlock: it lets the session-level hold go, but the
+// transaction-level hold it took just before keeps the lock taken until the release's
+// transaction ends, and PostgreSQL lets a transaction's locks go after its commit is
+// visible to every new snapshot. So B is granted the lock only once the release has
+// committed. It must not be earlier: a PostgreSQL UPDATE checks its WHERE against the
+// row as its snapshot has it and passes over a row whose change is not committed yet
+// (it waits for, and checks again, only a row whose old version matched), so a B woken
+// before the release committed would find A's row and not wait for it. B's pgAcquire,
+// on a pool connection, finds the row free. A, contending again, runs pgAcquireLocking as
+// B did in step 2 (one statement answers all MySQL's read would). A hand-over is a
+// section of four statements, as on MySQL; one of its two commits waits for the disk. Advisory locks are not
 // transactional: PostgreSQL may grant a waiter the lock and then fail its statement on a
 // cancellation or lock_timeout that struck at that moment, and an acquire that tried the
 // lock keeps it when its UPDATE then fails. So after a wait or an acquire that ended in
@@ -428,11 +465,13 @@
 //   - A contender that finds the row free while another session holds the lock (most
 //     likely a waiter just woken to take it) joins the queue and, within the same
 //     acquisition, leaves the row to that session for 25 ms, or four of its round trips
-//     if longer, so that newcomers do not take the row from the head of the queue. If the
-//     lock has changed hands when that time is up (mysqlHolder, pgHolder), the new holder
-//     was woken in turn and gets the same, up to four holders; a holder that kept the
-//     lock all that time without taking the row is slow, and the contender runs its
-//     UPDATE.
+//     if longer, so that newcomers do not take the row from the head of the queue. The
+//     lock coming its way ends the wait. Otherwise, when that time is up, it reads the
+//     row again (mysqlReadLocking, pgReadLocking, which tell the lock's holder when the
+//     row is free): a row the holder took ends the acquisition; if the lock has changed
+//     hands, the new holder was woken in turn and gets the same, up to four holders; a
+//     holder that kept the lock all that time without taking the row is slow, and the
+//     contender runs its UPDATE.
 //   - A contender that holds the lock but finds another owner in the row heads the queue:
 //     it polls on its contend period, and the others wait behind it instead of polling.
 //     That owner provably holds no lock (a JVM contender, or one that won the row while
@@ -472,13 +511,14 @@
 //
 //  1. The server grants the lock to a waiter, B, whose wait answers 1: B contends at
 //     once. mysqlAcquire (pgAcquire) matches nothing, as the row is A's and its
-//     transition window has not ended; mysqlRead (pgRead) shows A.
+//     transition window has not ended; mysqlReadLocking (pgReadLocking) shows A.
 //  2. B holds the lock and finds A, who holds none: B passes its place on, once for A
 //     (mysqlUnlock, then mysqlWaitLock); the next waiter does the same, and the last one
 //     to get the lock keeps it and heads the queue. Everyone's next attempt is due at A's
 //     transition_at, with the contend period's jitter.
 //  3. Once transition_at has passed, the row is free to anyone's UPDATE. The head takes
-//     it at its next attempt, with mysqlAcquire as in (1); its token is the next version.
+//     it at its next attempt, with mysqlAcquire (it holds the lock); its token is the next
+//     version.
 //     A waiter whose attempt comes first finds the row free while the head holds the
 //     lock, leaves it to the head for a while, and takes it if the head has not; the head
 //     then finds an owner without the lock and passes its place on, so that the lock
@@ -574,8 +614,10 @@
 // time zone changes nothing (timestamptz is UTC inside): there are no daylight-saving
 // folds to work out. Clock steps are noticed as on MySQL.
 //
-// The acquire is one UPDATE ... RETURNING, one round trip (see Hand-over, end to end);
-// the release, tokens, floors and pruning are MySQL's. The release's commit does not
+// The acquire is one UPDATE ... RETURNING, one round trip, which also takes the advisory
+// lock and, when it matches nothing, reads the row; the release lets the advisory lock go
+// itself once it has committed (see Hand-over, end to end); the release's statement,
+// tokens, floors and pruning are otherwise MySQL's. The release's commit does not
 // wait for the WAL to reach the disk (it turns synchronous_commit off for its own
 // transaction, as it sets lock_timeout): one disk flush per cycle instead of two. A
 // release that a crash of the database loses leaves the row to its former owner's lease,

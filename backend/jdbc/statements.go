@@ -198,9 +198,9 @@ const (
 	// evaluates its SET, and an UPDATE reads the latest version of a row, waiting for its
 	// lock; so that waiter's acquire waits for the release to commit and then reads the
 	// row released (a consistent read meanwhile reads the owner's row, as before the
-	// release began). PostgreSQL has no such statement: its UPDATE checks its WHERE on the
-	// row as of its snapshot and passes over a row whose change is not committed yet, so
-	// a waiter woken before the release commits would find the owner's row. The answer's
+	// release began). PostgreSQL's UPDATE does not wait so: it checks its WHERE on the row
+	// as of its snapshot and passes over a row whose change is not committed yet, so
+	// pgReleaseUnlock keeps the lock until its commit instead. The answer's
 	// LAST_INSERT_ID tells what RELEASE_LOCK said: 1 let go, 0 held by another session, 2
 	// held by none (NULL); the row changed matches nothing and lets nothing go.
 	// RELEASE_LOCK makes the statement unsafe for statement-based binary logging, so the
@@ -353,19 +353,20 @@ const (
 		"WHERE " + pgBound + " AND mutex = $5 AND GREATEST(version, $2) < 4294967295 " +
 		"AND CASE WHEN " + pgOwns + " THEN transition_at <> " + pgNow + " ELSE "
 
-	// pgAcquireLocking is pgAcquire that also tries the advisory lock ($7, as pgTryLock),
-	// for a contention that does not hold it, and reads the row when the UPDATE matches
-	// nothing: one round trip instead of three. The lock is taken before the UPDATE
-	// commits, as pgTryLock before pgAcquire, so that anyone who reads the row naming this
-	// contender finds the lock taken. A new tenure is begun only with the lock: when
+	// pgAcquireLocking is pgAcquire that also tries the advisory lock ($7,
+	// pg_try_advisory_lock), for a contention that does not hold it, and reads the row
+	// when the UPDATE matches nothing: one round trip instead of three (a try, the
+	// acquire, a read). The lock is taken before the UPDATE commits, so that anyone who
+	// reads the row naming this contender finds the lock taken. A new tenure is begun only with the lock: when
 	// another session holds it, the row is left alone and the contention goes on as after
 	// a failed try (it leaves a free row to the lock's holder for a while); a renewal does
 	// not need it. The CTE of the lock is materialized, and so evaluated once, and the
 	// outer joins answer one row whether the UPDATE matched or not: whether the lock was
 	// taken, the session's process ID, pgAcquire's answer (or NULLs), and, when the UPDATE
 	// matched nothing, the row as pgReadLocking reads it, from the statement's snapshot
-	// (NULLs when there is no row): the UPDATE may have found a later version, committed
-	// while it waited for the row's lock, which the contention then tries again.
+	// (NULLs when there is no row), where the holder is told only when the try failed: the
+	// UPDATE may have found a later version, committed while it waited for the row's
+	// lock, which the contention then tries again.
 	// Arguments: pgAcquire's, then key.
 	pgAcquireLocking = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(k) AS got, pg_backend_pid() AS pid, k " +
 		"FROM (SELECT $7::text::bigint AS k) AS key), " +
