@@ -370,8 +370,9 @@
 // unsafe), it is four: A begins with mysqlReadTrying on its pinned connection (a SELECT,
 // which is not logged: it tries the lock as step 1 does, then reads IS_USED_LOCK(name)
 // and CONNECTION_ID(), and the row), then mysqlAcquire on a pool connection; the release
-// is mysqlRelease (the same UPDATE without RELEASE_LOCK) and then mysqlUnlock (DO
-// RELEASE_LOCK).
+// is mysqlRelease (the same UPDATE without RELEASE_LOCK) and then mysqlUnlock (SELECT
+// RELEASE_LOCK(name), with CONNECTION_ID(): a tenure begun with mysqlAcquireLocking did
+// not learn its session's ID, which a later wait needs to be interrupted).
 //
 // On PostgreSQL a cycle is two statements too. Step 1 is pgAcquireLocking on the pinned
 // connection, whose MATERIALIZED CTE runs pg_try_advisory_lock(key) and pg_backend_pid()

@@ -493,9 +493,13 @@ func (c *contention) letGo(ctx context.Context) {
 	case !clean:
 		c.drop(conn)
 	case holds:
-		if _, err := conn.ExecContext(ctx, c.b.sql.unlock, c.lock); err != nil {
+		var unlocked sql.NullBool
+		var session int64
+		if err := conn.QueryRowContext(ctx, c.b.sql.unlock, c.lock).Scan(&unlocked, &session); err != nil {
 			c.drop(conn) // closing the session lets the lock go
+			break
 		}
+		c.tried(conn, lockTry{session: session})
 	case unsure:
 		c.settle(ctx, conn)
 	}

@@ -532,7 +532,29 @@ func TestStatementBinlogKeepsTheUnlockApart(t *testing.T) {
 		cycle()
 	}
 	per := float64(globalStatus(t, db, "Questions")-before-1) / cycles
-	assert.InDelta(t, 4.0, per, 0.1, "statements per cycle: the release, then DO RELEASE_LOCK")
+	assert.InDelta(t, 4.0, per, 0.1, "statements per cycle: the read that tries the lock, the acquire, the release, then RELEASE_LOCK")
+}
+
+// TestOwnerThatLostTheRowWaitsAfterPassingTheLock (issue 35): an owner whose tenure began
+// with the acquire that takes the named lock never learned its session's ID (the UPDATE's
+// answer has no room for it), which its wait for the lock needs (to be interrupted). When
+// its renewal finds the row taken behind its back, it passes the lock on and waits for it
+// like the others: its unlock tells the ID.
+func TestOwnerThatLostTheRowWaitsAfterPassingTheLock(t *testing.T) {
+	db := openDB(t)
+	b := newBackend(t)
+	mutex := mutexName(t)
+	a := leaseOf(t, b, mutex, "a")
+	require.Equal(t, "a", acquire(t, a).Owner)
+	_, err := db.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = 'x', version = version + 1 WHERE mutex = ?", mutex)
+	require.NoError(t, err)
+	assert.Equal(t, "x", acquire(t, a).Owner, "the renewal finds x")
+	// a let the lock go; its wait, the only one, takes it again at once.
+	waitUntil(t, 10*time.Second, "a's wait to take the named lock again", func() bool {
+		var free sql.NullInt64
+		require.NoError(t, db.QueryRowContext(t.Context(), "SELECT IS_FREE_LOCK(?)", b.LockName(mutex)).Scan(&free))
+		return free.Valid && free.Int64 == 0
+	})
 }
 
 // TestCutShortRenewalKeepsTheLock: a Stop cuts the owner's renewal short while it waits

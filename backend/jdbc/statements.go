@@ -252,8 +252,10 @@ const (
 	// after the timeout, NULL when interrupted. Arguments: lock name, timeout s.
 	mysqlWaitLock = "SELECT GET_LOCK(?, ?)"
 
-	// mysqlUnlock lets a named lock go. Arguments: lock name.
-	mysqlUnlock = "DO RELEASE_LOCK(?)"
+	// mysqlUnlock lets a named lock go, and tells the session's ID (a tenure begun with
+	// mysqlAcquireLocking did not learn it, and a wait that follows needs it for its
+	// interruption). Arguments: lock name.
+	mysqlUnlock = "SELECT RELEASE_LOCK(?), CONNECTION_ID()"
 
 	// mysqlInterrupt interrupts the statement a session is running, if any; %[1]d is the
 	// session ID (an integer from CONNECTION_ID, so the text is safe). A session that
@@ -452,8 +454,9 @@ const (
 	pgWaitLock = "SELECT CASE WHEN set_config('lock_timeout', ($2::int * 1000)::text, true) IS NULL THEN NULL " +
 		"ELSE (pg_advisory_lock($1::text::bigint) IS NOT NULL)::int END"
 
-	// pgUnlock lets an advisory lock go. Arguments: key.
-	pgUnlock = "SELECT pg_advisory_unlock($1::text::bigint)"
+	// pgUnlock lets an advisory lock go, and tells the session's process ID (as mysqlUnlock).
+	// Arguments: key.
+	pgUnlock = "SELECT pg_advisory_unlock($1::text::bigint), pg_backend_pid()"
 
 	// pgSettle lets the advisory lock go if the session holds it, and otherwise does
 	// nothing (pgUnlock would warn). A wait that ends in an error may have taken the
