@@ -185,7 +185,9 @@ func (c *contention) readTrying(ctx context.Context) (*row, error) {
 
 // lockable reports whether the contention's next acquire statement takes the named lock
 // itself (lockingAcquirer): it has a pinned connection, idle, whose session does not hold
-// the lock and is not in doubt about it.
+// the lock and is not in doubt about it, and it does not know another session to hold it
+// (the statement could then begin no tenure: a row free after a deferral, or stale, is
+// taken with the plain acquire).
 func (c *contention) lockable() bool {
 	if c.locking == "" {
 		return false
@@ -193,7 +195,7 @@ func (c *contention) lockable() bool {
 	h := &c.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.conn != nil && !h.holds && !h.waiting && !h.unsure && !h.gone
+	return h.conn != nil && !h.holds && !h.waiting && !h.unsure && !h.other && !h.gone
 }
 
 // tried records what a statement on conn found of the named lock. A lock taken at once
@@ -212,8 +214,6 @@ func (c *contention) tried(conn *sql.Conn, try lockTry) {
 	h.mu.Unlock()
 	if try.told {
 		c.b.floors.setContended(c.mutex, try.other)
-	}
-	if try.told {
 		c.log.Debug("simba/jdbc: named lock tried", "taken", try.got)
 	}
 }

@@ -1,6 +1,7 @@
 package jdbc
 
 import (
+	"database/sql"
 	"errors"
 	"log/slog"
 	"strings"
@@ -316,4 +317,18 @@ func TestClockSteps(t *testing.T) {
 	c.clock(at(4*time.Second), at(4*time.Second+time.Millisecond), (499+1040+1200+1000-30000)&nowBits)
 	assert.Equal(t, uint64(2), c.b.ClockSteps(), "30 s back")
 	assert.False(t, c.stepped, "a step back is no reason to give the mutex up")
+}
+
+// A contention that knows another session holds the named lock runs the plain acquire:
+// the one that takes the lock cannot begin a tenure then, and a row another owner left
+// unchanged for longer than its lease (stale: its owner, paused, may hold the lock still)
+// must be taken all the same.
+func TestLockingAcquireOnlyWithoutAnotherHolder(t *testing.T) {
+	c := &contention{locking: "the acquire that takes the lock"}
+	c.hand.conn = &sql.Conn{}
+	assert.True(t, c.lockable(), "pinned, idle, nobody known to hold the lock")
+	c.hand.other = true
+	assert.False(t, c.lockable(), "another session holds the lock")
+	c.hand.other, c.hand.holds = false, true
+	assert.False(t, c.lockable(), "the session holds the lock already")
 }
