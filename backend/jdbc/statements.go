@@ -376,7 +376,7 @@ const (
 		"RETURNING version, (" + pgNow + " + %[2]d - ttl_at) # %[4]d AS mark, " + pgNow + " AS now, " + pgFoundValue + " AS found) " +
 		"SELECT l.got::int, l.pid, u.version, u.mark, u.now, u.found, r.* FROM l LEFT JOIN u ON true " +
 		"LEFT JOIN (SELECT " + pgRowColumns + ", CASE WHEN " + pgFree + " AND NOT l.got THEN " + pgHolderOfK + " ELSE 0 END " +
-		"FROM %[1]s, l WHERE mutex = $5) AS r ON u.version IS NULL"
+		"FROM %[1]s, l WHERE mutex = $5 AND NOT EXISTS (SELECT FROM u)) AS r ON true"
 
 	// pgRead reads a row and the database's now. Arguments: limit, mutex.
 	pgRead = "SELECT " + pgRowColumns + " FROM %[1]s WHERE " + pgBound + " AND mutex = $2"
