@@ -450,13 +450,13 @@
 // before the release committed would find A's row and not wait for it. B's pgAcquire,
 // on a pool connection, finds the row free. A, contending again, runs pgAcquireLocking as
 // B did in step 2 (one statement answers all MySQL's read would). A hand-over is a
-// section of four statements, as on MySQL; one of its two commits waits for the disk. Advisory locks are not
-// transactional: PostgreSQL may grant a waiter the lock and then fail its statement on a
-// cancellation or lock_timeout that struck at that moment, and an acquire that tried the
-// lock keeps it when its UPDATE then fails. So after a wait or an acquire that ended in
-// an error, the contention lets the lock go if its session holds it (pgSettle), before it
-// tries the lock again or returns the connection to the pool: a session that kept it
-// would take it again at once, re-entrantly, and starve the queue. Advisory locks are
+// section of four statements, as on MySQL; one of its two commits waits for the disk.
+// Advisory locks are not transactional: PostgreSQL may grant a waiter the lock and then
+// fail its statement on a cancellation or lock_timeout that struck at that moment, and an
+// acquire that tried the lock keeps it when its UPDATE then fails. So after a wait or an
+// acquire that ended in an error, the contention lets the lock go if its session holds it
+// (pgSettle), before it tries the lock again or returns the connection to the pool: a
+// session that kept it would take it again at once, re-entrantly, and starve the queue. Advisory locks are
 // shared by every application of a database: a key another application happens to use
 // costs hand-overs their speed, never safety. (LISTEN/NOTIFY would need the driver's own
 // API to receive notifications, which database/sql does not have.)

@@ -152,9 +152,10 @@ const (
 	mysqlAcquireLocking = mysqlAcquireUpdate + "(" + mysqlFree + " OR version <=> ?) AND " + mysqlTakeLock + ")"
 
 	// mysqlTakeLock takes the named lock if the session does not hold it already, and
-	// holds if the session holds it then (mysqlReadTrying does the same). GET_LOCK is re-entrant: on a session that held
-	// the lock already (whatever its contention believes) it would hold it twice, and the
-	// one RELEASE_LOCK of the release would not let it go. Arguments: lock name, lock name.
+	// holds if the session holds it then (mysqlReadTrying does the same). GET_LOCK is
+	// re-entrant: on a session that held the lock already (whatever its contention
+	// believes) it would hold it twice, and the one RELEASE_LOCK of the release would not
+	// let it go. Arguments: lock name, lock name.
 	mysqlTakeLock = "IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) = 1"
 
 	// mysqlFree holds when a row has no owner: its transition window has ended (a
@@ -359,10 +360,10 @@ const (
 	// pg_try_advisory_lock), for a contention that does not hold it, and reads the row
 	// when the UPDATE matches nothing: one round trip instead of three (a try, the
 	// acquire, a read). The lock is taken before the UPDATE commits, so that anyone who
-	// reads the row naming this contender finds the lock taken. A new tenure is begun only with the lock: when
-	// another session holds it, the row is left alone and the contention goes on as after
-	// a failed try (it leaves a free row to the lock's holder for a while); a renewal does
-	// not need it. The CTE of the lock is materialized, and so evaluated once, and the
+	// reads the row naming this contender finds the lock taken. A new tenure is begun only
+	// with the lock: when another session holds it, the row is left alone and the
+	// contention goes on as after a failed try (it leaves a free row to the lock's holder
+	// for a while); a renewal does not need it. The CTE of the lock is materialized, and so evaluated once, and the
 	// outer joins answer one row whether the UPDATE matched or not: whether the lock was
 	// taken, the session's process ID, pgAcquire's answer (or NULLs), and, when the UPDATE
 	// matched nothing, the row as pgReadLocking reads it, from the statement's snapshot
