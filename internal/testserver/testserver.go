@@ -42,6 +42,7 @@ type Server struct {
 	Dir string
 
 	args   func() []string                 // program and arguments, computed at every start
+	env    []string                        // added to the test's environment, if set
 	attr   func(*syscall.SysProcAttr)      // adjusts the process's attributes (the user it runs as), if set
 	stop   syscall.Signal                  // the signal Stop sends; SIGTERM if zero
 	tree   bool                            // signal the process's children too (PostgreSQL's backends)
@@ -109,6 +110,9 @@ func (s *Server) start(ctx context.Context) error {
 	argv := s.args()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		s.mu.Unlock()

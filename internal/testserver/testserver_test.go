@@ -219,3 +219,38 @@ func TestEtcdCluster(t *testing.T) {
 	require.NoError(t, c.Members[leader].Start(ctx))
 	require.NoError(t, c.Stop())
 }
+
+// TestEtcdClusterIsolatesAMember checks the cluster's fault switch: a follower cut off
+// from the others has no leader once its election timeout has passed, while the other
+// two keep theirs, and it is healthy again once it rejoins.
+func TestEtcdClusterIsolatesAMember(t *testing.T) {
+	c, err := NewEtcdCluster(shortDir(t), 3, EtcdOptions{PeerProxies: true})
+	Need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = c.Stop() })
+	require.NoError(t, c.Start(ctx))
+	leader, err := c.Leader(ctx)
+	require.NoError(t, err)
+	follower := (leader + 1) % 3
+	require.NoError(t, c.Isolate(follower))
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		err := etcdHealthy(cctx, c.Members[follower].Addr())
+		ccancel()
+		if err != nil {
+			t.Logf("the isolated follower: %v", err)
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s still healthy after it was cut off from the others", c.Members[follower].Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, etcdHealthy(ctx, c.Members[leader].Addr()), "the other two keep their quorum")
+	got, err := c.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, leader, got, "the same leader")
+	require.NoError(t, c.Rejoin(follower))
+	require.NoError(t, c.AwaitHealthy(ctx, follower))
+}
