@@ -63,7 +63,12 @@ var (
 )
 
 // register adds a store kit; the kit files of this package call it from init.
-func register(k Kit) {
+func register(k Kit) { Register(k) }
+
+// Register adds the kit of a store whose backend is a module of its own (etcd), whose
+// tests run this harness on it: their init calls it, and their TestMain calls
+// ContenderMain first, so that the contender processes find the kit too.
+func Register(k Kit) {
 	kitsMu.Lock()
 	defer kitsMu.Unlock()
 	kits[k.Name] = k
