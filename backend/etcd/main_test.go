@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/simba-go/simba/backend/etcd"
+	"github.com/simba-go/simba/internal/chaos"
 	"github.com/simba-go/simba/internal/faultproxy"
 	"github.com/simba-go/simba/internal/testserver"
 )
@@ -29,7 +30,12 @@ var server *testserver.Server
 // suite's bounds at its time scale (testScale).
 const testLeaseTTL = 2 * time.Second
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	if code, ok := chaos.ContenderMain(); ok { // a contender process of TestChaos
+		os.Exit(code)
+	}
+	os.Exit(run(m))
+}
 
 func run(m *testing.M) int {
 	flag.Parse()

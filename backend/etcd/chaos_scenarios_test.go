@@ -1,0 +1,393 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/simba-go/simba/backend/etcd"
+	"github.com/simba-go/simba/internal/chaos"
+	"github.com/simba-go/simba/internal/faultproxy"
+)
+
+// etcdScenario is one fault scenario on the 3-member cluster, judged by the checker over
+// the contenders' logs, with the fenced referee.
+type etcdScenario struct {
+	name   string
+	out    bool // out of the lease model: overlaps are measured, fencing carries the weight
+	timing func(chaos.Timing) chaos.Timing
+	run    func(r *etcdRun)
+}
+
+var etcdScenarios = []etcdScenario{
+	{name: "40_keepalive_cut", run: keepAliveCut},
+	{name: "41_owner_paused", out: true, run: ownerPaused},
+	{name: "42_leader_killed", run: leaderKilled},
+	{name: "43_member_partitioned", run: memberPartitioned},
+	{name: "44_quorum_lost", run: quorumLost},
+	{name: "45_compaction_while_waiting", run: compactionWhileWaiting, timing: longLease},
+}
+
+// chaosTiming is the fault suite's timing with etcd's shortest lease (2s with the
+// members' 1s election timeout) as the TTL, and a call timeout that three members
+// syncing to one busy host's memory keep.
+var chaosTiming = chaos.Timing{TTL: 2 * time.Second, Transition: 500 * time.Millisecond,
+	CallTimeout: 500 * time.Millisecond, Epsilon: 50 * time.Millisecond}
+
+// electionTimeout is the members' (testserver's default): a leader cut off from its
+// quorum renews leases until it steps down, at most two of them later.
+const electionTimeout = time.Second
+
+// TestChaos runs the etcd fault scenarios (select them with -run 'TestChaos$/etcd').
+func TestChaos(t *testing.T) {
+	needServer(t)
+	var kit chaos.Kit
+	for _, k := range chaos.Kits() {
+		if k.Name == "etcd" {
+			kit = k
+		}
+	}
+	t.Run(kit.Name, func(t *testing.T) {
+		for _, sc := range etcdScenarios {
+			t.Run(sc.name, func(t *testing.T) {
+				timing := chaosTiming
+				if sc.timing != nil {
+					timing = sc.timing(timing)
+				}
+				r := &etcdRun{Run: chaos.NewRun(t, kit, timing, fencedReferee), sc: sc}
+				r.c = r.Server.(*chaosCluster)
+				sc.run(r)
+			})
+		}
+	})
+}
+
+// fencedReferee makes the referee check tokens: false is the unfenced mutation, which
+// 41_owner_paused must catch (C4).
+const fencedReferee = true
+
+// etcdRun is one scenario's run on its cluster.
+type etcdRun struct {
+	*chaos.Run
+	sc etcdScenario
+	c  *chaosCluster
+}
+
+// finish checks the run's history (tenure contexts are what a stale act is measured on,
+// out of the model).
+func (r *etcdRun) finish() {
+	r.Finish(chaos.Options{OutOfModel: r.sc.out, OnContext: r.sc.out})
+}
+
+// spawnOn starts contender id connected, through its proxy, to member i only, contending.
+func (r *etcdRun) spawnOn(id string, i int) *chaos.Proc {
+	r.T.Helper()
+	p := r.SpawnOn(id, r.c.Members[i].Addr())
+	p.Send("start")
+	return p
+}
+
+// spawnEach starts a contender connected to each member, pi to member i.
+func (r *etcdRun) spawnEach() []*chaos.Proc {
+	var procs []*chaos.Proc
+	for i := range r.c.Members {
+		procs = append(procs, r.spawnOn(fmt.Sprintf("p%d", i), i))
+	}
+	return procs
+}
+
+// owner waits up to 10s for one of procs to believe and returns its index.
+func (r *etcdRun) owner(procs []*chaos.Proc) int {
+	r.T.Helper()
+	events, ok := r.Await(10*time.Second, func(e []chaos.Event) bool { return chaos.Holder(e) != "" })
+	if !ok {
+		r.T.Fatal("no owner within 10s")
+	}
+	h := chaos.Holder(events)
+	for i, p := range procs {
+		if p.ID == h {
+			return i
+		}
+	}
+	r.T.Fatalf("owner %q is not one of the contenders", h)
+	return -1
+}
+
+// leader returns the index of the leading member, waiting up to 30s for an election.
+func (r *etcdRun) leader() int {
+	r.T.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		i, err := r.c.Leader(ctx)
+		cancel()
+		if err == nil {
+			return i
+		}
+		if time.Now().After(deadline) {
+			r.T.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// eventAfter waits up to timeout for proc's event of kind after t0 and returns its time.
+func (r *etcdRun) eventAfter(proc string, kind chaos.Kind, t0 int64, timeout time.Duration) (int64, bool) {
+	var at int64
+	_, ok := r.Await(timeout, func(events []chaos.Event) bool {
+		for _, e := range events {
+			if e.At > t0 && e.Proc == proc && e.Kind == kind {
+				at = e.At
+				return true
+			}
+		}
+		return false
+	})
+	return at, ok
+}
+
+// lossWithin checks that owner's tenure context ended within bound of the fault at t0
+// (C5): it cannot know that its tenure ended, only that it can no longer prove its lease.
+func (r *etcdRun) lossWithin(owner *chaos.Proc, t0 int64, bound time.Duration, what string) {
+	r.T.Helper()
+	at, ok := r.eventAfter(owner.ID, chaos.KindLost, t0, bound+5*time.Second)
+	if !ok {
+		r.T.Errorf("C5 %s still believes %v after %s (bound %v)", owner.ID, bound+5*time.Second, what, bound)
+		return
+	}
+	d := time.Duration(at - t0)
+	r.T.Logf("%s stopped believing %v after %s (bound %v)", owner.ID, d.Round(time.Millisecond), what, bound)
+	if d > bound+4*r.Timing.Epsilon {
+		r.T.Errorf("C5 %s believed %v after %s, past its bound (%v)", owner.ID, d, what, bound)
+	}
+}
+
+// successor waits up to 30s for a contender other than old to begin a tenure after t0.
+func (r *etcdRun) successor(old string, t0 int64, what string) {
+	r.T.Helper()
+	events, ok := r.Await(30*time.Second, func(e []chaos.Event) bool {
+		_, found := chaos.FirstAcquiredAfter(e, t0, old)
+		return found
+	})
+	if !ok {
+		r.T.Errorf("C6 nobody but %s believed within 30s after %s", old, what)
+		return
+	}
+	e, _ := chaos.FirstAcquiredAfter(events, t0, old)
+	r.T.Logf("%s believed %v after %s", e.Proc, time.Duration(e.At-t0).Round(time.Millisecond), what)
+}
+
+// startMembers starts the members that are not running, within a minute.
+func (r *etcdRun) startMembers() {
+	r.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.c.Start(ctx); err != nil {
+		r.T.Fatal(err)
+	}
+}
+
+// admin returns a client of the harness's own on every member, closed when the scenario ends.
+func (r *etcdRun) admin(endpoints ...string) *clientv3.Client {
+	r.T.Helper()
+	return newClient(r.T.T, endpoints...)
+}
+
+// 40. The owner's connection to etcd swallows everything (its keep-alive stream among it):
+// it stops believing within the TTL of its last answered keep-alive, and a contender on
+// another member takes over once the lease expired on the leader, with a greater token.
+func keepAliveCut(r *etcdRun) {
+	procs := []*chaos.Proc{r.spawnOn("p0", 0)}
+	r.owner(procs)
+	procs = append(procs, r.spawnOn("p1", 1), r.spawnOn("p2", 2))
+	owner := procs[0]
+	t0 := chaos.Now()
+	heal := r.Fault("blackhole", "the owner's connection to its member", func() { owner.Proxy.Blackhole(faultproxy.Both) },
+		func() { owner.Proxy.Heal(); owner.Proxy.Reset() })
+	r.lossWithin(owner, t0, r.Timing.TTL, "its keep-alives were cut")
+	r.successor(owner.ID, t0, "the owner's keep-alives were cut")
+	heal()
+	time.Sleep(r.Timing.TTL) // the old owner joins again behind the new one
+	r.finish()
+}
+
+// 41. The owner process is stopped (SIGSTOP) while it works between checking its tenure
+// context and writing, for twice its lease: a successor takes over once the lease
+// expired, and the resumed owner's write with its old token is rejected by the referee.
+// Out of the model (a paused process believes while it cannot look): the overlap is
+// measured, fencing is what holds.
+func ownerPaused(r *etcdRun) {
+	var procs []*chaos.Proc
+	for i := range r.c.Members {
+		// Long work between the check and the write, and long increments: the pause
+		// falls inside one of them, and the stale write overlaps the successor's.
+		p := r.SpawnWith(fmt.Sprintf("p%d", i), func(c *chaos.ContenderConfig) {
+			c.Addr = r.c.Members[i].Addr()
+			c.WorkPause, c.IncPause = 2*r.Timing.TTL/5, r.Timing.TTL/2
+		})
+		p.Send("start")
+		procs = append(procs, p)
+	}
+	owner := procs[r.owner(procs)]
+	if _, ok := r.eventAfter(owner.ID, chaos.KindWork, chaos.Now(), 5*time.Second); !ok {
+		r.T.Fatal("the owner did not work")
+	}
+	t0 := chaos.Now()
+	r.Pause(owner)
+	r.successor(owner.ID, t0, "the owner was paused")
+	time.Sleep(2*(r.Timing.TTL+r.Timing.Transition) - time.Duration(chaos.Now()-t0))
+	resumed := chaos.Now()
+	r.Resume(owner)
+	if at, ok := r.eventAfter(owner.ID, chaos.KindLost, t0, 5*time.Second); ok {
+		r.T.Logf("the resumed owner's context ended %v after SIGCONT", time.Duration(at-resumed).Round(time.Millisecond))
+	} else {
+		r.T.Error("C5 the resumed owner's context did not end")
+	}
+	time.Sleep(r.Timing.TTL)
+	r.finish()
+}
+
+// 42. The leader is killed (SIGKILL) while the owner is connected to it alone: the other
+// two elect a new leader, which extends the owner's lease by an election timeout; the
+// owner, which can renew nothing, stops believing within the TTL of its last answered
+// keep-alive, and a contender on a surviving member takes over once the lease expired.
+// The killed member rejoins with its data.
+func leaderKilled(r *etcdRun) {
+	leader := r.leader()
+	procs := []*chaos.Proc{r.spawnOn("p0", leader)}
+	r.owner(procs)
+	for i := range r.c.Members {
+		if i != leader {
+			procs = append(procs, r.spawnOn(fmt.Sprintf("p%d", len(procs)), i))
+		}
+	}
+	owner := procs[0]
+	t0 := chaos.Now()
+	restart := r.Fault("kill", r.c.Members[leader].Name+", the leader and the owner's member",
+		func() { _ = r.c.Members[leader].Kill() }, r.startMembers)
+	r.lossWithin(owner, t0, r.Timing.TTL, "its member, the leader, was killed")
+	r.successor(owner.ID, t0, "the leader was killed")
+	restart()
+	time.Sleep(r.Timing.TTL)
+	r.finish()
+}
+
+// 43. The owner's member, a follower, is cut off from the other two while it goes on
+// serving its clients: it answers reads from its own, stale state, but a linearizable
+// read and a keep-alive need the leader and fail there. The owner, connected to that
+// member alone, must not go on believing: it stops within the TTL of its last answered
+// keep-alive, and a contender on the other side takes over once the lease expired.
+func memberPartitioned(r *etcdRun) {
+	leader := r.leader()
+	follower := (leader + 1) % len(r.c.Members)
+	procs := []*chaos.Proc{r.spawnOn("p0", follower)}
+	r.owner(procs)
+	for i := range r.c.Members {
+		if i != follower {
+			procs = append(procs, r.spawnOn(fmt.Sprintf("p%d", len(procs)), i))
+		}
+	}
+	owner := procs[0]
+	t0 := chaos.Now()
+	rejoin := r.Fault("isolate", r.c.Members[follower].Name+" (a follower, the owner's member) from the others",
+		func() { _ = r.c.Isolate(follower) }, func() { _ = r.c.Rejoin(follower) })
+	r.lossWithin(owner, t0, r.Timing.TTL, "its member was cut off from the others")
+	r.successor(owner.ID, t0, "the owner's member was cut off")
+	// The isolated member still serves what it had: the owner's key, which the others
+	// have deleted with its lease. Only a read that needs the leader tells.
+	client := r.admin(r.c.Members[follower].Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	stale, err := client.Get(ctx, etcd.DefaultPrefix+r.Mutex+"/", clientv3.WithPrefix(), clientv3.WithSerializable())
+	cancel()
+	if err == nil {
+		r.T.Logf("the isolated member serves %d keys of the mutex from its own state", len(stale.Kvs))
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	_, err = client.Get(ctx, etcd.DefaultPrefix+r.Mutex+"/", clientv3.WithPrefix())
+	cancel()
+	if err == nil {
+		r.T.Errorf("a linearizable read on the isolated member succeeded")
+	}
+	rejoin()
+	time.Sleep(r.Timing.TTL)
+	r.finish()
+}
+
+// 44. Two of the three members are killed: the third has no quorum, renews no lease and
+// elects no leader. The owner (on whichever member) stops believing within the TTL, two
+// election timeouts more if its member led and renewed until it stepped down, and nobody
+// believes until the two come back; then someone does, with a greater token.
+func quorumLost(r *etcdRun) {
+	procs := r.spawnEach()
+	kept := r.owner(procs)
+	owner := procs[kept]
+	t0 := chaos.Now()
+	restart := r.Fault("kill", "the two members the owner is not connected to", func() {
+		for i, m := range r.c.Members {
+			if i != kept {
+				_ = m.Kill()
+			}
+		}
+	}, r.startMembers)
+	r.lossWithin(owner, t0, r.Timing.TTL+2*electionTimeout, "its cluster lost its quorum")
+	time.Sleep(r.Timing.TTL) // without a quorum, nobody believes (the checker sees it)
+	t1 := chaos.Now()
+	restart()
+	r.successor("", t1, "the quorum was back")
+	time.Sleep(r.Timing.TTL)
+	r.finish()
+}
+
+// 45. A waiter's connection is cut while the owner releases and the revision of the
+// deletion is compacted: its watch cannot resume from where it was, ends with the
+// compaction once the connection is back, and the waiter reads the mutex again and
+// owns. A waiter that ignored how its watch ended would wait for ever. The lease outlives
+// the cut, so that the waiter keeps its key and place.
+func compactionWhileWaiting(r *etcdRun) {
+	owner := r.spawnOn("p0", 0)
+	r.owner([]*chaos.Proc{owner})
+	waiter := r.spawnOn("p1", 1)
+	admin := r.admin(r.c.Endpoints()...)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		kvs, err := chaosKeys(context.Background(), r.c.Addr(), r.Mutex)
+		if err == nil && len(kvs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.T.Fatalf("the waiter has no key after 10s (%v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The waiter watches its predecessor once its join's answer is in: a second is plenty.
+	// Were it not watching yet, it would read the mutex once reconnected, and pass anyway.
+	time.Sleep(time.Second)
+	t0 := chaos.Now()
+	heal := r.Fault("blackhole", "the waiter's connection", func() { waiter.Proxy.Blackhole(faultproxy.Both) },
+		func() { waiter.Proxy.Heal(); waiter.Proxy.Reset() })
+	owner.Send("stop")
+	if _, ok := r.eventAfter(owner.ID, chaos.KindStopped, t0, 10*time.Second); !ok {
+		r.T.Fatal("the owner's Stop did not return")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	put, err := admin.Put(ctx, "chaos/filler", r.Mutex)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	if _, err := admin.Compact(ctx, put.Header.Revision); err != nil {
+		r.T.Fatal(err)
+	}
+	heal()
+	r.successor(owner.ID, t0, "the waiter's watch was compacted away")
+	r.finish()
+}
+
+// longLease makes the lease outlive scenario 45's cut by far.
+func longLease(t chaos.Timing) chaos.Timing {
+	t.TTL = 10 * time.Second
+	return t
+}
