@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -18,15 +19,16 @@ import (
 type etcdScenario struct {
 	name   string
 	out    bool // out of the lease model: overlaps are measured, fencing carries the weight
+	short  bool // runs in make test too; make chaos (SIMBA_CHAOS=full) runs them all
 	timing func(chaos.Timing) chaos.Timing
 	run    func(r *etcdRun)
 }
 
 var etcdScenarios = []etcdScenario{
 	{name: "40_keepalive_cut", run: keepAliveCut},
-	{name: "41_owner_paused", out: true, run: ownerPaused},
+	{name: "41_owner_paused", out: true, short: true, run: ownerPaused},
 	{name: "42_leader_killed", run: leaderKilled},
-	{name: "43_member_partitioned", run: memberPartitioned},
+	{name: "43_member_partitioned", short: true, run: memberPartitioned},
 	{name: "44_quorum_lost", run: quorumLost},
 	{name: "45_compaction_while_waiting", run: compactionWhileWaiting, timing: longLease},
 }
@@ -41,7 +43,9 @@ var chaosTiming = chaos.Timing{TTL: 2 * time.Second, Transition: 500 * time.Mill
 // quorum renews leases until it steps down, at most two of them later.
 const electionTimeout = time.Second
 
-// TestChaos runs the etcd fault scenarios (select them with -run 'TestChaos$/etcd').
+// TestChaos runs the etcd fault scenarios (select them with -run 'TestChaos$/etcd'): all
+// of them with SIMBA_CHAOS=full (make chaos), the short ones otherwise, to keep make
+// test's time (each takes 10 to 20 s, most of it waiting for leases to lapse).
 func TestChaos(t *testing.T) {
 	needServer(t)
 	var kit chaos.Kit
@@ -52,6 +56,9 @@ func TestChaos(t *testing.T) {
 	}
 	t.Run(kit.Name, func(t *testing.T) {
 		for _, sc := range etcdScenarios {
+			if !sc.short && os.Getenv("SIMBA_CHAOS") != "full" {
+				continue
+			}
 			t.Run(sc.name, func(t *testing.T) {
 				timing := chaosTiming
 				if sc.timing != nil {
@@ -99,6 +106,20 @@ func (r *etcdRun) spawnEach() []*chaos.Proc {
 	return procs
 }
 
+// ownerOn starts p0 connected to member i, waits for it to own, and starts a contender
+// on each other member, which waits behind it; it returns p0.
+func (r *etcdRun) ownerOn(i int) *chaos.Proc {
+	r.T.Helper()
+	owner := r.spawnOn("p0", i)
+	r.owner([]*chaos.Proc{owner})
+	for j := range r.c.Members {
+		if j != i {
+			r.spawnOn(fmt.Sprintf("p%d", j+1), j)
+		}
+	}
+	return owner
+}
+
 // owner waits up to 10s for one of procs to believe and returns its index.
 func (r *etcdRun) owner(procs []*chaos.Proc) int {
 	r.T.Helper()
@@ -134,26 +155,11 @@ func (r *etcdRun) leader() int {
 	}
 }
 
-// eventAfter waits up to timeout for proc's event of kind after t0 and returns its time.
-func (r *etcdRun) eventAfter(proc string, kind chaos.Kind, t0 int64, timeout time.Duration) (int64, bool) {
-	var at int64
-	_, ok := r.Await(timeout, func(events []chaos.Event) bool {
-		for _, e := range events {
-			if e.At > t0 && e.Proc == proc && e.Kind == kind {
-				at = e.At
-				return true
-			}
-		}
-		return false
-	})
-	return at, ok
-}
-
 // lossWithin checks that owner's tenure context ended within bound of the fault at t0
 // (C5): it cannot know that its tenure ended, only that it can no longer prove its lease.
 func (r *etcdRun) lossWithin(owner *chaos.Proc, t0 int64, bound time.Duration, what string) {
 	r.T.Helper()
-	at, ok := r.eventAfter(owner.ID, chaos.KindLost, t0, bound+5*time.Second)
+	at, ok := r.EventAfter(owner.ID, chaos.KindLost, t0, bound+5*time.Second)
 	if !ok {
 		r.T.Errorf("C5 %s still believes %v after %s (bound %v)", owner.ID, bound+5*time.Second, what, bound)
 		return
@@ -200,10 +206,7 @@ func (r *etcdRun) admin(endpoints ...string) *clientv3.Client {
 // it stops believing within the TTL of its last answered keep-alive, and a contender on
 // another member takes over once the lease expired on the leader, with a greater token.
 func keepAliveCut(r *etcdRun) {
-	procs := []*chaos.Proc{r.spawnOn("p0", 0)}
-	r.owner(procs)
-	procs = append(procs, r.spawnOn("p1", 1), r.spawnOn("p2", 2))
-	owner := procs[0]
+	owner := r.ownerOn(0)
 	t0 := chaos.Now()
 	heal := r.Fault("blackhole", "the owner's connection to its member", func() { owner.Proxy.Blackhole(faultproxy.Both) },
 		func() { owner.Proxy.Heal(); owner.Proxy.Reset() })
@@ -232,7 +235,7 @@ func ownerPaused(r *etcdRun) {
 		procs = append(procs, p)
 	}
 	owner := procs[r.owner(procs)]
-	if _, ok := r.eventAfter(owner.ID, chaos.KindWork, chaos.Now(), 5*time.Second); !ok {
+	if _, ok := r.EventAfter(owner.ID, chaos.KindWork, chaos.Now(), 5*time.Second); !ok {
 		r.T.Fatal("the owner did not work")
 	}
 	t0 := chaos.Now()
@@ -241,7 +244,7 @@ func ownerPaused(r *etcdRun) {
 	time.Sleep(2*(r.Timing.TTL+r.Timing.Transition) - time.Duration(chaos.Now()-t0))
 	resumed := chaos.Now()
 	r.Resume(owner)
-	if at, ok := r.eventAfter(owner.ID, chaos.KindLost, t0, 5*time.Second); ok {
+	if at, ok := r.EventAfter(owner.ID, chaos.KindLost, t0, 5*time.Second); ok {
 		r.T.Logf("the resumed owner's context ended %v after SIGCONT", time.Duration(at-resumed).Round(time.Millisecond))
 	} else {
 		r.T.Error("C5 the resumed owner's context did not end")
@@ -257,14 +260,7 @@ func ownerPaused(r *etcdRun) {
 // The killed member rejoins with its data.
 func leaderKilled(r *etcdRun) {
 	leader := r.leader()
-	procs := []*chaos.Proc{r.spawnOn("p0", leader)}
-	r.owner(procs)
-	for i := range r.c.Members {
-		if i != leader {
-			procs = append(procs, r.spawnOn(fmt.Sprintf("p%d", len(procs)), i))
-		}
-	}
-	owner := procs[0]
+	owner := r.ownerOn(leader)
 	t0 := chaos.Now()
 	restart := r.Fault("kill", r.c.Members[leader].Name+", the leader and the owner's member",
 		func() { _ = r.c.Members[leader].Kill() }, r.startMembers)
@@ -283,14 +279,7 @@ func leaderKilled(r *etcdRun) {
 func memberPartitioned(r *etcdRun) {
 	leader := r.leader()
 	follower := (leader + 1) % len(r.c.Members)
-	procs := []*chaos.Proc{r.spawnOn("p0", follower)}
-	r.owner(procs)
-	for i := range r.c.Members {
-		if i != follower {
-			procs = append(procs, r.spawnOn(fmt.Sprintf("p%d", len(procs)), i))
-		}
-	}
-	owner := procs[0]
+	owner := r.ownerOn(follower)
 	t0 := chaos.Now()
 	rejoin := r.Fault("isolate", r.c.Members[follower].Name+" (a follower, the owner's member) from the others",
 		func() { _ = r.c.Isolate(follower) }, func() { _ = r.c.Rejoin(follower) })
@@ -369,7 +358,7 @@ func compactionWhileWaiting(r *etcdRun) {
 	heal := r.Fault("blackhole", "the waiter's connection", func() { waiter.Proxy.Blackhole(faultproxy.Both) },
 		func() { waiter.Proxy.Heal(); waiter.Proxy.Reset() })
 	owner.Send("stop")
-	if _, ok := r.eventAfter(owner.ID, chaos.KindStopped, t0, 10*time.Second); !ok {
+	if _, ok := r.EventAfter(owner.ID, chaos.KindStopped, t0, 10*time.Second); !ok {
 		r.T.Fatal("the owner's Stop did not return")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

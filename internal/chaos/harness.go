@@ -448,6 +448,21 @@ func (r *Run) Await(timeout time.Duration, cond func([]Event) bool) ([]Event, bo
 	}
 }
 
+// EventAfter waits up to timeout for proc's event of kind after t0 and returns its time.
+func (r *Run) EventAfter(proc string, kind Kind, t0 int64, timeout time.Duration) (int64, bool) {
+	var at int64
+	_, ok := r.Await(timeout, func(events []Event) bool {
+		for _, e := range events {
+			if e.At > t0 && e.Proc == proc && e.Kind == kind {
+				at = e.At
+				return true
+			}
+		}
+		return false
+	})
+	return at, ok
+}
+
 // Holder returns the contender that believes it owns the mutex at the end of events, if
 // any.
 func Holder(events []Event) string {

@@ -42,7 +42,7 @@ func followerCutFromLeader(s *S) {
 	rejoin := s.Fault("isolate", fmt.Sprintf("%s (a follower, the owner's server) from the ensemble", e.Servers[follower].Name),
 		func() { e.Isolate(follower) }, func() { e.Rejoin(follower) })
 	bound := s.Timing.Session
-	if at, ok := s.eventAfter(owner.ID, KindLost, t0, 3*time.Second); ok {
+	if at, ok := s.EventAfter(owner.ID, KindLost, t0, 3*time.Second); ok {
 		d := time.Duration(at - t0)
 		s.result.Losses = append(s.result.Losses, d)
 		s.note("the owner stopped believing %v after its server was cut off from the leader (bound %v)", d.Round(time.Millisecond), bound)

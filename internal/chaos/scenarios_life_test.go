@@ -51,26 +51,11 @@ func (s *S) processOwner(procs []*Proc) *Proc {
 	return nil
 }
 
-// eventAfter waits for proc's event of kind after t0 and returns its time.
-func (s *S) eventAfter(proc string, kind Kind, t0 int64, timeout time.Duration) (int64, bool) {
-	var at int64
-	_, ok := s.Await(timeout, func(events []Event) bool {
-		for _, e := range events {
-			if e.At > t0 && e.Proc == proc && e.Kind == kind {
-				at = e.At
-				return true
-			}
-		}
-		return false
-	})
-	return at, ok
-}
-
 // checkStop reports the duration of p's Stop that began after t0 (C7).
 func (s *S) checkStop(p *Proc, t0 int64, what string) {
 	s.T.Helper()
-	began, ok1 := s.eventAfter(p.ID, KindStop, t0, 10*time.Second)
-	ended, ok2 := s.eventAfter(p.ID, KindStopped, t0, 10*time.Second)
+	began, ok1 := s.EventAfter(p.ID, KindStop, t0, 10*time.Second)
+	ended, ok2 := s.EventAfter(p.ID, KindStopped, t0, 10*time.Second)
 	if !ok1 || !ok2 {
 		s.T.Errorf("C7 %s: Stop of %s did not return", what, p.ID)
 		return
@@ -246,7 +231,7 @@ func slowCallbacks(s *S) {
 	slow := s.SpawnWith("slow", func(c *ContenderConfig) { c.SlowAcquired = 3 * s.Timing.TTL })
 	slow.Send("start")
 	t0 := Now()
-	if _, ok := s.eventAfter(slow.ID, KindAcquired, 0, 10*time.Second); !ok {
+	if _, ok := s.EventAfter(slow.ID, KindAcquired, 0, 10*time.Second); !ok {
 		s.T.Fatal("the slow contender did not acquire")
 	}
 	panicky := s.SpawnWith("panicky", func(c *ContenderConfig) { c.Panics = true })
@@ -257,13 +242,13 @@ func slowCallbacks(s *S) {
 	if h := Holder(s.Events()); h != slow.ID {
 		s.T.Errorf("the blocked owner lost the mutex to %q without a fault", h)
 	}
-	if at, ok := s.eventAfter(slow.ID, KindLost, t0, 0); ok {
+	if at, ok := s.EventAfter(slow.ID, KindLost, t0, 0); ok {
 		s.T.Errorf("the blocked owner's context ended at %v without a fault", time.Duration(at-t0))
 	}
 	cut := Now()
 	heal := s.Fault("blackhole", "both directions of the blocked owner",
 		func() { slow.Proxy.Blackhole(faultproxy.Both) }, slow.Proxy.Heal)
-	if at, ok := s.eventAfter(slow.ID, KindLost, cut, s.Timing.TTL+time.Second); ok {
+	if at, ok := s.EventAfter(slow.ID, KindLost, cut, s.Timing.TTL+time.Second); ok {
 		d := time.Duration(at - cut)
 		s.result.Losses = append(s.result.Losses, d)
 		s.note("cut off while OnAcquired blocked: context ended after %v (T %v)", d.Round(time.Millisecond), s.Timing.TTL)
@@ -373,7 +358,7 @@ func longPause(s *S) {
 	// Pause the owner while it works between checking its context and writing, where a
 	// GC pause does the most harm: on resume it writes with its stale token.
 	ready := Now()
-	if _, ok := s.eventAfter(owner.ID, KindWork, ready, 5*time.Second); !ok {
+	if _, ok := s.EventAfter(owner.ID, KindWork, ready, 5*time.Second); !ok {
 		s.T.Fatal("the owner did not work")
 	}
 	t0 := Now()
@@ -382,7 +367,7 @@ func longPause(s *S) {
 	time.Sleep(length - time.Duration(Now()-t0))
 	s.Resume(owner)
 	resumed := Now()
-	if at, ok := s.eventAfter(owner.ID, KindLost, t0, 5*time.Second); ok {
+	if at, ok := s.EventAfter(owner.ID, KindLost, t0, 5*time.Second); ok {
 		s.note("resumed owner's context ended %v after SIGCONT", time.Duration(at-resumed).Round(time.Millisecond))
 	} else {
 		s.T.Error("C5 the resumed owner's context did not end")

@@ -33,7 +33,7 @@ func (s *S) partition(procs []*Proc, dir faultproxy.Direction, what string) {
 	if s.Kit.Session {
 		bound = s.Timing.Session
 	}
-	if at, ok := s.eventAfter(owner.ID, KindLost, t0, bound+time.Second); ok {
+	if at, ok := s.EventAfter(owner.ID, KindLost, t0, bound+time.Second); ok {
 		d := time.Duration(at - t0)
 		s.result.Losses = append(s.result.Losses, d)
 		s.note("%s: the owner stopped believing after %v (bound %v)", what, d.Round(time.Millisecond), bound)
