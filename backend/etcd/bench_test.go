@@ -2,28 +2,30 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/etcd"
 )
+
+// The benchmarks compare simba's Locker with etcd's concurrency.Mutex on the same member,
+// each client with a connection of its own to it (no fault proxy between).
+//
+//	cd backend/etcd && go test -run '^$' -bench . -benchtime 5s
 
 // An uncontended acquire and release with a Locker: a transaction that puts the key and
 // reads the mutex, and a delete.
 func BenchmarkLockerCycle(b *testing.B) {
-	be := newBackend(b)
-	l, err := simba.NewLocker(be, "bench-cycle", simba.WithContenderID("bench"))
-	require.NoError(b, err)
-	defer l.Close()
+	l := benchLocker(b, "bench-cycle", "bench")
 	ctx := context.Background()
 	for b.Loop() {
-		lease, err := l.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Release(ctx); err != nil {
+		if err := cycle(ctx, lockerAcquire(l)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -31,19 +33,136 @@ func BenchmarkLockerCycle(b *testing.B) {
 
 // The same with etcd's concurrency.Mutex on one session, for comparison.
 func BenchmarkConcurrencyMutexCycle(b *testing.B) {
-	needServer(b)
-	cli := newClient(b, server.Addr())
-	s, err := concurrency.NewSession(cli, concurrency.WithTTL(10))
-	require.NoError(b, err)
-	defer s.Close()
-	m := concurrency.NewMutex(s, "bench-concurrency/")
+	m := benchMutex(b, "bench-concurrency/")
 	ctx := context.Background()
 	for b.Loop() {
+		if err := cycle(ctx, mutexAcquire(m)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchClients is how many clients contend in the contended benchmarks.
+const benchClients = 8
+
+// Eight clients loop acquire, an empty critical section, release on one mutex, each with
+// a Locker on a backend (a connection and a lease) of its own: a waiter takes over when
+// the watch on its predecessor's key fires. One op is one critical section.
+func BenchmarkLocker8Clients(b *testing.B) {
+	var lockers []*simba.Locker
+	for i := range benchClients {
+		lockers = append(lockers, benchLocker(b, "bench-8", fmt.Sprintf("c%d", i)))
+	}
+	var acquire []acquireFunc
+	for _, l := range lockers {
+		acquire = append(acquire, lockerAcquire(l))
+	}
+	contend(b, acquire)
+}
+
+// The same with etcd's concurrency.Mutex, a session (a connection and a lease) per client.
+func BenchmarkConcurrencyMutex8Clients(b *testing.B) {
+	var mutexes []*concurrency.Mutex
+	for range benchClients {
+		mutexes = append(mutexes, benchMutex(b, "bench-concurrency-8/"))
+	}
+	var acquire []acquireFunc
+	for _, m := range mutexes {
+		acquire = append(acquire, mutexAcquire(m))
+	}
+	contend(b, acquire)
+}
+
+// benchLocker returns a Locker of id for mutex on a backend of its own, with a client of
+// its own on the shared member.
+func benchLocker(b *testing.B, mutex, id string) *simba.Locker {
+	b.Helper()
+	needServer(b)
+	be, err := etcd.New(newClient(b, server.Addr()))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = be.Close() }) // before the client closes: cleanups run last first
+	l, err := simba.NewLocker(be, mutex, simba.WithContenderID(id))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// benchMutex returns a concurrency.Mutex on prefix, on a session of its own with a
+// client of its own on the shared member.
+func benchMutex(b *testing.B, prefix string) *concurrency.Mutex {
+	b.Helper()
+	needServer(b)
+	s, err := concurrency.NewSession(newClient(b, server.Addr()), concurrency.WithTTL(10))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = s.Close() })
+	return concurrency.NewMutex(s, prefix)
+}
+
+// acquireFunc acquires a mutex and returns the function that releases it.
+type acquireFunc func(ctx context.Context) (release func(context.Context) error, err error)
+
+func lockerAcquire(l *simba.Locker) acquireFunc {
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return lease.Release, nil
+	}
+}
+
+func mutexAcquire(m *concurrency.Mutex) acquireFunc {
+	return func(ctx context.Context) (func(context.Context) error, error) {
 		if err := m.Lock(ctx); err != nil {
-			b.Fatal(err)
+			return nil, err
 		}
-		if err := m.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
+		return m.Unlock, nil
+	}
+}
+
+// cycle acquires and releases at once.
+func cycle(ctx context.Context, acquire acquireFunc) error {
+	release, err := acquire(ctx)
+	if err != nil {
+		return err
+	}
+	return release(ctx)
+}
+
+// contend runs a client for each of acquire at once, each looping acquire, an empty
+// critical section, release, until b.N sections are done, and fails if two overlapped.
+func contend(b *testing.B, acquire []acquireFunc) {
+	ctx := context.Background()
+	var (
+		left     atomic.Int64
+		inside   atomic.Int32
+		overlaps atomic.Int64
+		wg       sync.WaitGroup
+	)
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	for _, acq := range acquire {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				release, err := acq(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				inside.Add(-1)
+				if err := release(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if n := overlaps.Load(); n > 0 {
+		b.Errorf("%d critical sections overlapped", n)
 	}
 }
