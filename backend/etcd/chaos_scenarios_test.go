@@ -226,7 +226,9 @@ func ownerPaused(r *etcdRun) {
 	var procs []*chaos.Proc
 	for i := range r.c.Members {
 		// Long work between the check and the write, and long increments: the pause
-		// falls inside one of them, and the stale write overlaps the successor's.
+		// falls inside one of them, and the stale write overlaps the successor's. Each
+		// is connected to member i directly: the fault is the process's, its proxy
+		// goes unused.
 		p := r.SpawnWith(fmt.Sprintf("p%d", i), func(c *chaos.ContenderConfig) {
 			c.Addr = r.c.Members[i].Addr()
 			c.WorkPause, c.IncPause = 2*r.Timing.TTL/5, r.Timing.TTL/2
