@@ -6,8 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/simba-go/simba"
@@ -41,6 +43,65 @@ func BenchmarkConcurrencyMutexCycle(b *testing.B) {
 		}
 	}
 }
+
+// Two Lockers, each on a backend of its own, take turns: while one holds, the other
+// waits in Acquire, and one op is the holder's release and the waiter's Acquire returning
+// (woken by its watch on the holder's key).
+func BenchmarkLockerHandOver(b *testing.B) {
+	handOver(b, etcd.DefaultPrefix+"bench-handover/", [2]acquireFunc{
+		lockerAcquire(benchLocker(b, "bench-handover", "a")), lockerAcquire(benchLocker(b, "bench-handover", "b"))})
+}
+
+// The same with etcd's concurrency.Mutex, a session each.
+func BenchmarkConcurrencyMutexHandOver(b *testing.B) {
+	handOver(b, "bench-concurrency-handover/", [2]acquireFunc{
+		mutexAcquire(benchMutex(b, "bench-concurrency-handover/")), mutexAcquire(benchMutex(b, "bench-concurrency-handover/"))})
+}
+
+// handOver times hand-overs between the two clients of acquire, whose keys lie under
+// prefix. Before each release, the timer stopped, it waits until the waiter's key is there
+// (the release hands over to a waiter, not to a later acquire), and holds for handOverHold
+// more. Run it with a count: -benchtime 100x.
+func handOver(b *testing.B, prefix string, acquire [2]acquireFunc) {
+	ctx := context.Background()
+	admin := newClient(b, server.Addr())
+	release, err := acquire[0](ctx)
+	require.NoError(b, err)
+	holder := 0
+	type acquired struct {
+		release func(context.Context) error
+		err     error
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		got := make(chan acquired, 1)
+		go func(waiter int) {
+			r, err := acquire[waiter](ctx)
+			got <- acquired{r, err}
+		}(1 - holder)
+		for {
+			resp, err := admin.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			require.NoError(b, err)
+			if resp.Count == 2 {
+				break
+			}
+		}
+		time.Sleep(handOverHold)
+		b.StartTimer()
+		require.NoError(b, release(ctx))
+		a := <-got
+		require.NoError(b, a.err)
+		release, holder = a.release, 1-holder
+	}
+	b.StopTimer()
+	require.NoError(b, release(ctx))
+}
+
+// handOverHold is how long the holder holds once the waiter's key is there: past the
+// 100ms in which etcd catches up a watch that starts at a revision already written, so
+// that the release finds the waiter's watch in step, whichever library.
+const handOverHold = 150 * time.Millisecond
 
 // benchClients is how many clients contend in the contended benchmarks.
 const benchClients = 8
