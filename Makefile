@@ -37,7 +37,7 @@ unit:
 	wait $$modules; status=$$?; cat $$log; rm -f $$log; \
 	[ $$root -eq 0 ] && [ $$status -eq 0 ]
 
-## chaos: the fault suite's full plan every mutation included; prints the
+## chaos: the fault suite's full plan, every mutation included; prints the
 ## table of figures and writes it to chaos-report.md. The etcd scenarios run in the etcd
 ## module's tests (all of them here, two in make test), their verdicts in its output.
 chaos: setup
