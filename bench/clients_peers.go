@@ -59,8 +59,9 @@ func (p *polled) waiting(context.Context) (bool, error) { return p.counter.n.Loa
 type redsyncClient struct {
 	polled
 	giveUpCounter
-	rc *goredis.Client
-	m  *redsync.Mutex
+	rc    *goredis.Client
+	m     *redsync.Mutex
+	until atomic.Int64 // instant of m.Until() after the last lock or extension
 }
 
 func openRedsync(tuned bool) func(context.Context, *env, string, openOptions) (client, error) {
@@ -84,6 +85,7 @@ func (c *redsyncClient) acquire(ctx context.Context) (func(context.Context) erro
 	for {
 		err := c.m.LockContext(ctx)
 		if err == nil {
+			c.until.Store(instant(c.m.Until()))
 			return c.unlock, nil
 		}
 		if ctx.Err() != nil {
@@ -117,9 +119,17 @@ func (c *redsyncClient) keep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_, _ = c.m.ExtendContext(ctx)
+			if ok, _ := c.m.ExtendContext(ctx); ok {
+				c.until.Store(instant(c.m.Until()))
+			}
 		}
 	}
+}
+
+// lostAt: redsync's owner knows its lock valid until Until(), which redsync sets at
+// the lock and at every extension from the call's start, the expiry and a drift.
+func (c *redsyncClient) lostAt(ctx context.Context) (time.Time, error) {
+	return lostByDeadline(ctx, c.until.Load)
 }
 
 func (c *redsyncClient) close() error { return c.rc.Close() }
@@ -134,6 +144,7 @@ type redislockClient struct {
 	ttl   time.Duration
 	tuned bool
 	held  atomic.Pointer[redislock.Lock]
+	until atomic.Int64 // instant: the last Obtain or Refresh that succeeded was sent, plus ttl
 }
 
 func openRedislock(tuned bool) func(context.Context, *env, string, openOptions) (client, error) {
@@ -160,9 +171,11 @@ func (c *redislockClient) retry() redislock.RetryStrategy {
 
 func (c *redislockClient) acquire(ctx context.Context) (func(context.Context) error, error) {
 	for {
+		sent := time.Now()
 		lock, err := c.lc.Obtain(ctx, c.key, c.ttl, &redislock.Options{RetryStrategy: c.retry()})
 		if err == nil {
 			c.held.Store(lock)
+			c.until.Store(instant(sent.Add(c.ttl))) // at the latest: a retry was sent later
 			return lock.Release, nil
 		}
 		if ctx.Err() != nil {
@@ -187,10 +200,20 @@ func (c *redislockClient) keep(ctx context.Context) {
 			return
 		case <-t.C:
 			if l := c.held.Load(); l != nil {
-				_ = l.Refresh(ctx, c.ttl, nil)
+				sent := time.Now()
+				if l.Refresh(ctx, c.ttl, nil) == nil {
+					c.until.Store(instant(sent.Add(c.ttl)))
+				}
 			}
 		}
 	}
+}
+
+// lostAt: redislock's lock keeps no local deadline (its TTL method asks the server); an
+// owner that knows its TTL counts it from when it sent its last successful Obtain or
+// Refresh.
+func (c *redislockClient) lostAt(ctx context.Context) (time.Time, error) {
+	return lostByDeadline(ctx, c.until.Load)
 }
 
 func (c *redislockClient) close() error { return c.rc.Close() }

@@ -22,24 +22,41 @@ import (
 	"github.com/simba-go/simba/backend/zookeeper"
 )
 
+// The ttl and transition of simba's Lockers in the failover and lost-lock figures: their
+// sum is failoverLease.
+const (
+	failoverTTL        = 2 * time.Second
+	failoverTransition = failoverLease - failoverTTL
+)
+
 // simbaOptions returns the Locker options of a figure: simba's defaults, except in the
-// failover figure, whose lease (ttl + transition) is failoverLease.
+// failover and lost-lock figures, whose lease (ttl + transition) is failoverLease.
 func simbaOptions(o openOptions) []simba.LockerOption {
 	if o.failover {
-		return []simba.LockerOption{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
+		return []simba.LockerOption{simba.WithTTL(failoverTTL), simba.WithTransition(failoverTransition)}
 	}
 	return nil
 }
 
+// simbaTTL returns the ttl that simbaOptions gives.
+func simbaTTL(o openOptions) time.Duration {
+	if o.failover {
+		return failoverTTL
+	}
+	return simba.DefaultTTL
+}
+
 // counting wraps a simba.Backend and counts what its lease contentions ask the store:
 // every Acquire call (an acquisition attempt or a renewal), the answers that name
-// another owner, and, when renewals is set, the interval between an owner's renewals.
-// It adds an atomic increment to each call and nothing else.
+// another owner, when the last call that found its contender owning was sent, and, when
+// renewals is set, the interval between an owner's renewals. It adds atomic operations
+// to each call and nothing else.
 type counting struct {
 	simba.Backend
-	calls    atomic.Int64
-	lost     atomic.Int64
-	renewals *intervals // nil unless the scale figure measures renewal intervals
+	calls     atomic.Int64
+	lost      atomic.Int64
+	ownedSent atomic.Int64 // instant of the last call that found its contender owning
+	renewals  *intervals   // nil unless the scale figure measures renewal intervals
 }
 
 var _ backend.Validator = (*counting)(nil)
@@ -93,6 +110,7 @@ func (c *countedContention) Acquire(ctx context.Context) (backend.Record, error)
 	case err != nil:
 	case rec.Owner == c.id:
 		c.last = sent
+		c.b.ownedSent.Store(instant(sent))
 	default:
 		c.b.lost.Add(1)
 		c.last = time.Time{}
@@ -162,8 +180,10 @@ func (r *intervals) stats() (n int64, mean, longest time.Duration) {
 // simbaClient is a simba Locker with a backend of its own.
 type simbaClient struct {
 	locker  *simba.Locker
-	backend *counting // nil for session stores
-	lost0   int64     // backend.lost when the current wait was armed
+	ttl     time.Duration
+	lease   atomic.Pointer[simba.Lease] // the last one acquired
+	backend *counting                   // nil for session stores
+	lost0   int64                       // backend.lost when the current wait was armed
 	// prepare runs before a wait; check tells whether the store shows the waiter
 	// waiting. Either may be nil.
 	prepare func(ctx context.Context) error
@@ -177,7 +197,31 @@ func (c *simbaClient) acquire(ctx context.Context) (func(context.Context) error,
 	if err != nil {
 		return nil, err
 	}
+	c.lease.Store(lease)
 	return lease.Release, nil
+}
+
+// lostAt: the owner stops believing when its lease context ends.
+func (c *simbaClient) lostAt(ctx context.Context) (time.Time, error) {
+	lease := c.lease.Load()
+	if lease == nil {
+		return time.Time{}, errors.New("no lease held")
+	}
+	select {
+	case <-lease.Done():
+		return time.Now(), nil
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
+	}
+}
+
+// localTTLEnd is the send time of the last call that found the client owning, plus the
+// ttl; false on a session store.
+func (c *simbaClient) localTTLEnd() (time.Time, bool) {
+	if c.backend == nil || c.backend.ownedSent.Load() == 0 {
+		return time.Time{}, false
+	}
+	return at(c.backend.ownedSent.Load()).Add(c.ttl), true
 }
 
 func (c *simbaClient) armWait(ctx context.Context) error {
@@ -225,7 +269,7 @@ func openSimbaMemory(_ context.Context, e *env, mutex string, o openOptions) (cl
 	if err != nil {
 		return nil, fmt.Errorf("simba memory: %w", err)
 	}
-	return &simbaClient{locker: l, backend: cb, crash: func() { _ = be.Close() }, closers: []func() error{be.Close}}, nil
+	return &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, crash: func() { _ = be.Close() }, closers: []func() error{be.Close}}, nil
 }
 
 func openSimbaRedis(_ context.Context, e *env, mutex string, o openOptions) (client, error) {
@@ -243,7 +287,7 @@ func openSimbaRedis(_ context.Context, e *env, mutex string, o openOptions) (cli
 		_ = rc.Close()
 		return nil, fmt.Errorf("simba redis: %w", err)
 	}
-	c := &simbaClient{locker: l, backend: cb, closers: []func() error{rc.Close, be.Close}}
+	c := &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, closers: []func() error{rc.Close, be.Close}}
 	if e.redis != nil {
 		// The waiter's inbox: the channel its release message comes on (the format
 		// of backend/redis). It is subscribed after an attempt found the mutex owned.
@@ -317,7 +361,7 @@ func openJDBC(driver, dsn, mutex string, o openOptions, opts ...jdbc.Option) (*s
 		_ = db.Close()
 		return nil, fmt.Errorf("simba %s: %w", driver, err)
 	}
-	return &simbaClient{locker: l, backend: cb, closers: []func() error{db.Close, be.Close}}, nil
+	return &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, closers: []func() error{db.Close, be.Close}}, nil
 }
 
 // advisoryWaiters counts the sessions of the PostgreSQL server that wait for an advisory
@@ -352,7 +396,7 @@ func openSimbaZooKeeper(_ context.Context, e *env, mutex string, o openOptions) 
 		_ = be.Close()
 		return nil, fmt.Errorf("simba zookeeper: %w", err)
 	}
-	c := &simbaClient{locker: l, closers: []func() error{be.Close}}
+	c := &simbaClient{locker: l, ttl: simbaTTL(o), closers: []func() error{be.Close}}
 	if e.zk != nil {
 		parent := "/simba/" + mutex
 		c.check = func(ctx context.Context) (bool, error) {

@@ -27,15 +27,15 @@ type env struct {
 	db     *sql.DB // MariaDB
 	pg     *sql.DB // PostgreSQL
 	zk     *zk.Conn
-	run    string       // random prefix of this run's mutex names
-	names  atomic.Int64 // numbers the mutex names
+	run    string        // random prefix of this run's mutex names
+	names  *atomic.Int64 // numbers the mutex names
 }
 
 // newEnv opens the admin connections to the stores in need.
 func newEnv(ep endpoints, need map[string]bool) (*env, error) {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	e := &env{endpoints: ep, memory: memory.NewStore(), run: hex.EncodeToString(b)}
+	e := &env{endpoints: ep, memory: memory.NewStore(), run: hex.EncodeToString(b), names: new(atomic.Int64)}
 	if need[storeRedis] {
 		e.redis = newRedisClient(ep.Redis)
 	}
@@ -64,6 +64,12 @@ func newEnv(ep endpoints, need map[string]bool) (*env, error) {
 		e.zk = conn
 	}
 	return e, nil
+}
+
+// via returns an env whose clients reach the stores at ep (proxies in front of them) and
+// that shares everything else with e: the admin connections, the memory store, the names.
+func (e *env) via(ep endpoints) *env {
+	return &env{endpoints: ep, memory: e.memory, redis: e.redis, db: e.db, pg: e.pg, zk: e.zk, run: e.run, names: e.names}
 }
 
 func (e *env) close() {
@@ -131,6 +137,13 @@ func (s sample) quantile(q float64) time.Duration {
 	slices.Sort(c)
 	i := int(math.Ceil(q*float64(len(c)))) - 1
 	return c[min(max(i, 0), len(c)-1)]
+}
+
+func (s sample) min() time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return slices.Min(s)
 }
 
 func (s sample) max() time.Duration {

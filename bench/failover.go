@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -208,7 +209,7 @@ func runHolder(id string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e := &env{endpoints: ep} // no admin connections: a holder checks nothing
+	e := &env{endpoints: ep, names: new(atomic.Int64)} // no admin connections: a holder checks nothing
 	c, err := lib.open(ctx, e, os.Getenv(mutexEnv), openOptions{failover: true})
 	if err != nil {
 		return fail(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +24,10 @@ type cycleResult struct {
 	P50       time.Duration `json:"p50_ns"`
 	P99       time.Duration `json:"p99_ns"`
 	PerSecond float64       `json:"per_second"`
+	// Store work per cycle, from the server's counters over cycles of their own after the
+	// timed ones (countCycles); absent when not counted.
+	Counted  int                `json:"counted,omitempty"`
+	PerCycle map[string]float64 `json:"per_cycle,omitempty"`
 }
 
 // cycler times uncontended acquire + release cycles of one client.
@@ -51,6 +54,30 @@ func (y *cycler) step(ctx context.Context) (time.Duration, error) {
 }
 
 func (y *cycler) close() { _ = y.c.close() }
+
+// countCycles makes n more cycles and returns the store's counters per cycle (nil when
+// the store has none).
+func (y *cycler) countCycles(ctx context.Context, e *env, store string, n int) (map[string]float64, error) {
+	before, err := readCounts(ctx, e, store)
+	if err != nil || len(before) == 0 {
+		return nil, err
+	}
+	for range n {
+		if _, err := y.step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	after, err := readCounts(ctx, e, store)
+	if err != nil {
+		return nil, err
+	}
+	d := after.since(before)
+	out := map[string]float64{}
+	for k := range d {
+		out[k], _ = d.per(k, float64(n))
+	}
+	return out, nil
+}
 
 // opStepper times an operation.
 type opStepper struct {
@@ -337,10 +364,11 @@ type contendedResult struct {
 	GiveUps   int64         `json:"give_ups"`
 	Errors    int64         `json:"errors"`
 	FirstErr  string        `json:"first_error,omitempty"`
-	// Store work per critical section: Redis commands processed (scripts' inner calls
-	// included) or MariaDB statements, from the server's counters; and, for simba on a
-	// lease store, acquire calls that found the mutex owned by another client.
+	// Store work per critical section, from the server's counters (countRequests, and
+	// Redis's CPU in µs); and, for simba on a lease store, acquire calls that found the
+	// mutex owned by another client.
 	ServerOpsPerSection float64 `json:"server_ops_per_section,omitempty"`
+	ServerCPUPerSection float64 `json:"server_cpu_us_per_section,omitempty"`
 	LostPerSection      float64 `json:"lost_attempts_per_section,omitempty"`
 }
 
@@ -402,14 +430,14 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 	if err := sleep(ctx, warm); err != nil {
 		return contendedResult{}, err
 	}
-	ops0, opsErr := serverOps(ctx, e, lib.store)
+	counts0, countsErr := readCounts(ctx, e, lib.store)
 	lost0 := lostAttempts(clients)
 	counting.Store(true)
 	began := time.Now()
 	_ = sleep(ctx, window)
 	counting.Store(false)
 	elapsed := time.Since(began)
-	ops1, opsErr1 := serverOps(ctx, e, lib.store)
+	counts1, countsErr1 := readCounts(ctx, e, lib.store)
 	lost1 := lostAttempts(clients)
 	stop()
 	done := make(chan struct{})
@@ -442,8 +470,10 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 	}
 	res.PerSecond = float64(res.Sections) / elapsed.Seconds()
 	if res.Sections > 0 {
-		if opsErr == nil && opsErr1 == nil && ops1 > ops0 {
-			res.ServerOpsPerSection = float64(ops1-ops0) / float64(res.Sections)
+		if countsErr == nil && countsErr1 == nil {
+			d := counts1.since(counts0)
+			res.ServerOpsPerSection, _ = d.per(countRequests, float64(res.Sections))
+			res.ServerCPUPerSection, _ = d.per(countCPU, float64(res.Sections))
 		}
 		res.LostPerSection = float64(lost1-lost0) / float64(res.Sections)
 	}
@@ -451,41 +481,6 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 		res.Fairness = float64(lo) / float64(hi)
 	}
 	return res, nil
-}
-
-// serverOps returns the server's count of work done so far: Redis commands processed,
-// MariaDB statements (Questions), ZooKeeper packets received (requests and pings); 0 for
-// memory and PostgreSQL (whose statistics reach the server's views up to seconds late).
-func serverOps(ctx context.Context, e *env, store string) (int64, error) {
-	switch store {
-	case storeRedis:
-		info, err := e.redis.Info(ctx, "stats").Result()
-		if err != nil {
-			return 0, err
-		}
-		var n int64
-		_, err = fmt.Sscan(infoField(info, "total_commands_processed"), &n)
-		return n, err
-	case storeSQL:
-		var name string
-		var n int64
-		err := e.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &n)
-		return n, err
-	case storeZooKeeper:
-		answer, err := fourLetter(ctx, e.ZooKeeper, "mntr")
-		if err != nil {
-			return 0, err
-		}
-		for _, line := range strings.Split(answer, "\n") {
-			if k, v, ok := strings.Cut(line, "\t"); ok && k == "zk_packets_received" {
-				var n int64
-				_, err := fmt.Sscan(v, &n)
-				return n, err
-			}
-		}
-		return 0, errors.New("zookeeper mntr: no zk_packets_received")
-	}
-	return 0, nil
 }
 
 // lostAttempts sums the acquire calls of simba clients that found the mutex owned.

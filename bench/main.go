@@ -40,10 +40,12 @@ const (
 	figHandOver    = "handover"
 	figContended   = "contended"
 	figFailover    = "failover"
-	figScale       = "scale"
+	figNetwork     = "network"  // the four above again, with a delay proxy in front of each store
+	figLostLock    = "lostlock" // time to notice a lost lock
+	figScale       = "scale"    // many contenders, and many held mutexes, in one process
 )
 
-var allFigures = []string{figUncontended, figHandOver, figContended, figFailover, figScale}
+var allFigures = []string{figUncontended, figHandOver, figContended, figFailover, figNetwork, figLostLock, figScale}
 
 // options are the command line.
 type options struct {
@@ -100,6 +102,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&s.ScaleN, "scale", 10000, "contenders of the scale figure")
 	fs.DurationVar(&s.ScaleFor, "scale-for", 2*time.Minute, "how long the scale figure holds (whole renewal periods up to it)")
 	fs.DurationVar(&s.ScaleTTL, "scale-ttl", 10*time.Second, "ttl of the scale figure")
+	fs.DurationVar(&s.HeldFor, "held-for", 20*time.Second, "how long the scale figure's runs on MariaDB and PostgreSQL count (whole renewal periods up to it)")
+	fs.DurationVar(&s.Delay, "delay", 500*time.Microsecond, "how long the network figure's proxies hold the bytes, each way")
+	fs.IntVar(&s.Cuts, "cuts", 4, "owners cut off per library in the lostlock figure")
+	fs.IntVar(&s.CountCycles, "count-cycles", 100, "uncontended cycles counted on the store's counters, after the timed ones")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -107,6 +113,7 @@ func parseFlags(args []string) (options, error) {
 	if o.quick {
 		s.Cycles, s.CycleWarm, s.HandOvers, s.HandOverWarm = 200, 50, 30, 3
 		s.ContendWindow, s.ContendWarm, s.Failovers = 2*time.Second, 500*time.Millisecond, 1
+		s.Cuts, s.CountCycles, s.HeldFor = 1, 20, 4*time.Second
 		s.ScaleN, s.ScaleTTL, s.ScaleFor = 1000, 2*time.Second, 4*time.Second
 		if o.readme != "" {
 			fmt.Fprintln(os.Stderr, "bench: -quick: the README is left alone")
@@ -180,7 +187,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if slices.Contains(o.figures, figScale) {
-		for _, st := range []string{storeMemory, storeRedis} {
+		for _, st := range []string{storeMemory, storeRedis, storeSQL, storePostgres} {
 			if slices.Contains(o.stores, st) {
 				need[st] = true
 			}
@@ -201,45 +208,21 @@ func run(ctx context.Context, o options) error {
 
 	m := measurer{o: o, e: e, res: res}
 	s := o.sizes
+	var stores []string // those of o.stores this run serves
+	for _, st := range o.stores {
+		if need[st] {
+			stores = append(stores, st)
+		}
+	}
 	for _, fig := range o.figures {
 		res.FigureLoad = append(res.FigureLoad, figureLoad{fig, strings.Fields(loadAverage())[0]})
 		switch fig {
-		case figUncontended:
-			for _, st := range o.stores {
-				if !need[st] {
-					continue
-				}
-				m.do(fig, st, func() error { return uncontendedOn(ctx, e, res, st, libsOn(libs, st), s) })
-			}
-		case figHandOver:
-			for _, st := range o.stores {
-				if !need[st] {
-					continue
-				}
-				m.do(fig, st, func() error { return handOversOn(ctx, e, res, libsOn(libs, st), s) })
-			}
-		case figContended:
-			for _, l := range libs {
-				m.do(fig, l.id, func() error {
-					c, err := measureContended(ctx, e, l, s.Clients, s.ContendWarm, s.ContendWindow)
-					if err == nil {
-						res.Contended = append(res.Contended, c)
-						logf("  %-16s %.0f/s fairness %.2f overlaps %d", l.id, c.PerSecond, c.Fairness, c.Overlaps)
-					}
-					return err
-				})
-			}
-		case figFailover:
-			for _, l := range libs {
-				m.do(fig, l.id, func() error {
-					f, err := measureFailover(ctx, e, l, s.Failovers)
-					if len(f.Takeovers) > 0 {
-						res.Failover = append(res.Failover, f)
-						logf("  %-16s median %s max %s (bound %s)", l.id, ms(f.Takeovers.quantile(0.5)), ms(f.Takeovers.max()), ms(f.Bound))
-					}
-					return err
-				})
-			}
+		case figUncontended, figHandOver, figContended, figFailover:
+			m.figure(ctx, fig, fig, e, res, libs, stores, s)
+		case figNetwork:
+			m.network(ctx, e, res, libs, stores, s)
+		case figLostLock:
+			m.lostLocks(ctx, e, res, libs, stores, s)
 		case figScale:
 			for _, st := range []string{storeMemory, storeRedis} {
 				if !slices.Contains(o.stores, st) {
@@ -280,6 +263,23 @@ func run(ctx context.Context, o options) error {
 						return err
 					})
 				}
+			}
+			// Many held mutexes on the SQL stores: the store's load with simba's
+			// default lead (the heap curve and the other lead are memory's and Redis's).
+			for _, st := range []string{storeSQL, storePostgres} {
+				if !slices.Contains(o.stores, st) {
+					continue
+				}
+				period := s.ScaleTTL - s.ScaleTTL/3
+				plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, periods: max(int(s.HeldFor/period), 1)}
+				m.do(fig, st+"-held", func() error {
+					r, err := measureScale(ctx, e, plan)
+					if err == nil {
+						res.Held = append(res.Held, r)
+						logf("  %s: %.0f calls/s (N/ttl %.0f), %v per period, %d connections, late %d", st, r.OpsPerSecond, r.Ideal, r.PerPeriod, r.Connections, r.Late)
+					}
+					return err
+				})
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -361,6 +361,75 @@ func (m *measurer) cpuProfile(name string) func() {
 	}
 }
 
+// figure measures one figure of the side-by-side comparison (uncontended, hand-over,
+// contended, failover) on the stores through e, into res; name labels it in the log.
+func (m *measurer) figure(ctx context.Context, fig, name string, e *env, res *results, libs []library, stores []string, s runSettings) {
+	switch fig {
+	case figUncontended:
+		for _, st := range stores {
+			m.do(name, st, func() error { return uncontendedOn(ctx, e, res, st, libsOn(libs, st), s) })
+		}
+	case figHandOver:
+		for _, st := range stores {
+			m.do(name, st, func() error { return handOversOn(ctx, e, res, libsOn(libs, st), s) })
+		}
+	case figContended:
+		for _, l := range libs {
+			if !slices.Contains(stores, l.store) {
+				continue
+			}
+			m.do(name, l.id, func() error {
+				c, err := measureContended(ctx, e, l, s.Clients, s.ContendWarm, s.ContendWindow)
+				if err == nil {
+					res.Contended = append(res.Contended, c)
+					logf("  %-16s %.0f/s fairness %.2f overlaps %d", l.id, c.PerSecond, c.Fairness, c.Overlaps)
+				}
+				return err
+			})
+		}
+	case figFailover:
+		for _, l := range libs {
+			if !slices.Contains(stores, l.store) {
+				continue
+			}
+			m.do(name, l.id, func() error {
+				f, err := measureFailover(ctx, e, l, s.Failovers)
+				if len(f.Takeovers) > 0 {
+					res.Failover = append(res.Failover, f)
+					logf("  %-16s median %s max %s (bound %s)", l.id, ms(f.Takeovers.quantile(0.5)), ms(f.Takeovers.max()), ms(f.Bound))
+				}
+				return err
+			})
+		}
+	}
+}
+
+// network measures the figures again with a delay proxy in front of every store but
+// memory, into res.Network, with the smaller samples of s.Network.
+func (m *measurer) network(ctx context.Context, e *env, res *results, libs []library, stores []string, s runSettings) {
+	ns := s.network()
+	res.Network = &results{Settings: ns}
+	var far []string
+	for _, st := range stores {
+		if st != storeMemory {
+			far = append(far, st)
+		}
+	}
+	ep, closeProxies, err := delayProxies(e.endpoints, far, ns.Delay)
+	if err != nil {
+		m.do(figNetwork, "proxies", func() error { return err })
+		return
+	}
+	defer closeProxies()
+	ne := e.via(ep)
+	for _, fig := range []string{figUncontended, figHandOver, figContended, figFailover} {
+		if ctx.Err() != nil {
+			return
+		}
+		m.figure(ctx, fig, figNetwork+"-"+fig, ne, res.Network, libs, far, ns)
+	}
+}
+
 // logf prints progress to stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
@@ -424,6 +493,15 @@ func uncontendedOn(ctx context.Context, e *env, res *results, store string, libs
 			continue
 		}
 		r := cycleResultOf(store, entries[i].name, entries[i].id, t.times)
+		if y, ok := t.s.(*cycler); ok && s.CountCycles > 0 {
+			per, err := y.countCycles(ctx, e, store, s.CountCycles)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: count: %w", t.name, err))
+			}
+			if per != nil {
+				r.Counted, r.PerCycle = s.CountCycles, per
+			}
+		}
 		if entries[i].floor {
 			res.Floors = append(res.Floors, r)
 		} else {

@@ -27,7 +27,12 @@ type results struct {
 	Failover    []failoverResult  `json:"failover"`
 	Scale       []scaleResult     `json:"scale"` // the goal runs: the most contenders, whole minutes
 	Curve       []scaleResult     `json:"curve"` // fewer contenders, one renewal period
-	Failures    []string          `json:"failures,omitempty"`
+	LostLock    []lostLockResult  `json:"lost_lock,omitempty"`
+	Held        []scaleResult     `json:"held,omitempty"` // the SQL stores' many held mutexes (default lead)
+	// Network is the uncontended, hand-over, contended and failover figures again through
+	// a proxy that delays every chunk by Settings.Delay each way.
+	Network  *results `json:"network,omitempty"`
+	Failures []string `json:"failures,omitempty"`
 	// FigureLoad is the 1-minute load average when each figure began.
 	FigureLoad []figureLoad `json:"figure_load"`
 }
@@ -51,6 +56,21 @@ type runSettings struct {
 	ScaleTTL      time.Duration `json:"scale_ttl_ns"`
 	ScaleFor      time.Duration `json:"scale_for_ns"`
 	CurveN        []int         `json:"curve_n"`
+	HeldFor       time.Duration `json:"held_for_ns,omitempty"`  // how long the SQL stores' held-mutex runs count
+	CountCycles   int           `json:"count_cycles,omitempty"` // uncontended cycles counted on the store's counters
+	Delay         time.Duration `json:"delay_ns,omitempty"`     // the network figure's proxy delay, each way
+	Cuts          int           `json:"cuts,omitempty"`         // owners cut off per library in the lostlock figure
+}
+
+// network returns the settings of the network figure: the delay of s, and smaller
+// samples, since every operation there takes round trips of a millisecond or more.
+func (s runSettings) network() runSettings {
+	n := s
+	n.Cycles, n.CycleWarm = max(s.Cycles/4, 1), max(s.CycleWarm/4, 1)
+	n.HandOvers = max(s.HandOvers/3, 1)
+	n.ContendWindow = s.ContendWindow / 2
+	n.Failovers = max(s.Failovers/2, 1)
+	return n
 }
 
 func isSimba(id string) bool { return strings.HasPrefix(id, "simba-") }
@@ -164,16 +184,28 @@ func (r *results) markdown(links string) string {
 	fmt.Fprintf(&b, "\n%s Goals\n\n", h)
 	b.WriteString("The goals of the open issues (#14 Redis, #15 MariaDB and ZooKeeper, #18 PostgreSQL), and those of the first round's design card that no later goal replaced, on this run.\n\n")
 	r.writeGoals(&b)
-	fmt.Fprintf(&b, "\n%s Uncontended acquire + release\n\n", h)
-	r.writeUncontended(&b)
-	fmt.Fprintf(&b, "\n%s Hand-over between two clients\n\n", h)
-	r.writeHandOver(&b, links)
-	fmt.Fprintf(&b, "\n%s %d clients contending\n\n", h, r.Settings.Clients)
-	r.writeContended(&b)
-	fmt.Fprintf(&b, "\n%s Crash failover\n\n", h)
-	r.writeFailover(&b)
+	var plots strings.Builder
+	for _, store := range allStores {
+		if len(r.handOversOn(store)) > 0 {
+			fmt.Fprintf(&plots, "![hand-over latency on %s](%s)\n", storeTitle(store), filepath.Join(links, handOverSVG(store)))
+		}
+	}
+	r.writeFigures(&b, h, plots.String())
+	if n := r.Network; n != nil {
+		fmt.Fprintf(&b, "\n%s Over a network: %s each way\n\n", h, ms(n.Settings.Delay))
+		r.writeNetwork(&b)
+		n.writeFigures(&b, h+"#", "")
+	}
+	if len(r.LostLock) > 0 {
+		fmt.Fprintf(&b, "\n%s Time to notice a lost lock\n\n", h)
+		r.writeLostLock(&b)
+	}
 	fmt.Fprintf(&b, "\n%s Scale: contenders held by one process\n\n", h)
 	r.writeScale(&b, links)
+	if len(r.heldRuns()) > 0 {
+		fmt.Fprintf(&b, "\n%s Many held mutexes: store requests per renewal period\n\n", h)
+		r.writeHeld(&b)
+	}
 	if inReadme {
 		fmt.Fprintf(&b, "\nMethod, settings of every library and the raw data: [%s](%s).\n", filepath.Join(links, resultsFile), filepath.Join(links, resultsFile))
 		return b.String()
@@ -185,6 +217,31 @@ func (r *results) markdown(links string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", storeTitle(l.store), l.name, l.settings)
 	}
 	return b.String()
+}
+
+// writeFigures writes the tables of the uncontended, hand-over, contended and failover
+// figures that r has, each under a heading of level h, and plots (markdown) after the
+// hand-overs.
+func (r *results) writeFigures(b *bytes.Buffer, h, plots string) {
+	if len(r.Floors)+len(r.Uncontended) > 0 {
+		fmt.Fprintf(b, "\n%s Uncontended acquire + release\n\n", h)
+		r.writeUncontended(b)
+	}
+	if len(r.HandOver) > 0 {
+		fmt.Fprintf(b, "\n%s Hand-over between two clients\n\n", h)
+		r.writeHandOver(b)
+		if plots != "" {
+			b.WriteString("\n" + plots)
+		}
+	}
+	if len(r.Contended) > 0 {
+		fmt.Fprintf(b, "\n%s %d clients contending\n\n", h, r.Settings.Clients)
+		r.writeContended(b)
+	}
+	if len(r.Failover) > 0 {
+		fmt.Fprintf(b, "\n%s Crash failover\n\n", h)
+		r.writeFailover(b)
+	}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -533,14 +590,14 @@ func (r *results) floor(store string) (cycleResult, bool) {
 }
 
 func (r *results) writeUncontended(b *bytes.Buffer) {
-	fmt.Fprintf(b, "One client, acquire then release, %d times after %d untimed cycles. \"Round trips\" is the p50 over the store's floor, one raw round trip.\n\n",
-		r.Settings.Cycles, r.Settings.CycleWarm)
-	b.WriteString("| store | library | p50 | p99 | cycles/s | round trips (p50) |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "One client, acquire then release, %d times after %d untimed cycles. \"Round trips\" is the p50 over the store's floor, one raw round trip. Store work per cycle: the server's counters over %d more cycles after the timed ones: Redis commands (those run inside scripts included) and their CPU time (INFO commandstats); MariaDB statements (Questions) and fsyncs (Innodb_data_fsyncs); PostgreSQL statements (pg_stat_statements); ZooKeeper packets received.\n\n",
+		r.Settings.Cycles, r.Settings.CycleWarm, r.Settings.CountCycles)
+	b.WriteString("| store | library | p50 | p99 | cycles/s | round trips (p50) | store work / cycle |\n|---|---|---|---|---|---|---|\n")
 	for _, store := range allStores {
 		f, hasFloor := r.floor(store)
 		for _, g := range r.Floors {
 			if g.Store == store {
-				fmt.Fprintf(b, "| %s | *%s* | %s | %s | %.0f | %.1f |\n", storeTitle(store), g.Library, ms(g.P50), ms(g.P99), g.PerSecond, float64(g.P50)/float64(f.P50))
+				fmt.Fprintf(b, "| %s | *%s* | %s | %s | %.0f | %.1f | %s |\n", storeTitle(store), g.Library, ms(g.P50), ms(g.P99), g.PerSecond, float64(g.P50)/float64(f.P50), storeWork(store, g.PerCycle))
 			}
 		}
 		for _, c := range r.Uncontended {
@@ -551,9 +608,30 @@ func (r *results) writeUncontended(b *bytes.Buffer) {
 			if hasFloor {
 				trips = fmt.Sprintf("%.1f", float64(c.P50)/float64(f.P50))
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %.0f | %s |\n", storeTitle(store), bold(c.Library, c.ID), ms(c.P50), ms(c.P99), c.PerSecond, trips)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %.0f | %s | %s |\n", storeTitle(store), bold(c.Library, c.ID), ms(c.P50), ms(c.P99), c.PerSecond, trips, storeWork(store, c.PerCycle))
 		}
 	}
+}
+
+// storeWork describes the store's work per operation (per: counts per operation).
+func storeWork(store string, per map[string]float64) string {
+	if len(per) == 0 {
+		return "–"
+	}
+	switch store {
+	case storeRedis:
+		return fmt.Sprintf("%.1f commands, %.1f µs CPU", per[countRequests], per[countCPU])
+	case storeSQL:
+		return fmt.Sprintf("%.1f statements, %.1f fsyncs", per[countRequests], per[countFsyncs])
+	case storePostgres:
+		if v, ok := per[countRequests]; ok {
+			return fmt.Sprintf("%.1f statements", v)
+		}
+		return "–"
+	case storeZooKeeper:
+		return fmt.Sprintf("%.1f requests", per[countRequests])
+	}
+	return "–"
 }
 
 func bold(name, id string) string {
@@ -563,26 +641,19 @@ func bold(name, id string) string {
 	return name
 }
 
-func (r *results) writeHandOver(b *bytes.Buffer, links string) {
+func (r *results) writeHandOver(b *bytes.Buffer) {
 	fmt.Fprintf(b, "From the holder's release call to the waiter's acquire returning; the waiter was already waiting, and the holder released at a random moment after that (\"hold\": uniform below it). %d hand-overs per library after %d untimed.\n\n",
 		r.Settings.HandOvers, r.Settings.HandOverWarm)
 	b.WriteString("| store | library | p50 | p99 | max | hold | gave up |\n|---|---|---|---|---|---|---|\n")
 	for _, h := range r.HandOver {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d |\n", storeTitle(h.Store), bold(h.Library, h.ID), ms(h.P50), ms(h.P99), ms(h.Max), ms(h.Hold), h.GiveUps)
 	}
-	b.WriteString("\n")
-	for _, store := range allStores {
-		if len(r.handOversOn(store)) > 0 {
-			p := filepath.Join(links, handOverSVG(store))
-			fmt.Fprintf(b, "![hand-over latency on %s](%s)\n", storeTitle(store), p)
-		}
-	}
 }
 
 func (r *results) writeContended(b *bytes.Buffer) {
-	fmt.Fprintf(b, "%d clients, each with a connection of its own, loop acquire, empty critical section, release on one mutex for %v (after %v of warm-up). Fairness is the fewest sections of a client over the most; an overlap is a client entering while another was between its acquire's return and its release call. Server ops per section: Redis commands processed (those run inside scripts included), MariaDB statements or ZooKeeper requests, from the server's counters (not counted on PostgreSQL, whose statistics arrive late); lost attempts: simba's acquire calls that found the mutex owned by another client.\n\n",
+	fmt.Fprintf(b, "%d clients, each with a connection of its own, loop acquire, empty critical section, release on one mutex for %v (after %v of warm-up). Fairness is the fewest sections of a client over the most; an overlap is a client entering while another was between its acquire's return and its release call. Server ops per section: Redis commands processed (those run inside scripts included) and their CPU time, MariaDB statements, PostgreSQL statements (pg_stat_statements) or ZooKeeper packets received, from the server's counters; lost attempts: simba's acquire calls that found the mutex owned by another client.\n\n",
 		r.Settings.Clients, r.Settings.ContendWindow, r.Settings.ContendWarm)
-	b.WriteString("| store | library | sections/s | per client (min–max) | fairness | overlaps | gave up | errors | server ops / section | lost attempts / section |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| store | library | sections/s | per client (min–max) | fairness | overlaps | gave up | errors | server ops / section | Redis CPU / section | lost attempts / section |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Contended {
 		lo, hi := int64(0), int64(0)
 		if len(c.PerClient) > 0 {
@@ -592,14 +663,17 @@ func (r *results) writeContended(b *bytes.Buffer) {
 		if c.FirstErr != "" {
 			errs += " (" + oneLine(c.FirstErr) + ")"
 		}
-		ops, lost := "–", "–"
+		ops, cpu, lost := "–", "–", "–"
 		if c.ServerOpsPerSection > 0 {
 			ops = fmt.Sprintf("%.1f", c.ServerOpsPerSection)
+		}
+		if c.ServerCPUPerSection > 0 {
+			cpu = fmt.Sprintf("%.1f µs", c.ServerCPUPerSection)
 		}
 		if isSimba(c.ID) && c.Store != storeZooKeeper {
 			lost = fmt.Sprintf("%.2f", c.LostPerSection)
 		}
-		fmt.Fprintf(b, "| %s | %s | %.0f | %d–%d | %.2f | %d | %d | %s | %s | %s |\n", storeTitle(c.Store), bold(c.Library, c.ID), c.PerSecond, lo, hi, c.Fairness, c.Overlaps, c.GiveUps, errs, ops, lost)
+		fmt.Fprintf(b, "| %s | %s | %.0f | %d–%d | %.2f | %d | %d | %s | %s | %s | %s |\n", storeTitle(c.Store), bold(c.Library, c.ID), c.PerSecond, lo, hi, c.Fairness, c.Overlaps, c.GiveUps, errs, ops, cpu, lost)
 	}
 }
 
@@ -654,14 +728,18 @@ func (r *results) writeMethod(b *bytes.Buffer) {
 - **Hand-over**: two clients take turns. The waiter starts acquiring; the run waits until the waiter is seen waiting the way its library waits: for simba on Redis, an attempt has found the mutex owned and PUBSUB NUMSUB shows its inbox channel subscribed (a stale subscription of its previous wait is first seen gone); on MariaDB (simba and GET_LOCK) an attempt has found it owned and the server's process list shows a session in GET_LOCK ("User lock"); on PostgreSQL (simba and pg_advisory_lock) pg_stat_activity shows a session waiting for an advisory lock; on ZooKeeper (simba and zk.Lock) the server's wchc list shows the waiter's session watching the holder's node, or for simba the mutex node (its queue watch, persistent and recursive); on memory an attempt has found it owned (the store then queues the waiter); for the polling libraries (redsync, redislock), the client has completed its first attempt. The holder then holds on for a random time, uniform below %v for libraries woken by the store and below the longest retry delay for polling ones (250 ms, 100 ms, 5 ms), so that the release falls at a random phase of the poll. The time runs from the holder's release call to the waiter's acquire returning. %d hand-overs per library after %d untimed; the libraries of a store take turns in blocks of 10. The CDF plots show every sample.
 - **Contended**: %d clients loop acquire, an empty critical section, release, on one mutex, for %v after %v of warm-up. A client's section runs from its acquire's return to its release call; an atomic counter of clients in their section counts overlaps. A polling library that gives up (redsync after its tries, redislock after its retries) is asked again at once, as an application would; that is counted as "gave up".
 - **Crash failover**: a holder process (this program re-run in a holder role) acquires the mutex with the library and holds it, renewing where the library does not on its own (redsync Extend, redislock Refresh, each every third of the lease); the waiter is waiting, verified as above; the holder is killed with SIGKILL after a random time, uniform below the lease, so that it dies at a random point of its renewal cycle. The time runs from the kill to the waiter's acquire returning. All libraries get the same lease of %v, so that the figure compares designs, not defaults: simba ttl 2s and transition 1s (a successor may acquire only after both; the waiter's contend period adds up to 1s of jitter), redsync and redislock an expiry of 3s, ZooKeeper a session timeout of 3s (expiry is checked every tick, %v). With their defaults the lease is longer (simba 10s + 6s, redsync 8s) and the figure scales with it. GET_LOCK has no lease: the server frees the lock when the dead process's connection closes, which it does at once on a crash of the process (not on a network partition or a frozen host, where simba's lease and ZooKeeper's session still bound the wait). %d kills per library.
-- **Scale**: %s Lockers in this process, each acquiring a mutex of its own, on one backend (memory; Redis with one go-redis client), ttl %v. Heap (HeapAlloc after two GCs), heap + goroutine stacks (StackInuse) and goroutines per contender are measured against a baseline taken before the Lockers were made (the Redis client's connection pool is dialed before the baseline), after the load window, so every owner has renewed at least once (on Redis, that is when an owner subscribes its channels). Renewals come in waves, one per renewal period (ttl − lead), each as wide as the acquisitions took; the load window starts in the quiet middle after the first wave (every owner has renewed once) and lasts a whole number of periods, up to %v, so that every owner renews exactly as often within it: calls/window is the steady rate, compared with the ideal N/ttl (one renewal per TTL). It is run with simba's default lead (ttl/3: a renewal every 2/3 ttl, so 1.5 × N/ttl by construction) and with WithRenewalLead(ttl/20). Calls are counted by a wrapper around the backend's contention; on Redis the server's INFO commandstats (EVALSHA + EVAL) confirms them. A renewal interval is the time between two renewal calls of one owner; an owner is late when its lease context has ended (it stopped believing it owns).
+- **Scale**: %s Lockers in this process, each acquiring a mutex of its own, on one backend (memory; Redis with one go-redis client), ttl %v. Heap (HeapAlloc after two GCs), heap + goroutine stacks (StackInuse) and goroutines per contender are measured against a baseline taken before the Lockers were made (the Redis client's connection pool is dialed before the baseline), after the load window, so every owner has renewed at least once (on Redis, that is when an owner subscribes its channels). Renewals come in waves, one per renewal period (ttl − lead), each as wide as the acquisitions took; the load window starts in the quiet middle after the first wave (every owner has renewed once) and lasts a whole number of periods, up to %v, so that every owner renews exactly as often within it: calls/window is the steady rate, compared with the ideal N/ttl (one renewal per TTL). It is run with simba's default lead (ttl/3: a renewal every 2/3 ttl, so 1.5 × N/ttl by construction) and with WithRenewalLead(ttl/20). Calls are counted by a wrapper around the backend's contention; on Redis the server's INFO commandstats (EVALSHA + EVAL) confirms them. A renewal interval is the time between two renewal calls of one owner; an owner is late when its lease context has ended (it stopped believing it owns). On MariaDB and PostgreSQL (a pool of %d connections) the same %s Lockers run once, with the default lead, for whole periods up to %v: the store's load (Many held mutexes).
+- **Store work**: the servers' own counters, read before and after: Redis INFO commandstats (calls and usec of every command, scripts' inner calls included; EVAL, EVALSHA and FCALL calls as scripts), MariaDB SHOW GLOBAL STATUS (Questions, Com_update, Com_commit, Innodb_data_fsyncs), PostgreSQL pg_stat_statements (loaded by this program into the server it starts; BEGIN and COMMIT included) and pg_stat_database's xact_commit, ZooKeeper mntr's zk_packets_received (pings of every open session included). Reading them is left out of them. The uncontended figure counts over %d cycles of each library after its timed ones, the contended one over its window.
+- **Over a network**: the uncontended, hand-over, contended and failover figures again, with a proxy in front of each store that holds every chunk %v each way (see that section), with smaller samples.
+- **Time to notice a lost lock**: an owner behind a proxy of its own is cut off by it (every byte swallowed both ways, connections open) at a random moment of its lease while a waiter, connected directly, waits (see that section); %d cuts per library.
 
 Load: the machine has %d cores and is shared with other work; the load average at start and end is in the header. Ratios between libraries of one store are more reliable than absolute values: in the uncontended and hand-over figures they take turns, and the contended and failover runs of a store follow each other within minutes.
 `,
 		st.Cycles, st.CycleWarm, eventHold, st.HandOvers, st.HandOverWarm,
 		st.Clients, st.ContendWindow, st.ContendWarm,
 		failoverLease, zkTick, st.Failovers,
-		thousands(st.ScaleN), st.ScaleTTL, st.ScaleFor, r.Machine.Cores)
+		thousands(st.ScaleN), st.ScaleTTL, st.ScaleFor, heldPool, thousands(st.ScaleN), st.HeldFor,
+		st.CountCycles, st.Delay, st.Cuts, r.Machine.Cores)
 }
 
 // Markers of the README's performance section.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,16 +9,18 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/backend/memory"
 	simbaredis "github.com/simba-go/simba/backend/redis"
 )
+
+// heldPool is the connection pool of the SQL stores' held-mutex runs.
+const heldPool = 10
 
 // scaleResult is one run of the scale figure: n Lockers of one process, each holding a
 // mutex of its own, on one backend.
@@ -35,10 +38,16 @@ type scaleResult struct {
 	Goroutines     float64 `json:"goroutines"`
 	// Store load over a whole number of renewal periods.
 	Window       time.Duration `json:"window_ns"`
+	Periods      int           `json:"periods"`        // renewal periods in the window
 	Calls        int64         `json:"calls"`          // acquire/renew calls, counted by the wrapper
 	OpsPerSecond float64       `json:"ops_per_second"` // Calls / Window
 	ServerOps    float64       `json:"server_ops"`     // Redis: EVALSHA + EVAL per second from INFO commandstats
 	Ideal        float64       `json:"ideal"`          // N / ttl
+	// The store's own counts per renewal period over the window (storeCounts names),
+	// and the most client connections it had open meanwhile beyond those open before the
+	// backend was made (absent on memory).
+	PerPeriod   map[string]float64 `json:"store_per_period,omitempty"`
+	Connections int64              `json:"connections,omitempty"`
 	// Renewals: the interval between two renewals of one owner, against ttl - lead.
 	Period       time.Duration `json:"period_ns"`
 	Renewals     int64         `json:"renewals"`
@@ -82,6 +91,10 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 		closeBe func()
 		warm    func(context.Context) error
 	)
+	conns0, countsConns, err := storeConnections(ctx, e, p.store) // before the client is made
+	if err != nil {
+		return res, err
+	}
 	switch p.store {
 	case storeMemory:
 		mb, err := memory.New(memory.NewStore())
@@ -98,6 +111,25 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 		}
 		be, closeBe = rb, func() { _ = rb.Close(); _ = rc.Close() }
 		warm = func(ctx context.Context) error { return rc.Ping(ctx).Err() }
+	case storeSQL, storePostgres:
+		db, err := openSQL(e, p.store)
+		if err != nil {
+			return res, err
+		}
+		// A pool of 10, the size the backend's documentation takes as an example.
+		db.SetMaxOpenConns(heldPool)
+		db.SetMaxIdleConns(heldPool)
+		var opts []jdbc.Option
+		if p.store == storePostgres {
+			opts = append(opts, jdbc.WithDialect(jdbc.Postgres))
+		}
+		jb, err := jdbc.New(db, opts...)
+		if err != nil {
+			_ = db.Close()
+			return res, err
+		}
+		be, closeBe = jb, func() { _ = jb.Close(); _ = db.Close() }
+		warm = db.PingContext
 	default:
 		return res, fmt.Errorf("no scale figure on %s", p.store)
 	}
@@ -117,7 +149,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	}
 	m0, g0 := heapNow()
 	began := time.Now()
-	err := parallel(ctx, p.n, 64, func(i int) error {
+	err = parallel(ctx, p.n, 64, func(i int) error {
 		l, err := simba.NewLocker(cb, fmt.Sprintf("b%s-s-%s-%d-%d", e.run, p.store, e.names.Add(1), i), opts...)
 		if err != nil {
 			return err
@@ -155,25 +187,46 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	}
 	renewals.reset()
 	cb.calls.Store(0)
-	server0, err := redisScripts(ctx, e, p.store)
+	counts0, err := readCounts(ctx, e, p.store)
 	if err != nil {
 		return res, err
 	}
 	window := time.Duration(p.periods) * period
 	start := time.Now()
-	if err := sleep(ctx, window); err != nil {
-		return res, err
+	// Sample the store's connections every second meanwhile.
+	for end := start.Add(window); ; {
+		if countsConns {
+			n, _, err := storeConnections(ctx, e, p.store)
+			if err != nil {
+				return res, err
+			}
+			res.Connections = max(res.Connections, n-conns0)
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			break
+		}
+		if err := sleep(ctx, min(left, time.Second)); err != nil {
+			return res, err
+		}
 	}
 	res.Window = time.Since(start)
 	res.Calls = cb.calls.Load()
-	server1, err := redisScripts(ctx, e, p.store)
+	counts1, err := readCounts(ctx, e, p.store)
 	if err != nil {
 		return res, err
 	}
 	res.OpsPerSecond = float64(res.Calls) / res.Window.Seconds()
-	if p.store == storeRedis {
-		res.ServerOps = float64(server1-server0) / res.Window.Seconds()
+	if d := counts1.since(counts0); len(d) > 0 {
+		res.PerPeriod = map[string]float64{}
+		for k := range d {
+			res.PerPeriod[k], _ = d.per(k, float64(p.periods))
+		}
+		if scripts, ok := d[countScripts]; ok {
+			res.ServerOps = float64(scripts) / res.Window.Seconds()
+		}
 	}
+	res.Periods = p.periods
 	res.Renewals, res.IntervalMean, res.IntervalMax = renewals.stats()
 	res.IntervalP99 = renewals.quantile(0.99)
 	for _, l := range leases {
@@ -258,27 +311,56 @@ func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
 	return ctx.Err()
 }
 
-// redisScripts returns how many scripts (EVALSHA and EVAL) the Redis server has run, or
-// zero for other stores.
-func redisScripts(ctx context.Context, e *env, store string) (int64, error) {
-	if store != storeRedis {
-		return 0, nil
+// writeHeld writes the store's requests per renewal period of the many-held-mutex runs.
+func (r *results) writeHeld(b *bytes.Buffer) {
+	fmt.Fprintf(b, "The scale figure's %s Lockers, each holding a mutex of its own, on one backend of one process, ttl %v, simba's default renewal lead (a renewal every 2/3 ttl): the requests the store served per renewal period, over the whole periods of the load window, next to N (one request per mutex and period: renewals not batched) and issue 35's goal, at most 1.1 × the connections the backend kept open (one batched request per connection and period). Requests are the store's own counts: on Redis the scripts run (INFO commandstats; simba renews with one script, whose inner commands are counted apart), on MariaDB the UPDATE statements (Com_update; all statements: Questions), on PostgreSQL the statements (pg_stat_statements; transactions committed: xact_commit of pg_stat_database). \"Backend calls\" are the renewals the Lockers asked for, counted around the backend. Connections: the most the store counted open (Redis connected_clients, MariaDB Threads_connected, PostgreSQL's client backends), sampled every second of the window, less those open before the backend was made; the SQL backends get a pool of %d (SetMaxOpenConns), the Redis one go-redis's default. ZooKeeper is not in it: its owners renew nothing, the session's heartbeat (one ping per connection every third of the session timeout) keeps every node of the session.\n\n",
+		thousands(r.Settings.ScaleN), r.Settings.ScaleTTL, heldPool)
+	b.WriteString("| store | mutexes | renewal period | periods | backend calls / period | store requests / period | store's other counts / period | N | connections | goal ≤ 1.1 × connections | late |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, h := range r.heldRuns() {
+		req, ok := heldRequests(h)
+		reqCell, goalCell := "not counted", "–"
+		if ok {
+			reqCell = fmt.Sprintf("%.0f", req)
+			goalCell = fmt.Sprintf("%.0f: %s", 1.1*float64(h.Connections), map[bool]string{true: "✅", false: "❌"}[h.Connections > 0 && req <= 1.1*float64(h.Connections)])
+		}
+		var other string
+		p := h.PerPeriod
+		switch h.Store {
+		case storeRedis:
+			other = fmt.Sprintf("%.0f commands, %.0f ms CPU", p[countRequests], p[countCPU]/1000)
+		case storeSQL:
+			other = fmt.Sprintf("%.0f statements, %.0f fsyncs", p[countRequests], p[countFsyncs])
+		case storePostgres:
+			other = fmt.Sprintf("%.0f transactions committed", p[countCommits])
+		}
+		perPeriod := 0.0
+		if h.Periods > 0 {
+			perPeriod = float64(h.Calls) / float64(h.Periods)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %.0f | %s | %s | %s | %d | %s | %d |\n",
+			storeTitle(h.Store), thousands(h.Contenders), ms(h.Period), h.Periods, perPeriod, reqCell, other, thousands(h.Contenders), h.Connections, goalCell, h.Late)
 	}
-	info, err := e.redis.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return 0, fmt.Errorf("redis commandstats: %w", err)
-	}
-	var total int64
-	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
-		v := infoField(info, cmd)
-		if calls, ok := strings.CutPrefix(v, "calls="); ok {
-			calls, _, _ = strings.Cut(calls, ",")
-			n, err := strconv.ParseInt(calls, 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("redis commandstats %q: %w", v, err)
-			}
-			total += n
+}
+
+// heldRuns returns the runs of many held mutexes on a store with connections: Redis's at
+// the default lead, and the SQL stores'.
+func (r *results) heldRuns() []scaleResult {
+	var out []scaleResult
+	for _, s := range r.Scale {
+		if s.Store == storeRedis && s.Lead == s.TTL/3 {
+			out = append(out, s)
 		}
 	}
-	return total, nil
+	return append(out, r.Held...)
+}
+
+// heldRequests returns a held-mutex run's store requests per renewal period: Redis
+// scripts (simba renews with one), MariaDB UPDATEs, PostgreSQL statements.
+func heldRequests(s scaleResult) (float64, bool) {
+	k, ok := map[string]string{storeRedis: countScripts, storeSQL: countUpdates, storePostgres: countRequests}[s.Store]
+	if !ok {
+		return 0, false
+	}
+	v, ok := s.PerPeriod[k]
+	return v, ok
 }

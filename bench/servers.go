@@ -84,12 +84,16 @@ func startServers(ctx context.Context, need map[string]bool, reuse endpoints) (*
 		s.DSN = m.DSN()
 	}
 	if need[storePostgres] && s.PgDSN == "" {
-		p, err := testserver.NewPostgres(filepath.Join(dir, "pg"))
+		// pg_stat_statements counts the statements the figures report per operation.
+		p, err := testserver.NewPostgres(filepath.Join(dir, "pg"), "-c", "shared_preload_libraries=pg_stat_statements")
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		if err := s.start(ctx, p.Server); err != nil {
 			return nil, err
+		}
+		if err := p.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;"); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		s.PgDSN = p.DSN()
 	}
