@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,7 +181,7 @@ func (r *results) markdown(links string) string {
 		h = "###"
 	}
 	fmt.Fprintf(&b, "\n%s Goals\n\n", h)
-	b.WriteString("The goals of the open issues (#14 Redis, #15 MariaDB and ZooKeeper, #18 PostgreSQL), and those of the first round's design card that no later goal replaced, on this run.\n\n")
+	b.WriteString("Issue 35's goals, and those of earlier issues it left standing (the hand-overs of #14, #15 and #18 and of the first round's design card; the first round's memory per contender), on this run.\n\n")
 	r.writeGoals(&b)
 	var plots strings.Builder
 	for _, store := range allStores {
@@ -347,18 +346,6 @@ func (r *results) contended(id string) (contendedResult, bool) {
 	return contendedResult{}, false
 }
 
-// goals evaluates the open issues' goals, and those of the first round's design card
-// that no later goal replaced, on this run's figures.
-func (r *results) goals() []goal {
-	var gs []goal
-	gs = append(gs, r.redisGoals()...)
-	gs = append(gs, r.mariaDBGoals()...)
-	gs = append(gs, r.zooKeeperGoals()...)
-	gs = append(gs, r.postgresGoals()...)
-	gs = append(gs, r.scaleGoals()...)
-	return gs
-}
-
 // ratioGoal compares simba's p50 cycle or hand-over (of: "cycle" or "handover") with a
 // peer's: met when simba's over the peer's is at most limit.
 func (r *results) ratioGoal(issue, text, of, mine, peer, peerName string, limit float64) goal {
@@ -415,156 +402,6 @@ func (r *results) bestPeer(store string) (id, name string, ok bool) {
 		return "", "", false
 	}
 	return best.ID, "best peer " + best.Library, true
-}
-
-// redisGoals are issue 14's goals for Redis, and the first round's hand-over goal.
-func (r *results) redisGoals() []goal {
-	gs := []goal{r.ratioGoal("#14", "Redis uncontended cycle ≤ 1.1 × redsync's (p50)", "cycle", "simba-redis", "redsync", "redsync", 1.1)}
-	text := "Redis hand-over p50 ≤ 0.3 ms"
-	s, sok := r.handOver("simba-redis")
-	if sok {
-		gs = append(gs, goal{"#14", text, ms(s.P50), verdict(s.P50 <= 300*time.Microsecond)})
-	} else {
-		gs = append(gs, missing("#14", text))
-	}
-	text = fmt.Sprintf("Redis, %d clients: ≤ 10 server commands and ≤ 1 lost attempt per critical section", r.Settings.Clients)
-	if c, ok := r.contended("simba-redis"); ok && c.ServerOpsPerSection > 0 {
-		gs = append(gs, goal{"#14", text, fmt.Sprintf("%.1f commands, %.2f lost attempts", c.ServerOpsPerSection, c.LostPerSection),
-			verdict(c.ServerOpsPerSection <= 10 && c.LostPerSection <= 1)})
-	} else {
-		gs = append(gs, missing("#14", text))
-	}
-	text = fmt.Sprintf("Redis, %d clients: throughput ≥ 0.8 × the best peer's, fairness ≥ 0.5", r.Settings.Clients)
-	if id, name, ok := r.bestPeer(storeRedis); ok {
-		gs = append(gs, r.throughputGoal("#14", text, "simba-redis", id, name, 0.8, 0, 0.5))
-	} else {
-		gs = append(gs, missing("#14", text))
-	}
-	text = "Redis hand-over p50 ≤ 1/50 of redsync's (defaults)"
-	if p, ok := r.handOver("redsync"); ok && sok {
-		f := float64(p.P50) / float64(s.P50)
-		gs = append(gs, goal{"round 1", text, fmt.Sprintf("simba %s, redsync %s: 1/%.0f", ms(s.P50), ms(p.P50), f), verdict(f >= 50)})
-	} else {
-		gs = append(gs, missing("round 1", text))
-	}
-	return gs
-}
-
-// mariaDBGoals are issue 15's goals for MariaDB (item 8): an uncontended cycle of at most
-// 9 round trips (two commits and little else), 2,000 sections per second with 8 clients
-// and fairness ≥ 0.5, hand-over p50 ≤ 2 ms. They replace the first round's (hand-over
-// ≤ 5 ms, 8 clients ≥ 0.8 × the best peer's).
-func (r *results) mariaDBGoals() []goal {
-	text := "MariaDB uncontended cycle ≤ 9 round trips (p50 over SELECT 1's)"
-	var gs []goal
-	s, sok := r.cycle("simba-sql")
-	f, fok := r.floor(storeSQL)
-	if sok && fok && f.P50 > 0 {
-		trips := float64(s.P50) / float64(f.P50)
-		m := fmt.Sprintf("%.1f round trips (simba %s, SELECT 1 %s", trips, ms(s.P50), ms(f.P50))
-		for _, w := range r.Floors {
-			if w.ID == "floor-"+storeSQL+"-write" {
-				m += fmt.Sprintf("; one UPDATE with its commit: %.1f", float64(w.P50)/float64(f.P50))
-			}
-		}
-		gs = append(gs, goal{"#15", text, m + ")", verdict(trips <= 9)})
-	} else {
-		gs = append(gs, missing("#15", text))
-	}
-	gs = append(gs, r.throughputGoal("#15", fmt.Sprintf("MariaDB, %d clients: ≥ 2,000 sections/s, fairness ≥ 0.5", r.Settings.Clients),
-		"simba-sql", "", "", 0, 2000, 0.5))
-	text = "MariaDB hand-over p50 ≤ 2 ms"
-	if h, ok := r.handOver("simba-sql"); ok {
-		g := goal{"#15", text, ms(h.P50), verdict(h.P50 <= 2*time.Millisecond)}
-		if p, ok := r.handOver("getlock"); ok {
-			g.measured += fmt.Sprintf(" (GET_LOCK alone: %s)", ms(p.P50))
-		}
-		gs = append(gs, g)
-	} else {
-		gs = append(gs, missing("#15", text))
-	}
-	return gs
-}
-
-// zooKeeperGoals are issue 15's goals for ZooKeeper (item 9): 8 clients ≥ 1.0 × zk.Lock's
-// throughput with fairness 1.0 (two decimals), an uncontended cycle and a hand-over
-// ≤ 1.1 × zk.Lock's. They replace the first round's (hand-over ≤ 1.2 ×, 8 clients ≥ 0.8 ×).
-func (r *results) zooKeeperGoals() []goal {
-	return []goal{
-		r.throughputGoal("#15", fmt.Sprintf("ZooKeeper, %d clients: throughput ≥ 1.0 × zk.Lock's, fairness 1.0", r.Settings.Clients),
-			"simba-zookeeper", "zklock", "zk.Lock", 1.0, 0, 0.995),
-		r.ratioGoal("#15", "ZooKeeper uncontended cycle ≤ 1.1 × zk.Lock's (p50)", "cycle", "simba-zookeeper", "zklock", "zk.Lock", 1.1),
-		r.ratioGoal("#15", "ZooKeeper hand-over ≤ 1.1 × zk.Lock's (p50)", "handover", "simba-zookeeper", "zklock", "zk.Lock", 1.1),
-	}
-}
-
-// postgresGoals are issue 18's goals for PostgreSQL: hand-over p50 ≤ 2 ms, an uncontended
-// cycle ≤ 2 × one UPDATE with its commit, and 8 clients ≥ 0.5 × pg_advisory_lock's
-// throughput with fairness ≥ 0.5.
-func (r *results) postgresGoals() []goal {
-	var gs []goal
-	text := "PostgreSQL hand-over p50 ≤ 2 ms"
-	if h, ok := r.handOver("simba-postgres"); ok {
-		g := goal{"#18", text, ms(h.P50), verdict(h.P50 <= 2*time.Millisecond)}
-		if p, ok := r.handOver("advisory"); ok {
-			g.measured += fmt.Sprintf(" (pg_advisory_lock alone: %s)", ms(p.P50))
-		}
-		gs = append(gs, g)
-	} else {
-		gs = append(gs, missing("#18", text))
-	}
-	text = "PostgreSQL uncontended cycle ≤ 2 × one UPDATE with its commit (p50)"
-	s, sok := r.cycle("simba-postgres")
-	var w cycleResult
-	wok := false
-	for _, f := range r.Floors {
-		if f.ID == "floor-"+storePostgres+"-write" {
-			w, wok = f, true
-		}
-	}
-	if sok && wok {
-		ratio := float64(s.P50) / float64(w.P50)
-		gs = append(gs, goal{"#18", text, fmt.Sprintf("simba %s, UPDATE %s: %.2f ×", ms(s.P50), ms(w.P50), ratio), verdict(ratio <= 2)})
-	} else {
-		gs = append(gs, missing("#18", text))
-	}
-	gs = append(gs, r.throughputGoal("#18", fmt.Sprintf("PostgreSQL, %d clients: throughput ≥ 0.5 × pg_advisory_lock's, fairness ≥ 0.5", r.Settings.Clients),
-		"simba-postgres", "advisory", "pg_advisory_lock", 0.5, 0, 0.5))
-	return gs
-}
-
-// scaleGoals are the first round's goals for many contenders held by one process.
-func (r *results) scaleGoals() []goal {
-	var gs []goal
-	for _, store := range []string{storeMemory, storeRedis} {
-		var runs []scaleResult
-		for _, s := range r.Scale {
-			if s.Store == store {
-				runs = append(runs, s)
-			}
-		}
-		if len(runs) == 0 {
-			gs = append(gs, missing("round 1", fmt.Sprintf("%s scale: heap, store load, late renewals", storeTitle(store))))
-			continue
-		}
-		n := runs[0].Contenders
-		worst, late, window := 0.0, 0, time.Duration(0)
-		for _, s := range runs {
-			worst = max(worst, s.HeapBytes)
-			late += s.Late
-			window += s.Window
-		}
-		gs = append(gs, goal{"round 1", fmt.Sprintf("%s: %s contenders in one process, ≤ 10 KB heap each", storeTitle(store), thousands(n)),
-			fmt.Sprintf("%.2f KB (worst of %d runs)", worst/1024, len(runs)), verdict(worst <= 10*1024)})
-		for _, s := range runs {
-			ratio := s.OpsPerSecond / s.Ideal
-			gs = append(gs, goal{"round 1", fmt.Sprintf("%s: store load within 10 %% of N/ttl, renewal lead %s", storeTitle(store), s.LeadLabel),
-				fmt.Sprintf("%.0f/s against %.0f/s: %.3f ×", s.OpsPerSecond, s.Ideal, ratio), verdict(math.Abs(ratio-1) <= 0.10)})
-		}
-		gs = append(gs, goal{"round 1", fmt.Sprintf("%s: no late renewal (%v of holding)", storeTitle(store), window.Round(time.Second)),
-			fmt.Sprintf("%d owners lost their lease", late), verdict(late == 0)})
-	}
-	return gs
 }
 
 // missing is a goal this run did not measure.
