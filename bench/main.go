@@ -271,7 +271,9 @@ func run(ctx context.Context, o options) error {
 					continue
 				}
 				period := s.ScaleTTL - s.ScaleTTL/3
-				plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, periods: max(int(s.HeldFor/period), 1)}
+				// A period of a ttl that 3 does not divide is a little longer than ttl × 2/3:
+				// held-for 20s holds 3 periods of 6.667s, not 2.
+				plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, periods: max(int((s.HeldFor+time.Millisecond)/period), 1)}
 				m.do(fig, st+"-held", func() error {
 					r, err := measureScale(ctx, e, plan)
 					if err == nil {
