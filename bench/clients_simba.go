@@ -189,6 +189,8 @@ type simbaClient struct {
 	prepare func(ctx context.Context) error
 	check   func(ctx context.Context) (bool, error)
 	crash   func() // ends the backend as a crash would (memory: no process to kill)
+	// closers run last to first: the Locker's Close, which waits for what it still
+	// tells the store (a grant its cancelled wait got is released), before the backend's.
 	closers []func() error
 }
 
@@ -269,7 +271,7 @@ func openSimbaMemory(_ context.Context, e *env, mutex string, o openOptions) (cl
 	if err != nil {
 		return nil, fmt.Errorf("simba memory: %w", err)
 	}
-	return &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, crash: func() { _ = be.Close() }, closers: []func() error{be.Close}}, nil
+	return &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, crash: func() { _ = be.Close() }, closers: []func() error{be.Close, l.Close}}, nil
 }
 
 func openSimbaRedis(_ context.Context, e *env, mutex string, o openOptions) (client, error) {
@@ -287,7 +289,7 @@ func openSimbaRedis(_ context.Context, e *env, mutex string, o openOptions) (cli
 		_ = rc.Close()
 		return nil, fmt.Errorf("simba redis: %w", err)
 	}
-	c := &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, closers: []func() error{rc.Close, be.Close}}
+	c := &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, closers: []func() error{rc.Close, be.Close, l.Close}}
 	if e.redis != nil {
 		// The waiter's inbox: the channel its release message comes on (the format
 		// of backend/redis). It is subscribed after an attempt found the mutex owned.
@@ -361,7 +363,7 @@ func openJDBC(driver, dsn, mutex string, o openOptions, opts ...jdbc.Option) (*s
 		_ = db.Close()
 		return nil, fmt.Errorf("simba %s: %w", driver, err)
 	}
-	return &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, closers: []func() error{db.Close, be.Close}}, nil
+	return &simbaClient{locker: l, ttl: simbaTTL(o), backend: cb, closers: []func() error{db.Close, be.Close, l.Close}}, nil
 }
 
 // advisoryWaiters counts the sessions of the PostgreSQL server that wait for an advisory
@@ -396,7 +398,7 @@ func openSimbaZooKeeper(_ context.Context, e *env, mutex string, o openOptions) 
 		_ = be.Close()
 		return nil, fmt.Errorf("simba zookeeper: %w", err)
 	}
-	c := &simbaClient{locker: l, ttl: simbaTTL(o), closers: []func() error{be.Close}}
+	c := &simbaClient{locker: l, ttl: simbaTTL(o), closers: []func() error{be.Close, l.Close}}
 	if e.zk != nil {
 		parent := "/simba/" + mutex
 		c.check = func(ctx context.Context) (bool, error) {
