@@ -60,9 +60,12 @@ fuzz:
 
 ## bench: the side-by-side benchmark program (bench/, a module of its own): simba's
 ## backends and their peers on the same real servers; writes bench/results/ and the
-## README's performance section.
+## README's performance section. BENCHFLAGS go to the program: `make bench
+## BENCHFLAGS=-quick` is a smoke run of a few minutes that leaves the README alone
+## (`cd bench && go run . -h` lists the rest).
+BENCHFLAGS ?=
 bench: setup
-	cd bench && $(GO) run . -results results -readme ../README.md
+	cd bench && $(GO) run . -results results -readme ../README.md $(BENCHFLAGS)
 
 ## gobench: the Go benchmarks of the library's packages.
 gobench:

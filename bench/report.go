@@ -78,18 +78,23 @@ func isSimba(id string) bool { return strings.HasPrefix(id, "simba-") }
 // reference_redis.go), a floor to compare with and no peer.
 func isReference(id string) bool { return strings.HasPrefix(id, "reference-") }
 
-// Files of a run under the results directory. The .md and .svg files are the latest run's;
-// runs/ keeps the raw data of every run.
+// Files of a run under the results directory. The .md and .svg files are the latest full
+// run's; runs/ keeps the raw data of every run; a quick run writes all of its files under
+// quick/ instead, leaving the full run's, which the README links to, alone.
 const (
 	resultsFile = "results.md"
 	scaleSVG    = "scale.svg"
 	runsDir     = "runs"
+	quickDir    = "quick"
 )
 
 func handOverSVG(store string) string { return "handover-" + store + ".svg" }
 
 // write writes the results file, the plots and the raw data under dir.
 func (r *results) write(dir string) ([]string, error) {
+	if r.Quick {
+		dir = filepath.Join(dir, quickDir)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, runsDir), 0o755); err != nil {
 		return nil, err
 	}
