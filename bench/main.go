@@ -249,7 +249,7 @@ func run(ctx context.Context, o options) error {
 					if lead == 0 {
 						periodLen = s.ScaleTTL - s.ScaleTTL/3
 					}
-					plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, lead: lead, periods: max(int(s.ScaleFor/periodLen), 1)}
+					plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, lead: lead, periods: wholePeriodsIn(s.ScaleFor, periodLen)}
 					name := fmt.Sprintf("%s-lead-%v", st, lead)
 					if o.profile != "" {
 						plan.profile = filepath.Join(o.profile, "scale-"+name+".heap.pprof")
@@ -271,9 +271,7 @@ func run(ctx context.Context, o options) error {
 					continue
 				}
 				period := s.ScaleTTL - s.ScaleTTL/3
-				// A period of a ttl that 3 does not divide is a little longer than ttl × 2/3:
-				// held-for 20s holds 3 periods of 6.667s, not 2.
-				plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, periods: max(int((s.HeldFor+time.Millisecond)/period), 1)}
+				plan := scalePlan{store: st, n: s.ScaleN, ttl: s.ScaleTTL, periods: wholePeriodsIn(s.HeldFor, period)}
 				m.do(fig, st+"-held", func() error {
 					r, err := measureScale(ctx, e, plan)
 					if err == nil {

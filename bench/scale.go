@@ -364,3 +364,10 @@ func heldRequests(s scaleResult) (float64, bool) {
 	v, ok := s.PerPeriod[k]
 	return v, ok
 }
+
+// wholePeriodsIn returns the renewal periods that fit in window, at least one. A period
+// of a ttl that 3 does not divide is a little longer than ttl × 2/3, hence the
+// millisecond's slack: 20s holds 3 periods of 6.667s, not 2.
+func wholePeriodsIn(window, period time.Duration) int {
+	return max(int((window+time.Millisecond)/period), 1)
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWholePeriodsIn: a window holds the renewal periods that fit in it, also when the
+// period is a ttl's 2/3 that 3 does not divide (6.667s of a 10s ttl).
+func TestWholePeriodsIn(t *testing.T) {
+	ttl := 10 * time.Second
+	for _, c := range []struct {
+		window, period time.Duration
+		want           int
+	}{
+		{20 * time.Second, ttl - ttl/3, 3},
+		{2 * time.Minute, ttl - ttl/3, 18},
+		{2 * time.Minute, ttl - ttl/20, 12},
+		{time.Second, ttl - ttl/3, 1}, // at least one
+	} {
+		if got := wholePeriodsIn(c.window, c.period); got != c.want {
+			t.Errorf("wholePeriodsIn(%v, %v) = %d, want %d", c.window, c.period, got, c.want)
+		}
+	}
+}
+
+// TestHeldGoalNamesLateOwners: a held-mutex run whose owners lost their lease counts
+// fewer requests than N because the store fell behind, not because renewals were
+// batched; the goal's measured cell says so.
+func TestHeldGoalNamesLateOwners(t *testing.T) {
+	r := &results{Held: []scaleResult{{
+		Store: storeSQL, Contenders: 10000, Connections: 10, Late: 6089,
+		PerPeriod: map[string]float64{countUpdates: 4028},
+	}}}
+	gs := r.heldGoals()
+	if len(gs) != 1 {
+		t.Fatalf("%d goals, want 1", len(gs))
+	}
+	if !strings.Contains(gs[0].measured, "6089 late") {
+		t.Errorf("measured %q does not name the late owners", gs[0].measured)
+	}
+}
