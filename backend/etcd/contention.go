@@ -24,8 +24,12 @@ type contention struct {
 	b   *Backend
 	p   backend.Participant
 	log *slog.Logger
-	dir string // <prefix><mutex>/
+	dir string // <prefix><mutex>/; a semaphore's or read-write lock's: see holdDirs
 	n   uint64 // its number in the backend, part of its key
+
+	// A semaphore's or read-write lock's (holds.go); empty for a mutex.
+	queue string // the prefix of its key: where it queues
+	held  string // the prefix of its marker: where it marks its hold
 
 	kick     chan struct{} // capacity 1: look again
 	stop     chan struct{} // closed by halt
@@ -42,6 +46,7 @@ type contention struct {
 
 	// Owned by run.
 	key       string           // this contender's key; empty when it has none
+	marker    string           // a hold's marker, put with key's lease at its admission; empty for a mutex
 	keyLease  clientv3.LeaseID // the lease key is put with
 	rev       int64            // key's create revision, the token while it owns; 0 until it is known
 	served    bool             // a one-tenure participant (WaitsOnly) was reported the owner
@@ -53,7 +58,7 @@ type contention struct {
 	last    backend.Record      // the last record reported
 	since   time.Time           // when view.ownerKey was first seen owning
 	sinceOf string              // the owner key since refers to
-	watches map[string]*watcher // by key watched; dir itself: the mutex's prefix
+	watches map[target]*watcher // by what is watched
 	lastErr error               // the last failure, for StartContend's error
 	mine    string              // key, for OthersWaiting
 }
@@ -74,7 +79,7 @@ type view struct {
 // look is what one read of the mutex found, and what to watch from rev on.
 type look struct {
 	v     view
-	watch []string // keys to watch for their deletion; dir itself: the prefix, for a put
+	watch []target // what to watch
 	rev   int64    // the revision the read saw
 	again bool     // something changed: look again at once
 }
@@ -85,11 +90,14 @@ func newContention(b *Backend, p backend.Participant, n uint64) *contention {
 		log = b.log
 	}
 	life, endLife := context.WithCancel(context.Background())
+	dir, queue, held := b.holdDirs(p)
 	return &contention{
 		b:       b,
 		p:       p,
 		log:     log,
-		dir:     b.MutexPrefix(p.Mutex),
+		dir:     dir,
+		queue:   queue,
+		held:    held,
 		n:       n,
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -97,7 +105,7 @@ func newContention(b *Backend, p backend.Participant, n uint64) *contention {
 		endLife: endLife,
 		done:    make(chan struct{}),
 		started: make(chan struct{}),
-		watches: make(map[string]*watcher),
+		watches: make(map[target]*watcher),
 		// A watch stream of its own, which leave closes: the client's shared one stays open
 		// while a watch that was cancelled before the server confirmed it is queued.
 		watcher: clientv3.NewWatcher(b.client),
@@ -241,14 +249,19 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 		lk = look{}
 	default:
 		if c.key != "" && c.keyLease != l.id {
-			c.setKey("", 0) // put with a lease that is gone, and gone with it
+			c.setKey(0) // put with a lease that is gone, and gone with it
 		}
 		if c.key == "" {
-			c.setKey(keyOf(c.dir, l.id, c.n), l.id)
+			c.setKey(l.id)
 		}
-		if c.rev == 0 {
+		switch {
+		case c.p.Hold.Kind != backend.Mutex && c.rev == 0:
+			lk, err = c.joinHold(ctx)
+		case c.p.Hold.Kind != backend.Mutex:
+			lk, err = c.readHold(ctx)
+		case c.rev == 0:
 			lk, err = c.join(ctx)
-		} else {
+		default:
 			lk, err = c.read(ctx)
 		}
 	}
@@ -337,17 +350,17 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 	}
 	owner := first[0]
 	if string(owner.Key) == c.key {
-		return look{rev: rev, watch: []string{c.key},
+		return look{rev: rev, watch: []target{{key: c.key}},
 			v: view{self: true, ownerKey: c.key, owner: c.p.ContenderID, token: uint64(c.rev)}}, nil
 	}
 	lk := look{rev: rev, v: view{ownerKey: string(owner.Key), owner: string(owner.Value), token: uint64(owner.CreateRevision)}}
 	if pred != nil {
-		lk.watch = append(lk.watch, string(pred.Key)) // its deletion may make this contender the owner
+		lk.watch = append(lk.watch, target{key: string(pred.Key)}) // its deletion may make this contender the owner
 	}
 	if !c.p.WaitsOnly && (pred == nil || string(pred.Key) != string(owner.Key)) {
-		lk.watch = append(lk.watch, string(owner.Key)) // its deletion changes the owner
+		lk.watch = append(lk.watch, target{key: string(owner.Key)}) // its deletion changes the owner
 	}
-	lk.watch = append(lk.watch, c.key) // its deletion ends the contention's place
+	lk.watch = append(lk.watch, target{key: c.key}) // its deletion ends the contention's place
 	if lk.v.owner == c.p.ContenderID {
 		return c.sharedID(ctx, lk, owner)
 	}
@@ -362,7 +375,7 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 func (c *contention) sharedID(ctx context.Context, lk look, owner *mvccpb.KeyValue) (look, error) {
 	if clientv3.LeaseID(owner.Lease) == c.keyLease {
 		c.log.Info("simba/etcd: deleting a key this contender left behind", "key", string(owner.Key))
-		if err := c.b.deleteKey(ctx, string(owner.Key), c.keyLease); err != nil {
+		if err := c.b.deleteKey(ctx, string(owner.Key), "", c.keyLease); err != nil {
 			return look{}, err
 		}
 		return look{again: true}, nil
@@ -382,16 +395,25 @@ func (c *contention) observe(ctx context.Context) (look, error) {
 	}
 	c.b.sawRevision(resp.Header, floor)
 	if len(resp.Kvs) == 0 {
-		return look{rev: resp.Header.Revision, watch: []string{c.dir}}, nil
+		return look{rev: resp.Header.Revision, watch: []target{{key: c.dir, prefix: true, puts: true}}}, nil
 	}
 	kv := resp.Kvs[0]
-	return look{rev: resp.Header.Revision, watch: []string{string(kv.Key)},
+	return look{rev: resp.Header.Revision, watch: []target{{key: string(kv.Key)}},
 		v: view{ownerKey: string(kv.Key), owner: string(kv.Value), token: uint64(kv.CreateRevision)}}, nil
 }
 
-// setKey makes key, put with lease id, the contender's key (empty: none).
-func (c *contention) setKey(key string, id clientv3.LeaseID) {
-	c.key, c.keyLease, c.rev = key, id, 0
+// setKey gives the contender a key to put with lease id (and, for a hold, a marker), or
+// none when id is zero.
+func (c *contention) setKey(id clientv3.LeaseID) {
+	key, marker := "", ""
+	switch {
+	case id == 0:
+	case c.queue != "":
+		key, marker = keyOf(c.queue, id, c.n), keyOf(c.held, id, c.n)
+	default:
+		key = keyOf(c.dir, id, c.n)
+	}
+	c.key, c.marker, c.keyLease, c.rev = key, marker, id, 0
 	c.b.mu.Lock()
 	c.mine = key
 	c.b.mu.Unlock()
@@ -440,45 +462,74 @@ func (c *contention) install(l lease, gen uint64, lk look) (again bool) {
 // watching the others. A watch already running was started earlier, and so covers those
 // revisions too. Called with b.mu held.
 func (c *contention) setWatches(lk look) {
-	want := make(map[string]bool, len(lk.watch))
-	for _, k := range lk.watch {
-		want[k] = true
+	want := make(map[target]bool, len(lk.watch))
+	for _, t := range lk.watch {
+		want[t] = true
 	}
-	for k, w := range c.watches {
-		if !want[k] {
+	for t, w := range c.watches {
+		if !want[t] {
 			w.cancel()
-			delete(c.watches, k)
+			delete(c.watches, t)
 		}
 	}
-	for k := range want {
-		if _, ok := c.watches[k]; ok {
+	for t := range want {
+		if _, ok := c.watches[t]; ok {
 			continue
 		}
 		ctx, cancel := context.WithCancel(c.life)
 		w := &watcher{cancel: cancel}
-		c.watches[k] = w
-		c.watchers.Go(func() { c.watch(ctx, w, k, lk.rev+1) })
+		c.watches[t] = w
+		c.watchers.Go(func() { c.watch(ctx, w, t, lk.rev+1) })
 	}
 }
 
 // watcher is one watch of a contention.
 type watcher struct{ cancel context.CancelFunc }
 
-// watch waits for key's deletion (or, for the mutex's prefix, a put under it) from rev
-// on, then makes the contention look again. A watch that ends otherwise (the member lost
-// its leader, rev was compacted, the connection broke for good) does the same: the look
-// finds out what happened. A watch from the revision after a read is in sync with the
-// server, which then sends its events at once.
-func (c *contention) watch(ctx context.Context, w *watcher, key string, rev int64) {
+// target is what a watch waits for: key's deletion, or with puts its put; with prefix,
+// the same of any key under key, and with before only of keys created before that
+// revision (a semaphore's waiter, for the keys ahead of it).
+type target struct {
+	key    string
+	prefix bool
+	puts   bool
+	before int64
+}
+
+// fires reports whether events are what t waits for.
+func (t target) fires(events []*clientv3.Event) bool {
+	if t.before == 0 {
+		return len(events) > 0
+	}
+	for _, ev := range events {
+		if ev.PrevKv == nil || ev.PrevKv.CreateRevision < t.before {
+			return true // without the key as it was (compacted), look again
+		}
+	}
+	return false
+}
+
+// watch waits for what t names from rev on, then makes the contention look again. A
+// watch that ends otherwise (the member lost its leader, rev was compacted, the
+// connection broke for good) does the same: the look finds out what happened. A watch
+// from the revision after a read is in sync with the server, which then sends its events
+// at once.
+func (c *contention) watch(ctx context.Context, w *watcher, t target, rev int64) {
 	defer w.cancel()
 	opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterPut()}
-	if key == c.dir {
-		opts = []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithPrefix(), clientv3.WithFilterDelete()}
+	if t.puts {
+		opts = []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterDelete()}
+	}
+	if t.prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	if t.before != 0 {
+		opts = append(opts, clientv3.WithPrevKV())
 	}
 	fired, deleted := false, false
-	for wr := range c.watcher.Watch(clientv3.WithRequireLeader(ctx), key, opts...) {
-		if len(wr.Events) > 0 || wr.Err() != nil || wr.Canceled {
-			fired, deleted = true, len(wr.Events) > 0
+	for wr := range c.watcher.Watch(clientv3.WithRequireLeader(ctx), t.key, opts...) {
+		if t.fires(wr.Events) || wr.Err() != nil || wr.Canceled {
+			fired, deleted = true, len(wr.Events) > 0 && !t.puts
 			break
 		}
 	}
@@ -488,11 +539,11 @@ func (c *contention) watch(ctx context.Context, w *watcher, key string, rev int6
 	b := c.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c.watches[key] == w {
-		delete(c.watches, key)
+	if c.watches[t] == w {
+		delete(c.watches, t)
 	}
 	c.gen++
-	if deleted && key == c.view.ownerKey && c.view.self {
+	if deleted && !t.prefix && t.key == c.view.ownerKey && c.view.self {
 		c.suspend() // this contender's key is gone: it owns nothing now
 	}
 	c.poke() // a watch that ended otherwise (no leader, compaction) leaves belief to the lease
@@ -568,10 +619,10 @@ func (c *contention) leave() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
-	if err := b.deleteKey(ctx, c.key, c.keyLease); err != nil {
+	if err := b.deleteKey(ctx, c.key, c.marker, c.keyLease); err != nil {
 		c.leaveErr = err
 		b.mu.Lock()
-		b.leaveBehind(c.key, c.keyLease)
+		b.leaveBehind(c.key, c.marker, c.keyLease)
 		b.mu.Unlock()
 	}
 }

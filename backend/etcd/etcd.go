@@ -39,9 +39,9 @@ type Backend struct {
 	keeping     bool // the keeper runs: a contention has started
 	lease       lease
 	contentions map[*contention]struct{}
-	orphans     map[string]clientv3.LeaseID // keys stopped contentions left behind, with their lease
-	seq         uint64                      // numbers the contentions, in their keys
-	revision    int64                       // the latest revision a linearizable answer carried (see sawRevision)
+	orphans     map[string]orphan // keys stopped contentions left behind
+	seq         uint64            // numbers the contentions, in their keys
+	revision    int64             // the latest revision a linearizable answer carried (see sawRevision)
 }
 
 // lease is what the backend knows of its lease.
@@ -77,7 +77,7 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 		endLife:     endLife,
 		keepWake:    make(chan struct{}, 1),
 		contentions: make(map[*contention]struct{}),
-		orphans:     make(map[string]clientv3.LeaseID),
+		orphans:     make(map[string]orphan),
 	}, nil
 }
 
@@ -353,8 +353,8 @@ func (b *Backend) lost(epoch uint64, why string) {
 		return
 	}
 	b.log.Info("simba/etcd: lease lost; owners stop believing", "lease", fmt.Sprintf("%x", int64(b.lease.id)), "why", why)
-	for key, id := range b.orphans {
-		if id == b.lease.id {
+	for key, o := range b.orphans {
+		if o.lease == b.lease.id {
 			delete(b.orphans, key) // gone with the lease
 		}
 	}
@@ -366,9 +366,16 @@ func (b *Backend) lost(epoch uint64, why string) {
 	b.wakeKeeper()
 }
 
-// leaveBehind records a key for the keeper to delete. Called with b.mu held.
-func (b *Backend) leaveBehind(key string, id clientv3.LeaseID) {
-	b.orphans[key] = id
+// orphan is a key a stopped contention left behind: its lease, and a hold's marker.
+type orphan struct {
+	lease  clientv3.LeaseID
+	marker string
+}
+
+// leaveBehind records a key (and a hold's marker, or "") for the keeper to delete. Called
+// with b.mu held.
+func (b *Backend) leaveBehind(key, marker string, id clientv3.LeaseID) {
+	b.orphans[key] = orphan{lease: id, marker: marker}
 	b.log.Warn("simba/etcd: key left for the backend to delete", "key", key)
 	b.wakeKeeper()
 }
@@ -377,31 +384,36 @@ func (b *Backend) leaveBehind(key string, id clientv3.LeaseID) {
 // attached to the lease it was put with.
 func (b *Backend) collect() {
 	b.mu.Lock()
-	keys := make(map[string]clientv3.LeaseID, len(b.orphans))
-	for k, id := range b.orphans {
-		keys[k] = id
+	keys := make(map[string]orphan, len(b.orphans))
+	for k, o := range b.orphans {
+		keys[k] = o
 	}
 	b.mu.Unlock()
-	for key, id := range keys {
+	for key, o := range keys {
 		ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
-		err := b.deleteKey(ctx, key, id)
+		err := b.deleteKey(ctx, key, o.marker, o.lease)
 		cancel()
 		if err != nil {
 			continue
 		}
 		b.mu.Lock()
-		if b.orphans[key] == id {
+		if b.orphans[key] == o {
 			delete(b.orphans, key)
 		}
 		b.mu.Unlock()
 	}
 }
 
-// deleteKey deletes key if it is attached to lease id: a key of a later incarnation is
-// left alone.
-func (b *Backend) deleteKey(ctx context.Context, key string, id clientv3.LeaseID) error {
+// deleteKey deletes key, and with it a hold's marker (none: ""), if key is attached to
+// lease id: a key of a later incarnation is left alone. Both go in one transaction, so no
+// marker outlives its key.
+func (b *Backend) deleteKey(ctx context.Context, key, marker string, id clientv3.LeaseID) error {
+	ops := []clientv3.Op{clientv3.OpDelete(key)}
+	if marker != "" {
+		ops = append(ops, clientv3.OpDelete(marker))
+	}
 	_, err := b.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", id)).
-		Then(clientv3.OpDelete(key)).Commit()
+		Then(ops...).Commit()
 	if err != nil {
 		return storeError("delete", key, err)
 	}

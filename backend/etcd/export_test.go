@@ -14,8 +14,8 @@ func Watched(b *Backend, mutex string) map[string][]string {
 			continue
 		}
 		var keys []string
-		for k := range c.watches {
-			keys = append(keys, k)
+		for t := range c.watches {
+			keys = append(keys, t.key)
 		}
 		slices.Sort(keys)
 		out[c.p.ContenderID] = keys

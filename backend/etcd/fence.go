@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // FenceKey returns the comparison that holds in an etcd transaction while key still has
@@ -60,7 +61,7 @@ func (b *Backend) ownKey(mutex string, token uint64) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for c := range b.contentions {
-		if v := c.view; c.p.Mutex == mutex && v.valid && v.self && v.token == token {
+		if v := c.view; c.p.Mutex == mutex && c.p.Hold.Kind == backend.Mutex && v.valid && v.self && v.token == token {
 			return v.ownerKey
 		}
 	}

@@ -1,0 +1,181 @@
+package etcd_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/etcd"
+)
+
+// The tests of semaphores and read-write locks beyond the conformance suite: the key
+// layout, and the sequences that the suite does not force.
+
+func newRWMutex(t *testing.T, b simba.Backend, name, id string) *simba.RWMutex {
+	t.Helper()
+	m, err := simba.NewRWMutex(b, name, simba.WithContenderID(id))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func newSemaphore(t *testing.T, b simba.Backend, name string, permits int, id string) *simba.Semaphore {
+	t.Helper()
+	s, err := simba.NewSemaphore(b, name, permits, simba.WithContenderID(id))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// outcome is what an acquisition in the background returned.
+type outcome struct {
+	lease *simba.Lease
+	err   error
+}
+
+// goAcquire runs acquire in the background; a lease it returns is released at the end.
+func goAcquire(t *testing.T, acquire func(context.Context) (*simba.Lease, error)) <-chan outcome {
+	out := make(chan outcome, 1)
+	go func() {
+		l, err := acquire(t.Context())
+		out <- outcome{l, err}
+	}()
+	t.Cleanup(func() {
+		select {
+		case o := <-out:
+			if o.lease != nil {
+				_ = o.lease.Release(context.Background())
+			}
+		default:
+		}
+	})
+	return out
+}
+
+// awaitWatching waits until contender id of b watches a key under prefix, and fails the
+// test if done delivers first or nothing comes within eventBound.
+func awaitWatching[T any](t *testing.T, b *testBackend, name, id, prefix string, done <-chan T, what string) {
+	t.Helper()
+	deadline := time.After(eventBound)
+	for {
+		if slices.ContainsFunc(etcd.Watched(b.Backend, name)[id], func(k string) bool { return strings.HasPrefix(k, prefix) }) {
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("%s: returned instead of waiting", what)
+		case <-deadline:
+			t.Fatalf("%s: watches %v after %v, want a key under %s", what, etcd.Watched(b.Backend, name)[id], eventBound, prefix)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// The layout: a semaphore's keys and markers under <prefix>/semaphore/<name>/<permits>/,
+// a read-write lock's under <prefix>/rwlock/<name>/; a mutex of the same name is another
+// thing, and neither shows among the mutexes.
+func TestHoldKeyLayout(t *testing.T) {
+	b := newBackend(t)
+	s := newSemaphore(t, b, "jobs", 3, "s")
+	m := newRWMutex(t, b, "jobs", "m")
+	l := newLocker(t, b, "jobs", "l")
+	permit, err := s.Acquire(t.Context())
+	require.NoError(t, err)
+	read, err := m.RLock(t.Context())
+	require.NoError(t, err)
+	lease, err := l.Acquire(t.Context())
+	require.NoError(t, err)
+	keys, _, revs := contenders(t, b.client, b.SemaphorePrefix("jobs"))
+	require.Len(t, keys, 2)
+	assert.True(t, strings.HasPrefix(keys[0], "simba//semaphore/jobs/3/q/"), keys[0])
+	assert.True(t, strings.HasPrefix(keys[1], "simba//semaphore/jobs/3/h/"), keys[1])
+	assert.Equal(t, uint64(revs[1]), permit.Token(), "a hold's token is its marker's create revision")
+	keys, _, revs = contenders(t, b.client, b.RWMutexPrefix("jobs"))
+	require.Len(t, keys, 2)
+	assert.True(t, strings.HasPrefix(keys[0], "simba//rwlock/jobs/r/"), keys[0])
+	assert.True(t, strings.HasPrefix(keys[1], "simba//rwlock/jobs/hr/"), keys[1])
+	assert.Equal(t, uint64(revs[1]), read.Token())
+	names, err := b.Mutexes(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"jobs"}, names, "the mutex only")
+	for _, h := range []*simba.Lease{permit, read, lease} {
+		require.NoError(t, h.Release(t.Context()))
+	}
+	keys, _, _ = contenders(t, b.client, "simba/")
+	assert.Empty(t, keys, "a release deletes the key and the marker")
+}
+
+// Curator's CURATOR-621, on etcd: a writer downgrades while a second writer waits. The
+// downgraded read key is created after the second writer's, so once the first writer's
+// key is gone the second writer's key is the first of the lock; it must still wait for
+// the read hold, which it sees by its marker.
+func TestDowngradeKeepsWaitingWriterOut(t *testing.T) {
+	b1, b2 := newBackend(t), newBackend(t)
+	m1, m2 := newRWMutex(t, b1, "ledger", "w1"), newRWMutex(t, b2, "ledger", "w2")
+	w1, err := m1.Lock(t.Context())
+	require.NoError(t, err)
+	w2 := goAcquire(t, func(ctx context.Context) (*simba.Lease, error) {
+		w, err := m2.Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return w.Lease, nil
+	})
+	dir := b1.RWMutexPrefix("ledger")
+	awaitWatching(t, b2, "ledger", "w2/w#0", dir+"w/", w2, "the second writer")
+	d, err := w1.Downgrade(t.Context())
+	require.NoError(t, err)
+	// The first writer's key is gone: the second writer wakes, and must wait for the read hold.
+	awaitWatching(t, b2, "ledger", "w2/w#0", dir+"hr/", w2, "the second writer beside the downgraded reader")
+	require.NoError(t, d.Context().Err(), "the downgraded reader believes")
+	require.NoError(t, d.Release(t.Context()))
+	o := await(t, w2, "the second writer after the read hold")
+	require.NoError(t, o.err)
+	assert.Less(t, d.Token(), o.lease.Token(), "tokens grow in the order of the holds")
+}
+
+// A process that gives another permit count than the semaphore's holders is refused at
+// once, and leaves no key behind.
+func TestSemaphorePermitMismatchRefused(t *testing.T) {
+	b1, b2 := newBackend(t), newBackend(t)
+	two := newSemaphore(t, b1, "pool", 2, "two")
+	permit, err := two.Acquire(t.Context())
+	require.NoError(t, err)
+	three := newSemaphore(t, b2, "pool", 3, "three")
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	_, err = three.Acquire(ctx)
+	require.ErrorIs(t, err, simba.ErrRefused)
+	assert.NoError(t, ctx.Err(), "refused at once, not by the deadline")
+	assert.Contains(t, err.Error(), `semaphore "pool" has 2 permits, not 3`)
+	keys, _, _ := contenders(t, b1.client, b1.SemaphorePrefix("pool"))
+	assert.Len(t, keys, 2, "the holder's key and marker only")
+	require.NoError(t, permit.Release(t.Context()))
+	// Once nobody holds or waits, the name takes another count.
+	p3, err := three.Acquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, p3.Release(t.Context()))
+}
+
+// A holder whose lease is revoked (its process's lease expired on the server) loses its
+// permit at once, and the waiter behind it is let in.
+func TestSemaphoreRevokedHolderLetsNextIn(t *testing.T) {
+	b1, b2 := newBackend(t), newBackend(t)
+	s1, s2 := newSemaphore(t, b1, "slots", 1, "h"), newSemaphore(t, b2, "slots", 1, "w")
+	h, err := s1.Acquire(t.Context())
+	require.NoError(t, err)
+	w := goAcquire(t, s2.Acquire)
+	awaitWatching(t, b2, "slots", "w#0", b1.SemaphorePrefix("slots"), w, "the waiter")
+	revoke(t, b1)
+	await(t, h.Done(), "the holder's loss")
+	assert.ErrorIs(t, context.Cause(h.Context()), simba.ErrOwnershipLost)
+	o := await(t, w, "the waiter after the revoke")
+	require.NoError(t, o.err)
+	assert.Less(t, h.Token(), o.lease.Token())
+}
