@@ -110,6 +110,54 @@
 //   - There are no callbacks, scheduler, Locker deadlines or health: simba's are the same
 //     as on every other store.
 //
+// # Semaphores and read-write locks
+//
+// The backend keeps them too (backend.Holder), each kind apart from mutexes and from the
+// other: a semaphore's keys lie under <prefix>/semaphore/<name>/<permits>/
+// (SemaphorePrefix), a read-write lock's under <prefix>/rwlock/<name>/ (RWMutexPrefix);
+// the empty segment after the prefix is no mutex's name. Each hold is a contender of its
+// own with two keys, named as a mutex contender's (<lease ID>-<contention number>), both
+// attached to the backend's lease and with its contender ID as the value:
+//
+//	<semaphore>/<permits>/q/<key>    its place, put when it joins
+//	<semaphore>/<permits>/h/<key>    its marker, put when it is admitted
+//	<rwlock>/r/<key>, <rwlock>/hr/<key>    a reader's place and marker
+//	<rwlock>/w/<key>, <rwlock>/hw/<key>    a writer's place and marker
+//
+// Places are ordered by create revision: first come, first served, holders and waiters
+// alike, so that no waiter passes an earlier one. A place is admitted when
+//
+//   - a semaphore's: fewer than permits places of the name were created before it;
+//   - a reader's: no writer's place was created before it (a waiting writer keeps later
+//     readers out);
+//   - a writer's: no key of the lock was created before it, and no reader's marker
+//     stands. A downgrade's read place comes after a writer that was waiting for the
+//     downgrading writer, which is the first place once the downgrading writer is gone
+//     (Curator's CURATOR-621): the read hold's marker keeps it out;
+//   - a downgrade's read place (backend.Hold.Beside): at once, while the named writer's
+//     marker stands.
+//
+// The admitted contender puts its marker in a transaction that compares its place's
+// create revision (and, for a downgrade, the writer marker's, so that no writer can be
+// admitted between the two). The marker's create revision is the hold's fencing token:
+// new at the admission and above every earlier hold's of the name, read, write or permit.
+// FenceKey(marker, token) guards a resource as a mutex owner's key does; the marker is the
+// key under the name created at revision token. A release deletes place and marker in
+// one transaction, and a lease ends both.
+//
+// The permit count is part of a semaphore's keys: a place is put only while no key of
+// another count lies under the name, in the same transaction, and a mismatch is refused
+// at once (simba.ErrRefused). Once nobody holds or waits, the name takes another count.
+//
+// A waiter watches, from the revision after its read, what can admit it: a reader the
+// last writer's place before its own; a writer the key just before its own, then a
+// downgrade's marker; a semaphore's waiter the place just before its own and that place's
+// marker (that waiter is admitted or leaves first), or, when all the places before it may
+// hold, the name's places, acting only on the deletion of one created before its own.
+// So a release wakes only the waiters it may admit, each to read once. A waiter is told of the holder
+// admitted first (the first marker, a writer's before a reader's), or of none: when
+// another process's lease ends is not known here.
+//
 // # Who closes what
 //
 // New takes the caller's *clientv3.Client and never dials or closes it. Close ends every
@@ -131,5 +179,6 @@
 // # Names
 //
 // Mutex names must not contain '/' (a mutex's keys would lie under another's prefix) and
-// are at most MaxMutexLength bytes; contender IDs at most MaxContenderIDLength bytes.
+// are at most MaxMutexLength bytes; contender IDs at most MaxContenderIDLength bytes. The
+// names of semaphores and read-write locks follow the same rules.
 package etcd
