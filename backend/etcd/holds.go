@@ -169,7 +169,13 @@ func (c *contention) readHold(ctx context.Context) (look, error) {
 		// writer's, and holds by its marker (Curator's CURATOR-621).
 		lk.watch = append(lk.watch, target{key: string(reader[0].Key)})
 	default:
-		return c.admit(ctx)
+		// No marker of the other side can be put meanwhile; the guard says so where it
+		// is decided.
+		other := c.dir + "hr/"
+		if c.p.Hold.Shared {
+			other = c.dir + "hw/"
+		}
+		return c.admit(ctx, noKey(other, clientv3.GetPrefixRangeEnd(other)))
 	}
 	return lk, nil
 }
