@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +97,13 @@ func TestHoldKeyLayout(t *testing.T) {
 	assert.True(t, strings.HasPrefix(keys[0], "simba//semaphore/jobs/3/q/"), keys[0])
 	assert.True(t, strings.HasPrefix(keys[1], "simba//semaphore/jobs/3/h/"), keys[1])
 	assert.Equal(t, uint64(revs[1]), permit.Token(), "a hold's token is its marker's create revision")
+	marker := keys[1]
+	fenced := func() bool {
+		resp, err := b.client.Txn(t.Context()).If(etcd.FenceKey(marker, permit.Token())).Commit()
+		require.NoError(t, err)
+		return resp.Succeeded
+	}
+	assert.True(t, fenced(), "the marker fences while the permit is held")
 	keys, _, revs = contenders(t, b.client, b.RWMutexPrefix("jobs"))
 	require.Len(t, keys, 2)
 	assert.True(t, strings.HasPrefix(keys[0], "simba//rwlock/jobs/r/"), keys[0])
@@ -107,6 +115,7 @@ func TestHoldKeyLayout(t *testing.T) {
 	for _, h := range []*simba.Lease{permit, read, lease} {
 		require.NoError(t, h.Release(t.Context()))
 	}
+	assert.False(t, fenced(), "the marker fences no more once the permit is released")
 	keys, _, _ = contenders(t, b.client, "simba/")
 	assert.Empty(t, keys, "a release deletes the key and the marker")
 }
@@ -178,4 +187,83 @@ func TestSemaphoreRevokedHolderLetsNextIn(t *testing.T) {
 	o := await(t, w, "the waiter after the revoke")
 	require.NoError(t, o.err)
 	assert.Less(t, h.Token(), o.lease.Token())
+}
+
+// First come, first served with one wake per hand-over: the first waiter of a semaphore
+// watches the places ahead of it, each later one only the waiter just ahead (its place and
+// its marker); permits go in the order of the places, with growing tokens.
+func TestSemaphoreHandOverByWatch(t *testing.T) {
+	const name, n = "fifo", 4
+	admin := newClient(t, server.Addr())
+	var backends [n]*testBackend
+	var sems [n]*simba.Semaphore
+	for i := range n {
+		backends[i] = newBackend(t)
+		sems[i] = newSemaphore(t, backends[i], name, 1, fmt.Sprintf("c%d", i))
+	}
+	dir := backends[0].SemaphorePrefix(name) + "1/"
+	first, err := sems[0].Acquire(t.Context())
+	require.NoError(t, err)
+	waits := make([]<-chan outcome, n)
+	for i := 1; i < n; i++ {
+		waits[i] = goAcquire(t, sems[i].Acquire)
+		awaitKeys(t, admin, dir+"q/", i+1) // queued in this order
+	}
+	places, _, _ := contenders(t, admin, dir+"q/")
+	marker := func(place string) string { return dir + "h/" + strings.TrimPrefix(place, dir+"q/") }
+	wants := map[int][]string{1: {dir + "q/", places[1]}}
+	for i := 2; i < n; i++ {
+		wants[i] = []string{places[i-1], places[i], marker(places[i-1])}
+		slices.Sort(wants[i])
+	}
+	for i := 1; i < n; i++ {
+		id := fmt.Sprintf("c%d#0", i)
+		deadline := time.Now().Add(eventBound) // the join's answer comes before its watches are set
+		for !slices.Equal(etcd.Watched(backends[i].Backend, name)[id], wants[i]) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.Equal(t, wants[i], etcd.Watched(backends[i].Backend, name)[id], "%s watches", id)
+	}
+	last := first
+	for i := 1; i < n; i++ {
+		require.NoError(t, last.Release(t.Context()))
+		o := await(t, waits[i], fmt.Sprintf("c%d acquires", i))
+		require.NoError(t, o.err)
+		for j := i + 1; j < n; j++ {
+			select {
+			case o := <-waits[j]:
+				t.Fatalf("c%d acquired (err %v) while c%d held the only permit", j, o.err, i)
+			default:
+			}
+		}
+		assert.Less(t, last.Token(), o.lease.Token(), "tokens grow")
+		last = o.lease
+	}
+	require.NoError(t, last.Release(t.Context()))
+}
+
+// A waiter whose process is gone (its connections swallow everything) never keeps the
+// live waiter behind it out: its place goes with its lease, and the permit goes on.
+func TestSemaphoreDeadWaiterPassedOver(t *testing.T) {
+	const name = "dead-waiter"
+	admin := newClient(t, server.Addr())
+	bh, bd, bw := newBackend(t), newBackend(t), newBackend(t)
+	sh := newSemaphore(t, bh, name, 1, "h")
+	sd, sw := newSemaphore(t, bd, name, 1, "d"), newSemaphore(t, bw, name, 1, "w")
+	dir := bh.SemaphorePrefix(name) + "1/q/"
+	h, err := sh.Acquire(t.Context())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	d := goAcquire(t, func(context.Context) (*simba.Lease, error) { return sd.Acquire(ctx) })
+	awaitKeys(t, admin, dir, 2)
+	w := goAcquire(t, sw.Acquire)
+	awaitKeys(t, admin, dir, 3)
+	bd.cut()
+	require.NoError(t, h.Release(t.Context()))
+	o := await(t, w, "the live waiter behind the dead one")
+	require.NoError(t, o.err)
+	assert.Less(t, h.Token(), o.lease.Token())
+	cancel()
+	await(t, d, "the dead waiter's acquisition, cancelled")
 }
