@@ -138,7 +138,8 @@
 //     marker stands.
 //
 // The admitted contender puts its marker in a transaction that compares its place's
-// create revision (and, for a downgrade, the writer marker's, so that no writer can be
+// create revision, and for a read-write lock that no marker of the other side stands (for
+// a downgrade instead, that the writer's marker still does, so that no writer can be
 // admitted between the two). The marker's create revision is the hold's fencing token:
 // new at the admission and above every earlier hold's of the name, read, write or permit.
 // FenceKey(marker, token) guards a resource as a mutex owner's key does; the marker is the
