@@ -267,3 +267,27 @@ func TestSemaphoreDeadWaiterPassedOver(t *testing.T) {
 	cancel()
 	await(t, d, "the dead waiter's acquisition, cancelled")
 }
+
+// A writer whose lease is revoked loses the lock at once, and the readers waiting behind
+// it read together.
+func TestRWRevokedWriterLetsReadersIn(t *testing.T) {
+	const name = "revoked-writer"
+	admin := newClient(t, server.Addr())
+	bw, b1, b2 := newBackend(t), newBackend(t), newBackend(t)
+	mw := newRWMutex(t, bw, name, "w")
+	w, err := mw.Lock(t.Context())
+	require.NoError(t, err)
+	dir := bw.RWMutexPrefix(name) + "r/"
+	r1 := goAcquire(t, newRWMutex(t, b1, name, "r1").RLock)
+	awaitKeys(t, admin, dir, 1)
+	r2 := goAcquire(t, newRWMutex(t, b2, name, "r2").RLock)
+	awaitKeys(t, admin, dir, 2)
+	revoke(t, bw)
+	await(t, w.Done(), "the writer's loss")
+	for i, r := range []<-chan outcome{r1, r2} {
+		o := await(t, r, fmt.Sprintf("reader %d after the revoke", i+1))
+		require.NoError(t, o.err)
+		assert.Less(t, w.Token(), o.lease.Token())
+		assert.NoError(t, o.lease.Context().Err(), "reader %d believes beside the other", i+1)
+	}
+}
