@@ -33,6 +33,25 @@ func BenchmarkLockerCycle(b *testing.B) {
 	}
 }
 
+// An uncontended acquire and release of a semaphore's permit: a transaction that puts the
+// place, one that reads the name, one that puts the marker, and a delete.
+func BenchmarkSemaphoreCycle(b *testing.B) {
+	be := newBackend(b)
+	s, err := simba.NewSemaphore(be, "bench-semaphore", 3, simba.WithContenderID("bench"))
+	require.NoError(b, err)
+	defer s.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		lease, err := s.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // The same with etcd's concurrency.Mutex on one session, for comparison.
 func BenchmarkConcurrencyMutexCycle(b *testing.B) {
 	m := benchMutex(b, "bench-concurrency/")
