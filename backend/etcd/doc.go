@@ -119,10 +119,12 @@
 // own with two keys, named as a mutex contender's (<lease ID>-<contention number>), both
 // attached to the backend's lease and with its contender ID as the value:
 //
-//	<semaphore>/<permits>/q/<key>    its place, put when it joins
-//	<semaphore>/<permits>/h/<key>    its marker, put when it is admitted
-//	<rwlock>/r/<key>, <rwlock>/hr/<key>    a reader's place and marker
-//	<rwlock>/w/<key>, <rwlock>/hw/<key>    a writer's place and marker
+//	<prefix>/semaphore/<name>/<permits>/q/<key>   a permit's place, put when it joins
+//	<prefix>/semaphore/<name>/<permits>/h/<key>   its marker, put when it is admitted
+//	<prefix>/rwlock/<name>/r/<key>                a reader's place
+//	<prefix>/rwlock/<name>/hr/<key>               its marker
+//	<prefix>/rwlock/<name>/w/<key>                a writer's place
+//	<prefix>/rwlock/<name>/hw/<key>               its marker
 //
 // Places are ordered by create revision: first come, first served, holders and waiters
 // alike, so that no waiter passes an earlier one. A place is admitted when
