@@ -34,7 +34,7 @@ func BenchmarkLockerCycle(b *testing.B) {
 }
 
 // An uncontended acquire and release of a semaphore's permit: a transaction that puts the
-// place, one that reads the name, one that puts the marker, and a delete.
+// place and reads the name, one that puts the marker, and a delete.
 func BenchmarkSemaphoreCycle(b *testing.B) {
 	be := newBackend(b)
 	s, err := simba.NewSemaphore(be, "bench-semaphore", 3, simba.WithContenderID("bench"))

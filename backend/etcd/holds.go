@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,7 +57,7 @@ func noKey(from, end string) clientv3.Cmp {
 
 // joinHold puts the contender's key if it does not exist (a retry after a lost reply finds
 // it) and, for a semaphore, if no key of another permit count lies under the name: a
-// mismatch is refused. Then it reads as readHold does.
+// mismatch is refused. The same transaction reads what decides its admission (decideHold).
 func (c *contention) joinHold(ctx context.Context) (look, error) {
 	floor := c.b.revisionFloor()
 	ifs := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)}
@@ -70,16 +71,17 @@ func (c *contention) joinHold(ctx context.Context) (look, error) {
 			clientv3.OpGet(name, clientv3.WithRange(c.dir), clientv3.WithKeysOnly(), clientv3.WithLimit(1)),
 			clientv3.OpGet(after, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(1)))
 	}
-	resp, err := c.b.client.Txn(ctx).If(ifs...).
-		Then(clientv3.OpPut(c.key, c.p.ContenderID, clientv3.WithLease(c.keyLease))).
-		Else(orElse...).Commit()
+	// Read after the put, every other key was created before the contender's.
+	then := append([]clientv3.Op{clientv3.OpPut(c.key, c.p.ContenderID, clientv3.WithLease(c.keyLease))},
+		c.holdOps(func(*clientv3.Op) {}, 1)...)
+	resp, err := c.b.client.Txn(ctx).If(ifs...).Then(then...).Else(orElse...).Commit()
 	if err != nil {
 		return look{}, storeError("put", c.key, err)
 	}
 	c.b.sawRevision(resp.Header, floor)
 	if resp.Succeeded {
 		c.rev = resp.Header.Revision
-		return c.readHold(ctx)
+		return c.decideHold(ctx, resp, 1)
 	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		c.rev = kvs[0].CreateRevision
@@ -96,54 +98,70 @@ func (c *contention) joinHold(ctx context.Context) (look, error) {
 	return look{again: true}, nil
 }
 
-// readHold reads, in one transaction, the contender's key and marker, the holders to
-// report while it waits, and what decides its admission; it admits the contender when
-// its turn has come, and otherwise watches what can bring it.
+// holdOps returns the reads that decide the contender's admission: the holders to report
+// while it waits, and the keys before its own, which before selects, each read with extra
+// room in its limit for the contender's own key.
+func (c *contention) holdOps(before clientv3.OpOption, extra int64) []clientv3.Op {
+	last := append(clientv3.WithLastCreate(), before, clientv3.WithKeysOnly(), clientv3.WithLimit(1+extra))
+	if c.p.Hold.Kind == backend.Semaphore {
+		return []clientv3.Op{
+			clientv3.OpGet(c.held, clientv3.WithFirstCreate()...),
+			// Up to Permits+1 keys before it: fewer than Permits admit it.
+			clientv3.OpGet(c.queue, clientv3.WithPrefix(), clientv3.WithKeysOnly(), before, clientv3.WithLimit(int64(c.p.Hold.Permits)+1+extra)),
+			clientv3.OpGet(c.queue, last...),
+		}
+	}
+	ahead := c.dir // a writer: any key before it
+	if c.p.Hold.Shared {
+		ahead = c.dir + "w/" // a reader: a writer before it
+	}
+	return []clientv3.Op{
+		clientv3.OpGet(c.dir+"hw/", clientv3.WithFirstCreate()...),
+		clientv3.OpGet(c.dir+"hr/", clientv3.WithFirstCreate()...),
+		clientv3.OpGet(ahead, last...),
+	}
+}
+
+// readHold reads, in one transaction, the contender's key and marker and what decides its
+// admission (decideHold).
 func (c *contention) readHold(ctx context.Context) (look, error) {
 	floor := c.b.revisionFloor()
-	ahead := clientv3.WithMaxCreateRev(c.rev - 1)
-	ops := []clientv3.Op{clientv3.OpGet(c.key), clientv3.OpGet(c.marker)}
-	if c.p.Hold.Kind == backend.Semaphore {
-		ops = append(ops,
-			clientv3.OpGet(c.held, clientv3.WithFirstCreate()...),
-			// Up to Permits+1 keys ahead: fewer than Permits admit it.
-			clientv3.OpGet(c.queue, clientv3.WithPrefix(), clientv3.WithKeysOnly(), ahead, clientv3.WithLimit(int64(c.p.Hold.Permits)+1)),
-			clientv3.OpGet(c.queue, append(clientv3.WithLastCreate(), ahead, clientv3.WithKeysOnly())...))
-	} else {
-		before := c.dir // a writer: any key ahead
-		if c.p.Hold.Shared {
-			before = c.dir + "w/" // a reader: a writer ahead
-		}
-		ops = append(ops,
-			clientv3.OpGet(c.dir+"hw/", clientv3.WithFirstCreate()...),
-			clientv3.OpGet(c.dir+"hr/", clientv3.WithFirstCreate()...),
-			clientv3.OpGet(before, append(clientv3.WithLastCreate(), ahead, clientv3.WithKeysOnly())...))
-	}
+	ops := append([]clientv3.Op{clientv3.OpGet(c.key), clientv3.OpGet(c.marker)},
+		c.holdOps(clientv3.WithMaxCreateRev(c.rev-1), 0)...)
 	resp, err := c.b.client.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return look{}, storeError("read", c.dir, err)
 	}
 	c.b.sawRevision(resp.Header, floor)
-	kvs := func(i int) []*mvccpb.KeyValue { return resp.Responses[i].GetResponseRange().Kvs }
-	if own := kvs(0); len(own) == 0 || own[0].CreateRevision != c.rev {
+	if own := resp.Responses[0].GetResponseRange().Kvs; len(own) == 0 || own[0].CreateRevision != c.rev {
 		c.log.Info("simba/etcd: this contender's key is gone", "key", c.key)
 		c.suspendView()
 		c.rev = 0 // join again, unless it served its tenure (see step)
 		return look{again: true}, nil
 	}
-	rev := resp.Header.Revision
-	if m := kvs(1); len(m) > 0 {
-		return c.holding(rev, m[0].CreateRevision), nil // admitted, its reply lost or its hold renewed
+	if m := resp.Responses[1].GetResponseRange().Kvs; len(m) > 0 {
+		return c.holding(resp.Header.Revision, m[0].CreateRevision), nil // admitted, its reply lost
 	}
-	lk := look{rev: rev, watch: []target{{key: c.key}}} // its deletion ends the contention's place
+	return c.decideHold(ctx, resp, 2)
+}
+
+// decideHold admits the contender when its turn has come, and otherwise watches what can
+// bring it, from the answers of holdOps in resp from index i on.
+func (c *contention) decideHold(ctx context.Context, resp *clientv3.TxnResponse, i int) (look, error) {
+	kvs := func(j int) []*mvccpb.KeyValue {
+		return slices.DeleteFunc(resp.Responses[i+j].GetResponseRange().Kvs, func(kv *mvccpb.KeyValue) bool {
+			return string(kv.Key) == c.key // read after its put: not before itself
+		})
+	}
+	lk := look{rev: resp.Header.Revision, watch: []target{{key: c.key}}} // its deletion ends the contention's place
 	if c.p.Hold.Kind == backend.Semaphore {
-		lk.v = holderView(kvs(2))
-		queued, pred := kvs(3), kvs(4)
+		lk.v = holderView(kvs(0))
+		queued, pred := kvs(1), kvs(2)
 		switch {
 		case len(queued) < c.p.Hold.Permits:
 			return c.admit(ctx)
 		case len(queued) == c.p.Hold.Permits:
-			// The first waiter: the release of any key ahead admits it.
+			// The first waiter: the release of any key before it admits it.
 			lk.watch = append(lk.watch, target{key: c.queue, prefix: true, before: c.rev})
 		default:
 			// Behind another waiter: that one is admitted (its marker is put) or leaves first.
@@ -152,7 +170,7 @@ func (c *contention) readHold(ctx context.Context) (look, error) {
 		}
 		return lk, nil
 	}
-	writer, reader, pred := kvs(2), kvs(3), kvs(4)
+	writer, reader, pred := kvs(0), kvs(1), kvs(2)
 	lk.v = holderView(writer)
 	if len(writer) == 0 {
 		lk.v = holderView(reader)
