@@ -291,3 +291,36 @@ func TestRWRevokedWriterLetsReadersIn(t *testing.T) {
 		assert.NoError(t, o.lease.Context().Err(), "reader %d believes beside the other", i+1)
 	}
 }
+
+// A waiter whose lease is lost while it waits joins again with a new place under its new
+// lease, and is admitted on that place only: never on one that is gone.
+func TestSemaphoreWaiterRejoinsAfterLeaseLoss(t *testing.T) {
+	const name = "rejoin"
+	admin := newClient(t, server.Addr())
+	bh, bw := newBackend(t), newBackend(t)
+	h, err := newSemaphore(t, bh, name, 1, "h").Acquire(t.Context())
+	require.NoError(t, err)
+	dir := bh.SemaphorePrefix(name) + "1/"
+	w := goAcquire(t, newSemaphore(t, bw, name, 1, "w").Acquire)
+	awaitKeys(t, admin, dir+"q/", 2)
+	before, _ := bw.Lease()
+	revoke(t, bw)
+	deadline := time.Now().Add(eventBound)
+	for {
+		places, _, _ := contenders(t, admin, dir+"q/")
+		if id, _ := bw.Lease(); id != 0 && id != before && len(places) == 2 {
+			assert.Contains(t, places[1], fmt.Sprintf("%016x", uint64(id)), "the new place is under the new lease")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no new place within %v", eventBound)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, h.Release(t.Context()))
+	o := await(t, w, "the waiter on its new place")
+	require.NoError(t, o.err)
+	keys, _, revs := contenders(t, admin, dir+"h/")
+	require.Len(t, keys, 1)
+	id, _ := bw.Lease()
+	assert.Contains(t, keys[0], fmt.Sprintf("%016x", uint64(id)))
+	assert.Equal(t, uint64(revs[0]), o.lease.Token())
+}
