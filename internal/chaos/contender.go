@@ -201,7 +201,8 @@ type contender struct {
 func (c *contender) acquired(ctx context.Context, s simba.State) {
 	tok := s.After.Token
 	c.log.Add(KindAcquired, tok, 0, "")
-	context.AfterFunc(ctx, func() { c.log.Add(KindLost, tok, 0, "") })
+	// The cause goes with the event: the logs a failed scenario keeps say why belief ended.
+	context.AfterFunc(ctx, func() { c.log.Add(KindLost, tok, 0, context.Cause(ctx).Error()) })
 	c.writer.Go(func() { c.write(ctx, tok) })
 	if c.cfg.SlowAcquired > 0 {
 		time.Sleep(c.cfg.SlowAcquired)
