@@ -326,6 +326,7 @@ type quorumContention struct {
 	owning   bool          // the last answer gave this contender the quorum
 	until    time.Time     // while owning: no local TTL end can lie beyond it
 	token    uint64        // the tenure's token while owning
+	last     uint64        // the token of its last tenure, which a new one must exceed
 	raised   bool          // the tenure's token was written back to its quorum
 	giveBack time.Duration // the budget for releasing what a quorum-less attempt took
 }
@@ -613,7 +614,11 @@ func (qc *quorumContention) own(ctx context.Context, mine []reply) backend.Recor
 	rec.TTL -= quorumDrift
 	switch {
 	case !qc.owning: // a new tenure
-		qc.owning, qc.token, qc.raised = true, high, false
+		// Instances this contender kept the keys of since its last tenure (a renewal that
+		// fell short keeps them) answer that tenure's token again: the new one exceeds it,
+		// and its first renewal writes it back.
+		high = max(high, qc.last+1)
+		qc.owning, qc.token, qc.raised, qc.last = true, high, false, high
 	case !qc.raised: // its first renewal: off the acquiring caller's path
 		qc.raise(ctx, mine)
 		qc.raised = true
