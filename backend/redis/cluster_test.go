@@ -69,7 +69,9 @@ func TestClusterConformance(t *testing.T) {
 		// KEYS and PUBSUB CHANNELS are per node.
 		ctx := context.Background()
 		_ = admin.ForEachMaster(ctx, func(ctx context.Context, node *goredis.Client) error {
-			assertNoResidue(t, node, "simba:{tck-*")
+			for _, pattern := range residuePatterns {
+				assertNoResidue(t, node, pattern)
+			}
 			return nil
 		})
 	})

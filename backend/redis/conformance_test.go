@@ -19,11 +19,19 @@ import (
 func TestConformance(t *testing.T) {
 	srv := server(t)
 	admin := newClient(t, srv.Addr())
-	t.Cleanup(func() { assertNoResidue(t, admin, "simba:{tck-*") })
+	t.Cleanup(func() {
+		for _, pattern := range residuePatterns {
+			assertNoResidue(t, admin, pattern)
+		}
+	})
 	tck.Run(t, func(t *testing.T) simba.Backend {
 		return newBackend(t, newClient(t, srv.Addr()))
 	})
 }
+
+// residuePatterns match the keys and channels of the suite's mutexes, semaphores and
+// read-write locks.
+var residuePatterns = []string{"simba:{tck-*", "simba:sem:{tck-*", "simba:rw:{tck-*"}
 
 // assertNoResidue checks, once every check has stopped and closed its backends, that the
 // store keeps nothing but expiring token keys and that no channel is subscribed.

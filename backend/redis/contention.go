@@ -37,6 +37,7 @@ type contention struct {
 	grant      func(backend.Record, time.Time) // nil: the contender takes no grants
 	nonces     string                          // a random prefix of this contention's nonces
 	log        *slog.Logger
+	hold       *holding // a semaphore's or read-write lock's (holds.go); nil for a mutex
 
 	// owner: the last answer named this contender, so the next attempt renews with the
 	// guard script. Read by the hub's goroutine.
@@ -154,6 +155,7 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		log:        p.Logger,
 		listed:     listed,
 		fresh:      true,
+		hold:       newHolding(p),
 	}
 	if c.grant != nil && c.id != "" {
 		c.nonces = rand.Text()[:8] + "-"
@@ -183,6 +185,9 @@ func newContention(b *Backend, p backend.Participant) *contention {
 // Acquire runs the acquire script, or the guard script once an answer named this
 // contender the owner (see the package doc, Scripts).
 func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
+	if c.hold != nil {
+		return c.acquireHold(ctx)
+	}
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
@@ -249,6 +254,9 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 // Release runs the release script: the owner hands the mutex over (see the package doc,
 // Hand-over, end to end); anyone else only leaves the waiting set.
 func (c *contention) Release(ctx context.Context) error {
+	if c.hold != nil {
+		return c.releaseHold(ctx)
+	}
 	return c.release(ctx)
 }
 
@@ -310,6 +318,9 @@ func (c *contention) granted(nonce string, token uint64) {
 
 // Lookup runs the lookup script, which reads the owner without contending.
 func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
+	if c.hold != nil {
+		return c.lookupHold(ctx)
+	}
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
@@ -328,6 +339,9 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 // that is still waiting, dropping the gone ones it finds on the way (see waiting.lua). It
 // may say yes for a waiter that died moments ago; never no when someone waits.
 func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
+	if c.hold != nil {
+		return c.othersWaitingHold(ctx)
+	}
 	if err := c.b.usable(ctx); err != nil {
 		return false, err
 	}
@@ -416,6 +430,8 @@ func (c *contention) checkToken(tok uint64) {
 // Called by the method calls only.
 func (c *contention) channels() []string {
 	switch {
+	case c.hold != nil:
+		return []string{c.hold.channel}
 	case c.inbox == "":
 		return []string{c.key, c.releases}
 	case c.waitsOnly && !c.takeovers:
@@ -447,6 +463,8 @@ func (c *contention) resync() {
 // Subscriptions).
 func (c *contention) hint(channel string, m message) {
 	switch {
+	case c.hold != nil:
+		c.hintHold(m)
 	case c.id == "":
 		c.wake() // a retriever looks up whatever it hears
 	case m.event == granted && c.grant != nil:

@@ -1,0 +1,68 @@
+-- Admits or renews the caller's hold, or queues it (see holds_prelude.lua).
+-- ARGV: id, mode, permits (a semaphore's, else ''), ttl (ms), lease (ttl + transition,
+-- ms), fresh ('1' for the first call of a contention: a hold its ID still has is an
+-- earlier one's, so a new hold begins with a new token, and a waiter goes to the back),
+-- beside (a downgrade's write holder, or '').
+-- Answer: the hold record (see answer), or {'permits', '<count kept>'} for another count.
+local id, mode, permits, ttl, lease, fresh, beside =
+  ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
+
+local freed = prune()
+
+if mode == 'p' then
+  local kept = redis.call('get', permitsKey)
+  if kept ~= permits then
+    if kept and redis.call('zcard', holdersKey) + redis.call('zcard', queueKey) > 0 then
+      return { 'permits', kept }
+    end
+    redis.call('set', permitsKey, permits)
+  end
+end
+
+-- hold writes id's hold, renewed now, with its token and admission time.
+local function hold(token, since)
+  redis.call('zadd', holdersKey, ms(nowMs + lease), id)
+  redis.call('hset', holdsKey, id, table.concat({ token, ms(nowMs + ttl), since }, '@@'))
+  keepHoldFence(lease)
+end
+
+local token, since = string.match(redis.call('hget', holdsKey, id) or '', '^(%d+)@@%d+@@(%d+)$')
+local held = token ~= nil and redis.call('zscore', holdersKey, id) ~= false
+if held then
+  if fresh then
+    token, since = newHoldToken(lease), ms(nowMs)
+  end
+  hold(token, since)
+  freed = dropWaiter(id) or freed
+else
+  local arrival = nowTime[1] .. string.format('%06d', tonumber(nowTime[2]))
+  if fresh then
+    freed = dropWaiter(id) or freed -- the waiters behind an earlier entry move up
+  end
+  redis.call('zadd', queueKey, 'nx', arrival, id)
+  if mode == 'x' then
+    redis.call('zadd', writersKey, 'nx', redis.call('zscore', queueKey, id), id)
+  end
+  -- A live waiter asks again within its lease (the soonest hold ends by then) and its
+  -- retry jitter: silent for twice that, it is gone.
+  redis.call('zadd', aliveKey, ms(nowMs + 2 * lease + 2000), id)
+  local downgrade = beside ~= '' and mode == 's' and redis.call('zcard', holdersKey) == 1
+    and redis.call('hget', holdsKey, writerField) == beside
+  if downgrade or fits(redis.call('zrank', queueKey, id), mode) then
+    dropWaiter(id)
+    hold(newHoldToken(lease), ms(nowMs))
+    if mode == 'x' then
+      redis.call('hset', holdsKey, writerField, id)
+    end
+    held = true
+  end
+end
+
+if freed then
+  wake(id, mode)
+end
+keep()
+if held then
+  return answer(id)
+end
+return soonest()

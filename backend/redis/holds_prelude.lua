@@ -1,0 +1,195 @@
+-- The prelude of the scripts of semaphores and read-write locks (holds_*.lua), which
+-- holds.go appends to prelude.lua. The keys and what each holds: the package doc,
+-- "Semaphores and read-write locks". Every script gets the same KEYS (holdKeys), all
+-- in the slot of the hash tag {name}:
+--
+-- KEYS[1]  holders  sorted set: holder ID -> server time (ms) its transition ends
+-- KEYS[2]  holds    hash: holder ID -> '<token>@@<ttl end ms>@@<admitted at ms>';
+--                   '@@writer' -> a read-write lock's write holder
+-- KEYS[3]  queue    sorted set: waiter ID -> arrival (server time in µs)
+-- KEYS[4]  alive    sorted set: waiter ID -> server time (ms) after which it is gone
+-- KEYS[5]  writers  sorted set: a read-write lock's waiting writers -> arrival
+-- KEYS[6]  permits  string: a semaphore's permit count
+-- KEYS[7]  fence    string: the latest token; it outlives every hold of the name
+--
+-- The hold's mode (ARGV[2] of every script) is 'p' for a semaphore's permit, 's' for a
+-- read hold, 'x' for a write hold.
+
+local holdersKey, holdsKey, queueKey, aliveKey, writersKey, permitsKey, holdFenceKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local groupKeys = { holdersKey, holdsKey, queueKey, aliveKey, writersKey, permitsKey }
+-- The channel of the name: its keys' common prefix, which names no key.
+local holdChannel = string.sub(holdersKey, 1, -#':holders' - 1)
+-- A field of the holds hash that no holder ID can be (IDs never contain '@@').
+local writerField = '@@writer'
+-- A release names at most this many waiters to wake; more wakes everyone listening.
+local wakeLimit = 64
+
+local nowTime = redis.call('time')
+local nowMs = millis(nowTime)
+
+local function ms(n)
+  return string.format('%.0f', n)
+end
+
+-- dropHolder takes id's hold away and reports whether it held.
+local function dropHolder(id)
+  if redis.call('zrem', holdersKey, id) == 0 then
+    return false
+  end
+  redis.call('hdel', holdsKey, id)
+  if redis.call('hget', holdsKey, writerField) == id then
+    redis.call('hdel', holdsKey, writerField)
+  end
+  return true
+end
+
+-- dropWaiter takes id off the queue and reports whether it waited.
+local function dropWaiter(id)
+  redis.call('zrem', aliveKey, id)
+  redis.call('zrem', writersKey, id)
+  return redis.call('zrem', queueKey, id) == 1
+end
+
+-- prune drops the holds whose transition window has ended and the waiters that have not
+-- asked for longer than a live one can (see alive), and reports whether it dropped any.
+local function prune()
+  local dropped = false
+  for _, id in ipairs(redis.call('zrangebyscore', holdersKey, '-inf', nowMs)) do
+    dropped = dropHolder(id) or dropped
+  end
+  for _, id in ipairs(redis.call('zrangebyscore', aliveKey, '-inf', nowMs)) do
+    dropped = dropWaiter(id) or dropped
+  end
+  return dropped
+end
+
+local function writerHolds()
+  return redis.call('hexists', holdsKey, writerField) == 1
+end
+
+-- firstWriter returns the rank in the queue of the first waiting writer, or nil.
+local function firstWriter()
+  local w = redis.call('zrange', writersKey, 0, 0)[1]
+  if w then
+    return redis.call('zrank', queueKey, w)
+  end
+  return nil
+end
+
+-- fits reports whether the waiter at rank (from 0) fits beside the holders together with
+-- every waiter ahead of it: first come, first served.
+local function fits(rank, mode)
+  local holders = redis.call('zcard', holdersKey)
+  if mode == 'p' then
+    return holders + rank + 1 <= tonumber(redis.call('get', permitsKey) or '0')
+  end
+  if writerHolds() then
+    return false
+  end
+  if mode == 'x' then
+    return holders == 0 and rank == 0
+  end
+  local w = firstWriter()
+  return w == nil or w > rank
+end
+
+-- fitting returns the waiters that fit now, oldest first, at most wakeLimit + 1.
+local function fitting(mode)
+  local n
+  if mode == 'p' then
+    n = tonumber(redis.call('get', permitsKey) or '0') - redis.call('zcard', holdersKey)
+  elseif writerHolds() then
+    n = 0
+  else
+    local w = firstWriter()
+    if w == 0 then
+      n = redis.call('zcard', holdersKey) == 0 and 1 or 0
+    else
+      n = w or redis.call('zcard', queueKey)
+    end
+  end
+  n = math.min(n, wakeLimit + 1)
+  if n <= 0 then
+    return {}
+  end
+  return redis.call('zrange', queueKey, 0, n - 1)
+end
+
+-- wake tells the waiters that fit now, on the name's channel, that by left or released:
+-- 'released@@<by>@@<waiter>@@<waiter>...', or 'released@@<by>' (everyone) for many.
+local function wake(by, mode)
+  local list = fitting(mode)
+  if #list == 0 then
+    return
+  end
+  local msg = 'released@@' .. by
+  if #list <= wakeLimit then
+    msg = msg .. '@@' .. table.concat(list, '@@')
+  end
+  redis.call('publish', holdChannel, msg)
+end
+
+-- keep makes the keys of the name expire when the last hold or waiter would be dropped,
+-- or deletes them when there is none.
+local function keep()
+  local last = nowMs
+  local h = redis.call('zrange', holdersKey, -1, -1, 'withscores')
+  if h[2] then
+    last = math.max(last, tonumber(h[2]))
+  end
+  local w = redis.call('zrange', aliveKey, -1, -1, 'withscores')
+  if w[2] then
+    last = math.max(last, tonumber(w[2]))
+  end
+  if last <= nowMs then
+    redis.call('del', unpack(groupKeys))
+    return
+  end
+  for _, k in ipairs(groupKeys) do
+    redis.call('pexpire', k, ms(last - nowMs))
+  end
+end
+
+-- newHoldToken returns a new token: the server clock in µs, or the latest token + 1 if
+-- that is not smaller (as newToken does for a mutex). The fence lives at least a lease.
+local function newHoldToken(lease)
+  local token = nowTime[1] .. string.format('%06d', tonumber(nowTime[2]))
+  local last = redis.call('get', holdFenceKey)
+  if last and string.match(last, '^[1-9]%d*$') and not isGreater(token, last) then
+    redis.call('incr', holdFenceKey)
+    token = redis.call('get', holdFenceKey)
+  else
+    redis.call('set', holdFenceKey, token)
+  end
+  return token
+end
+
+-- keepHoldFence makes the fence live at least lease ms, past the holds it fences.
+local function keepHoldFence(lease)
+  if redis.call('pttl', holdFenceKey) < lease then
+    redis.call('pexpire', holdFenceKey, lease)
+  end
+end
+
+-- answer returns the reply naming holder id: {'<id>@@<ms to its transition end>',
+-- '<token>', '<ms to its ttl end>', '<ms held>'}, or the reply of no holder.
+local noHolder = { '@@', '0', '0', '0' }
+
+local function answer(id)
+  local at = redis.call('zscore', holdersKey, id)
+  local token, ttlAt, since = string.match(redis.call('hget', holdsKey, id) or '', '^(%d+)@@(%d+)@@(%d+)$')
+  if not at or not token then
+    return noHolder
+  end
+  return { id .. '@@' .. ms(tonumber(at) - nowMs), token, ms(tonumber(ttlAt) - nowMs), ms(nowMs - tonumber(since)) }
+end
+
+-- soonest answers a waiter: the hold whose transition ends first, or none.
+local function soonest()
+  local first = redis.call('zrangebyscore', holdersKey, '(' .. nowMs, '+inf', 'limit', 0, 1)[1]
+  if first then
+    return answer(first)
+  end
+  return noHolder
+end
