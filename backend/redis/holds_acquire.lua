@@ -27,6 +27,7 @@ local function hold(token, since)
 end
 
 local token, since = string.match(redis.call('hget', holdsKey, id) or '', '^(%d+)@@%d+@@(%d+)$')
+local reply -- a waiter's: soonest()
 local held = token ~= nil and redis.call('zscore', holdersKey, id) ~= false
 if held then
   if fresh then
@@ -43,9 +44,6 @@ else
   if mode == 'x' then
     redis.call('zadd', writersKey, 'nx', redis.call('zscore', queueKey, id), id)
   end
-  -- A live waiter asks again within its lease (the soonest hold ends by then) and its
-  -- retry jitter: silent for twice that, it is gone.
-  redis.call('zadd', aliveKey, ms(nowMs + 2 * lease + 2000), id)
   local downgrade = beside ~= '' and mode == 's' and redis.call('zcard', holdersKey) == 1
     and redis.call('hget', holdsKey, writerField) == beside
   if downgrade or fits(redis.call('zrank', queueKey, id), mode) then
@@ -55,6 +53,12 @@ else
       redis.call('hset', holdsKey, writerField, id)
     end
     held = true
+  else
+    -- A live waiter asks again by the end of the soonest hold's transition (the answer),
+    -- plus its jitter of at most a second: silent for a lease longer still, it is gone.
+    reply = soonest()
+    local left = tonumber(string.match(reply[1], '@@(-?%d*)$')) or 0
+    redis.call('zadd', aliveKey, ms(nowMs + math.max(left, 0) + lease + 1000), id)
   end
 end
 
@@ -62,7 +66,4 @@ if freed then
   wake(id, mode)
 end
 keep()
-if held then
-  return answer(id)
-end
-return soonest()
+return reply or answer(id)
