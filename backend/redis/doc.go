@@ -374,6 +374,56 @@
 // processes of the first version, with the earlier tenure's token (and, by this version,
 // its expiry); the owner it names is right.
 //
+// # Semaphores and read-write locks
+//
+// A Backend keeps simba.Semaphore and simba.RWMutex names too (backend.Holder); a Quorum
+// keeps mutexes only (Holds is not implemented). Their keys are apart from the mutex
+// format, which JVM Simba never reads: simba:sem:{name}:* for a semaphore and
+// simba:rw:{name}:* for a read-write lock, never simba:{..., which begins every key of a
+// mutex, so that a mutex, a semaphore and a read-write lock of one name are different
+// things. The hash tag {name} keeps all the keys of a name in one cluster slot. Each
+// script gets them all as KEYS (see holds_prelude.lua); with p = simba:sem:{name} or
+// simba:rw:{name}:
+//
+//   - p:holders, a sorted set: each holder's ID, scored by the server time in ms at which
+//     its transition window ends (a lease after its latest admission or renewal).
+//   - p:holds, a hash: for each holder "<token>@@<ms at its ttl end>@@<ms of its
+//     admission>", and, under "@@writer", a read-write lock's write holder.
+//   - p:queue, a sorted set: the waiters, scored by their arrival (server time in µs);
+//     p:writers, a read-write lock's waiting writers with the same scores.
+//   - p:alive, a sorted set: each waiter's deadline (ms): the soonest hold's transition
+//     end, plus a second of jitter and the waiter's lease, after its latest attempt. A
+//     waiter silent that long (its process died, or it is cut off) is dropped, so a dead
+//     waiter keeps those behind it out for that long at most, not forever.
+//   - p:permits, a string: a semaphore's permit count. An attempt with another count is
+//     refused (simba.ErrRefused) while anyone holds or waits; the count goes with them.
+//   - p:fence, a string: the latest token of the name, expiring no sooner than a lease
+//     after the latest admission or renewal.
+//   - channel p: "released@@<id>@@<waiter>@@<waiter>..." when <id> left (released, or
+//     was dropped by a script of <id>) and the named waiters now fit; "released@@<id>"
+//     wakes every waiter when more than 64 do.
+//
+// Every script reads TIME first and drops the holds whose transition ended and the
+// waiters past their deadline; the keys of a name expire with its last hold or waiter and
+// are deleted when none is left, but for the fence. Admission is first come, first served:
+// a waiter is admitted when it and every waiter ahead of it fit, that is, for a semaphore,
+// the holders and the waiters up to it number at most the permits; for a read-write lock,
+// a reader when no writer holds and no writer waits ahead of it, a writer when nobody
+// holds and it is first. A downgrade's read hold (backend.Hold.Beside) is admitted at once
+// while its write holder holds alone. An admitted or renewed holder is answered with its
+// own record; a waiter with the hold whose transition ends first, or none. A hold's token
+// is the server clock in µs, or the fence + 1 if that is not larger, as for a mutex (see
+// Fencing tokens); the first call of a contention whose ID still holds (its release was
+// lost) begins a new hold with a new token, and a waiter's first call goes to the back
+// of the queue.
+//
+// A waiter that has to wait subscribes the name's channel on the Backend's hub (see
+// Subscriptions), and attempts when a release names it, when a release names none, and
+// once the subscription is confirmed; holders subscribe nothing. A hand-over is the
+// release, its message and the woken waiter's attempt, with no polling: about 2 ms on the
+// test machine (the conformance check semaphore_order logs it). Besides the commands of the mutex scripts, an ACL user needs ZCARD,
+// ZRANK, ZSCORE, HEXISTS and INCR for them.
+//
 // # Names and limits
 //
 // Besides simba's own rules, mutex names may not contain "{" or "}" and are at most
