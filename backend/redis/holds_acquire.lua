@@ -13,6 +13,10 @@ if mode == 'p' then
   local kept = redis.call('get', permitsKey)
   if kept ~= permits then
     if kept and redis.call('zcard', holdersKey) + redis.call('zcard', queueKey) > 0 then
+      if freed then
+        wake(id, mode)
+      end
+      keep()
       return { 'permits', kept }
     end
     redis.call('set', permitsKey, permits)
