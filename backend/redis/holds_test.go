@@ -2,7 +2,10 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/internal/latency"
 )
 
 // holdKeys returns the names of the keys of a semaphore ("sem") or read-write lock ("rw").
@@ -297,4 +301,97 @@ func TestClusterHoldKeysShareOneSlot(t *testing.T) {
 		require.NoError(t, held.Release(ctx))
 	}
 	assert.Len(t, nodesUsed, 3, "twelve names should spread over the three masters")
+}
+
+// A Quorum keeps mutexes only: a semaphore or read-write lock on it is refused at
+// construction, before any I/O.
+func TestQuorumKeepsNoHolds(t *testing.T) {
+	q, err := redis.NewQuorum([]goredis.UniversalClient{unreachable(t), unreachable(t), unreachable(t)})
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = simba.NewSemaphore(q, "name", 2)
+	require.ErrorIs(t, err, simba.ErrInvalidArgument)
+	_, err = simba.NewRWMutex(q, "name")
+	require.ErrorIs(t, err, simba.ErrInvalidArgument)
+}
+
+// BenchmarkSemaphoreCycle measures an uncontended Acquire + Release of a permit: two
+// script calls. It reports the median and 99th percentile cycle as p50-ns and p99-ns.
+func BenchmarkSemaphoreCycle(b *testing.B) {
+	s, err := simba.NewSemaphore(newBackend(b, newClient(b, server(b).Addr())), uniqueName(b, "sem"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	var cycles []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		l, err := s.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cycles = append(cycles, time.Since(began))
+	}
+	latency.Report(b, cycles)
+}
+
+// BenchmarkSemaphoreEightOnThree runs eight goroutines, each with a semaphore on a backend
+// and a client of its own, taking turns on three permits with empty critical sections.
+// It reports critical sections per second and the commands the server ran per section;
+// each op is one critical section.
+func BenchmarkSemaphoreEightOnThree(b *testing.B) {
+	const workers, permits = 8, 3
+	name := uniqueName(b, "sem")
+	sems := make([]*simba.Semaphore, workers)
+	for i := range sems {
+		s, err := simba.NewSemaphore(newBackend(b, newClient(b, server(b).Addr())), name, permits,
+			simba.WithContenderID("c"+strconv.Itoa(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		sems[i] = s
+	}
+	admin := newClient(b, server(b).Addr())
+	before := commandStats(b, admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var (
+		left, holders atomic.Int64
+		wg            sync.WaitGroup
+		errs          = make(chan error, workers)
+	)
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	began := time.Now()
+	for _, s := range sems {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				l, err := s.Acquire(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if holders.Add(1) > permits {
+					errs <- errors.New("more holders than permits")
+				}
+				holders.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "sections/s")
+	reportCommands(b, before, commandStats(b, admin))
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
 }
