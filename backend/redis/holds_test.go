@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/latency"
 )
@@ -393,5 +395,71 @@ func BenchmarkSemaphoreEightOnThree(b *testing.B) {
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
+	}
+}
+
+// contendHold opens a lease contention for hold on b directly, as the service would, and
+// stops it when t ends.
+func contendHold(t *testing.T, b simba.Backend, name, id string, hold backend.Hold) backend.LeaseContention {
+	t.Helper()
+	c, err := b.StartContend(t.Context(), backend.Participant{
+		Mutex: name, ContenderID: id, TTL: testTTL, Transition: testTransition,
+		Logger: slog.New(slog.DiscardHandler), Wake: func() {}, Hold: hold,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	return c.(backend.LeaseContention)
+}
+
+// A new contention whose ID still holds (the earlier one's release was lost) begins a new
+// hold with a larger token; its renewals keep that token. Each answer names the holder
+// with its ttl and transition.
+func TestHoldLostReleaseBeginsANewHold(t *testing.T) {
+	ctx := t.Context()
+	name := uniqueName(t, "sem")
+	hold := backend.Hold{Kind: backend.Semaphore, Permits: 2}
+	first := contendHold(t, process(t), name, "a", hold)
+	rec, err := first.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "a", rec.Owner)
+	assert.InDelta(t, testTTL, rec.TTL, float64(time.Second))
+	assert.InDelta(t, testTTL+testTransition, rec.Transition, float64(time.Second))
+
+	again := contendHold(t, process(t), name, "a", hold)
+	next, err := again.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "a", next.Owner)
+	assert.Greater(t, next.Token, rec.Token, "a new contention resumed the lost hold's token")
+	renewed, err := again.Acquire(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, next.Token, renewed.Token, "a renewal changed the token")
+	require.NoError(t, again.Release(ctx))
+}
+
+// A release that lets in more waiters than it names wakes every waiter: 80 readers
+// behind a writer all read once it leaves, long before their next attempt.
+func TestHoldReleaseWakesManyReaders(t *testing.T) {
+	ctx := t.Context()
+	admin := newClient(t, server(t).Addr())
+	name := uniqueName(t, "rw")
+	long := []simba.LockerOption{simba.WithTTL(30 * time.Second), simba.WithTransition(0)}
+	writer, err := simba.NewRWMutex(process(t), name, append(long, simba.WithContenderID("w"))...)
+	require.NoError(t, err)
+	defer writer.Close()
+	wl, err := writer.Lock(ctx)
+	require.NoError(t, err)
+	readers := process(t) // one process: its readers share a subscription
+	var waiting []<-chan acquired
+	for i := range 80 {
+		m, err := simba.NewRWMutex(readers, name, append(long, simba.WithContenderID("r"+strconv.Itoa(i)))...)
+		require.NoError(t, err)
+		defer m.Close()
+		waiting = append(waiting, acquiring(ctx, m.RLock))
+	}
+	poll(t, "80 readers queued", func() bool { return admin.ZCard(ctx, holdKeys("rw", name)["queue"]).Val() == 80 })
+	require.NoError(t, wl.Release(ctx))
+	for i, r := range waiting {
+		l := awaitLease(t, r, 10*time.Second, "reader "+strconv.Itoa(i))
+		defer func() { require.NoError(t, l.Release(ctx)) }()
 	}
 }
