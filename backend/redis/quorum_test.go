@@ -484,7 +484,7 @@ func clientsWithAProxiedThird(t *testing.T) ([]goredis.UniversalClient, *faultpr
 // A Quorum's waiters take no grants: a release frees the mutex and wakes the oldest
 // waiter, who then acquires it. A leader that yields must leave it that time, or it takes
 // the mutex back before the woken waiter can. Leadership goes back and forth by Yield;
-// b, 40ms away from the instances, must lead each time a yields (a took it back, woken by
+// b, 10ms away from the instances, must lead each time a yields (a took it back, woken by
 // its own release's broadcast, and again when it tried at once, one time in six).
 func TestQuorumYieldHandsOver(t *testing.T) {
 	servers := instances(t, 3)
@@ -494,7 +494,7 @@ func TestQuorumYieldHandsOver(t *testing.T) {
 		p, err := faultproxy.New(s.Addr())
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = p.Close() })
-		p.Delay(faultproxy.Both, 20*time.Millisecond, 0)
+		p.Delay(faultproxy.Both, 5*time.Millisecond, 0)
 		clients[i] = newClient(t, p.Addr())
 	}
 	b, err := redis.NewQuorum(clients)
