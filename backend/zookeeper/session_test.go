@@ -602,3 +602,45 @@ func TestSchedulerStopWaitsForWork(t *testing.T) {
 	require.NoError(t, s.Stop(t.Context()))
 	assert.True(t, returned.Load(), "Stop returned before the work did")
 }
+
+// The server restarts, and its clients come back only after the restarted server has
+// expired their sessions (a restart that took about the session timeout, as under load):
+// every contender gets a new session and someone owns the mutex again.
+func TestServerRestartThatOutlastsTheSessions(t *testing.T) {
+	srv := slowServer(t)
+	const timeout = 2 * time.Second
+	mutex := mutexName(t)
+	na, nb := &network{}, &network{}
+	ba := newBackendAt(t, srv, timeout, na)
+	bb := newBackendAt(t, srv, timeout, nb)
+	ra, rb := newRecorder("a"), newRecorder("b")
+	start(t, ba, ra, mutex)
+	ra.next(t, true, 5*time.Second)
+	start(t, bb, rb, mutex)
+
+	na.cut(true)
+	nb.cut(true)
+	require.NoError(t, srv.Kill())
+	ra.next(t, false, timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, srv.Start(ctx))
+	time.Sleep(2 * timeout) // the restarted server expires the sessions nobody renews
+	na.heal()
+	nb.heal()
+	deadline := time.After(4 * timeout)
+	for {
+		select {
+		case cb := <-ra.events:
+			if cb.acquired {
+				return
+			}
+		case cb := <-rb.events:
+			if cb.acquired {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("nobody owns the mutex %v after the clients came back to the restarted server", 4*timeout)
+		}
+	}
+}
