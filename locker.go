@@ -180,27 +180,34 @@ func (l *Locker) await(ctx context.Context, lc *lifecycle, once bool, storeErr *
 	} else {
 		_ = l.svc.stopFrom(ctx, false) // the release goes on in the background
 	}
+	again, err = l.notAcquired(ctx, t != nil, once, owner, *storeErr)
+	return nil, again, err
+}
+
+// notAcquired says why an acquisition that hands out no lease ended, given whether a
+// tenure began (and lapsed before it could be handed out), the owner last seen and the
+// store's last error; again asks for another lifecycle.
+func (l *Locker) notAcquired(ctx context.Context, lapsed, once bool, owner Owner, last error) (again bool, err error) {
 	named := l.svc.named()
-	switch last := *storeErr; {
+	switch {
 	case ctx.Err() != nil && last == nil && owner.ID != "":
-		return nil, false, describe(ErrHeld, l.svc.heldBy(owner.ID), ctx.Err())
+		return false, describe(ErrHeld, l.svc.heldBy(owner.ID), ctx.Err())
 	case ctx.Err() != nil:
-		return nil, false, describe(ErrNotAcquired, named, ctx.Err(), last)
+		return false, describe(ErrNotAcquired, named, ctx.Err(), last)
 	case l.isClosed():
-		return nil, false, ErrClosed
-	case t != nil && once:
-		return nil, false, describe(ErrNotAcquired, named+": the tenure lapsed before it could be handed out", ErrOwnershipLost)
-	case t != nil:
-		return nil, true, nil // the tenure lapsed before it could be handed out: contend again
+		return false, ErrClosed
+	case lapsed && once:
+		return false, describe(ErrNotAcquired, named+": the tenure lapsed before it could be handed out", ErrOwnershipLost)
+	case lapsed:
+		return true, nil // contend again
 	case errors.Is(last, ErrClosed):
-		return nil, false, describe(ErrNotAcquired, named+": the backend is closed", last)
+		return false, describe(ErrNotAcquired, named+": the backend is closed", last)
 	case errors.Is(last, ErrRefused):
-		return nil, false, describe(ErrNotAcquired, named, last)
+		return false, describe(ErrNotAcquired, named, last)
 	case last != nil:
-		return nil, false, describe(ErrNotAcquired, named+": the store did not answer", last)
-	default:
-		return nil, false, describe(ErrHeld, l.svc.heldBy(owner.ID))
+		return false, describe(ErrNotAcquired, named+": the store did not answer", last)
 	}
+	return false, describe(ErrHeld, l.svc.heldBy(owner.ID))
 }
 
 // newLease hands out tenure t of lifecycle lc.

@@ -200,26 +200,7 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		op = "renew"
 		v, err = guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
 	} else {
-		if !c.joined && c.b.hub.joinIfLive(c) {
-			c.joined = true // its channels are still subscribed: listen from before the call
-		}
-		var nonce string
-		nonce, seq = c.nextNonce()
-		heard := "0"
-		if c.joined && c.b.hub.hears(c.inbox) {
-			heard = "1"
-		}
-		fresh := "0"
-		if c.fresh {
-			fresh = "1"
-		}
-		v, err = acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard, fresh).Result()
-		// Whatever the outcome, the call may have queued the contender, until an answer
-		// names it the owner: the script took it off then.
-		c.listed = listed
-		if err == nil {
-			c.fresh = false
-		}
+		v, seq, err = c.runAcquire(ctx)
 	}
 	if err != nil {
 		return backend.Record{}, c.b.storeError(ctx, op, err)
@@ -249,6 +230,31 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		c.join()
 	}
 	return rec, nil
+}
+
+// runAcquire runs the acquire script for a contender that does not own the mutex, and
+// returns its answer and the sequence number of the nonce it registered.
+func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
+	if !c.joined && c.b.hub.joinIfLive(c) {
+		c.joined = true // its channels are still subscribed: listen from before the call
+	}
+	nonce, seq := c.nextNonce()
+	heard := "0"
+	if c.joined && c.b.hub.hears(c.inbox) {
+		heard = "1"
+	}
+	fresh := "0"
+	if c.fresh {
+		fresh = "1"
+	}
+	v, err := acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard, fresh).Result()
+	// Whatever the outcome, the call may have queued the contender, until an answer names
+	// it the owner: the script took it off then.
+	c.listed = listed
+	if err == nil {
+		c.fresh = false
+	}
+	return v, seq, err
 }
 
 // Release runs the release script: the owner hands the mutex over (see the package doc,
