@@ -46,6 +46,12 @@ type contention struct {
 	state       state  // where the contention stands; changed by transition only
 	isStarted   bool
 	served      bool // a one-tenure participant (WaitsOnly) was reported the owner
+	// Of a semaphore's or read-write lock's participant (see holdStep).
+	guard        string // its node in a semaphore's guard; empty when it has none
+	guardSession int64  // the session that owns guard
+	admitted     bool   // node is a holder's
+	token        uint64 // the hold's token, once admitted
+	beside       bool
 
 	// Guarded by b.mu.
 	gen       uint64              // bumped by every event that may make view stale
@@ -92,7 +98,7 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		b:        b,
 		p:        p,
 		log:      log,
-		parent:   mutexPath(p.Mutex),
+		parent:   holdPath(p),
 		data:     []byte(p.ContenderID),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -313,6 +319,9 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 	l := c.begin()
 	if !l.s.up {
 		return false, nil // sync pokes every contention when the session is back
+	}
+	if c.p.Hold.Kind != backend.Mutex {
+		return c.holdStep(ctx, l)
 	}
 	if l.mode == unwatched || l.mode == adding {
 		if err := c.watchQueue(ctx, l.s); err != nil {
@@ -832,6 +841,7 @@ func (c *contention) children(ctx context.Context, path string) ([]string, error
 // setNode makes path the contender's node (empty: none).
 func (c *contention) setNode(path string) {
 	c.node, c.czxid, c.nodeSession = path, 0, 0
+	c.admitted, c.token = false, 0
 	c.b.mu.Lock()
 	c.mine = base(path)
 	c.b.mu.Unlock()
@@ -935,12 +945,18 @@ func (c *contention) leave() {
 	if c.pending != "" {
 		left = append(left, orphan{parent: c.parent, name: c.pending, prefix: true})
 	}
-	if c.node != "" && (c.nodeSession == 0 || c.nodeSession == s.id) {
-		o := orphan{parent: c.parent, name: base(c.node)}
-		switch err := c.deleteNode(s); {
+	for _, n := range []struct {
+		path    string
+		session int64
+	}{{c.node, c.nodeSession}, {c.guard, c.guardSession}} {
+		if n.path == "" || n.session != 0 && n.session != s.id {
+			continue
+		}
+		dir, name := splitPath(n.path)
+		switch err := c.deleteNode(s, n.path); {
 		case err == nil:
 		case transient(err) || !s.up:
-			left = append(left, o)
+			left = append(left, orphan{parent: dir, name: name})
 			c.leaveErr = err
 		default:
 			c.leaveErr = err
@@ -956,9 +972,9 @@ func (c *contention) leave() {
 	b.mu.Unlock()
 }
 
-func (c *contention) deleteNode(s session) error {
+func (c *contention) deleteNode(s session, node string) error {
 	if !s.up {
-		return fmt.Errorf("simba/zookeeper: delete %s: %w", c.node, ErrNoSession)
+		return fmt.Errorf("simba/zookeeper: delete %s: %w", node, ErrNoSession)
 	}
 	dl := time.Now().Add(c.b.bound())
 	if by := c.stopBy.Load(); by != nil {
@@ -966,11 +982,11 @@ func (c *contention) deleteNode(s session) error {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
-	err := c.b.delete(ctx, c.node)
+	err := c.b.delete(ctx, node)
 	if err == nil || errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
-	return c.b.explain(storeError("delete", c.node, err))
+	return c.b.explain(storeError("delete", node, err))
 }
 
 // together runs f and g at once and returns when both have: two independent requests on

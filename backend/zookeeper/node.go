@@ -29,9 +29,13 @@ func mutexPath(mutex string) string { return rootPath + "/" + mutex }
 // sequence returns the sequence number of a latch node's name: the 10 digits after the
 // last "latch-", which must end the name. ok is false for any other name; such nodes are
 // not contenders.
-func sequence(name string) (seq int64, ok bool) {
+func sequence(name string) (seq int64, ok bool) { return sequenceAfter(name, latchName) }
+
+// sequenceAfter returns the sequence number of a node's name: the 10 digits after the
+// last lockName, which must end the name.
+func sequenceAfter(name, lockName string) (seq int64, ok bool) {
 	n := len(name)
-	if n < len(latchName)+seqDigits || name[n-seqDigits-len(latchName):n-seqDigits] != latchName {
+	if n < len(lockName)+seqDigits || name[n-seqDigits-len(lockName):n-seqDigits] != lockName {
 		return 0, false
 	}
 	for _, d := range []byte(name[n-seqDigits:]) {
