@@ -19,6 +19,8 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql-15
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 [ -f /usr/share/java/slf4j-simple.jar ] || missing+=(libslf4j-java)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+# Curator's recipes, for the ZooKeeper backend's interop test with a Curator process.
+[ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 
 if [ ${#missing[@]} -gt 0 ]; then
