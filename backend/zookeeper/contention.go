@@ -51,7 +51,6 @@ type contention struct {
 	guardSession int64  // the session that owns guard
 	admitted     bool   // node is a holder's
 	token        uint64 // the hold's token, once admitted
-	beside       bool
 
 	// Guarded by b.mu.
 	gen       uint64              // bumped by every event that may make view stale

@@ -157,9 +157,6 @@ func (c *contention) rwHold(ctx context.Context, l look) (outcome, view, error) 
 		c.forgetNode() // deleted since its read
 		return changed, view{}, nil
 	}
-	if c.beside {
-		return c.admit(ctx) // admitted at once beside its writer, as Curator 5.4.0 does
-	}
 	blocker := ""
 	for _, n := range nodes[:i] {
 		// A node of the same number is a downgrade's read node beside its writer's
@@ -184,11 +181,13 @@ func (c *contention) joinRW(ctx context.Context) error {
 		name = readName
 	}
 	if c.p.Hold.Shared && c.p.Hold.Beside != "" {
-		_, ok, err := c.besideWriter(ctx)
+		seq, ok, err := c.besideWriter(ctx)
 		if err != nil {
 			return err
 		}
-		c.beside = ok
+		if ok {
+			name, flags = readName+fmt.Sprintf("%0*d", seqDigits, seq), zk.FlagEphemeral
+		}
 	}
 	path, err := c.createHold(ctx, c.parent, name, flags)
 	if err != nil {

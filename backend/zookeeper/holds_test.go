@@ -1,0 +1,127 @@
+package zookeeper_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// The tests of semaphores and read-write locks beyond the conformance suite: the
+// sequences the suite does not force, and the Curator interop (curator_test.go).
+
+// holdBound bounds every wait for a hold's event in these tests.
+const holdBound = 10 * time.Second
+
+func newRWMutex(t *testing.T, b simba.Backend, name, id string) *simba.RWMutex {
+	t.Helper()
+	m, err := simba.NewRWMutex(b, name, simba.WithContenderID(id))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func newSemaphore(t *testing.T, b simba.Backend, name string, permits int, id string) *simba.Semaphore {
+	t.Helper()
+	s, err := simba.NewSemaphore(b, name, permits, simba.WithContenderID(id))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// acquired is what an acquisition in the background returned.
+type acquired struct {
+	lease *simba.Lease
+	err   error
+}
+
+// goAcquire runs acquire in the background; a lease it returns is released at the end.
+func goAcquire(t *testing.T, acquire func(context.Context) (*simba.Lease, error)) <-chan acquired {
+	out := make(chan acquired, 1)
+	go func() {
+		l, err := acquire(t.Context())
+		out <- acquired{l, err}
+	}()
+	t.Cleanup(func() {
+		select {
+		case o := <-out:
+			if o.lease != nil {
+				_ = o.lease.Release(context.Background())
+			}
+		default:
+		}
+	})
+	return out
+}
+
+// writeLock is m.Lock as an acquisition of a *simba.Lease.
+func writeLock(m *simba.RWMutex) func(context.Context) (*simba.Lease, error) {
+	return func(ctx context.Context) (*simba.Lease, error) {
+		w, err := m.Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return w.Lease, nil
+	}
+}
+
+// await returns what an acquisition in the background returned, failing the test if
+// nothing comes within holdBound.
+func await(t *testing.T, ch <-chan acquired, what string) *simba.Lease {
+	t.Helper()
+	select {
+	case o := <-ch:
+		require.NoError(t, o.err, what)
+		return o.lease
+	case <-time.After(holdBound):
+		t.Fatalf("%s: not acquired within %v", what, holdBound)
+		return nil
+	}
+}
+
+// CURATOR-621: a writer that downgrades reads beside its write hold; a second writer,
+// which waited behind the first, must not be admitted once the write hold is given back
+// while the downgraded reader holds. The second writer is seen deciding: after the first
+// writer's node is gone it looks again, and then watches the reader's node.
+func TestRWDowngradeKeepsWaitingWriterOut(t *testing.T) {
+	name := mutexName(t)
+	parent := zookeeper.RWMutexPath(name)
+	admin := adminConn(t)
+	b1, b2 := newBackend(t), newBackend(t)
+	m1, m2 := newRWMutex(t, b1, name, "w1"), newRWMutex(t, b2, name, "w2")
+	w1, err := m1.Lock(t.Context())
+	require.NoError(t, err)
+	w1Node := nodeOf(t, admin, parent, "w1/w#0")
+	w2 := goAcquire(t, writeLock(m2))
+	eventually(t, holdBound, "the second writer's node", func() bool { return nodeOf(t, admin, parent, "w2/w#0") != "" })
+
+	d, err := w1.Downgrade(t.Context())
+	require.NoError(t, err)
+	waitGone(t, admin, w1Node, holdBound)
+	dNode := nodeOf(t, admin, parent, "w1/r#0")
+	require.NotEmpty(t, dNode)
+	deadline := time.After(holdBound)
+	for !slices.Contains(watchedBy(t, zookeeper.SessionID(b2.Backend)), dNode) {
+		select {
+		case o := <-w2:
+			if o.lease != nil {
+				_ = o.lease.Release(context.Background())
+			}
+			t.Fatalf("the second writer was admitted beside the downgraded reader (err %v)", o.err)
+		case <-deadline:
+			t.Fatalf("the second writer watches %v after %v, want the downgraded reader's node %s",
+				watchedBy(t, zookeeper.SessionID(b2.Backend)), holdBound, dNode)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	require.NoError(t, d.Release(t.Context()))
+	l2 := await(t, w2, "the second writer, once the reader left")
+	assert.Greater(t, l2.Token(), d.Token())
+	require.NoError(t, l2.Release(t.Context()))
+}
