@@ -125,3 +125,56 @@ func TestRWDowngradeKeepsWaitingWriterOut(t *testing.T) {
 	assert.Greater(t, l2.Token(), d.Token())
 	require.NoError(t, l2.Release(t.Context()))
 }
+
+// A writer whose session expires gives the lock up: the reader waiting behind it reads,
+// with a greater token, and the writer stops believing.
+func TestRWWriterSessionExpiryLetsReaderIn(t *testing.T) {
+	name := mutexName(t)
+	admin := adminConn(t)
+	na := &network{}
+	w := newRWMutex(t, newBackendAt(t, server, time.Second, na), name, "w")
+	wl, err := w.Lock(t.Context())
+	require.NoError(t, err)
+	r := goAcquire(t, newRWMutex(t, newBackend(t), name, "r").RLock)
+	eventually(t, holdBound, "the reader's node", func() bool {
+		return len(children(t, admin, zookeeper.RWMutexPath(name))) == 2
+	})
+	na.cut(true)
+	select {
+	case <-wl.Done():
+	case <-time.After(holdBound):
+		t.Fatalf("the writer still believes %v after its connection was cut", holdBound)
+	}
+	l := await(t, r, "the reader, once the writer's session expired")
+	assert.Greater(t, l.Token(), wl.Token())
+	require.NoError(t, l.Release(t.Context()))
+}
+
+// A semaphore waiter whose session expires while it owns the guard, its lease node
+// beyond the count, keeps no one waiting: the waiter behind it gets the permit once the
+// holder gives it back.
+func TestSemaphoreWaiterSessionExpiryLetsNextIn(t *testing.T) {
+	name := mutexName(t)
+	admin := adminConn(t)
+	locks, leases := zookeeper.SemaphorePath(name)+"/locks", zookeeper.SemaphorePath(name)+"/leases"
+	h, err := newSemaphore(t, newBackend(t), name, 1, "h").Acquire(t.Context())
+	require.NoError(t, err)
+	na := &network{}
+	dead := goAcquire(t, newSemaphore(t, newBackendAt(t, server, time.Second, na), name, 1, "dead").Acquire)
+	eventually(t, holdBound, "the first waiter's lease node", func() bool { return len(children(t, admin, leases)) == 2 })
+	next := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "next").Acquire)
+	eventually(t, holdBound, "the second waiter's guard node", func() bool { return len(children(t, admin, locks)) == 2 })
+	na.cut(true)
+	eventually(t, holdBound, "the expired waiter's nodes to go", func() bool {
+		return nodeOf(t, admin, leases, "dead#0") == "" && nodeOf(t, admin, locks, "dead#0") == ""
+	})
+	require.NoError(t, h.Release(t.Context()))
+	l := await(t, next, "the live waiter")
+	assert.Greater(t, l.Token(), h.Token())
+	require.NoError(t, l.Release(t.Context()))
+	select {
+	case o := <-dead:
+		t.Fatalf("the waiter whose session expired returned (err %v)", o.err)
+	default:
+	}
+}
