@@ -237,6 +237,42 @@
 // connection that keeps breaking. It has no chroot either: a server address with one
 // ("zk1:2181/app") does not dial, which looks like a server that is down.
 //
+// # Semaphores and read-write locks
+//
+// The backend keeps them (backend.Holder) in the nodes of Curator's recipes, so that a
+// Curator process given the same path shares the semaphore or the lock with Go ones.
+// Holds are watched per node (the queue watch serves mutexes only), each hold is a
+// Locker's contention of its own, and a hold's token is the mzxid of a write of its own
+// node's data (the contender ID again) made at its admission: zxids only grow, so it is
+// above every token of the name handed out before. A node's czxid would not do: a node
+// created while it waited may be older than a hold admitted meanwhile.
+//
+// A read-write lock is /simba-rwlock/<name> (RWMutexPath), as InterProcessReadWriteLock:
+// each holder or waiter creates an EPHEMERAL_SEQUENTIAL child _c_<uuid>-__READ__<seq> or
+// _c_<uuid>-__WRIT__<seq> whose data is the contender ID; nodes are ordered by the digits
+// at the end. A reader is admitted when no writer's node comes before its own, a writer
+// when no node does; a waiter watches the last node that keeps it out. A downgrade's read
+// node (backend.Hold.Beside) is created beside its writer's, while that holds, as an
+// EPHEMERAL node named with the writer's sequence number, as Curator does since 5.5.0
+// (CURATOR-621): a writer that waits behind the downgrading writer then finds the read
+// node before its own once the write hold is given back, and waits for the reader too.
+// Curator 5.4.0 and earlier create a new sequential read node there, after every node
+// waiting: a writer of any process then gets in beside a Curator 5.4.0 process's
+// downgraded reader (not beside a Go one's, which 5.4.0's writers see as simba's do).
+//
+// A semaphore is /simba-semaphore/<name> (SemaphorePath), as InterProcessSemaphoreV2: a
+// holder first owns the guard, an InterProcessMutex of _c_<uuid>-lock-<seq> nodes under
+// locks/, then creates its EPHEMERAL_SEQUENTIAL lease node under leases/, is admitted once
+// at most Permits lease nodes exist (watching the children of leases/ meanwhile), and
+// then gives the guard up. Only the guard's owner can have a lease node beyond the count,
+// so waiters are admitted first come, first served, and one whose session ends (its
+// guard and lease nodes deleted) holds nobody back. Curator stores no permit count, so a
+// Go lease node carries it in its name, _c_<uuid>-permits-<n>-lease-<seq> (Curator
+// counts the children of leases/ and reads no name): a Go participant that finds a lease
+// of another count, when it owns the guard, is refused (simba.ErrRefused). A Curator
+// lease tells no count: a Curator process and a Go one that give different counts are
+// not told, and each admits by its own.
+//
 // # What Stop leaves behind
 //
 // StopContend deletes the contender's node, within its context. Without a session, or
