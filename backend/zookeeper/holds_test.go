@@ -178,3 +178,28 @@ func TestSemaphoreWaiterSessionExpiryLetsNextIn(t *testing.T) {
 	default:
 	}
 }
+
+// A participant that gives another permit count than the holders' is refused at once,
+// also when it joins behind a waiter that owns the guard, and leaves nothing behind that
+// holds the others back.
+func TestSemaphoreCountRefusedBehindWaiter(t *testing.T) {
+	name := mutexName(t)
+	admin := adminConn(t)
+	leases := zookeeper.SemaphorePath(name) + "/leases"
+	a, err := newSemaphore(t, newBackend(t), name, 1, "one").Acquire(t.Context())
+	require.NoError(t, err)
+	w := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "waiter").Acquire)
+	eventually(t, holdBound, "the waiter's lease node", func() bool { return len(children(t, admin, leases)) == 2 })
+
+	ctx, cancel := context.WithTimeout(t.Context(), holdBound)
+	defer cancel()
+	_, err = newSemaphore(t, newBackend(t), name, 2, "two").Acquire(ctx)
+	require.ErrorIs(t, err, simba.ErrRefused)
+	require.NoError(t, ctx.Err(), "refused by its deadline, not at once")
+
+	require.NoError(t, a.Release(t.Context()))
+	lw := await(t, w, "the waiter")
+	next := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "next").Acquire)
+	require.NoError(t, lw.Release(t.Context()))
+	require.NoError(t, await(t, next, "the next one, after the refused participant").Release(t.Context()))
+}
