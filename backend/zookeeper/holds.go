@@ -254,11 +254,12 @@ func (c *contention) permit(ctx context.Context, l look) (outcome, view, error) 
 		c.forgetNode()
 		return changed, view{}, nil
 	}
-	for _, k := range kids {
-		if n, ok := leasePermits(k); ok && n != c.p.Hold.Permits {
-			return failed, view{}, fmt.Errorf("simba/zookeeper: semaphore %q has %d permits, not %d: %w",
-				c.p.Mutex, n, c.p.Hold.Permits, simba.ErrRefused)
-		}
+	if err := c.checkCount(kids); err != nil {
+		// Refused: its lease node would count, and its guard node keep those behind it
+		// waiting, while it retries.
+		c.dropGuard(ctx)
+		c.dropNode(ctx)
+		return failed, view{}, err
 	}
 	if len(kids) > c.p.Hold.Permits {
 		return seen, view{watched: []string{c.node, leases, c.guard}, node: c.node}, nil
@@ -273,13 +274,28 @@ func (c *contention) permit(ctx context.Context, l look) (outcome, view, error) 
 // ownGuard finds out whether the contender owns the semaphore's guard, creating its
 // guard node first when it has none; v.self tells that it does.
 func (c *contention) ownGuard(ctx context.Context, l look) (outcome, view, error) {
-	locks := c.parent + "/" + guardDir
+	locks, leases := c.parent+"/"+guardDir, c.parent+"/"+leaseDir
 	if c.guard == "" {
-		path, err := c.createHold(ctx, locks, guardName, zk.FlagEphemeralSequential)
+		// The leases are read as it joins: a participant of another count is refused
+		// at once, also behind a waiter that owns the guard.
+		var (
+			path           string
+			kids           []string
+			err, leasesErr error
+		)
+		together(func() { path, err = c.createHold(ctx, locks, guardName, zk.FlagEphemeralSequential) },
+			func() { kids, leasesErr = c.b.children(ctx, leases) })
 		if err != nil {
 			return failed, view{}, err
 		}
 		c.guard, c.guardSession = path, 0
+		if leasesErr != nil && !errors.Is(leasesErr, zk.ErrNoNode) {
+			return failed, view{}, storeError("list", leases, leasesErr)
+		}
+		if err := c.checkCount(kids); err != nil {
+			c.dropGuard(ctx)
+			return failed, view{}, err
+		}
 	}
 	ok, st, err := c.watchNode(ctx, c.guard)
 	switch {
@@ -306,19 +322,43 @@ func (c *contention) ownGuard(ctx context.Context, l look) (outcome, view, error
 	return c.waitFor(ctx, c.child(guardDir+"/"+nodes[i-1].name), c.guard)
 }
 
+// checkCount refuses a semaphore whose lease nodes, kids, tell another permit count.
+func (c *contention) checkCount(kids []string) error {
+	for _, k := range kids {
+		if n, ok := leasePermits(k); ok && n != c.p.Hold.Permits {
+			return fmt.Errorf("simba/zookeeper: semaphore %q has %d permits, not %d: %w",
+				c.p.Mutex, n, c.p.Hold.Permits, simba.ErrRefused)
+		}
+	}
+	return nil
+}
+
+// dropNode deletes the contender's lease node before its admission; a delete that
+// fails leaves the node to the backend.
+func (c *contention) dropNode(ctx context.Context) {
+	c.drop(ctx, c.node)
+	c.forgetNode()
+}
+
 // dropGuard gives the semaphore's guard up once the contender holds its permit; a
 // delete that fails leaves the node to the backend.
 func (c *contention) dropGuard(ctx context.Context) {
-	if c.guard == "" {
+	c.drop(ctx, c.guard)
+	c.guard = ""
+}
+
+// drop deletes the contender's node at path, if any; a delete that fails leaves the node
+// to the backend.
+func (c *contention) drop(ctx context.Context, path string) {
+	if path == "" {
 		return
 	}
-	if err := c.b.delete(ctx, c.guard); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		dir, name := splitPath(c.guard)
+	if err := c.b.delete(ctx, path); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		dir, name := splitPath(path)
 		c.b.mu.Lock()
 		c.b.leaveBehind(orphan{parent: dir, name: name})
 		c.b.mu.Unlock()
 	}
-	c.guard = ""
 }
 
 // createHold creates a node named name (after a protection prefix) under dir, and the
