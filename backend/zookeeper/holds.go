@@ -141,15 +141,12 @@ func (c *contention) rwHold(ctx context.Context, l look) (outcome, view, error) 
 			return failed, view{}, err
 		}
 	}
-	if o, err := c.checkNode(ctx, l); o != seen || err != nil {
+	o, kids, err := c.checkNodeAndList(ctx, l, c.parent, false)
+	switch {
+	case o != seen || err != nil:
 		return o, view{}, err
-	}
-	if c.admitted {
+	case c.admitted:
 		return seen, c.holding(), nil
-	}
-	kids, err := c.b.children(ctx, c.parent)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return failed, view{}, storeError("list", c.parent, err)
 	}
 	nodes := holdNodes(kids, readName, writeName)
 	i := slices.IndexFunc(nodes, func(n holdNode) bool { return n.name == base(c.node) })
@@ -239,16 +236,13 @@ func (c *contention) permit(ctx context.Context, l look) (outcome, view, error) 
 		}
 		c.setNode(path)
 	}
-	if o, err := c.checkNode(ctx, l); o != seen || err != nil {
-		return o, view{}, err
-	}
-	if c.admitted {
-		return seen, c.holding(), nil
-	}
 	leases := c.parent + "/" + leaseDir
-	kids, err := c.children(ctx, leases) // its watch tells of every lease given back
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return failed, view{}, storeError("list", leases, err)
+	o, kids, err := c.checkNodeAndList(ctx, l, leases, true) // its watch tells of every lease given back
+	switch {
+	case o != seen || err != nil:
+		return o, view{}, err
+	case c.admitted:
+		return seen, c.holding(), nil
 	}
 	if !slices.Contains(kids, base(c.node)) {
 		c.forgetNode()
@@ -297,19 +291,23 @@ func (c *contention) ownGuard(ctx context.Context, l look) (outcome, view, error
 			return failed, view{}, err
 		}
 	}
-	ok, st, err := c.watchNode(ctx, c.guard)
+	var (
+		ok           bool
+		st           *zk.Stat
+		kids         []string
+		err, listErr error
+	)
+	together(func() { ok, st, err = c.watchNode(ctx, c.guard) }, func() { kids, listErr = c.b.children(ctx, locks) })
 	switch {
 	case err != nil:
 		return failed, view{}, storeError("watch", c.guard, err)
 	case !ok || st.EphemeralOwner != l.s.id:
 		c.guard = "" // gone, or of an ended session
 		return changed, view{}, nil
+	case listErr != nil:
+		return failed, view{}, storeError("list", locks, listErr)
 	}
 	c.guardSession = st.EphemeralOwner
-	kids, err := c.b.children(ctx, locks)
-	if err != nil {
-		return failed, view{}, storeError("list", locks, err)
-	}
 	nodes := holdNodes(kids, guardName)
 	i := slices.IndexFunc(nodes, func(n holdNode) bool { return n.name == base(c.guard) })
 	switch {
@@ -414,6 +412,34 @@ func (c *contention) checkNode(ctx context.Context, l look) (outcome, error) {
 	}
 	c.nodeSession = st.EphemeralOwner
 	return seen, nil
+}
+
+// checkNodeAndList reads the contender's node (checkNode) and, at once, unless it is
+// admitted, lists dir's children, with a child watch if watched; a missing dir has none.
+func (c *contention) checkNodeAndList(ctx context.Context, l look, dir string, watched bool) (outcome, []string, error) {
+	var (
+		o         outcome
+		kids      []string
+		err, lErr error
+	)
+	list := func() {
+		if watched {
+			kids, lErr = c.children(ctx, dir)
+		} else {
+			kids, lErr = c.b.children(ctx, dir)
+		}
+	}
+	if c.admitted {
+		list = func() {}
+	}
+	together(func() { o, err = c.checkNode(ctx, l) }, list)
+	switch {
+	case o != seen || err != nil:
+		return o, nil, err
+	case lErr != nil && !errors.Is(lErr, zk.ErrNoNode):
+		return failed, nil, storeError("list", dir, lErr)
+	}
+	return seen, kids, nil
 }
 
 // waitFor is the view of a waiter whose turn comes once the node at path is gone: it
