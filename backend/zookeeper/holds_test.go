@@ -2,10 +2,16 @@ package zookeeper_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -202,4 +208,62 @@ func TestSemaphoreCountRefusedBehindWaiter(t *testing.T) {
 	next := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "next").Acquire)
 	require.NoError(t, lw.Release(t.Context()))
 	require.NoError(t, await(t, next, "the next one, after the refused participant").Release(t.Context()))
+}
+
+// A hold whose create lost its reply (the node made, the connection broken before the
+// answer) is acquired all the same, and leaves no node behind once released: the node of
+// the lost create is deleted by the backend.
+func TestHoldLostCreateReplyLeavesNothing(t *testing.T) {
+	srv := slowServer(t)
+	admin := adminConnAt(t, srv)
+	base := mutexName(t)
+	for i, tc := range []struct {
+		what, marker string
+		semaphore    bool
+	}{{"a semaphore's guard node", "lock-", true}, {"a lease node", "lease-", true}, {"a writer's node", "__WRIT__", false}} {
+		name := fmt.Sprintf("%s-%d", base, i)
+		dirs := []string{zookeeper.RWMutexPath(name)}
+		if tc.semaphore {
+			dirs = []string{zookeeper.SemaphorePath(name) + "/locks", zookeeper.SemaphorePath(name) + "/leases"}
+		}
+		for _, d := range dirs { // so that the first create is the one whose reply is lost
+			for i := 1; i <= len(d); i++ {
+				if i == len(d) || d[i] == '/' {
+					_, err := admin.CreateContainer(d[:i], nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+					if !errors.Is(err, zk.ErrNodeExists) {
+						require.NoError(t, err)
+					}
+				}
+			}
+		}
+		nodes := func() (out []string) {
+			for _, d := range dirs {
+				kids, _, _ := admin.Children(d)
+				out = append(out, kids...)
+			}
+			return out
+		}
+		var armed atomic.Bool
+		armed.Store(true)
+		var faults atomic.Int32
+		n := &network{}
+		n.wrap = func(c net.Conn) net.Conn {
+			return &lossy{Conn: c, marker: tc.marker, armed: &armed, fired: &faults, created: func(prefix string) bool {
+				return slices.ContainsFunc(nodes(), func(k string) bool { return strings.HasPrefix(k, prefix) })
+			}}
+		}
+		b := newBackendAt(t, srv, 4*time.Second, n)
+		var l *simba.Lease
+		var err error
+		if tc.semaphore {
+			l, err = newSemaphore(t, b, name, 1, "a").Acquire(t.Context())
+		} else {
+			l, err = writeLock(newRWMutex(t, b, name, "a"))(t.Context())
+		}
+		require.NoError(t, err, tc.what)
+		require.EqualValues(t, 1, faults.Load(), "%s: the create's reply was not lost", tc.what)
+		eventually(t, holdBound, tc.what+": the holder's node alone", func() bool { return len(nodes()) == 1 })
+		require.NoError(t, l.Release(t.Context()))
+		eventually(t, holdBound, tc.what+": no node after the release", func() bool { return len(nodes()) == 0 })
+	}
 }

@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -325,8 +326,10 @@ func TestLostCreateReplyLeavesNoDuplicate(t *testing.T) {
 
 // lossy forwards a connection but, once, lets a latch node's create request through and
 // then breaks the connection without its reply, after the server has created the node.
+// marker, when set, names the nodes instead of "latch-".
 type lossy struct {
 	net.Conn
+	marker    string
 	armed     *atomic.Bool
 	fired     *atomic.Int32
 	created   func(prefix string) bool
@@ -339,10 +342,11 @@ func (l *lossy) Write(p []byte) (int, error) {
 		l.handshake = true
 		return l.Conn.Write(p)
 	}
-	if len(p) < 16 || !isCreate(binary.BigEndian.Uint32(p[8:12])) || !bytes.Contains(p, []byte("-latch-")) || !l.armed.CompareAndSwap(true, false) {
+	marker := cmp.Or(l.marker, "latch-")
+	if len(p) < 16 || !isCreate(binary.BigEndian.Uint32(p[8:12])) || !bytes.Contains(p, []byte("-"+marker)) || !l.armed.CompareAndSwap(true, false) {
 		return l.Conn.Write(p)
 	}
-	prefix := strings.TrimSuffix(requestPath(p), "latch-")
+	prefix := strings.TrimSuffix(requestPath(p), marker)
 	prefix = prefix[strings.LastIndex(prefix, "/")+1:]
 	l.dropping.Store(true)
 	n, err := l.Conn.Write(p)
