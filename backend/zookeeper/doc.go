@@ -104,6 +104,7 @@
 // and only grow, and an owner's node is older than every node behind it in the queue, so
 // every later tenure of the mutex has a greater token. The sequence number would not do:
 // it restarts at zero when an empty mutex node has been reaped and is created again.
+// A hold of a semaphore or read-write lock has another token (see below).
 //
 // # Session policy
 //
