@@ -267,3 +267,21 @@ func TestHoldLostCreateReplyLeavesNothing(t *testing.T) {
 		eventually(t, holdBound, tc.what+": no node after the release", func() bool { return len(nodes()) == 0 })
 	}
 }
+
+// A single attempt that finds the lock or the permits taken is told a holder.
+func TestTryAcquireNamesAHolder(t *testing.T) {
+	name := mutexName(t)
+	w, err := newRWMutex(t, newBackend(t), name, "w").Lock(t.Context())
+	require.NoError(t, err)
+	_, err = newRWMutex(t, newBackend(t), name, "r").TryRLock(t.Context())
+	require.ErrorIs(t, err, simba.ErrHeld)
+	assert.ErrorContains(t, err, `held by "w/w#0"`)
+	require.NoError(t, w.Release(t.Context()))
+
+	p, err := newSemaphore(t, newBackend(t), name, 1, "p").Acquire(t.Context())
+	require.NoError(t, err)
+	_, err = newSemaphore(t, newBackend(t), name, 1, "q").TryAcquire(t.Context())
+	require.ErrorIs(t, err, simba.ErrHeld)
+	assert.ErrorContains(t, err, `held by "p#0"`)
+	require.NoError(t, p.Release(t.Context()))
+}
