@@ -165,7 +165,11 @@ func (c *contention) rwHold(ctx context.Context, l look) (outcome, view, error) 
 	if blocker == "" {
 		return c.admit(ctx)
 	}
-	return c.waitFor(ctx, c.child(blocker))
+	o, v, err := c.waitFor(ctx, c.child(blocker))
+	if o != seen || err != nil {
+		return o, v, err
+	}
+	return c.tellHolder(ctx, v, c.child(nodes[0].name)) // the first node holds
 }
 
 // joinRW creates the contender's node: __READ__ or __WRIT__ with a sequence number. A
@@ -256,7 +260,8 @@ func (c *contention) permit(ctx context.Context, l look) (outcome, view, error) 
 		return failed, view{}, err
 	}
 	if len(kids) > c.p.Hold.Permits {
-		return seen, view{watched: []string{c.node, leases, c.guard}, node: c.node}, nil
+		first := holdNodes(kids, leaseName)[0] // the guard's owner, which waits, has the last lease
+		return c.tellHolder(ctx, view{watched: []string{c.node, leases, c.guard}, node: c.node}, leases+"/"+first.name)
 	}
 	o, v, err := c.admit(ctx)
 	if o == seen && err == nil {
@@ -457,6 +462,24 @@ func (c *contention) waitFor(ctx context.Context, path string, also ...string) (
 		watched = append(watched, c.node)
 	}
 	return seen, view{watched: watched, node: c.node}, nil
+}
+
+// tellHolder names, in v, the holder whose node is at path, to a single attempt
+// (Participant.Once), which is told who holds; its token is the node's mzxid (see admit).
+// A waiter that waits for its turn reads no holder.
+func (c *contention) tellHolder(ctx context.Context, v view, path string) (outcome, view, error) {
+	if !c.p.Once {
+		return seen, v, nil
+	}
+	n, err := c.b.get(ctx, path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return changed, view{}, nil // gone since the list: look again
+	case err != nil:
+		return failed, view{}, storeError("read", path, err)
+	}
+	v.ownerPath, v.owner, v.token = path, string(n.data), uint64(n.st.Mzxid)
+	return seen, v, nil
 }
 
 // admit makes the contender a holder: it writes its node's data again, whose new mzxid is
