@@ -285,3 +285,34 @@ func TestTryAcquireNamesAHolder(t *testing.T) {
 	assert.ErrorContains(t, err, `held by "p#0"`)
 	require.NoError(t, p.Release(t.Context()))
 }
+
+// A semaphore waiter whose guard node is deleted (by hand) while its lease node waits
+// beyond the count gives the lease up and joins again: left in place, its lease and that
+// of the next guard owner would both wait for the count to fall, and never be admitted.
+func TestSemaphoreWaiterWithoutGuardGivesLeaseUp(t *testing.T) {
+	name := mutexName(t)
+	admin := adminConn(t)
+	locks, leases := zookeeper.SemaphorePath(name)+"/locks", zookeeper.SemaphorePath(name)+"/leases"
+	h, err := newSemaphore(t, newBackend(t), name, 1, "h").Acquire(t.Context())
+	require.NoError(t, err)
+	w := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "w").Acquire)
+	eventually(t, holdBound, "the waiter's lease node", func() bool { return len(children(t, admin, leases)) == 2 })
+	guard := nodeOf(t, admin, locks, "w#0")
+	require.NotEmpty(t, guard)
+	require.NoError(t, admin.Delete(guard, -1))
+	x := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "x").Acquire)
+	eventually(t, holdBound, "the next guard owner's lease node", func() bool { return nodeOf(t, admin, leases, "x#0") != "" })
+	require.NoError(t, h.Release(t.Context()))
+	select {
+	case o := <-w:
+		require.NoError(t, o.err)
+		require.NoError(t, o.lease.Release(t.Context()))
+		require.NoError(t, await(t, x, "the other waiter").Release(t.Context()))
+	case o := <-x:
+		require.NoError(t, o.err)
+		require.NoError(t, o.lease.Release(t.Context()))
+		require.NoError(t, await(t, w, "the other waiter").Release(t.Context()))
+	case <-time.After(holdBound):
+		t.Fatalf("no waiter admitted %v after the holder left; leases %v", holdBound, children(t, admin, leases))
+	}
+}
