@@ -252,6 +252,9 @@ func (c *contention) permit(ctx context.Context, l look) (outcome, view, error) 
 		c.forgetNode()
 		return changed, view{}, nil
 	}
+	if o, err := c.keepsGuard(ctx); o != seen || err != nil {
+		return o, view{}, err
+	}
 	if err := c.checkCount(kids); err != nil {
 		// Refused: its lease node would count, and its guard node keep those behind it
 		// waiting, while it retries.
@@ -323,6 +326,31 @@ func (c *contention) ownGuard(ctx context.Context, l look) (outcome, view, error
 		return seen, view{self: true}, nil
 	}
 	return c.waitFor(ctx, c.child(guardDir+"/"+nodes[i-1].name), c.guard)
+}
+
+// keepsGuard checks, for a contender whose lease node is not admitted yet, that it still
+// owns the guard: only the guard's owner may have a lease beyond the count. One whose
+// guard node is gone (deleted by hand) gives its lease up and joins again; left in place,
+// its lease and the next guard owner's would both wait for the count to fall. The guard
+// is read only when its watch has fired.
+func (c *contention) keepsGuard(ctx context.Context) (outcome, error) {
+	if c.guard != "" && c.b.isArmed(watch{c.guard, dataWatch}) {
+		return seen, nil
+	}
+	ok := false
+	if c.guard != "" {
+		var err error
+		if ok, _, err = c.watchNode(ctx, c.guard); err != nil {
+			return failed, storeError("watch", c.guard, err)
+		}
+	}
+	if ok {
+		return seen, nil
+	}
+	c.log.Warn("simba/zookeeper: this semaphore waiter's guard node is gone; giving its lease up and joining again", "node", c.node)
+	c.guard = ""
+	c.dropNode(ctx)
+	return changed, nil
 }
 
 // checkCount refuses a semaphore whose lease nodes, kids, tell another permit count.
