@@ -91,6 +91,20 @@ func await(t *testing.T, ch <-chan acquired, what string) *simba.Lease {
 	}
 }
 
+// heldAndAwaited gives "h" the only permit of semaphore name and starts an acquisition by
+// id on b, which it returns once id's lease node waits beyond the count.
+func heldAndAwaited(t *testing.T, name string, b simba.Backend, id string) (*simba.Lease, <-chan acquired) {
+	t.Helper()
+	h, err := newSemaphore(t, newBackend(t), name, 1, "h").Acquire(t.Context())
+	require.NoError(t, err)
+	w := goAcquire(t, newSemaphore(t, b, name, 1, id).Acquire)
+	admin := adminConn(t)
+	eventually(t, holdBound, id+"'s lease node", func() bool {
+		return len(children(t, admin, zookeeper.SemaphorePath(name)+"/leases")) == 2
+	})
+	return h, w
+}
+
 // CURATOR-621: a writer that downgrades reads beside its write hold; a second writer,
 // which waited behind the first, must not be admitted once the write hold is given back
 // while the downgraded reader holds. The second writer is seen deciding: after the first
@@ -163,11 +177,8 @@ func TestSemaphoreWaiterSessionExpiryLetsNextIn(t *testing.T) {
 	name := mutexName(t)
 	admin := adminConn(t)
 	locks, leases := zookeeper.SemaphorePath(name)+"/locks", zookeeper.SemaphorePath(name)+"/leases"
-	h, err := newSemaphore(t, newBackend(t), name, 1, "h").Acquire(t.Context())
-	require.NoError(t, err)
 	na := &network{}
-	dead := goAcquire(t, newSemaphore(t, newBackendAt(t, server, time.Second, na), name, 1, "dead").Acquire)
-	eventually(t, holdBound, "the first waiter's lease node", func() bool { return len(children(t, admin, leases)) == 2 })
+	h, dead := heldAndAwaited(t, name, newBackendAt(t, server, time.Second, na), "dead")
 	next := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "next").Acquire)
 	eventually(t, holdBound, "the second waiter's guard node", func() bool { return len(children(t, admin, locks)) == 2 })
 	na.cut(true)
@@ -190,16 +201,10 @@ func TestSemaphoreWaiterSessionExpiryLetsNextIn(t *testing.T) {
 // holds the others back.
 func TestSemaphoreCountRefusedBehindWaiter(t *testing.T) {
 	name := mutexName(t)
-	admin := adminConn(t)
-	leases := zookeeper.SemaphorePath(name) + "/leases"
-	a, err := newSemaphore(t, newBackend(t), name, 1, "one").Acquire(t.Context())
-	require.NoError(t, err)
-	w := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "waiter").Acquire)
-	eventually(t, holdBound, "the waiter's lease node", func() bool { return len(children(t, admin, leases)) == 2 })
-
+	a, w := heldAndAwaited(t, name, newBackend(t), "waiter")
 	ctx, cancel := context.WithTimeout(t.Context(), holdBound)
 	defer cancel()
-	_, err = newSemaphore(t, newBackend(t), name, 2, "two").Acquire(ctx)
+	_, err := newSemaphore(t, newBackend(t), name, 2, "two").Acquire(ctx)
 	require.ErrorIs(t, err, simba.ErrRefused)
 	require.NoError(t, ctx.Err(), "refused by its deadline, not at once")
 
@@ -293,10 +298,7 @@ func TestSemaphoreWaiterWithoutGuardGivesLeaseUp(t *testing.T) {
 	name := mutexName(t)
 	admin := adminConn(t)
 	locks, leases := zookeeper.SemaphorePath(name)+"/locks", zookeeper.SemaphorePath(name)+"/leases"
-	h, err := newSemaphore(t, newBackend(t), name, 1, "h").Acquire(t.Context())
-	require.NoError(t, err)
-	w := goAcquire(t, newSemaphore(t, newBackend(t), name, 1, "w").Acquire)
-	eventually(t, holdBound, "the waiter's lease node", func() bool { return len(children(t, admin, leases)) == 2 })
+	h, w := heldAndAwaited(t, name, newBackend(t), "w")
 	guard := nodeOf(t, admin, locks, "w#0")
 	require.NotEmpty(t, guard)
 	require.NoError(t, admin.Delete(guard, -1))
