@@ -21,6 +21,8 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql-15
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 # Curator's recipes, for the ZooKeeper backend's interop test with a Curator process.
 [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
+# javac compiles the interop test's Java program against those jars.
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 
 if [ ${#missing[@]} -gt 0 ]; then
