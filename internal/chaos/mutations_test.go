@@ -1,11 +1,7 @@
 package chaos
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/simba-go/simba/internal/mutant"
@@ -46,31 +42,17 @@ func testMutations(t *testing.T) {
 			if err := mutant.Build(root, t.TempDir(), m.name, "./internal/chaos", bin); err != nil {
 				t.Fatal(err)
 			}
-			run := "^TestChaos$/^" + m.store + "$/^" + m.scenario + "$"
-			cmd := exec.Command(bin, "-test.run", run, "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), "SIMBA_MUTATION="+m.name, "SIMBA_CHAOS_REPORT="+filepath.Join(t.TempDir(), "report.md"))
-			out, err := cmd.CombinedOutput()
-			output := string(out)
-			ran := strings.Contains(output, "=== RUN   TestChaos/"+m.store+"/"+m.scenario)
-			failedOn := regexp.MustCompile(`(?m)^\s+\S+_test\.go:\d+: ` + m.expected + `\b`).MatchString(output)
-			m.ran = ran
-			m.caught = err != nil && failedOn
+			var output string
+			m.ran, m.caught, output = mutant.Check(bin, "TestChaos/"+m.store+"/"+m.scenario, m.expected,
+				"SIMBA_MUTATION="+m.name, "SIMBA_CHAOS_REPORT="+filepath.Join(t.TempDir(), "report.md"))
 			switch {
-			case !ran:
-				t.Errorf("mutation %s: the scenario %s/%s did not run:\n%s", m.name, m.store, m.scenario, tail(output, 30))
+			case !m.ran:
+				t.Errorf("mutation %s: the scenario %s/%s did not run:\n%s", m.name, m.store, m.scenario, mutant.Tail(output, 30))
 			case !m.caught:
-				t.Errorf("mutation %s was not caught by %s/%s (%s expected):\n%s", m.name, m.store, m.scenario, m.expected, tail(output, 40))
+				t.Errorf("mutation %s was not caught by %s/%s (%s expected):\n%s", m.name, m.store, m.scenario, m.expected, mutant.Tail(output, 40))
 			default:
 				t.Logf("mutation %s caught: %s/%s failed on %s", m.name, m.store, m.scenario, m.expected)
 			}
 		})
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
