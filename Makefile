@@ -31,15 +31,16 @@ vet:
 ## it starting once the backends' packages are done.
 unit:
 	@log=$$(mktemp); \
-	( for m in $(MODULES); do (cd $$m && SIMBA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; done ) >$$log 2>&1 & \
+	( for m in $(MODULES); do (cd $$m && SIMBA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done ) >$$log 2>&1 & \
 	modules=$$!; \
 	SIMBA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 15m ./internal/chaos ./...; root=$$?; \
 	wait $$modules; status=$$?; cat $$log; rm -f $$log; \
 	[ $$root -eq 0 ] && [ $$status -eq 0 ]
 
 ## chaos: the fault suite's full plan, every mutation included; prints the
-## table of figures and writes it to chaos-report.md. The etcd scenarios run in the etcd
-## module's tests (all of them here, two in make test), their verdicts in its output.
+## table of figures and writes it to chaos-report.md. The etcd scenarios and mutations run
+## in the etcd module's tests (all of them here, two scenarios and a mutation in make
+## test), their verdicts in its output.
 chaos: setup
 	SIMBA_REQUIRE_SERVERS=1 SIMBA_CHAOS=full SIMBA_CHAOS_REPORT=$(CURDIR)/chaos-report.md \
 		$(GO) test -race -count=1 -timeout 90m -run '^TestChaos$$' ./internal/chaos

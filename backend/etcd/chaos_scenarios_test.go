@@ -45,7 +45,8 @@ const electionTimeout = time.Second
 
 // TestChaos runs the etcd fault scenarios (select them with -run 'TestChaos$/etcd'): all
 // of them with SIMBA_CHAOS=full (make chaos), the short ones otherwise, to keep make
-// test's time (each takes 10 to 20 s, most of it waiting for leases to lapse).
+// test's time (each takes 10 to 20 s, most of it waiting for leases to lapse). Then 46
+// runs the backend's mutations (chaos_mutations_test.go), which scenarios must catch.
 func TestChaos(t *testing.T) {
 	needServer(t)
 	var kit chaos.Kit
@@ -68,6 +69,9 @@ func TestChaos(t *testing.T) {
 				r.c = r.Server.(*chaosCluster)
 				sc.run(r)
 			})
+		}
+		if os.Getenv("SIMBA_MUTATION") == "" { // not inside a mutation run
+			t.Run("46_mutations", testMutations)
 		}
 	})
 }
