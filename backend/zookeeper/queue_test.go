@@ -424,7 +424,9 @@ func TestServerWithoutAddWatch(t *testing.T) {
 	ops := count.take()
 	assert.Zero(t, ops[opAddWatch], "addWatch asked again")
 	assert.Zero(t, ops[opCreate2], "a create2 in a look per node")
-	assert.Equal(t, 3, ops[opCreate], "creates")
+	// A create whose connection was lost is sent again (the old server's UNIMPLEMENTED
+	// closes the connection, and its reconnection may fall within the cycles).
+	assert.GreaterOrEqual(t, ops[opCreate], 3, "creates")
 }
 
 // A queue that grows past the limit while watched whole is watched per node from then
