@@ -30,6 +30,8 @@ type Backend struct {
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded
 	contentions map[*contention]struct{}
+	holds       map[*holdContention]struct{} // semaphores' and read-write locks' (holds.go)
+	holdSQL     *holdStatements              // the hold table's, once checked; nil until then
 
 	sweeps sync.WaitGroup // rows to check after abandoned acquisitions (stray.go)
 }
@@ -77,9 +79,14 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.mu.Lock()
-	live := b.contentions
-	b.contentions = nil
+	live, holds := b.contentions, b.holds
+	b.contentions, b.holds = nil, nil
 	b.mu.Unlock()
+	for c := range holds {
+		if c.closed != nil {
+			c.closed()
+		}
+	}
 	for c := range live {
 		c.abandon()
 		if c.closed != nil {
@@ -97,6 +104,9 @@ func (b *Backend) Close() error {
 func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := b.usable(ctx); err != nil {
 		return nil, err
+	}
+	if p.Hold.Kind != backend.Mutex {
+		return b.startHold(ctx, p)
 	}
 	s, err := b.checkedSchema(ctx)
 	if err != nil {

@@ -20,7 +20,8 @@ func DDL(opts ...Option) (string, error) {
 	return cfg.dialect.ddl(t), nil
 }
 
-// CreateTable creates the table on db if it is missing, and then checks it as Start does:
+// CreateTable creates the table on db if it is missing, and the hold table of semaphores
+// and read-write locks beside it (HoldDDL), and then checks the table as Start does:
 // an existing table that does not match the format is reported as a *SchemaError rather
 // than left for Start to find. It does not close db.
 func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
@@ -34,15 +35,13 @@ func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	// PostgreSQL's CREATE TABLE IF NOT EXISTS fails the loser of a race between two
-	// creators (on the catalogue's unique index) once the winner has committed: the
-	// second try finds the winner's table.
-	if _, err := db.ExecContext(ctx, cfg.dialect.ddl(t)); err != nil {
-		if _, again := db.ExecContext(ctx, cfg.dialect.ddl(t)); again != nil {
-			err = fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
-			if isRefusal(err) {
-				return &refusal{err: err, fix: "create it as a user that may create tables, or in a migration (DDL returns the statement)"}
-			}
+	if err := create(ctx, db, cfg.dialect.ddl(t), t); err != nil {
+		return err
+	}
+	// A table name that leaves no room for the hold table's suffix keeps mutexes only:
+	// StartContend refuses a semaphore or read-write lock on it as an invalid argument.
+	if holds, err := holdSQL(cfg.dialect, t); err == nil {
+		if err := create(ctx, db, holds.ddl, holds.table); err != nil {
 			return err
 		}
 	}
@@ -52,4 +51,21 @@ func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
 		return refused(fmt.Errorf("simba/jdbc: check table %s: %w", t, err), t.String())
 	}
 	return err
+}
+
+// create runs ddl, a CREATE TABLE IF NOT EXISTS of table t.
+func create(ctx context.Context, db *sql.DB, ddl string, t tableName) error {
+	// PostgreSQL's CREATE TABLE IF NOT EXISTS fails the loser of a race between two
+	// creators (on the catalogue's unique index) once the winner has committed: the
+	// second try finds the winner's table.
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
+		if _, again := db.ExecContext(ctx, ddl); again != nil {
+			err = fmt.Errorf("simba/jdbc: create table %s: %w", t, err)
+			if isRefusal(err) {
+				return &refusal{err: err, fix: "create it as a user that may create tables, or in a migration (DDL returns the statement)"}
+			}
+			return err
+		}
+	}
+	return nil
 }

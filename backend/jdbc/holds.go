@@ -1,0 +1,511 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+)
+
+// Semaphores and read-write locks: see "Semaphores and read-write locks" in the package
+// documentation for the table and the rules of admission.
+
+var (
+	//go:embed holds_mysql.sql
+	mysqlHoldDDL string
+	//go:embed holds_postgres.sql
+	postgresHoldDDL string
+)
+
+var _ backend.Holder = (*Backend)(nil)
+
+// Holds reports that the backend keeps mutexes, semaphores and read-write locks; see
+// backend.Holder.
+func (b *Backend) Holds(k backend.Kind) bool {
+	return k == backend.Mutex || k == backend.Semaphore || k == backend.RWLock
+}
+
+// holdSuffix makes the hold table's name from the mutex table's: simba_mutex_hold.
+const holdSuffix = "_hold"
+
+// The hold table's name and holder columns, as its DDL creates them.
+var (
+	holdNameColumn   = column{name: "name", max: 66, typ: "varchar(66)"}
+	holdHolderColumn = column{name: "holder", max: 128, typ: "varchar(128)"}
+)
+
+// patience is how long past the first hold's end a waiter may stay silent before it is
+// taken for gone and dropped: it asks again within a jitter of that end, or after a
+// failed call within its TTL and a quarter, both within its lease and a second.
+func patience(lease time.Duration) int64 { return (2*lease + 2*time.Second).Milliseconds() }
+
+// HoldDDL returns the statement that creates the hold table, beside the mutex table, if it
+// is missing (CREATE TABLE IF NOT EXISTS), for migrations run by other tools. Options as
+// for New: WithTable and WithDialect matter.
+func HoldDDL(opts ...Option) (string, error) {
+	cfg, t, err := newConfig(opts)
+	if err != nil {
+		return "", err
+	}
+	sql, err := holdSQL(cfg.dialect, t)
+	if err != nil {
+		return "", err
+	}
+	return sql.ddl, nil
+}
+
+// holdStatements is the SQL of the hold table of one dialect. Each statement's arguments
+// are listed beside it.
+type holdStatements struct {
+	table  tableName
+	ddl    string
+	check  string // reads every column of no row: fails if the table or a column is missing
+	lock   string // locks the name's row: kind, name
+	ensure string // creates the name's row if missing: kind, name, permits
+	read   string // every row of the name, each with the database's now: kind, name
+	prune  string // drops the name's holders and waiters ended by now: kind, name, now
+	insert string // kind, name, holder, shared, place, token, acquired_at, ttl_at, expires_at
+	update string // shared, place, token, acquired_at, ttl_at, expires_at, kind, name, holder
+	head   string // permits, place, kind, name
+	remove string // kind, name, holder
+}
+
+// holdSQL renders the hold table's statements for mutex table t in dialect d.
+func holdSQL(d Dialect, t tableName) (holdStatements, error) {
+	h := tableName{schema: t.schema, name: t.name + holdSuffix}
+	if most := d.maxIdentifier(); len(h.name) > most {
+		return holdStatements{}, simba.InvalidArgument("table", t.String(),
+			fmt.Sprintf("leaves no room for the hold table %s: at most %d characters", h.name, most-len(holdSuffix)))
+	}
+	const columns = "kind, name, holder, shared, permits, place, token, acquired_at, ttl_at, expires_at"
+	s := holdStatements{
+		table:  h,
+		check:  "SELECT " + columns + " FROM %[1]s WHERE 1 = 0",
+		lock:   "SELECT 1 FROM %[1]s WHERE kind = ? AND name = ? AND holder = '' FOR UPDATE",
+		read:   "SELECT holder, shared, permits, place, token, acquired_at, ttl_at, expires_at, %[2]s FROM %[1]s WHERE kind = ? AND name = ? ORDER BY place",
+		prune:  "DELETE FROM %[1]s WHERE kind = ? AND name = ? AND holder <> '' AND expires_at <= ?",
+		insert: "INSERT INTO %[1]s (kind, name, holder, shared, permits, place, token, acquired_at, ttl_at, expires_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+		update: "UPDATE %[1]s SET shared = ?, place = ?, token = ?, acquired_at = ?, ttl_at = ?, expires_at = ? WHERE kind = ? AND name = ? AND holder = ?",
+		head:   "UPDATE %[1]s SET permits = ?, place = ? WHERE kind = ? AND name = ? AND holder = ''",
+		remove: "DELETE FROM %[1]s WHERE kind = ? AND name = ? AND holder = ?",
+	}
+	const ensure = "INSERT INTO %[1]s (kind, name, holder, shared, permits, place, token, acquired_at, ttl_at, expires_at) VALUES (?, ?, '', FALSE, ?, 0, 0, 0, 0, 0) "
+	var quoted, now string
+	numbered := func(q string) string { return q }
+	switch d := d.(type) {
+	case mysqlDialect:
+		quoted, now = d.quote(h), mysqlNow
+		s.ddl = strings.Replace(mysqlHoldDDL, "`simba_mutex_hold`", quoted, 1)
+		s.ensure = ensure + "ON DUPLICATE KEY UPDATE place = place"
+	case postgresDialect:
+		quoted, now = d.quote(h), pgNow
+		s.ddl = strings.Replace(postgresHoldDDL, `"simba_mutex_hold"`, quoted, 1)
+		s.ensure = ensure + "ON CONFLICT DO NOTHING"
+		numbered = dollars
+	default:
+		return holdStatements{}, simba.InvalidArgument("dialect", d.String(), "keeps no semaphores or read-write locks")
+	}
+	for _, q := range []*string{&s.check, &s.lock, &s.ensure, &s.read, &s.prune, &s.insert, &s.update, &s.head, &s.remove} {
+		*q = numbered(fmt.Sprintf(*q, quoted, now))
+	}
+	return s, nil
+}
+
+// dollars numbers a statement's ? placeholders as PostgreSQL's $1, $2, ...
+func dollars(q string) string {
+	var out strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			out.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
+}
+
+// fixHoldTable is what fixes a missing or malformed hold table.
+const fixHoldTable = "create it: CreateTable (or the CLI's create) creates it beside the mutex table, or run the statement HoldDDL returns in a migration"
+
+// holdStatements returns the hold table's statements, checking on the first call that
+// succeeds that the table has every column: a missing table is refused.
+func (b *Backend) holdStatements(ctx context.Context) (holdStatements, error) {
+	b.mu.Lock()
+	s := b.holdSQL
+	b.mu.Unlock()
+	if s != nil {
+		return *s, nil
+	}
+	checked, err := holdSQL(b.dialect, b.table)
+	if err != nil {
+		return holdStatements{}, err
+	}
+	rows, err := b.db.QueryContext(ctx, checked.check)
+	if err == nil {
+		err = errors.Join(rows.Err(), rows.Close())
+	}
+	if err != nil {
+		err = fmt.Errorf("simba/jdbc: check table %s: %w", checked.table, err)
+		if fix, ok := refusalFix(err, checked.table.String()); ok && fix == fixTable {
+			return holdStatements{}, &refusal{err: err, fix: fixHoldTable}
+		}
+		return holdStatements{}, refused(err, checked.table.String())
+	}
+	b.mu.Lock()
+	b.holdSQL = &checked
+	b.mu.Unlock()
+	return checked, nil
+}
+
+// startHold returns a semaphore's or read-write lock's contention for p.
+func (b *Backend) startHold(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	s, err := b.holdStatements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := fits(holdNameColumn, p.Hold.Kind.String()+" name", p.Mutex, s.table); err != nil {
+		return nil, err
+	}
+	if err := fits(holdHolderColumn, "contender ID", p.ContenderID, s.table); err != nil {
+		return nil, err
+	}
+	c := &holdContention{
+		b: b, sql: s, kind: int64(p.Hold.Kind), name: p.Mutex, id: p.ContenderID, hold: p.Hold,
+		ttl: p.TTL.Milliseconds(), lease: (p.TTL + p.Transition).Milliseconds(),
+		patience: patience(p.TTL + p.Transition), wake: p.Wake, closed: p.Closed, log: p.Logger,
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.contentions == nil {
+		return nil, fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)
+	}
+	if b.holds == nil {
+		b.holds = make(map[*holdContention]struct{})
+	}
+	b.holds[c] = struct{}{}
+	return c, nil
+}
+
+// holdContention is one participant's contention for a semaphore or a read-write lock.
+// Its methods are called one at a time (simba's guarantee).
+type holdContention struct {
+	b                    *Backend
+	sql                  holdStatements
+	kind                 int64
+	name, id             string
+	hold                 backend.Hold
+	ttl, lease, patience int64 // ms
+	wake, closed         func()
+	log                  *slog.Logger
+	asked                bool // an Acquire was made: a hold found under its ID is its own
+}
+
+var _ backend.LeaseContention = (*holdContention)(nil)
+
+// holdRow is a row of the hold table, with the database's now as the read told it.
+type holdRow struct {
+	holder                            string
+	shared                            bool
+	permits                           int
+	place, token                      int64
+	acquiredAt, ttlAt, expiresAt, now int64
+	stored                            bool // the row is in the table (else it is to be inserted)
+}
+
+// record is the hold's owner record: durations from the database's now, shortened by
+// the clock's resolution, as a mutex row's.
+func (r holdRow) record() backend.Record {
+	rec := row{owner: r.holder, acquiredAt: uint64(r.acquiredAt), ttlAt: uint64(r.ttlAt),
+		transitionAt: uint64(r.expiresAt), now: uint64(r.now)}.record()
+	if rec.Owner != "" {
+		rec.Token = uint64(r.token)
+	}
+	return rec
+}
+
+// Acquire admits or renews the contender's hold, or queues it, in one transaction that
+// holds the name's row lock; see backend.Hold for the answer.
+func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return backend.Record{}, err
+	}
+	fresh := !c.asked
+	c.asked = true
+	for created := false; ; created = true {
+		var rec backend.Record
+		found, err := c.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+			var one int
+			switch err := tx.QueryRowContext(ctx, c.sql.lock, c.kind, c.name).Scan(&one); {
+			case errors.Is(err, sql.ErrNoRows):
+				return false, nil
+			case err != nil:
+				return false, err
+			}
+			var err error
+			rec, err = c.decide(ctx, tx, fresh)
+			return true, err
+		})
+		switch {
+		case err != nil:
+			return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire %v %q: %w", c.hold.Kind, c.name, err))
+		case found:
+			return rec, nil
+		case created:
+			return backend.Record{}, fmt.Errorf("simba/jdbc: acquire %v %q: its row is missing right after it was created", c.hold.Kind, c.name)
+		}
+		// The name's row is created outside the transaction that locks it: two deciders
+		// creating it inside theirs would deadlock on the gap they both lock (MySQL).
+		if _, err := c.b.db.ExecContext(ctx, c.sql.ensure, c.kind, c.name, c.hold.Permits); err != nil {
+			return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: create the row of %v %q: %w", c.hold.Kind, c.name, err))
+		}
+	}
+}
+
+// inTx runs f in a transaction, committed when f reports true without an error, and
+// rolled back otherwise.
+func (c *holdContention) inTx(ctx context.Context, f func(tx *sql.Tx) (bool, error)) (bool, error) {
+	tx, err := c.b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	ok, err := f(tx)
+	if err != nil || !ok {
+		return ok, errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	return true, tx.Commit()
+}
+
+// ignoreDone drops the error of a rollback whose transaction the driver already ended
+// (its context ended).
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// decide reads the name's rows, with its row locked in tx, drops the holds and waiters
+// that have ended, and admits, renews or queues the contender.
+func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (backend.Record, error) {
+	head, rows, err := c.readRows(ctx, tx)
+	if err != nil {
+		return backend.Record{}, err
+	}
+	now := head.now
+	live := slices.DeleteFunc(slices.Clone(rows), func(r holdRow) bool { return r.expiresAt <= now })
+	if len(live) < len(rows) {
+		if _, err := tx.ExecContext(ctx, c.sql.prune, c.kind, c.name, now); err != nil {
+			return backend.Record{}, err
+		}
+	}
+	headChanged := false
+	if c.hold.Kind == backend.Semaphore && head.permits != c.hold.Permits {
+		if len(live) > 0 {
+			return backend.Record{}, fmt.Errorf("semaphore %q has %d permits, not %d: %w",
+				c.name, head.permits, c.hold.Permits, simba.ErrRefused)
+		}
+		head.permits, headChanged = c.hold.Permits, true // nobody holds or waits: a new count
+	}
+	var holders, waiters []holdRow
+	for _, r := range live {
+		if r.token > 0 {
+			holders = append(holders, r)
+		} else {
+			waiters = append(waiters, r)
+		}
+	}
+	newToken := func() int64 {
+		head.place++
+		headChanged = true
+		return head.place
+	}
+	var own holdRow
+	if i := slices.IndexFunc(holders, func(r holdRow) bool { return r.holder == c.id }); i >= 0 {
+		own = holders[i]
+		if fresh {
+			// A new contention that finds its ID holding (an earlier one's release was
+			// lost): a new hold begins, with a new token, as the earlier one has ended.
+			own.token, own.acquiredAt = newToken(), now
+		}
+	} else {
+		i := slices.IndexFunc(waiters, func(r holdRow) bool { return r.holder == c.id })
+		if i < 0 {
+			waiters = append(waiters, holdRow{holder: c.id, place: newToken()}) // its place is the last
+			i = len(waiters) - 1
+		}
+		waiters[i].shared = c.hold.Shared
+		own = waiters[i]
+		if !c.admits(holders, waiters, i) {
+			own.expiresAt = now + c.patience
+			first := soonest(holders)
+			if first != nil {
+				own.expiresAt = max(now, first.expiresAt) + c.patience
+			}
+			if err := c.write(ctx, tx, own, head, headChanged); err != nil {
+				return backend.Record{}, err
+			}
+			if first == nil {
+				return backend.Record{}, nil
+			}
+			first.now = now
+			return first.record(), nil
+		}
+		own.token, own.acquiredAt = newToken(), now
+	}
+	own.ttlAt, own.expiresAt, own.now = now+c.ttl, now+c.lease, now
+	if err := c.write(ctx, tx, own, head, headChanged); err != nil {
+		return backend.Record{}, err
+	}
+	return own.record(), nil
+}
+
+// readRows reads the name's row (head, with the database's now) and its holders' and
+// waiters' rows, in the order of their places.
+func (c *holdContention) readRows(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}) (head holdRow, rows []holdRow, err error) {
+	rs, err := q.QueryContext(ctx, c.sql.read, c.kind, c.name)
+	if err != nil {
+		return holdRow{}, nil, err
+	}
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	found := false
+	for rs.Next() {
+		r := holdRow{stored: true}
+		if err := rs.Scan(&r.holder, &r.shared, &r.permits, &r.place, &r.token, &r.acquiredAt, &r.ttlAt, &r.expiresAt, &r.now); err != nil {
+			return holdRow{}, nil, err
+		}
+		if r.holder == "" {
+			head, found = r, true
+		} else {
+			rows = append(rows, r)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return holdRow{}, nil, err
+	}
+	if !found {
+		// Only a Lookup reads without the row locked: a name never acquired.
+		return holdRow{}, nil, errNoRow
+	}
+	return head, rows, nil
+}
+
+// admits reports whether the waiter at index i is admitted beside the holders: it fits
+// there together with every waiter ahead of it, or it is a downgrade's read hold beside
+// its own write hold.
+func (c *holdContention) admits(holders, waiters []holdRow, i int) bool {
+	if c.hold.Shared && c.hold.Beside != "" && len(holders) == 1 &&
+		holders[0].holder == c.hold.Beside && !holders[0].shared {
+		return true
+	}
+	ahead := waiters[:i+1]
+	if c.hold.Kind == backend.Semaphore {
+		return len(holders)+len(ahead) <= c.hold.Permits
+	}
+	// Read holds fit beside read holds; a write hold fits alone. A read hold (a
+	// downgrade's) that entered after a writer queued keeps that writer out too.
+	for _, h := range holders {
+		if !h.shared {
+			return false
+		}
+	}
+	for _, w := range ahead {
+		if !w.shared && (len(holders) > 0 || len(ahead) > 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// soonest returns the holder whose hold ends first, or nil.
+func soonest(holders []holdRow) *holdRow {
+	var first *holdRow
+	for i := range holders {
+		if first == nil || holders[i].expiresAt < first.expiresAt {
+			first = &holders[i]
+		}
+	}
+	return first
+}
+
+// write stores the contender's row, and the name's row when it changed.
+func (c *holdContention) write(ctx context.Context, tx *sql.Tx, own, head holdRow, headChanged bool) error {
+	var err error
+	if own.stored {
+		_, err = tx.ExecContext(ctx, c.sql.update, own.shared, own.place, own.token, own.acquiredAt, own.ttlAt, own.expiresAt,
+			c.kind, c.name, c.id)
+	} else {
+		_, err = tx.ExecContext(ctx, c.sql.insert, c.kind, c.name, c.id, own.shared, own.place, own.token,
+			own.acquiredAt, own.ttlAt, own.expiresAt)
+	}
+	if err != nil || !headChanged {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, c.sql.head, head.permits, head.place, c.kind, c.name)
+	return err
+}
+
+// Release gives the contender's hold up, or takes it off the waiters, and asks this
+// backend's other contentions of the name to try now: one of them may fit.
+func (c *holdContention) Release(ctx context.Context) error {
+	if err := c.b.usable(ctx); err != nil {
+		return err
+	}
+	if _, err := c.b.db.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id); err != nil {
+		return c.b.refused(fmt.Errorf("simba/jdbc: release %v %q: %w", c.hold.Kind, c.name, err))
+	}
+	c.b.wakeHolds(c)
+	return nil
+}
+
+// Lookup reads the hold that ends first; see backend.LeaseContention.
+func (c *holdContention) Lookup(ctx context.Context) (backend.Record, error) {
+	if err := c.b.usable(ctx); err != nil {
+		return backend.Record{}, err
+	}
+	head, rows, err := c.readRows(ctx, c.b.db)
+	switch {
+	case errors.Is(err, errNoRow):
+		return backend.Record{}, nil
+	case err != nil:
+		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up %v %q: %w", c.hold.Kind, c.name, err))
+	}
+	holders := slices.DeleteFunc(rows, func(r holdRow) bool { return r.token == 0 || r.expiresAt <= head.now })
+	first := soonest(holders)
+	if first == nil {
+		return backend.Record{}, nil
+	}
+	first.now = head.now
+	return first.record(), nil
+}
+
+// StopContend forgets the contention; its row is left to Release.
+func (c *holdContention) StopContend(context.Context) error {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	delete(c.b.holds, c)
+	return nil
+}
+
+// wakeHolds asks the backend's other contentions of c's name to try now, after c left.
+func (b *Backend) wakeHolds(c *holdContention) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for o := range b.holds {
+		if o != c && o.kind == c.kind && o.name == c.name && o.wake != nil {
+			o.wake()
+		}
+	}
+}
