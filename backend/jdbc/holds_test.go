@@ -1,0 +1,166 @@
+package jdbc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// The hold table's rules that the conformance suite cannot see through simba's timing,
+// checked on both dialects by calling the contentions as the service would.
+
+// eachDialect runs test on MariaDB and on PostgreSQL, with a backend maker of each.
+func eachDialect(t *testing.T, test func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend)) {
+	t.Run("mariadb", func(t *testing.T) { test(t, newBackend) })
+	t.Run("postgres", func(t *testing.T) { test(t, newPGBackend) })
+}
+
+// holdOf opens a contention of b for hold on name under id, stopped when the test ends.
+func holdOf(t *testing.T, b simba.Backend, name, id string, hold backend.Hold, ttl time.Duration) backend.LeaseContention {
+	t.Helper()
+	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: id, TTL: ttl, Transition: ttl / 2,
+		Wake: func() {}, Hold: hold})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	return c.(backend.LeaseContention)
+}
+
+var (
+	writeHold = backend.Hold{Kind: backend.RWLock}
+	readHold  = backend.Hold{Kind: backend.RWLock, Shared: true}
+)
+
+// TestHoldDowngradeKeepsAnEarlierWriterOut: a writer queued while w1 wrote; w1 downgrades
+// (a read hold beside its write hold) and gives the write hold back. The queued writer is
+// not admitted while the downgrade's reader holds, though it came before that reader
+// (Curator's CURATOR-621), nor is a reader queued behind it; both follow in order.
+func TestHoldDowngradeKeepsAnEarlierWriterOut(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		w1 := holdOf(t, newB(t), name, "w1", writeHold, 10*time.Second)
+		w2 := holdOf(t, newB(t), name, "w2", writeHold, 10*time.Second)
+		r := holdOf(t, newB(t), name, "r", readHold, 10*time.Second)
+		down := holdOf(t, newB(t), name, "w1-down", backend.Hold{Kind: backend.RWLock, Shared: true, Beside: "w1"}, 10*time.Second)
+
+		first := acquire(t, w1)
+		require.Equal(t, "w1", first.Owner)
+		assert.Equal(t, "w1", acquire(t, w2).Owner, "the second writer waits for the first")
+		assert.Equal(t, "w1", acquire(t, r).Owner, "the reader behind the second writer waits")
+		d := acquire(t, down)
+		require.Equal(t, "w1-down", d.Owner, "the downgrade reads at once")
+		assert.Greater(t, d.Token, first.Token)
+		require.NoError(t, w1.Release(t.Context()))
+
+		assert.Equal(t, "w1-down", acquire(t, w2).Owner, "the earlier writer admitted beside the downgrade's reader")
+		assert.Equal(t, "w1-down", acquire(t, r).Owner, "a reader admitted ahead of the writer waiting before it")
+		require.NoError(t, down.Release(t.Context()))
+		second := acquire(t, w2)
+		require.Equal(t, "w2", second.Owner)
+		assert.Greater(t, second.Token, d.Token)
+		assert.Equal(t, "w2", acquire(t, r).Owner)
+		require.NoError(t, w2.Release(t.Context()))
+		read := acquire(t, r)
+		require.Equal(t, "r", read.Owner)
+		assert.Greater(t, read.Token, second.Token)
+	})
+}
+
+// TestHoldPermitCountMismatchRefused: a contender that gives another permit count than the
+// semaphore's holders and waiters is refused at once; once nobody holds or waits, a new
+// count is taken.
+func TestHoldPermitCountMismatchRefused(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		two := holdOf(t, newB(t), name, "two", backend.Hold{Kind: backend.Semaphore, Permits: 2}, 10*time.Second)
+		three := holdOf(t, newB(t), name, "three", backend.Hold{Kind: backend.Semaphore, Permits: 3}, 10*time.Second)
+		require.Equal(t, "two", acquire(t, two).Owner)
+		_, err := three.Acquire(t.Context())
+		require.ErrorIs(t, err, simba.ErrRefused)
+		assert.ErrorContains(t, err, "has 2 permits, not 3")
+		require.NoError(t, two.Release(t.Context()))
+		assert.Equal(t, "three", acquire(t, three).Owner, "a new count once nobody holds or waits")
+		// Kinds are apart: a read-write lock of the same name is another thing.
+		assert.Equal(t, "w", acquire(t, holdOf(t, newB(t), name, "w", writeHold, 10*time.Second)).Owner)
+	})
+}
+
+// TestHoldDeadWaiterDropped: a waiter that stops asking (its process died) keeps the live
+// waiter behind it out only until it could no longer be alive: then the live one is
+// admitted.
+func TestHoldDeadWaiterDropped(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+		holder := holdOf(t, newB(t), name, "holder", one, 3*time.Second)
+		dead := holdOf(t, newB(t), name, "dead", one, 100*time.Millisecond)
+		live := holdOf(t, newB(t), name, "live", one, 10*time.Second)
+		require.Equal(t, "holder", acquire(t, holder).Owner)
+		require.Equal(t, "holder", acquire(t, dead).Owner)
+		require.Equal(t, "holder", acquire(t, live).Owner)
+		queued := time.Now()
+		require.NoError(t, holder.Release(t.Context()))
+		// The dead waiter asked last just now: it is ahead, and alive as far as anyone can tell.
+		require.Empty(t, acquire(t, live).Owner, "the live waiter admitted ahead of the one before it")
+		deadline := time.After(30 * time.Second)
+		for {
+			if rec := acquire(t, live); rec.Owner == "live" {
+				t.Logf("the live waiter admitted %v after the dead one last asked", time.Since(queued))
+				return
+			}
+			select {
+			case <-deadline:
+				t.Fatal("the live waiter was never admitted past the dead one")
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// TestHoldMissingTableRefused: without the hold table, a semaphore's or read-write lock's
+// start is refused, with a message that says how to create the table; CreateTable creates
+// it.
+func TestHoldMissingTableRefused(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		b := newB(t, jdbc.WithTable("simba_noholds"))
+		_, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutexName(t), ContenderID: "c", TTL: time.Second,
+			Wake: func() {}, Hold: readHold})
+		require.ErrorIs(t, err, simba.ErrRefused)
+		assert.ErrorContains(t, err, "simba_noholds_hold")
+		assert.ErrorContains(t, err, "CreateTable")
+	})
+}
+
+// TestHoldDDL: the hold table's statement names the table beside the mutex table.
+func TestHoldDDL(t *testing.T) {
+	ddl, err := jdbc.HoldDDL(jdbc.WithTable("db.locks"))
+	require.NoError(t, err)
+	assert.Contains(t, ddl, "CREATE TABLE IF NOT EXISTS `db`.`locks_hold`")
+	ddl, err = jdbc.HoldDDL(jdbc.WithDialect(jdbc.Postgres))
+	require.NoError(t, err)
+	assert.Contains(t, ddl, `CREATE TABLE IF NOT EXISTS "simba_mutex_hold"`)
+	_, err = jdbc.HoldDDL(jdbc.WithTable("t234567890123456789012345678901234567890123456789012345678901"))
+	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+}
+
+// TestHoldFreshContentionNewToken: a new contention that finds its ID holding (the
+// earlier one's release was lost) begins a new hold with a greater token; the same
+// contention's next acquisition renews its hold, token and all.
+func TestHoldFreshContentionNewToken(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		b := newB(t)
+		first := acquire(t, holdOf(t, b, name, "c", readHold, 10*time.Second))
+		again := holdOf(t, b, name, "c", readHold, 10*time.Second)
+		second := acquire(t, again)
+		require.Equal(t, "c", second.Owner)
+		assert.Greater(t, second.Token, first.Token)
+		assert.Equal(t, second.Token, acquire(t, again).Token, "a renewal keeps the token")
+	})
+}
