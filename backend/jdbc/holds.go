@@ -67,9 +67,10 @@ func HoldDDL(opts ...Option) (string, error) {
 // are listed beside it.
 type holdStatements struct {
 	table  tableName
+	server schema // what bounds statements on the server (Dialect.bound)
 	ddl    string
-	check  string // reads every column of no row: fails if the table or a column is missing
-	lock   string // locks the name's row: kind, name
+	check  string // the server's version; fails if the table or a column is missing
+	lock   string // locks the name's row, bounded on the server (Dialect.bound): kind, name
 	ensure string // creates the name's row if missing: kind, name, permits
 	read   string // every row of the name, each with the database's now: kind, name
 	prune  string // drops the name's holders and waiters ended by now: kind, name, now
@@ -89,8 +90,8 @@ func holdSQL(d Dialect, t tableName) (holdStatements, error) {
 	const columns = "kind, name, holder, shared, permits, place, token, acquired_at, ttl_at, expires_at"
 	s := holdStatements{
 		table:  h,
-		check:  "SELECT " + columns + " FROM %[1]s WHERE 1 = 0",
-		lock:   "SELECT 1 FROM %[1]s WHERE kind = ? AND name = ? AND holder = '' FOR UPDATE",
+		check:  "SELECT VERSION(), (SELECT COUNT(*) FROM (SELECT " + columns + " FROM %[1]s WHERE 1 = 0) AS none)",
+		lock:   "SELECT 1 FROM %[1]s WHERE %[3]skind = ? AND name = ? AND holder = '' FOR UPDATE",
 		read:   "SELECT holder, shared, permits, place, token, acquired_at, ttl_at, expires_at, %[2]s FROM %[1]s WHERE kind = ? AND name = ? ORDER BY place",
 		prune:  "DELETE FROM %[1]s WHERE kind = ? AND name = ? AND holder <> '' AND expires_at <= ?",
 		insert: "INSERT INTO %[1]s (kind, name, holder, shared, permits, place, token, acquired_at, ttl_at, expires_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
@@ -99,7 +100,7 @@ func holdSQL(d Dialect, t tableName) (holdStatements, error) {
 		remove: "DELETE FROM %[1]s WHERE kind = ? AND name = ? AND holder = ?",
 	}
 	const ensure = "INSERT INTO %[1]s (kind, name, holder, shared, permits, place, token, acquired_at, ttl_at, expires_at) VALUES (?, ?, '', FALSE, ?, 0, 0, 0, 0, 0) "
-	var quoted, now string
+	var quoted, now, bound string
 	numbered := func(q string) string { return q }
 	switch d := d.(type) {
 	case mysqlDialect:
@@ -110,20 +111,26 @@ func holdSQL(d Dialect, t tableName) (holdStatements, error) {
 		quoted, now = d.quote(h), pgNow
 		s.ddl = strings.Replace(postgresHoldDDL, `"simba_mutex_hold"`, quoted, 1)
 		s.ensure = ensure + "ON CONFLICT DO NOTHING"
+		// The limit is the lock's $1; set for the transaction, it bounds its statements.
+		bound = pgBound + " AND "
 		numbered = dollars
 	default:
 		return holdStatements{}, simba.InvalidArgument("dialect", d.String(), "keeps no semaphores or read-write locks")
 	}
 	for _, q := range []*string{&s.check, &s.lock, &s.ensure, &s.read, &s.prune, &s.insert, &s.update, &s.head, &s.remove} {
-		*q = numbered(fmt.Sprintf(*q, quoted, now))
+		*q = numbered(fmt.Sprintf(*q, quoted, now, bound))
 	}
 	return s, nil
 }
 
-// dollars numbers a statement's ? placeholders as PostgreSQL's $1, $2, ...
+// dollars numbers a statement's ? placeholders as PostgreSQL's $1, $2, ..., or from $2
+// on in one that has $1 already (pgBound's).
 func dollars(q string) string {
 	var out strings.Builder
 	n := 0
+	if strings.Contains(q, "$1") {
+		n = 1
+	}
 	for _, r := range q {
 		if r == '?' {
 			n++
@@ -151,17 +158,16 @@ func (b *Backend) holdStatements(ctx context.Context) (holdStatements, error) {
 	if err != nil {
 		return holdStatements{}, err
 	}
-	rows, err := b.db.QueryContext(ctx, checked.check)
-	if err == nil {
-		err = errors.Join(rows.Err(), rows.Close())
-	}
-	if err != nil {
+	var version string
+	var none int
+	if err := b.db.QueryRowContext(ctx, checked.check).Scan(&version, &none); err != nil {
 		err = fmt.Errorf("simba/jdbc: check table %s: %w", checked.table, err)
 		if fix, ok := refusalFix(err, checked.table.String()); ok && fix == fixTable {
 			return holdStatements{}, &refusal{err: err, fix: fixHoldTable}
 		}
 		return holdStatements{}, refused(err, checked.table.String())
 	}
+	checked.server = schema{mariaDB: strings.Contains(strings.ToLower(version), "mariadb")}
 	b.mu.Lock()
 	b.holdSQL = &checked
 	b.mu.Unlock()
@@ -246,7 +252,8 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 		var rec backend.Record
 		found, err := c.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 			var one int
-			switch err := tx.QueryRowContext(ctx, c.sql.lock, c.kind, c.name).Scan(&one); {
+			lock, args := c.b.dialect.bound(c.sql.server, limit(ctx), c.sql.lock, c.kind, c.name)
+			switch err := tx.QueryRowContext(ctx, lock, args...).Scan(&one); {
 			case errors.Is(err, sql.ErrNoRows):
 				return false, nil
 			case err != nil:

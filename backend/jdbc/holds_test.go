@@ -2,6 +2,7 @@ package jdbc_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -163,4 +164,41 @@ func TestHoldFreshContentionNewToken(t *testing.T) {
 		assert.Greater(t, second.Token, first.Token)
 		assert.Equal(t, second.Token, acquire(t, again).Token, "a renewal keeps the token")
 	})
+}
+
+// TestHoldLockWaitKeepsTheDeadline: while another session holds the name's row locked (a
+// decider stalled in its transaction), an acquisition ends by its deadline with an outage,
+// not a refusal: the server gives the wait up a little before the deadline, so that the
+// connection survives. The next one after the lock is let go decides.
+func TestHoldLockWaitKeepsTheDeadline(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend
+		open func(t testing.TB, params ...string) *sql.DB
+		lock string
+	}{
+		{"mariadb", newBackend, openDB, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = ? AND holder = '' FOR UPDATE"},
+		{"postgres", newPGBackend, openPG, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = $1 AND holder = '' FOR UPDATE"},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			name := mutexName(t)
+			c := holdOf(t, d.newB(t), name, "c", backend.Hold{Kind: backend.Semaphore, Permits: 1}, 10*time.Second)
+			require.Equal(t, "c", acquire(t, c).Owner)
+			tx, err := d.open(t).BeginTx(t.Context(), nil)
+			require.NoError(t, err)
+			var one int
+			require.NoError(t, tx.QueryRowContext(t.Context(), d.lock, name).Scan(&one))
+
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			_, err = c.Acquire(ctx)
+			require.Error(t, err, "an acquisition decided while another session held the name's row")
+			assert.NotErrorIs(t, err, simba.ErrRefused)
+			assert.NotErrorIs(t, err, context.DeadlineExceeded, "the server gave the lock wait up before the deadline")
+			t.Logf("ended with %v", err)
+
+			require.NoError(t, tx.Rollback())
+			assert.Equal(t, "c", acquire(t, c).Owner)
+		})
+	}
 }
