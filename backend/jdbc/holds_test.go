@@ -202,3 +202,33 @@ func TestHoldLockWaitKeepsTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldReleaseWakesTheProcessWaiters: a release asks the backend's other contentions of
+// the name to try at once, rather than when the released hold would have lapsed.
+func TestHoldReleaseWakesTheProcessWaiters(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name, b := mutexName(t), newB(t)
+		one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+		holder := holdOf(t, b, name, "holder", one, 10*time.Second)
+		woken := make(chan struct{}, 1)
+		c, err := b.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "waiter", TTL: 10 * time.Second,
+			Wake: func() {
+				select {
+				case woken <- struct{}{}:
+				default:
+				}
+			}, Hold: one})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+		waiter := c.(backend.LeaseContention)
+		require.Equal(t, "holder", acquire(t, holder).Owner)
+		require.Equal(t, "holder", acquire(t, waiter).Owner)
+		require.NoError(t, holder.Release(t.Context()))
+		select {
+		case <-woken:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter was not woken by the release")
+		}
+		assert.Equal(t, "waiter", acquire(t, waiter).Owner)
+	})
+}
