@@ -654,6 +654,62 @@
 // not rely on prepared statements across transactions (pgx: default_query_exec_mode=exec,
 // or a PgBouncer that keeps them, max_prepared_statements). Session pooling is no problem.
 //
+// # Semaphores and read-write locks
+//
+// The backend keeps simba.Semaphore and simba.RWMutex holds (backend.Holder) in a table of
+// their own beside the mutex table, never in it: simba_mutex_hold (the mutex table's name
+// and "_hold", in its schema), which JVM Simba does not know. CreateTable creates it with
+// the mutex table; HoldDDL returns its statement for a migration. A semaphore's or
+// read-write lock's start checks that it has every column, and refuses (simba.ErrRefused,
+// saying how to create it) when it is missing. Its rows, keyed by (kind, name, holder),
+// kinds apart (1: semaphore, 2: read-write lock), times in epoch milliseconds of the
+// database's clock (UTC: no folds, as no JVM reader needs them):
+//
+//	holder                 shared    permits      place                        token   acquired_at, ttl_at, expires_at
+//	'' (the name's row)    false     a semaphore's the last place or token        0       0
+//	                                 count        handed out
+//	a holder's ID          read hold 0            its place in the queue       > 0     admission, TTL end, end of
+//	                                                                                    the transition window
+//	a waiter's ID          for a     0            its place in the queue       0       0, 0, end of its patience
+//	                       read hold
+//
+// Every acquisition decides in one transaction: it locks the name's row (SELECT ... FOR
+// UPDATE, created first, outside the transaction, when missing), which serializes the
+// deciders of a name, reads every row of the name with the database's now, drops the
+// holders whose transition window has ended and the waiters whose patience has, and then:
+// renews the contender's hold if it has one (a new contention that finds its ID holding,
+// an earlier release lost, begins a new hold with a new token); admits it if it fits, first
+// come, first served; and queues it otherwise, at the end unless it has a place already.
+// A semaphore's waiter fits when it and every waiter ahead of it fit in the permits left;
+// a reader when no writer holds and none waits ahead of it; a writer when nobody holds and
+// it is first. A downgrade's read hold (backend.Hold.Beside) is admitted at once beside the
+// write hold of its writer while that is the only hold; a writer queued before it then
+// waits until that read hold is gone too, as it waits for any reader (Curator's
+// CURATOR-621 let it in). An admission's token is the name's counter, incremented in the
+// same transaction: above every token of the name before, in every kind of hold. The
+// name's rows are never deleted (Prune leaves the table alone), so tokens never repeat.
+// A semaphore's permit count is the name's row's: an acquisition with another count is
+// refused (simba.ErrRefused) while anyone holds or waits, and sets it otherwise.
+//
+// Answers are counted from the database's now as a mutex row's are: the contender's own
+// hold, or for a waiter the hold whose transition window ends first (none when nobody
+// holds). A waiter is expected back by then and retries then, as simba's contend period
+// has it, so its patience is twice its TTL and transition and 2s past that end (past the
+// read, when nobody holds): a waiter silent longer is taken for dead and dropped, never
+// blocking live ones. The statement that locks the name's row is bounded on the server by
+// the caller's deadline (MariaDB's max_statement_time; on PostgreSQL lock_timeout, for the
+// whole transaction).
+//
+// Hand-over is pushed within a process only: a release wakes the backend's contentions of
+// the name, which try at once. Across processes a waiter tries again when the first hold
+// it was told of could lapse (its transition window's end, plus simba's jitter), so a
+// hold released early reaches a waiter of another process within ttl + transition + 1s.
+// The mutex's named-lock hand-over does not carry over: a waiter would have to wait on
+// every holder's lock at once, a pinned connection each, and database/sql gives no
+// LISTEN to wait on a notification instead. Unlike a mutex's contention, a hold's does not
+// watch the database's clock for steps (see When the database's clock steps): a clock
+// stepping forward shortens the holds on the store by the step.
+//
 // # Refusals and outages
 //
 // A store's answer that no retry can cure is a refusal: the error the backend returns for
