@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,8 @@ func HoldDDL(opts ...Option) (string, error) {
 // are listed beside it.
 type holdStatements struct {
 	table  tableName
-	server schema // what bounds statements on the server (Dialect.bound)
+	server schema         // what bounds statements on the server (Dialect.bound)
+	tx     *sql.TxOptions // the decision's transaction
 	ddl    string
 	check  string // the server's version; fails if the table or a column is missing
 	lock   string // locks the name's row, bounded on the server (Dialect.bound): kind, name
@@ -114,6 +116,11 @@ func holdSQL(d Dialect, t tableName) (holdStatements, error) {
 		// The limit is the lock's $1; set for the transaction, it bounds its statements.
 		bound = pgBound + " AND "
 		numbered = dollars
+		// Read committed whatever the server's default: the read after the lock sees every
+		// decision committed before it, where a snapshot taken at the lock statement's
+		// start (repeatable read) would end it in serialization failures instead. (MySQL's
+		// repeatable read takes its snapshot at the first plain read, after the lock.)
+		s.tx = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	default:
 		return holdStatements{}, simba.InvalidArgument("dialect", d.String(), "keeps no semaphores or read-write locks")
 	}
@@ -185,6 +192,9 @@ func (b *Backend) startHold(ctx context.Context, p backend.Participant) (backend
 	}
 	if err := fits(holdHolderColumn, "contender ID", p.ContenderID, s.table); err != nil {
 		return nil, err
+	}
+	if p.Hold.Permits > math.MaxInt32 {
+		return nil, simba.InvalidArgument("permits", p.Hold.Permits, fmt.Sprintf("must be at most %d in %s", math.MaxInt32, s.table))
 	}
 	c := &holdContention{
 		b: b, sql: s, kind: int64(p.Hold.Kind), name: p.Mutex, id: p.ContenderID, hold: p.Hold,
@@ -282,7 +292,7 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 // inTx runs f in a transaction, committed when f reports true without an error, and
 // rolled back otherwise.
 func (c *holdContention) inTx(ctx context.Context, f func(tx *sql.Tx) (bool, error)) (bool, error) {
-	tx, err := c.b.db.BeginTx(ctx, nil)
+	tx, err := c.b.db.BeginTx(ctx, c.sql.tx)
 	if err != nil {
 		return false, err
 	}

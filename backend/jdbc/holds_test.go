@@ -232,3 +232,13 @@ func TestHoldReleaseWakesTheProcessWaiters(t *testing.T) {
 		assert.Equal(t, "waiter", acquire(t, waiter).Owner)
 	})
 }
+
+// TestHoldPermitsBeyondTheColumn: a permit count the table cannot keep is an invalid
+// argument at start, not an error of every acquisition.
+func TestHoldPermitsBeyondTheColumn(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		_, err := newB(t).StartContend(t.Context(), backend.Participant{Mutex: mutexName(t), ContenderID: "c",
+			TTL: time.Second, Wake: func() {}, Hold: backend.Hold{Kind: backend.Semaphore, Permits: 1 << 31}})
+		require.ErrorIs(t, err, simba.ErrInvalidArgument)
+	})
+}
