@@ -51,13 +51,11 @@ type contention struct {
 	doubt   bool
 	stray   time.Time // until when an abandoned UPDATE may still take the row (stray.go)
 
-	// The database's clock as the last answer that told it read it (its low 31 bits, in
-	// ms), and when that answer's statement was sent and its answer came; stepped is set
-	// when an answer of the current call showed the clock stepping forward.
-	dbNow         uint64
-	dbSent, dbGot time.Time
-	stepped       bool
-	watch         watch // the row of another owner as first seen at its version
+	// The database's clock as the last answer that told it read it; stepped is set when
+	// an answer of the current call showed the clock stepping forward.
+	db      dbClock
+	stepped bool
+	watch   watch // the row of another owner as first seen at its version
 
 	hand handOver
 
@@ -313,24 +311,38 @@ func (c *contention) acquirePlain(ctx context.Context, a acquireArgs) (res acqui
 // allowed on top).
 const stepMargin = 50 * time.Millisecond
 
-// clock checks the database's now that an answer gave (its low 31 bits, in ms), for a
-// statement sent at sent and answered at got, against the last answer's. The server read
-// each clock between the statement's sending and its answer, so the database's clock can
-// have moved by no less than from the last answer to this sending and no more than from
-// the last sending to this answer, plus the margin; anything else is a step, reported
-// (ClockSteps, and a log line at Error) and, when forward, kept in stepped for Acquire.
-// Moves of more than 12 days either way are taken modulo 24.8 days.
+// clock checks the database's now that an answer gave (see dbClock.check), and keeps a
+// forward step in stepped for Acquire.
 func (c *contention) clock(sent, got time.Time, now uint64) {
+	if c.db.check(c.b, c.log, sent, got, now) > 0 {
+		c.stepped = true
+	}
+}
+
+// dbClock is the database's clock as the last answer that told it read it (its low 31
+// bits, in ms), and when that answer's statement was sent and its answer came.
+type dbClock struct {
+	now       uint64
+	sent, got time.Time
+}
+
+// check checks the database's now that an answer gave (its low 31 bits, in ms), for a
+// statement sent at sent and answered at got, against the last answer's, and returns the
+// step it shows (0: none). The server read each clock between the statement's sending and
+// its answer, so the database's clock can have moved by no less than from the last answer
+// to this sending and no more than from the last sending to this answer, plus the margin;
+// anything else is a step, reported to b (ClockSteps, and a log line at Error). Moves of
+// more than 12 days either way are taken modulo 24.8 days.
+func (k *dbClock) check(b *Backend, log *slog.Logger, sent, got time.Time, now uint64) (step time.Duration) {
 	now &= nowBits
-	if !c.dbGot.IsZero() {
-		d := int64((now - c.dbNow) & nowBits)
+	if !k.got.IsZero() {
+		d := int64((now - k.now) & nowBits)
 		if d > nowBits/2 {
 			d -= nowBits + 1
 		}
 		moved := time.Duration(d) * time.Millisecond
-		least, most := sent.Sub(c.dbGot), got.Sub(c.dbSent)
+		least, most := sent.Sub(k.got), got.Sub(k.sent)
 		margin := stepMargin + most/1000
-		var step time.Duration
 		switch {
 		case moved > most+margin:
 			step = moved - most
@@ -338,13 +350,13 @@ func (c *contention) clock(sent, got time.Time, now uint64) {
 			step = moved - least
 		}
 		if step != 0 {
-			c.b.steps.Add(1)
-			c.stepped = c.stepped || step > 0
-			c.log.Error("simba/jdbc: the database's clock stepped between two answers",
+			b.steps.Add(1)
+			log.Error("simba/jdbc: the database's clock stepped between two answers",
 				"step_ms", step.Milliseconds(), "db_elapsed_ms", moved.Milliseconds(), "local_elapsed_ms", most.Milliseconds())
 		}
 	}
-	c.dbNow, c.dbSent, c.dbGot = now, sent, got
+	k.now, k.sent, k.got = now, sent, got
+	return step
 }
 
 // watch is a row of another owner as the contention first saw it at its version.

@@ -706,9 +706,11 @@
 // hold released early reaches a waiter of another process within ttl + transition + 1s.
 // The mutex's named-lock hand-over does not carry over: a waiter would have to wait on
 // every holder's lock at once, a pinned connection each, and database/sql gives no
-// LISTEN to wait on a notification instead. Unlike a mutex's contention, a hold's does not
-// watch the database's clock for steps (see When the database's clock steps): a clock
-// stepping forward shortens the holds on the store by the step.
+// LISTEN to wait on a notification instead. A holder whose answer shows the database's
+// clock stepping forward gives its hold up at once, as a mutex's owner does (see When the
+// database's clock steps); a step back is reported, but unlike a mutex's waiter a hold's
+// does not bound its wait by its own clock: a holder that vanishes just after a step back
+// keeps the others out for the step's length more.
 //
 // # Refusals and outages
 //

@@ -201,6 +201,9 @@ func (b *Backend) startHold(ctx context.Context, p backend.Participant) (backend
 		ttl: p.TTL.Milliseconds(), lease: (p.TTL + p.Transition).Milliseconds(),
 		patience: patience(p.TTL + p.Transition), wake: p.Wake, closed: p.Closed, log: p.Logger,
 	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.contentions == nil {
@@ -224,7 +227,8 @@ type holdContention struct {
 	ttl, lease, patience int64 // ms
 	wake, closed         func()
 	log                  *slog.Logger
-	asked                bool // an Acquire was made: a hold found under its ID is its own
+	asked                bool    // an Acquire was made: a hold found under its ID is its own
+	db                   dbClock // the database's clock as the last decision read it
 }
 
 var _ backend.LeaseContention = (*holdContention)(nil)
@@ -315,10 +319,12 @@ func ignoreDone(err error) error {
 // decide reads the name's rows, with its row locked in tx, drops the holds and waiters
 // that have ended, and admits, renews or queues the contender.
 func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (backend.Record, error) {
+	sent := time.Now()
 	head, rows, err := c.readRows(ctx, tx)
 	if err != nil {
 		return backend.Record{}, err
 	}
+	stepped := c.db.check(c.b, c.log, sent, time.Now(), uint64(head.now)) > 0
 	now := head.now
 	live := slices.DeleteFunc(slices.Clone(rows), func(r holdRow) bool { return r.expiresAt <= now })
 	if len(live) < len(rows) {
@@ -350,6 +356,14 @@ func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (ba
 	var own holdRow
 	if i := slices.IndexFunc(holders, func(r holdRow) bool { return r.holder == c.id }); i >= 0 {
 		own = holders[i]
+		if stepped && !fresh {
+			// The database's clock stepped forward since the last answer: the hold on the
+			// store has been shorter than the holder believes, by the step. It gives the
+			// hold up at once, as a mutex's owner does (see When the database's clock
+			// steps); its next acquisition begins a new hold.
+			_, err := tx.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id)
+			return backend.Record{}, err
+		}
 		if fresh {
 			// A new contention that finds its ID holding (an earlier one's release was
 			// lost): a new hold begins, with a new token, as the earlier one has ended.

@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -241,4 +242,41 @@ func TestHoldPermitsBeyondTheColumn(t *testing.T) {
 			TTL: time.Second, Wake: func() {}, Hold: backend.Hold{Kind: backend.Semaphore, Permits: 1 << 31}})
 		require.ErrorIs(t, err, simba.ErrInvalidArgument)
 	})
+}
+
+// TestHoldClockStepForward: the database's clock steps forward by less than a holder's
+// lease but more than the margin, so its hold on the store is shorter than it believes.
+// Its next answer shows the step: it gives the hold up (no holder in the answer, its row
+// gone), the step is reported, and its next acquisition is a new hold, as a mutex's owner.
+func TestHoldClockStepForward(t *testing.T) {
+	var clock steppedClock
+	b, err := jdbc.New(clock.pool(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	name := mutexName(t)
+	var logs records
+	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "a", TTL: 2 * time.Second,
+		Transition: time.Second, Wake: func() {}, Logger: slog.New(&logs), Hold: readHold})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	a := c.(backend.LeaseContention)
+	first := acquire(t, a)
+	require.Equal(t, "a", first.Owner)
+	require.Equal(t, first.Token, acquire(t, a).Token, "a renewal, no step")
+
+	clock.step(1500 * time.Millisecond)
+	rec := acquire(t, a)
+	assert.Empty(t, rec.Owner, "the holder gives the hold up at once")
+	assert.Equal(t, uint64(1), b.ClockSteps())
+	errs := logs.at(slog.LevelError)
+	require.Len(t, errs, 1)
+	assert.InDelta(t, 1500, errs[0]["step_ms"], 300)
+	var n int
+	require.NoError(t, openDB(t).QueryRowContext(t.Context(),
+		"SELECT COUNT(*) FROM simba_mutex_hold WHERE kind = 2 AND name = ? AND holder = 'a'", name).Scan(&n))
+	assert.Zero(t, n, "released on the store")
+
+	again := acquire(t, a)
+	assert.Equal(t, "a", again.Owner)
+	assert.Greater(t, again.Token, first.Token, "a new hold")
 }
