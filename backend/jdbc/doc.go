@@ -661,17 +661,19 @@
 // and "_hold", in its schema), which JVM Simba does not know. CreateTable creates it with
 // the mutex table; HoldDDL returns its statement for a migration. A semaphore's or
 // read-write lock's start checks that it has every column, and refuses (simba.ErrRefused,
-// saying how to create it) when it is missing. Its rows, keyed by (kind, name, holder),
-// kinds apart (1: semaphore, 2: read-write lock), times in epoch milliseconds of the
-// database's clock (UTC: no folds, as no JVM reader needs them):
+// saying how to create it) when it is missing. Its columns: kind (1: semaphore, 2:
+// read-write lock: kinds apart), name varchar(66) and holder varchar(128), the primary key
+// with kind; shared (a read hold); permits; place and token, bigint; acquired_at, ttl_at
+// and expires_at, epoch milliseconds of the database's clock (UTC: no folds, as no JVM
+// reader needs them). Its rows:
 //
-//	holder                 shared    permits      place                        token   acquired_at, ttl_at, expires_at
-//	'' (the name's row)    false     a semaphore's the last place or token        0       0
-//	                                 count        handed out
-//	a holder's ID          read hold 0            its place in the queue       > 0     admission, TTL end, end of
-//	                                                                                    the transition window
-//	a waiter's ID          for a     0            its place in the queue       0       0, 0, end of its patience
-//	                       read hold
+//   - the name's row, holder empty: permits is a semaphore's count, place the last place in
+//     the queue or token handed out for the name;
+//   - a holder's, holder its contender ID: place its place in the queue, token its
+//     fencing token (above 0), acquired_at its admission, ttl_at and expires_at the ends
+//     of its TTL and of its transition window;
+//   - a waiter's: place its place in the queue, token 0, expires_at the end of its
+//     patience (below).
 //
 // Every acquisition decides in one transaction: it locks the name's row (SELECT ... FOR
 // UPDATE, created first, outside the transaction, when missing), which serializes the
