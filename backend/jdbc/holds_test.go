@@ -3,7 +3,9 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,4 +281,75 @@ func TestHoldClockStepForward(t *testing.T) {
 	again := acquire(t, a)
 	assert.Equal(t, "a", again.Owner)
 	assert.Greater(t, again.Token, first.Token, "a new hold")
+}
+
+// TestHoldPermitsUnderContention: eight contenders, each on a pool of its own, take and
+// give back permits of a semaphore of three as fast as they can. Counted from the answers
+// that admit one to the release call that follows, never more than three hold at once,
+// no token is handed out twice, and a renewal keeps its hold's token.
+func TestHoldPermitsUnderContention(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		const permits, contenders, holds = 3, 8, 6
+		name := mutexName(t)
+		three := backend.Hold{Kind: backend.Semaphore, Permits: permits}
+		var mu sync.Mutex
+		holding, most := 0, 0
+		tokens := map[uint64]string{}
+		var wg sync.WaitGroup
+		var errs []error
+		fail := func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+		}
+		for i := range contenders {
+			id := fmt.Sprintf("c%d", i)
+			c := holdOf(t, newB(t), name, id, three, 10*time.Second)
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				for held := 0; held < holds; {
+					rec, err := c.Acquire(ctx)
+					if err != nil {
+						fail(fmt.Errorf("%s: %w", id, err))
+						return
+					}
+					if rec.Owner != id {
+						continue // waiting: try again at once, as a woken waiter would
+					}
+					mu.Lock()
+					holding++
+					most = max(most, holding)
+					if other, ok := tokens[rec.Token]; ok {
+						errs = append(errs, fmt.Errorf("token %d handed to %s and to %s", rec.Token, other, id))
+					}
+					tokens[rec.Token] = id
+					mu.Unlock()
+					held++
+					// Hold for a round trip: a renewal, which keeps the token.
+					renewed, err := c.Acquire(ctx)
+					if err == nil && (renewed.Owner != id || renewed.Token != rec.Token) {
+						err = fmt.Errorf("renewal answered %q with token %d, not %d", renewed.Owner, renewed.Token, rec.Token)
+					}
+					mu.Lock()
+					holding--
+					mu.Unlock()
+					if err != nil {
+						fail(fmt.Errorf("%s: %w", id, err))
+						return
+					}
+					if err := c.Release(ctx); err != nil {
+						fail(fmt.Errorf("%s: %w", id, err))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			t.Error(err)
+		}
+		assert.LessOrEqual(t, most, permits, "holders at once")
+		assert.Len(t, tokens, contenders*holds)
+	})
 }
