@@ -149,9 +149,6 @@ func dollars(q string) string {
 	return out.String()
 }
 
-// fixHoldTable is what fixes a missing or malformed hold table.
-const fixHoldTable = "create it: CreateTable (or the CLI's create) creates it beside the mutex table, or run the statement HoldDDL returns in a migration"
-
 // holdStatements returns the hold table's statements, checking on the first call that
 // succeeds that the table has every column: a missing table is refused.
 func (b *Backend) holdStatements(ctx context.Context) (holdStatements, error) {
@@ -170,7 +167,8 @@ func (b *Backend) holdStatements(ctx context.Context) (holdStatements, error) {
 	if err := b.db.QueryRowContext(ctx, checked.check).Scan(&version, &none); err != nil {
 		err = fmt.Errorf("simba/jdbc: check table %s: %w", checked.table, err)
 		if fix, ok := refusalFix(err, checked.table.String()); ok && fix == fixTable {
-			return holdStatements{}, &refusal{err: err, fix: fixHoldTable}
+			return holdStatements{}, &refusal{err: err,
+				fix: "create it with CreateTable, beside the mutex table, or run " + oneLine(checked.ddl)}
 		}
 		return holdStatements{}, refused(err, checked.table.String())
 	}
@@ -279,7 +277,7 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 		})
 		switch {
 		case err != nil:
-			return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire %v %q: %w", c.hold.Kind, c.name, err))
+			return backend.Record{}, refused(fmt.Errorf("simba/jdbc: acquire %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
 		case found:
 			return rec, nil
 		case created:
@@ -288,7 +286,7 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 		// The name's row is created outside the transaction that locks it: two deciders
 		// creating it inside theirs would deadlock on the gap they both lock (MySQL).
 		if _, err := c.b.db.ExecContext(ctx, c.sql.ensure, c.kind, c.name, c.hold.Permits); err != nil {
-			return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: create the row of %v %q: %w", c.hold.Kind, c.name, err))
+			return backend.Record{}, refused(fmt.Errorf("simba/jdbc: create the row of %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
 		}
 	}
 }
@@ -495,7 +493,7 @@ func (c *holdContention) Release(ctx context.Context) error {
 		return err
 	}
 	if _, err := c.b.db.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id); err != nil {
-		return c.b.refused(fmt.Errorf("simba/jdbc: release %v %q: %w", c.hold.Kind, c.name, err))
+		return refused(fmt.Errorf("simba/jdbc: release %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
 	}
 	c.b.wakeHolds(c)
 	return nil
@@ -511,7 +509,7 @@ func (c *holdContention) Lookup(ctx context.Context) (backend.Record, error) {
 	case errors.Is(err, errNoRow):
 		return backend.Record{}, nil
 	case err != nil:
-		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up %v %q: %w", c.hold.Kind, c.name, err))
+		return backend.Record{}, refused(fmt.Errorf("simba/jdbc: look up %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
 	}
 	holders := slices.DeleteFunc(rows, func(r holdRow) bool { return r.token == 0 || r.expiresAt <= head.now })
 	first := soonest(holders)

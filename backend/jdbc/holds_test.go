@@ -138,6 +138,7 @@ func TestHoldMissingTableRefused(t *testing.T) {
 		require.ErrorIs(t, err, simba.ErrRefused)
 		assert.ErrorContains(t, err, "simba_noholds_hold")
 		assert.ErrorContains(t, err, "CreateTable")
+		assert.ErrorContains(t, err, "CREATE TABLE IF NOT EXISTS", "the statement that creates it")
 	})
 }
 
@@ -352,4 +353,21 @@ func TestHoldPermitsUnderContention(t *testing.T) {
 		assert.LessOrEqual(t, most, permits, "holders at once")
 		assert.Len(t, tokens, contenders*holds)
 	})
+}
+
+// TestHoldPrivilegeRefusalNamesTheHoldTable: a user that may only read the hold table is
+// refused at its first acquisition, with the GRANT on the hold table (not the mutex
+// table) as the fix.
+func TestHoldPrivilegeRefusalNamesTheHoldTable(t *testing.T) {
+	needServer(t)
+	rootExec(t, "DROP USER IF EXISTS 'simba_holdro'@'127.0.0.1'; CREATE USER 'simba_holdro'@'127.0.0.1' IDENTIFIED BY 'pw'; "+
+		"GRANT SELECT ON simba.simba_mutex_hold TO 'simba_holdro'@'127.0.0.1'")
+	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS 'simba_holdro'@'127.0.0.1'") })
+	b, err := jdbc.New(openDSN(t, fmt.Sprintf("simba_holdro:pw@tcp(%s)/simba?interpolateParams=true", server.Addr())))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	c := holdOf(t, b, mutexName(t), "c", readHold, time.Second)
+	_, err = c.Acquire(t.Context())
+	require.ErrorIs(t, err, simba.ErrRefused)
+	assert.ErrorContains(t, err, "fix: GRANT SELECT, INSERT, UPDATE, DELETE ON simba_mutex_hold TO the user")
 }
