@@ -1,13 +1,10 @@
 package jdbc_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
-	"github.com/simba-go/simba/internal/latency"
 )
 
 // BenchmarkPermitCycle measures an uncontended Acquire + Release of a semaphore's permit
@@ -27,18 +24,5 @@ func benchmarkPermitCycle(b *testing.B, be *jdbc.Backend) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	ctx := context.Background()
-	var cycles []time.Duration
-	for b.Loop() {
-		began := time.Now()
-		lease, err := s.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-		cycles = append(cycles, time.Since(began))
-	}
-	latency.Report(b, cycles)
+	benchmarkCycle(b, s.Acquire)
 }
