@@ -258,9 +258,10 @@ func TestStorageFormat(t *testing.T) {
 	require.NoError(t, s.Start(ctx))
 	defer s.Close()
 	var score float64
-	poll(t, "the waiting service in the waiting set", func() bool {
+	// The script queues the service before the service has applied its answer.
+	poll(t, "the waiting service in the waiting set, told of the owner", func() bool {
 		score, err = admin.ZScore(ctx, key+":contender", "service").Result()
-		return err == nil
+		return err == nil && s.Owner().ID != ""
 	})
 	now, err := admin.Time(ctx).Result()
 	require.NoError(t, err)
