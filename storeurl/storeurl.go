@@ -529,7 +529,8 @@ func mysqlConfig(u *url.URL) (cfg *mysql.Config, table string, err error) {
 func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
 	var conn *zk.Conn
 	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-		c, ch, err := zk.Connect(servers, timeout, zk.WithEventCallback(events), zk.WithLogger(silent{}), zk.WithLogInfo(false))
+		c, ch, err := zk.Connect(servers, timeout, zk.WithEventCallback(events), zk.WithLogger(silent{}), zk.WithLogInfo(false),
+			zk.WithDialer(zookeeper.Dialer(timeout/2)))
 		conn = c
 		return c, ch, err
 	})

@@ -16,7 +16,8 @@ import (
 // given, which must pass the backend's event callback to zk.Connect; Close closes it.
 func Example() {
 	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-		return zk.Connect([]string{"127.0.0.1:2181"}, 10*time.Second, zk.WithEventCallback(events))
+		return zk.Connect([]string{"127.0.0.1:2181"}, 10*time.Second, zk.WithEventCallback(events),
+			zk.WithDialer(zookeeper.Dialer(5*time.Second))) // see Dialer
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -25,7 +25,8 @@ import (
 // authentication, zk's own logger) is the caller's choice:
 //
 //	func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-//		return zk.Connect(servers, 10*time.Second, zk.WithEventCallback(events))
+//		return zk.Connect(servers, 10*time.Second, zk.WithEventCallback(events),
+//			zk.WithDialer(zookeeper.Dialer(5*time.Second)))
 //	}
 //
 // The connection must be a new one: the Backend owns it from then on, reads the event

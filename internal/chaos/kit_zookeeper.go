@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -38,8 +39,15 @@ func zookeeperBackend(_ context.Context, cfg ContenderConfig) (simba.Backend, fu
 		session = time.Second
 	}
 	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+		handshake := zookeeper.Dialer(session / 2)
 		return zk.Connect(strings.Split(cfg.Addr, ","), session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}),
-			zk.WithDialer(zkdial.Dial))
+			zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+				c, err := handshake(network, address, timeout)
+				if err != nil {
+					return nil, err
+				}
+				return zkdial.Wrap(c), nil
+			}))
 	}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,50 @@
+package zookeeper
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Dialer returns a zk.Dialer (for zk.WithDialer) whose connections wait at most handshake
+// for the server's first answer. go-zookeeper waits ten times two thirds of the session
+// timeout for it (13s with a 2s session): a server that takes the connection and never
+// answers, as a restarting ZooKeeper 3.8 can, holds the client that long and lets its
+// session expire. Half the session timeout is a good handshake.
+func Dialer(handshake time.Duration) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &handshakeConn{Conn: c, limit: handshake}, nil
+	}
+}
+
+// handshakeConn bounds the read deadlines go-zookeeper sets until the server has answered.
+type handshakeConn struct {
+	net.Conn
+	limit    time.Duration
+	answered atomic.Bool
+}
+
+func (c *handshakeConn) SetReadDeadline(t time.Time) error {
+	if !c.answered.Load() && c.limit > 0 {
+		if bound := time.Now().Add(c.limit); t.IsZero() || t.After(bound) {
+			t = bound
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *handshakeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.answered.Load() {
+		c.answered.Store(true)
+		// go-zookeeper sets its own deadline before every read from now on; the one it
+		// set for the handshake's rest stays bounded until then.
+	}
+	return n, err
+}
