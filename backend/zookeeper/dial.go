@@ -41,10 +41,10 @@ func (c *handshakeConn) SetReadDeadline(t time.Time) error {
 
 func (c *handshakeConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.answered.Load() {
+	if n > 0 {
+		// The server answers: go-zookeeper's later deadlines (one per read, a session
+		// timeout's worth) are its own again.
 		c.answered.Store(true)
-		// go-zookeeper sets its own deadline before every read from now on; the one it
-		// set for the handshake's rest stays bounded until then.
 	}
 	return n, err
 }
