@@ -372,6 +372,32 @@ func checkRWReaders(e *env) error {
 	return f.join(w.Release(e.ctx))
 }
 
+// rwmutexes returns, for each role, a probe of its own and a read-write lock named name on
+// it, or errUnsupported when the backend keeps no read-write locks.
+func (e *env) rwmutexes(name string, roles ...string) ([]*probe, []*simba.RWMutex, error) {
+	probes := make([]*probe, len(roles))
+	locks := make([]*simba.RWMutex, len(roles))
+	for i, role := range roles {
+		probes[i] = e.backend()
+		if err := needs(probes[i], backend.RWLock); err != nil {
+			return nil, nil, err
+		}
+		var err error
+		if locks[i], err = e.rwmutex(probes[i], name, role); err != nil {
+			return nil, nil, err
+		}
+	}
+	return probes, locks, nil
+}
+
+// goLock takes l's write lock in the background, as goAcquire does.
+func (e *env) goLock(what string, l *simba.RWMutex) *pending {
+	return e.goAcquire(what, func(ctx context.Context) (*simba.Lease, error) {
+		wl, err := l.Lock(ctx)
+		return leaseOf(wl), err
+	})
+}
+
 // leaseOf returns w's lease, nil for nil.
 func leaseOf(w *simba.WriteLease) *simba.Lease {
 	if w == nil {
@@ -384,26 +410,15 @@ func leaseOf(w *simba.WriteLease) *simba.Lease {
 // readers before it leave, and the reader follows it; tokens grow in that order.
 func checkRWWriterFirst(e *env) error {
 	name := e.mutex()
-	var probes [3]*probe
-	var locks [3]*simba.RWMutex
-	for i, role := range []string{"r1", "w", "r2"} {
-		probes[i] = e.backend()
-		if err := needs(probes[i], backend.RWLock); err != nil {
-			return err
-		}
-		var err error
-		if locks[i], err = e.rwmutex(probes[i], name, role); err != nil {
-			return err
-		}
+	probes, locks, err := e.rwmutexes(name, "r1", "w", "r2")
+	if err != nil {
+		return err
 	}
 	r1, err := locks[0].RLock(e.ctx)
 	if err != nil {
 		return fmt.Errorf("RLock: %w", err)
 	}
-	w := e.goAcquire("writer", func(ctx context.Context) (*simba.Lease, error) {
-		wl, err := locks[1].Lock(ctx)
-		return leaseOf(wl), err
-	})
+	w := e.goLock("writer", locks[1])
 	if err := probes[1].waitQueued(e.ctx); err != nil {
 		return err
 	}
@@ -446,26 +461,15 @@ func checkRWWriterFirst(e *env) error {
 // the writer and the reader queued behind it wait on; they follow in order once it leaves.
 func checkRWDowngrade(e *env) error {
 	name := e.mutex()
-	var probes [3]*probe
-	var locks [3]*simba.RWMutex
-	for i, role := range []string{"w1", "w2", "r"} {
-		probes[i] = e.backend()
-		if err := needs(probes[i], backend.RWLock); err != nil {
-			return err
-		}
-		var err error
-		if locks[i], err = e.rwmutex(probes[i], name, role); err != nil {
-			return err
-		}
+	probes, locks, err := e.rwmutexes(name, "w1", "w2", "r")
+	if err != nil {
+		return err
 	}
 	w1, err := locks[0].Lock(e.ctx)
 	if err != nil {
 		return fmt.Errorf("Lock: %w", err)
 	}
-	w2 := e.goAcquire("second writer", func(ctx context.Context) (*simba.Lease, error) {
-		wl, err := locks[1].Lock(ctx)
-		return leaseOf(wl), err
-	})
+	w2 := e.goLock("second writer", locks[1])
 	if err := probes[1].waitQueued(e.ctx); err != nil {
 		return err
 	}
