@@ -38,13 +38,10 @@
 // A process resumed from a pause (GC, a stopped VM) sees the loss at its first look at a
 // tenure context after the local TTL end, and is handed no lease nor Scheduler run after
 // it. Work under way that does not look again only the resource can stop, by the fencing
-// token: claim the fence and write in one step whose result tells, as in
-//
-//	UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence <= $3
-//
-// where zero rows affected means "superseded". Each backend's doc says what its token is
-// derived from and when it could go backwards; the README's "What holds per deployment"
-// covers replicated stores.
+// token: claim the fence and write in one step whose result tells ("UPDATE ... SET fence =
+// $token WHERE ... AND fence <= $token", zero rows: superseded). Each backend's doc says
+// what its token comes from and when it could go back; the README's "What holds per
+// deployment" covers replicated stores.
 //
 // # Failures
 //

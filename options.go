@@ -31,9 +31,8 @@ const (
 	driftMarginDivisor = 100
 )
 
-// Option configures every constructor. Options apply in order to the defaults; an
-// invalid result is an ErrInvalidArgument, never clamped. Each constructor takes an option
-// type of its own, so that a misplaced option does not compile.
+// Option configures every constructor, in order from the defaults; an invalid result is
+// an ErrInvalidArgument, never clamped. A misplaced option does not compile.
 type Option interface {
 	ServiceOption
 	LockerOption

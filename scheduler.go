@@ -12,18 +12,25 @@ import (
 	"github.com/simba-go/simba/internal/goroutine"
 )
 
-// Schedule says when a Scheduler runs its work while it leads.
+// Schedule says when a Scheduler runs its work while it leads. Runs never overlap.
 type Schedule struct {
-	// Period is the time between runs; must be > 0.
+	// Period is the time between runs; must be > 0 unless Timetable is set.
 	Period time.Duration
-	// FixedDelay counts Period from the end of a run; otherwise runs start Period apart,
-	// and a run that overruns skips the slots it missed. Runs never overlap.
+	// FixedDelay counts Period from a run's end; else runs start Period apart (missed skipped).
 	FixedDelay bool
 	// InitialDelay is the time from acquiring leadership to the first run; >= 0.
 	InitialDelay time.Duration
+	// Timetable, instead of Period, starts runs at its wall-clock instants from leadership
+	// plus InitialDelay on, skipping those a run overran: the same on every instance.
+	Timetable Timetable
 }
 
-// Scheduler runs work periodically while it leads; on a loss or Stop the work's context
+// Timetable's Next returns the first run time after t, zero for none.
+type Timetable interface {
+	Next(t time.Time) time.Time
+}
+
+// Scheduler runs work on a Schedule while it leads; on a loss or Stop the work's context
 // ends and no run starts. It has a Service's lifecycle and must not be copied.
 type Scheduler struct {
 	svc      *Service
@@ -59,7 +66,9 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 	switch {
 	case work == nil:
 		return nil, invalid("work", nil, "must not be nil")
-	case schedule.Period <= 0:
+	case schedule.Timetable != nil && (schedule.Period != 0 || schedule.FixedDelay):
+		return nil, invalid("schedule period", schedule.Period, "must be 0, without FixedDelay, with a Timetable")
+	case schedule.Timetable == nil && schedule.Period <= 0:
 		return nil, invalid("schedule period", schedule.Period, "must be > 0")
 	case schedule.InitialDelay < 0:
 		return nil, invalid("schedule initial delay", schedule.InitialDelay, "must be >= 0")
@@ -140,15 +149,19 @@ func (s *Scheduler) lead(t *tenure, leader Owner) {
 		defer s.guard("leadership stopped hook", func() { h(t.record(), context.Cause(ctx)) })
 	}
 	clock := s.clock
+	next, ok := s.first(clock.Now().Add(s.schedule.InitialDelay))
+	if !ok {
+		<-ctx.Done()
+		return
+	}
 	due := make(chan struct{}, 1)
-	timer := clock.AfterFunc(s.schedule.InitialDelay, func() {
+	timer := clock.AfterFunc(next.Sub(clock.Now()), func() {
 		select {
 		case due <- struct{}{}:
 		default:
 		}
 	})
 	defer timer.Stop()
-	next := clock.Now().Add(s.schedule.InitialDelay)
 	for {
 		select {
 		case <-ctx.Done():
@@ -165,13 +178,62 @@ func (s *Scheduler) lead(t *tenure, leader Owner) {
 			return
 		}
 		now := clock.Now()
-		if s.schedule.FixedDelay {
-			next = now.Add(s.schedule.Period)
-		} else if next = next.Add(s.schedule.Period); next.Before(now) {
-			next = now
+		if next, ok = s.after(next, now); !ok {
+			<-ctx.Done()
+			return
 		}
 		timer.Reset(next.Sub(now))
 	}
+}
+
+// first returns when the first run of a tenure starts, at from or after; false: never.
+func (s *Scheduler) first(from time.Time) (time.Time, bool) {
+	if s.schedule.Timetable == nil {
+		return from, true
+	}
+	// Next gives instants after its argument: a nanosecond earlier admits from itself.
+	return s.instant(from.Add(-time.Nanosecond))
+}
+
+// after returns when the run after the one due at prev starts, seen at now, when it
+// ended; false: never.
+func (s *Scheduler) after(prev, now time.Time) (time.Time, bool) {
+	switch {
+	case s.schedule.Timetable != nil:
+		next, ok := s.instant(prev)
+		if ok && next.Before(now) {
+			return s.instant(now) // the run overran: skip the instants it missed
+		}
+		return next, ok
+	case s.schedule.FixedDelay:
+		return now.Add(s.schedule.Period), true
+	}
+	if next := prev.Add(s.schedule.Period); !next.Before(now) {
+		return next, true
+	}
+	return now, true // the run overran: skip the slots it missed, run now
+}
+
+// instant returns the Timetable's first instant after t; false when there is none or the
+// Timetable misbehaves (an instant not after t, a panic), which is logged.
+func (s *Scheduler) instant(t time.Time) (next time.Time, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.svc.log.Error("simba: the schedule's Timetable panicked; no more runs this tenure", "panic", v)
+			ok = false
+		}
+	}()
+	// The wall clock only: a Timetable's instants carry no monotonic reading, and an
+	// instant compared with one that does would be compared on the monotonic clock.
+	t = t.Round(0)
+	switch next = s.schedule.Timetable.Next(t); {
+	case next.IsZero():
+		return next, false
+	case !next.After(t):
+		s.svc.log.Error("simba: the schedule's Timetable gave an instant not after the one asked about; no more runs this tenure", "after", t, "next", next)
+		return next, false
+	}
+	return next, true
 }
 
 // guard runs f, recovering and logging a panic.

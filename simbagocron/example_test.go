@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+	"github.com/robfig/cron/v3"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/memory"
@@ -54,4 +55,23 @@ func ExampleNewLocker() {
 	// when the process ends:
 	_ = s.Shutdown()
 	_ = locker.Close()
+}
+
+// Example_cronTimetable runs simba's own Scheduler on a cron schedule: a robfig/cron
+// schedule is a simba.Timetable, so runs start at the same instants whichever instance
+// leads, and a new leader does not run again an instant its predecessor ran.
+func Example_cronTimetable() {
+	b, _ := memory.New(memory.NewStore()) // each instance: a backend on the store they share
+	quarterly, err := cron.ParseStandard("*/15 * * * *")
+	if err != nil {
+		panic(err) // a malformed spec: the parser's error says where
+	}
+	s, _ := simba.NewScheduler(b, "billing-sync", simba.Schedule{Timetable: quarterly},
+		func(ctx context.Context, leader simba.Owner) {
+			fmt.Println("sync, fenced by token", leader.Token)
+		})
+	_ = s.Start(context.Background())
+
+	// when the process ends:
+	_ = s.Close()
 }
