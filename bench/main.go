@@ -45,7 +45,7 @@ const (
 	figScale       = "scale"    // many contenders, and many held mutexes, in one process
 )
 
-var allFigures = []string{figUncontended, figHandOver, figContended, figFailover, figNetwork, figLostLock, figScale}
+var allFigures = []string{figUncontended, figHandOver, figContended, figFailover, figNetwork, figLostLock, figScale, figHolds}
 
 // options are the command line.
 type options struct {
@@ -87,7 +87,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: small samples, short windows, 1,000 contenders with ttl 2s")
 	fs.StringVar(&stores, "stores", strings.Join(allStores, ","), "stores to measure")
 	fs.StringVar(&figures, "figures", strings.Join(allFigures, ","), "figures to measure")
-	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, reference-redis, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock); empty: all")
+	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, reference-redis, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock; the holds figure's: simba-<store>-holds, simba-sql-holds-1b, simba-postgres-holds-1b, advisory-shared); empty: all")
 	fs.StringVar(&o.from, "from", "", "render the results, plots and README section from the raw data of an earlier run instead of measuring (results/runs/*.json; a quick run's: results/quick/runs/*.json)")
 	fs.StringVar(&o.profile, "profile", "", "directory for a CPU profile of every measurement and heap profiles of the scale runs (profiling slows the run down)")
 	fs.StringVar(&o.reuse.Redis, "redis", "", "use this Redis (host:port) instead of starting one")
@@ -136,7 +136,9 @@ func parseFlags(args []string) (options, error) {
 	if libs != "" {
 		for _, id := range strings.Split(libs, ",") {
 			if _, err := libraryByID(strings.TrimSpace(id)); err != nil {
-				return o, err
+				if _, ok := holdLibByID(strings.TrimSpace(id)); !ok {
+					return o, err
+				}
 			}
 			o.libs = append(o.libs, strings.TrimSpace(id))
 		}
@@ -186,6 +188,13 @@ func run(ctx context.Context, o options) error {
 			need[l.store] = true
 		}
 	}
+	if slices.Contains(o.figures, figHolds) {
+		for _, l := range holdLibs() {
+			if slices.Contains(o.stores, l.store) && (len(o.libs) == 0 || slices.Contains(o.libs, l.id)) {
+				need[l.store] = true
+			}
+		}
+	}
 	if slices.Contains(o.figures, figScale) {
 		for _, st := range []string{storeMemory, storeRedis, storeSQL, storePostgres} {
 			if slices.Contains(o.stores, st) {
@@ -223,6 +232,8 @@ func run(ctx context.Context, o options) error {
 			m.network(ctx, e, res, libs, stores, s)
 		case figLostLock:
 			m.lostLocks(ctx, e, res, libs, stores, s)
+		case figHolds:
+			m.holds(ctx, e, res, stores, s)
 		case figScale:
 			for _, st := range []string{storeMemory, storeRedis} {
 				if !slices.Contains(o.stores, st) {

@@ -30,8 +30,10 @@ type results struct {
 	Held        []scaleResult     `json:"held,omitempty"` // the SQL stores' many held mutexes (default lead)
 	// Network is the uncontended, hand-over, contended and failover figures again through
 	// a proxy that delays every chunk by Settings.Delay each way.
-	Network  *results `json:"network,omitempty"`
-	Failures []string `json:"failures,omitempty"`
+	Network *results `json:"network,omitempty"`
+	// Holds is the holds figure: semaphores and read-write locks.
+	Holds    *holdResults `json:"holds,omitempty"`
+	Failures []string     `json:"failures,omitempty"`
 	// FigureLoad is the 1-minute load average when each figure began.
 	FigureLoad []figureLoad `json:"figure_load"`
 }
@@ -213,6 +215,10 @@ func (r *results) markdown(links string) string {
 	if inReadme {
 		fmt.Fprintf(&b, "\nMethod, settings of every library and the raw data: [%s](%s).\n", filepath.Join(links, resultsFile), filepath.Join(links, resultsFile))
 		return b.String()
+	}
+	if r.Holds != nil {
+		fmt.Fprintf(&b, "\n%s Semaphores and read-write locks\n\n", h)
+		r.Holds.write(&b, h+"#", r.Settings)
 	}
 	fmt.Fprintf(&b, "\n## Method\n\n")
 	r.writeMethod(&b)
@@ -597,11 +603,6 @@ func (r *results) updateReadme(path, resultsDir string) error {
 	if err != nil {
 		return err
 	}
-	begin := bytes.Index(old, []byte(readmeBegin))
-	end := bytes.Index(old, []byte(readmeEnd))
-	if begin < 0 || end < begin {
-		return errors.New("README has no " + readmeBegin + " ... " + readmeEnd + " section")
-	}
 	absReadme, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return err
@@ -614,10 +615,31 @@ func (r *results) updateReadme(path, resultsDir string) error {
 	if err != nil {
 		return err
 	}
+	updated := old
+	if r.hasMutexFigures() {
+		if updated, err = replaceSection(updated, readmeBegin, readmeEnd, r.markdown(filepath.ToSlash(rel))); err != nil {
+			return err
+		}
+	}
+	if r.Holds != nil {
+		if updated, err = replaceSection(updated, holdsBegin, holdsEnd, r.holdsMarkdown(filepath.ToSlash(rel))); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, updated, 0o644)
+}
+
+// replaceSection replaces the text between the markers begin and end of doc.
+func replaceSection(doc []byte, begin, end, text string) ([]byte, error) {
+	i := bytes.Index(doc, []byte(begin))
+	j := bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		return nil, errors.New("README has no " + begin + " ... " + end + " section")
+	}
 	var b bytes.Buffer
-	b.Write(old[:begin+len(readmeBegin)])
+	b.Write(doc[:i+len(begin)])
 	b.WriteString("\n")
-	b.WriteString(r.markdown(filepath.ToSlash(rel)))
-	b.Write(old[end:])
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	b.WriteString(text)
+	b.Write(doc[j:])
+	return b.Bytes(), nil
 }

@@ -1,0 +1,724 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/backend/memory"
+	simbaredis "github.com/simba-go/simba/backend/redis"
+	"github.com/simba-go/simba/backend/zookeeper"
+)
+
+// The holds figure: simba's semaphores and read-write locks, and the peers that keep
+// them, on every store.
+const figHolds = "holds"
+
+const (
+	// holdPermits is the permit count of every semaphore of the holds figure.
+	holdPermits = 3
+	// rwWriters is how many of the contending clients of the read-write figure write;
+	// the others read.
+	rwWriters = 2
+)
+
+// Hold modes of a client.
+const (
+	modePermit = "permit"
+	modeRead   = "read"
+	modeWrite  = "write"
+)
+
+// holdLib is one way of taking semaphore permits or read-write holds on a store.
+type holdLib struct {
+	id, name, store, settings string
+	simba                     bool
+	modes                     []string // the modes it keeps
+	// oneBackend: the clients of a measurement share one simba backend, as the goroutines
+	// of one process would; otherwise each has a backend (and connection) of its own.
+	oneBackend bool
+	// open returns a client that takes holds of mode on name (a semaphore of permits);
+	// shared is the measurement's backend when oneBackend, nil otherwise.
+	open func(ctx context.Context, e *env, name, mode string, permits int, shared *simbaBackend) (client, error)
+}
+
+// holdLibs returns every library of the holds figure, in the order of the results.
+// None of the mutex peers keeps a semaphore (redsync, redislock, go-zookeeper's
+// recipes, GET_LOCK, pg_advisory_lock); PostgreSQL's shared advisory locks are a
+// read-write lock.
+func holdLibs() []holdLib {
+	all := []string{modePermit, modeRead, modeWrite}
+	simbaOn := func(store, settings string) holdLib {
+		return holdLib{id: "simba-" + store + "-holds", name: "simba", store: store, simba: true, modes: all,
+			settings: settings, open: openSimbaHold(store)}
+	}
+	return []holdLib{
+		simbaOn(storeMemory, "Semaphore and RWMutex on backend/memory, one backend per client on one Store; ttl 10s, transition 6s (defaults)"),
+		simbaOn(storeRedis, "Semaphore and RWMutex on backend/redis, one go-redis client and backend per client; defaults"),
+		simbaOn(storeSQL, "Semaphore and RWMutex on backend/jdbc (hold table), one *sql.DB and backend per client, as separate processes would have; defaults"),
+		{
+			id: "simba-sql-holds-1b", name: "simba (one backend)", store: storeSQL, simba: true, modes: all, oneBackend: true,
+			settings: "as simba on MariaDB, but every client on one *sql.DB and backend, as the goroutines of one process: a release wakes the backend's waiters at once",
+			open:     openSimbaHold(storeSQL),
+		},
+		simbaOn(storePostgres, "Semaphore and RWMutex on backend/jdbc with the Postgres dialect (hold table), one *sql.DB and backend per client; defaults"),
+		{
+			id: "simba-postgres-holds-1b", name: "simba (one backend)", store: storePostgres, simba: true, modes: all, oneBackend: true,
+			settings: "as simba on PostgreSQL, but every client on one *sql.DB and backend, as the goroutines of one process",
+			open:     openSimbaHold(storePostgres),
+		},
+		{
+			id: "advisory-shared", name: "pg_advisory_lock_shared", store: storePostgres, modes: []string{modeRead, modeWrite},
+			settings: "SELECT pg_advisory_lock_shared(key) / pg_advisory_unlock_shared(key) to read, pg_advisory_lock(key) / pg_advisory_unlock(key) to write, on a connection pinned with db.Conn; one *sql.DB per client",
+			open:     openAdvisoryHold,
+		},
+		simbaOn(storeZooKeeper, "Semaphore and RWMutex on backend/zookeeper (Curator's InterProcessSemaphoreV2 and InterProcessReadWriteLock nodes), one backend (session) per client; session timeout 3s"),
+	}
+}
+
+// holdLibByID returns the holds library with id.
+func holdLibByID(id string) (holdLib, bool) {
+	for _, l := range holdLibs() {
+		if l.id == id {
+			return l, true
+		}
+	}
+	return holdLib{}, false
+}
+
+// simbaBackend is a simba backend on one store, for one client or for the clients of a
+// measurement; counted is nil on ZooKeeper, a session store.
+type simbaBackend struct {
+	b       simba.Backend
+	counted *counting
+	zk      *zk.Conn
+	closers []func() error // last to first
+}
+
+func (s *simbaBackend) close() error {
+	var errs []error
+	for _, f := range slices.Backward(s.closers) {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
+
+// Holds passes the question on to the counted backend, so that counting keeps holds
+// where its backend does.
+func (b *counting) Holds(k backend.Kind) bool {
+	h, ok := b.Backend.(backend.Holder)
+	return ok && h.Holds(k)
+}
+
+// newSimbaBackend opens a simba backend on store with a connection (or pool, session) of
+// its own.
+func newSimbaBackend(e *env, store string) (*simbaBackend, error) {
+	switch store {
+	case storeMemory:
+		be, err := memory.New(e.memory)
+		if err != nil {
+			return nil, err
+		}
+		return &simbaBackend{b: be, closers: []func() error{be.Close}}, nil
+	case storeRedis:
+		rc := newRedisClient(e.Redis)
+		rc.AddHook(&commands{})
+		be, err := simbaredis.New(rc)
+		if err != nil {
+			_ = rc.Close()
+			return nil, err
+		}
+		return &simbaBackend{b: be, closers: []func() error{rc.Close, be.Close}}, nil
+	case storeSQL, storePostgres:
+		db, err := openSQL(e, store)
+		if err != nil {
+			return nil, err
+		}
+		var opts []jdbc.Option
+		if store == storePostgres {
+			opts = append(opts, jdbc.WithDialect(jdbc.Postgres))
+		}
+		be, err := jdbc.New(db, opts...)
+		if err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		return &simbaBackend{b: be, closers: []func() error{db.Close, be.Close}}, nil
+	case storeZooKeeper:
+		s := &simbaBackend{}
+		be, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+			c, ch, err := zkConnect(e.ZooKeeper, events)
+			s.zk = c
+			return c, ch, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.b, s.closers = be, []func() error{be.Close}
+		return s, nil
+	}
+	return nil, fmt.Errorf("no simba backend for store %q", store)
+}
+
+// counts wraps a lease store's backend so that its clients can tell when a waiter's
+// attempt found no room.
+func (s *simbaBackend) counts() *simbaBackend {
+	if _, ok := s.b.(*counting); ok || s.zk != nil {
+		return s
+	}
+	s.counted = &counting{Backend: s.b}
+	s.b = s.counted
+	return s
+}
+
+// holdClient takes semaphore permits or read-write holds with simba; it waits as a
+// simbaClient does (simbaClient.waiting).
+type holdClient struct {
+	*simbaClient
+	take func(ctx context.Context) (*simba.Lease, error)
+}
+
+func (c *holdClient) acquire(ctx context.Context) (func(context.Context) error, error) {
+	lease, err := c.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lease.Release, nil
+}
+
+// openSimbaHold returns the open func of simba's holds on store.
+func openSimbaHold(store string) func(ctx context.Context, e *env, name, mode string, permits int, shared *simbaBackend) (client, error) {
+	return func(_ context.Context, e *env, name, mode string, permits int, shared *simbaBackend) (client, error) {
+		sb := shared
+		if sb == nil {
+			var err error
+			if sb, err = newSimbaBackend(e, store); err != nil {
+				return nil, fmt.Errorf("simba %s: %w", store, err)
+			}
+			sb.counts()
+		}
+		c := &holdClient{simbaClient: &simbaClient{backend: sb.counted}}
+		if shared == nil {
+			c.closers = append(c.closers, sb.close)
+		}
+		path := zookeeper.RWMutexPath(name)
+		switch mode {
+		case modePermit:
+			sem, err := simba.NewSemaphore(sb.b, name, permits)
+			if err != nil {
+				_ = c.close()
+				return nil, fmt.Errorf("simba %s: %w", store, err)
+			}
+			c.take, c.closers, path = sem.Acquire, append(c.closers, sem.Close), zookeeper.SemaphorePath(name)
+		case modeRead, modeWrite:
+			m, err := simba.NewRWMutex(sb.b, name)
+			if err != nil {
+				_ = c.close()
+				return nil, fmt.Errorf("simba %s: %w", store, err)
+			}
+			c.take, c.closers = m.RLock, append(c.closers, m.Close)
+			if mode == modeWrite {
+				c.take = func(ctx context.Context) (*simba.Lease, error) {
+					w, err := m.Lock(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return w.Lease, nil
+				}
+			}
+		default:
+			_ = c.close()
+			return nil, fmt.Errorf("no hold mode %q", mode)
+		}
+		if sb.zk != nil && e.zk != nil {
+			// A waiter of a ZooKeeper hold watches a node of the name (Curator's recipes: the
+			// leases, or the hold before its own); its watches are used up once admitted.
+			conn := sb.zk
+			c.check = func(ctx context.Context) (bool, error) {
+				watched, err := zkWatches(ctx, e.ZooKeeper, conn.SessionID())
+				return slices.ContainsFunc(watched, func(p string) bool { return strings.HasPrefix(p, path+"/") }), err
+			}
+		}
+		return c, nil
+	}
+}
+
+// advisoryHoldClient is PostgreSQL's advisory lock taken shared (to read) or exclusive
+// (to write) on a pinned connection.
+type advisoryHoldClient struct {
+	*advisoryClient
+	shared bool
+}
+
+func openAdvisoryHold(ctx context.Context, e *env, name, mode string, _ int, _ *simbaBackend) (client, error) {
+	if mode != modeRead && mode != modeWrite {
+		return nil, fmt.Errorf("pg_advisory_lock_shared: no hold mode %q", mode)
+	}
+	c, err := openAdvisory(ctx, e, name, openOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &advisoryHoldClient{advisoryClient: c.(*advisoryClient), shared: mode == modeRead}, nil
+}
+
+func (c *advisoryHoldClient) acquire(ctx context.Context) (func(context.Context) error, error) {
+	if !c.shared {
+		return c.advisoryClient.acquire(ctx)
+	}
+	if _, err := c.conn.ExecContext(ctx, "SELECT pg_advisory_lock_shared($1)", c.key); err != nil {
+		return nil, fmt.Errorf("pg_advisory_lock_shared: %w", err)
+	}
+	return func(ctx context.Context) error {
+		var ok bool
+		if err := c.conn.QueryRowContext(ctx, "SELECT pg_advisory_unlock_shared($1)", c.key).Scan(&ok); err != nil {
+			return fmt.Errorf("pg_advisory_unlock_shared: %w", err)
+		}
+		if !ok {
+			return errors.New("pg_advisory_unlock_shared: lock was not held")
+		}
+		return nil
+	}, nil
+}
+
+// holdResults is what the holds figure measured.
+type holdResults struct {
+	Cycles   []cycleResult     `json:"cycles"` // ID: library id + "/" + mode; the simba mutex's too
+	HandOver []handOverResult  `json:"hand_over"`
+	Permits  []holdLoopResult  `json:"permits"`
+	RW       []holdLoopResult  `json:"rw"`
+	Settings holdsSettingsNote `json:"settings"`
+}
+
+// holdsSettingsNote records the sizes particular to the holds figure.
+type holdsSettingsNote struct {
+	Permits       int `json:"permits"`
+	Writers       int `json:"writers"`
+	CrossHandOver int `json:"cross_process_sql_hand_overs"`
+}
+
+// holdLoopResult is one library's contended run on a semaphore or a read-write lock.
+type holdLoopResult struct {
+	Store     string        `json:"store"`
+	Library   string        `json:"library"`
+	ID        string        `json:"id"`
+	Clients   int           `json:"clients"`
+	Writers   int           `json:"writers,omitempty"`
+	Permits   int           `json:"permits,omitempty"`
+	Window    time.Duration `json:"window_ns"`
+	Sections  int64         `json:"sections"` // permits held, or reads + writes
+	Reads     int64         `json:"reads,omitempty"`
+	Writes    int64         `json:"writes,omitempty"`
+	PerSecond float64       `json:"per_second"`
+	PerClient []int64       `json:"per_client"`
+	Fairness  float64       `json:"fairness"` // min / max sections per client (of the readers, for a read-write lock)
+	// MostInside is the most holders seen inside at once: permits, or readers.
+	MostInside int64 `json:"most_inside"`
+	// Breaches counts entries that broke the hold's rule: a holder beyond the permits, a
+	// reader beside a writer, a writer beside anyone.
+	Breaches            int64   `json:"breaches"`
+	Errors              int64   `json:"errors"`
+	FirstErr            string  `json:"first_error,omitempty"`
+	ServerOpsPerSection float64 `json:"server_ops_per_section,omitempty"`
+}
+
+// crossHandOvers is how many hand-overs between clients of their own backends the holds
+// figure makes on the SQL stores, where a waiter hears of a release by another backend
+// only when the hold it was told of could end (up to ttl + transition): fewer.
+func crossHandOvers(s runSettings) int { return max(s.HandOvers/30, 3) }
+
+// holds measures the holds figure on the stores, into res.Holds.
+func (m *measurer) holds(ctx context.Context, e *env, res *results, stores []string, s runSettings) {
+	h := &holdResults{Settings: holdsSettingsNote{Permits: holdPermits, Writers: rwWriters, CrossHandOver: crossHandOvers(s)}}
+	res.Holds = h
+	var libs []holdLib
+	for _, l := range holdLibs() {
+		if slices.Contains(stores, l.store) && (len(m.o.libs) == 0 || slices.Contains(m.o.libs, l.id)) {
+			libs = append(libs, l)
+		}
+	}
+	for _, st := range stores {
+		m.do(figHolds, st+"-cycles", func() error { return holdCyclesOn(ctx, e, h, st, libsOfStore(libs, st), s) })
+	}
+	for _, l := range libs {
+		if !slices.Contains(l.modes, modePermit) {
+			continue
+		}
+		m.do(figHolds, l.id+"-handover", func() error {
+			n := s.HandOvers
+			if (l.store == storeSQL || l.store == storePostgres) && !l.oneBackend {
+				n = crossHandOvers(s)
+			}
+			r, err := measureHoldHandOver(ctx, e, l, holdPermits, min(s.HandOverWarm, max(n/3, 1)), n)
+			if err == nil {
+				h.HandOver = append(h.HandOver, r)
+				logf("  %-24s p50 %s p99 %s", l.id, ms(r.P50), ms(r.P99))
+			}
+			return err
+		})
+	}
+	for _, l := range libs {
+		for _, rw := range []bool{false, true} {
+			if !slices.Contains(l.modes, modeWrite) && rw || !slices.Contains(l.modes, modePermit) && !rw {
+				continue
+			}
+			name := l.id + "-permits"
+			if rw {
+				name = l.id + "-rw"
+			}
+			m.do(figHolds, name, func() error {
+				r, err := measureHoldLoop(ctx, e, l, s.Clients, rw, s.ContendWarm, s.ContendWindow)
+				if err != nil {
+					return err
+				}
+				if rw {
+					h.RW = append(h.RW, r)
+				} else {
+					h.Permits = append(h.Permits, r)
+				}
+				logf("  %-24s %.0f/s fairness %.2f most inside %d breaches %d errors %d", name, r.PerSecond, r.Fairness, r.MostInside, r.Breaches, r.Errors)
+				return nil
+			})
+		}
+	}
+}
+
+func libsOfStore(libs []holdLib, store string) []holdLib {
+	return slices.DeleteFunc(slices.Clone(libs), func(l holdLib) bool { return l.store != store })
+}
+
+// holdCyclesOn measures one client's acquire + release cycles on store: a permit, a read
+// hold and a write hold of each library, and simba's mutex (Locker) to compare, taking
+// turns in blocks of 100.
+func holdCyclesOn(ctx context.Context, e *env, h *holdResults, store string, libs []holdLib, s runSettings) error {
+	type entry struct{ id, name string }
+	var (
+		turns   []*turn
+		entries []entry
+		errs    []error
+	)
+	defer func() {
+		for _, t := range turns {
+			t.s.close()
+		}
+	}()
+	if mutex, err := libraryByID("simba-" + store); err == nil {
+		c, err := newCycler(ctx, e, mutex)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", mutex.id, err))
+		} else {
+			turns, entries = append(turns, &turn{name: mutex.id, s: c}), append(entries, entry{mutex.id + "/mutex", "simba, mutex (Locker)"})
+		}
+	}
+	for _, l := range libs {
+		if l.oneBackend {
+			continue // one client: as the backend-per-client library
+		}
+		for _, mode := range l.modes {
+			c, err := l.open(ctx, e, e.mutex("hc", l.id), mode, holdPermits, nil)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s %s: %w", l.id, mode, err))
+				continue
+			}
+			turns = append(turns, &turn{name: l.id + "/" + mode, s: &cycler{c}})
+			entries = append(entries, entry{l.id + "/" + mode, l.name + ", " + modeTitle(mode)})
+		}
+	}
+	interleave(ctx, turns, s.CycleWarm, s.Cycles, 100)
+	for i, t := range turns {
+		if t.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.name, t.err))
+			continue
+		}
+		r := cycleResultOf(store, entries[i].name, entries[i].id, t.times)
+		if s.CountCycles > 0 {
+			per, err := t.s.(*cycler).countCycles(ctx, e, store, s.CountCycles)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: count: %w", t.name, err))
+			}
+			if per != nil {
+				r.Counted, r.PerCycle = s.CountCycles, per
+			}
+		}
+		h.Cycles = append(h.Cycles, r)
+		logf("  %-28s p50 %s p99 %s %.0f/s", t.name, ms(r.P50), ms(r.P99), r.PerSecond)
+	}
+	return errors.Join(errs...)
+}
+
+func modeTitle(mode string) string {
+	switch mode {
+	case modePermit:
+		return fmt.Sprintf("permit of %d", holdPermits)
+	case modeRead:
+		return "read (RLock)"
+	case modeWrite:
+		return "write (Lock)"
+	}
+	return mode
+}
+
+// openHoldClients opens n clients of l on name, and returns them with the function that
+// closes them (and the shared backend).
+func openHoldClients(ctx context.Context, e *env, l holdLib, name string, modes []string, permits int) ([]client, func(), error) {
+	var shared *simbaBackend
+	var clients []client
+	closeAll := func() {
+		for _, c := range clients {
+			_ = c.close()
+		}
+		if shared != nil {
+			_ = shared.close()
+		}
+	}
+	if l.oneBackend {
+		sb, err := newSimbaBackend(e, l.store)
+		if err != nil {
+			return nil, nil, err
+		}
+		shared = sb.counts()
+	}
+	for _, mode := range modes {
+		c, err := l.open(ctx, e, name, mode, permits, shared)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		clients = append(clients, c)
+	}
+	return clients, closeAll, nil
+}
+
+// measureHoldHandOver times hand-overs of a semaphore's permit: permits clients hold one
+// each and one more waits; once the store shows it waiting, a holder (each in turn)
+// releases after a random time below eventHold, and the time runs from that release call
+// to the waiter's acquire returning. The waiter then holds, and the releaser waits next.
+func measureHoldHandOver(ctx context.Context, e *env, l holdLib, permits, warm, n int) (handOverResult, error) {
+	modes := slices.Repeat([]string{modePermit}, permits+1)
+	clients, closeAll, err := openHoldClients(ctx, e, l, e.mutex("hh", l.id), modes, permits)
+	if err != nil {
+		return handOverResult{}, err
+	}
+	defer closeAll()
+	releases := make([]func(context.Context) error, len(clients))
+	defer func() {
+		for _, r := range releases {
+			if r != nil {
+				_ = r(context.WithoutCancel(ctx))
+			}
+		}
+	}()
+	for i := range permits {
+		if releases[i], err = clients[i].acquire(ctx); err != nil {
+			return handOverResult{}, fmt.Errorf("take permit %d: %w", i, err)
+		}
+	}
+	waiter, next := permits, 0
+	var times sample
+	for i := range warm + n {
+		d, err := holdHandOverStep(ctx, clients[waiter], releases, waiter, next)
+		if err != nil {
+			return handOverResult{}, fmt.Errorf("hand-over %d: %w", i, err)
+		}
+		if i >= warm {
+			times = append(times, d)
+		}
+		// The releaser waits next; the next holder to release is the one after it.
+		released := next
+		waiter, next = released, (released+1)%len(clients)
+		if next == waiter {
+			next = (next + 1) % len(clients)
+		}
+	}
+	return handOverResult{
+		Store: l.store, Library: l.name, ID: l.id, Samples: len(times),
+		P50: times.quantile(0.5), P99: times.quantile(0.99), Max: times.max(),
+		Hold: eventHold, Times: times,
+	}, nil
+}
+
+// holdHandOverStep makes clients[w] wait, releases releases[r] and returns the time from
+// that release to the waiter's acquire returning; releases[w] is the waiter's release after.
+func holdHandOverStep(ctx context.Context, w client, releases []func(context.Context) error, wi, r int) (time.Duration, error) {
+	if err := w.armWait(ctx); err != nil {
+		return 0, fmt.Errorf("arm the waiter: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	got := make(chan acquired, 1)
+	go func() {
+		rel, err := w.acquire(wctx)
+		got <- acquired{rel, time.Now(), err}
+	}()
+	abandon := func(err error) (time.Duration, error) {
+		cancel()
+		if a := <-got; a.err == nil {
+			_ = a.release(context.WithoutCancel(ctx))
+		}
+		return 0, err
+	}
+	if err := waitFor(ctx, 10*time.Second, 100*time.Microsecond, "waiter waiting", w.waiting); err != nil {
+		return abandon(err)
+	}
+	if err := sleep(ctx, rand.N(eventHold)); err != nil {
+		return abandon(err)
+	}
+	select {
+	case a := <-got:
+		got <- a
+		return abandon(fmt.Errorf("the waiter returned while every permit was held (error %v)", a.err))
+	default:
+	}
+	began := time.Now()
+	err := releases[r](ctx)
+	releases[r] = nil
+	if err != nil {
+		return abandon(fmt.Errorf("release: %w", err))
+	}
+	a := <-got
+	if a.err != nil {
+		return 0, fmt.Errorf("waiter: %w", a.err)
+	}
+	releases[wi] = a.release
+	return a.at.Sub(began), nil
+}
+
+// measureHoldLoop runs n clients that loop acquire, an empty section, release: on a
+// semaphore of holdPermits (rw false), or on a read-write lock, rwWriters of them writing
+// and the others reading. After warm it counts each client's sections for window. A
+// client is inside from its acquire's return to its release call; an entry that breaks
+// the hold's rule is a breach.
+func measureHoldLoop(ctx context.Context, e *env, l holdLib, n int, rw bool, warm, window time.Duration) (holdLoopResult, error) {
+	modes := slices.Repeat([]string{modePermit}, n)
+	if rw {
+		modes = slices.Repeat([]string{modeRead}, n)
+		for i := range min(rwWriters, n) {
+			modes[n-1-i] = modeWrite
+		}
+	}
+	clients, closeAll, err := openHoldClients(ctx, e, l, e.mutex("hl", l.id), modes, holdPermits)
+	if err != nil {
+		return holdLoopResult{}, err
+	}
+	defer closeAll()
+	var (
+		inside, writing       atomic.Int64
+		most, breaches, fails atomic.Int64
+		firstErr              atomic.Value
+		counting              atomic.Bool
+		counts                = make([]atomic.Int64, n)
+		wg                    sync.WaitGroup
+	)
+	fail := func(err error) {
+		fails.Add(1)
+		firstErr.CompareAndSwap(nil, err.Error())
+	}
+	// enter records a client's entry and returns its exit.
+	enter := func(mode string) func() {
+		switch mode {
+		case modeWrite:
+			if writing.Add(1) != 1 || inside.Load() != 0 {
+				breaches.Add(1)
+			}
+			return func() { writing.Add(-1) }
+		default:
+			in := inside.Add(1)
+			if mode == modePermit && in > holdPermits || mode == modeRead && writing.Load() != 0 {
+				breaches.Add(1)
+			}
+			for m := most.Load(); in > m && !most.CompareAndSwap(m, in); m = most.Load() {
+			}
+			return func() { inside.Add(-1) }
+		}
+	}
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	for i, c := range clients {
+		wg.Go(func() {
+			for run.Err() == nil {
+				release, err := c.acquire(run)
+				if err != nil {
+					if run.Err() == nil {
+						fail(err)
+						_ = sleep(run, 10*time.Millisecond)
+					}
+					continue
+				}
+				exit := enter(modes[i])
+				if counting.Load() {
+					counts[i].Add(1)
+				}
+				exit()
+				if err := release(context.WithoutCancel(run)); err != nil {
+					fail(fmt.Errorf("release: %w", err))
+				}
+			}
+		})
+	}
+	if err := sleep(ctx, warm); err != nil {
+		return holdLoopResult{}, err
+	}
+	counts0, countsErr := readCounts(ctx, e, l.store)
+	counting.Store(true)
+	began := time.Now()
+	_ = sleep(ctx, window)
+	counting.Store(false)
+	elapsed := time.Since(began)
+	counts1, countsErr1 := readCounts(ctx, e, l.store)
+	stop()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		return holdLoopResult{}, errors.New("clients did not stop within a minute")
+	}
+	if err := ctx.Err(); err != nil {
+		return holdLoopResult{}, err
+	}
+	res := holdLoopResult{Store: l.store, Library: l.name, ID: l.id, Clients: n, Window: elapsed,
+		MostInside: most.Load(), Breaches: breaches.Load(), Errors: fails.Load()}
+	if rw {
+		res.Writers = min(rwWriters, n)
+	} else {
+		res.Permits = holdPermits
+	}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstErr = s
+	}
+	lo, hi := int64(-1), int64(0)
+	for i := range counts {
+		v := counts[i].Load()
+		res.PerClient = append(res.PerClient, v)
+		res.Sections += v
+		switch modes[i] {
+		case modeWrite:
+			res.Writes += v
+			continue // fairness: among the readers (or the permits' holders)
+		case modeRead:
+			res.Reads += v
+		}
+		hi = max(hi, v)
+		if lo < 0 || v < lo {
+			lo = v
+		}
+	}
+	res.PerSecond = float64(res.Sections) / elapsed.Seconds()
+	if hi > 0 {
+		res.Fairness = float64(lo) / float64(hi)
+	}
+	if res.Sections > 0 && countsErr == nil && countsErr1 == nil {
+		res.ServerOpsPerSection, _ = counts1.since(counts0).per(countRequests, float64(res.Sections))
+	}
+	return res, nil
+}
