@@ -292,9 +292,24 @@ func (h *handOver) step(ctx context.Context) (time.Duration, error) {
 	if err := h.retake(ctx); err != nil {
 		return 0, err
 	}
-	w := h.clients[1-h.holder]
+	d, release, at, err := handOverOnce(ctx, h.clients[1-h.holder], h.release, h.hold)
+	h.release = nil
+	if err != nil {
+		return 0, err
+	}
+	h.release, h.holder, h.since = release, 1-h.holder, at
+	return d, nil
+}
+
+// handOverOnce makes one hand-over to w: w starts acquiring, and once it is seen waiting
+// and a random time below hold has passed, release is called. It returns the time from
+// that call to w's acquire returning, w's release, and when it acquired. On an error
+// release has been called (a waiter that takes no context, zk.Lock, then returns too) and
+// whatever w got is released.
+func handOverOnce(ctx context.Context, w client, release func(context.Context) error, hold time.Duration) (time.Duration, func(context.Context) error, time.Time, error) {
 	if err := w.armWait(ctx); err != nil {
-		return 0, fmt.Errorf("arm the waiter: %w", err)
+		_ = release(context.WithoutCancel(ctx))
+		return 0, nil, time.Time{}, fmt.Errorf("arm the waiter: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -303,13 +318,11 @@ func (h *handOver) step(ctx context.Context) (time.Duration, error) {
 		r, err := w.acquire(wctx)
 		got <- acquired{r, time.Now(), err}
 	}()
-	// abandon gives up: the holder releases, so that a waiter that takes no context
-	// (zk.Lock) returns too, and whatever the waiter got is released.
-	abandon := func(err error) (time.Duration, error) {
+	released := false
+	abandon := func(err error) (time.Duration, func(context.Context) error, time.Time, error) {
 		cancel()
-		if h.release != nil {
-			_ = h.release(context.WithoutCancel(ctx))
-			h.release = nil
+		if !released {
+			_ = release(context.WithoutCancel(ctx))
 		}
 		select {
 		case a := <-got:
@@ -318,12 +331,12 @@ func (h *handOver) step(ctx context.Context) (time.Duration, error) {
 			}
 		case <-time.After(time.Minute):
 		}
-		return 0, err
+		return 0, nil, time.Time{}, err
 	}
 	if err := waitFor(ctx, 10*time.Second, 100*time.Microsecond, "waiter waiting", w.waiting); err != nil {
 		return abandon(err)
 	}
-	if err := sleep(ctx, rand.N(h.hold)); err != nil {
+	if err := sleep(ctx, rand.N(hold)); err != nil {
 		return abandon(err)
 	}
 	select {
@@ -336,17 +349,16 @@ func (h *handOver) step(ctx context.Context) (time.Duration, error) {
 	default:
 	}
 	began := time.Now()
-	err := h.release(ctx)
-	h.release = nil
+	err := release(ctx)
+	released = true
 	if err != nil {
 		return abandon(fmt.Errorf("release: %w", err))
 	}
 	a := <-got
 	if a.err != nil {
-		return 0, fmt.Errorf("waiter: %w", a.err)
+		return 0, nil, time.Time{}, fmt.Errorf("waiter: %w", a.err)
 	}
-	h.release, h.holder, h.since = a.release, 1-h.holder, a.at
-	return a.at.Sub(began), nil
+	return a.at.Sub(began), a.release, a.at, nil
 }
 
 // contendedResult is the contended figure of one library.
@@ -391,11 +403,65 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 	var (
 		inSection atomic.Int32
 		overlaps  atomic.Int64
-		failures  atomic.Int64
-		firstErr  atomic.Value
-		counting  atomic.Bool
-		counts    = make([]atomic.Int64, n)
-		wg        sync.WaitGroup
+		lost      []int64
+	)
+	enter := func(int) func() {
+		if inSection.Add(1) != 1 {
+			overlaps.Add(1)
+		}
+		return func() { inSection.Add(-1) }
+	}
+	run, err := runLoops(ctx, e, lib.store, clients, enter, warm, window, func() { lost = append(lost, lostAttempts(clients)) })
+	if err != nil {
+		return contendedResult{}, err
+	}
+	res := contendedResult{
+		Store: lib.store, Library: lib.name, ID: lib.id, Clients: n, Window: run.elapsed,
+		Overlaps: overlaps.Load(), Errors: run.failures, FirstErr: run.firstErr, PerClient: run.counts,
+	}
+	lo, hi := int64(-1), int64(0)
+	for i, v := range run.counts {
+		res.Sections += v
+		hi = max(hi, v)
+		if lo < 0 || v < lo {
+			lo = v
+		}
+		res.GiveUps += clients[i].giveUps()
+	}
+	res.PerSecond = float64(res.Sections) / run.elapsed.Seconds()
+	if res.Sections > 0 {
+		if run.work != nil {
+			res.ServerOpsPerSection, _ = run.work.per(countRequests, float64(res.Sections))
+			res.ServerCPUPerSection, _ = run.work.per(countCPU, float64(res.Sections))
+		}
+		res.LostPerSection = float64(lost[1]-lost[0]) / float64(res.Sections)
+	}
+	if hi > 0 {
+		res.Fairness = float64(lo) / float64(hi)
+	}
+	return res, nil
+}
+
+// loopRun is what clients looping acquire, a section, release did in a window.
+type loopRun struct {
+	counts   []int64 // sections of each client
+	elapsed  time.Duration
+	failures int64
+	firstErr string
+	work     storeCounts // the store's counters over the window; nil when not read
+}
+
+// runLoops runs clients that each loop acquire, a section, release until it returns. A
+// client's section is enter(i) on acquire's return and the exit it returns, before its
+// release call. After warm it counts each client's sections for window; edge runs as the
+// window begins and as it ends, after the store's counters are read.
+func runLoops(ctx context.Context, e *env, store string, clients []client, enter func(i int) func(), warm, window time.Duration, edge func()) (loopRun, error) {
+	var (
+		failures atomic.Int64
+		firstErr atomic.Value
+		counting atomic.Bool
+		counts   = make([]atomic.Int64, len(clients))
+		wg       sync.WaitGroup
 	)
 	fail := func(err error) {
 		failures.Add(1)
@@ -414,13 +480,11 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 					}
 					continue
 				}
-				if inSection.Add(1) != 1 {
-					overlaps.Add(1)
-				}
+				exit := enter(i)
 				if counting.Load() {
 					counts[i].Add(1)
 				}
-				inSection.Add(-1)
+				exit()
 				if err := release(context.WithoutCancel(run)); err != nil {
 					fail(fmt.Errorf("release: %w", err))
 				}
@@ -428,57 +492,37 @@ func measureContended(ctx context.Context, e *env, lib library, n int, warm, win
 		})
 	}
 	if err := sleep(ctx, warm); err != nil {
-		return contendedResult{}, err
+		return loopRun{}, err
 	}
-	counts0, countsErr := readCounts(ctx, e, lib.store)
-	lost0 := lostAttempts(clients)
+	counts0, countsErr := readCounts(ctx, e, store)
+	edge()
 	counting.Store(true)
 	began := time.Now()
 	_ = sleep(ctx, window)
 	counting.Store(false)
-	elapsed := time.Since(began)
-	counts1, countsErr1 := readCounts(ctx, e, lib.store)
-	lost1 := lostAttempts(clients)
+	res := loopRun{elapsed: time.Since(began)}
+	counts1, countsErr1 := readCounts(ctx, e, store)
+	edge()
 	stop()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
-		return contendedResult{}, errors.New("clients did not stop within a minute")
+		return loopRun{}, errors.New("clients did not stop within a minute")
 	}
 	if err := ctx.Err(); err != nil {
-		return contendedResult{}, err
+		return loopRun{}, err
 	}
-	res := contendedResult{
-		Store: lib.store, Library: lib.name, ID: lib.id, Clients: n, Window: elapsed,
-		Overlaps: overlaps.Load(), Errors: failures.Load(),
-	}
+	res.failures = failures.Load()
 	if s, ok := firstErr.Load().(string); ok {
-		res.FirstErr = s
+		res.firstErr = s
 	}
-	lo, hi := int64(-1), int64(0)
 	for i := range counts {
-		v := counts[i].Load()
-		res.PerClient = append(res.PerClient, v)
-		res.Sections += v
-		hi = max(hi, v)
-		if lo < 0 || v < lo {
-			lo = v
-		}
-		res.GiveUps += clients[i].giveUps()
+		res.counts = append(res.counts, counts[i].Load())
 	}
-	res.PerSecond = float64(res.Sections) / elapsed.Seconds()
-	if res.Sections > 0 {
-		if countsErr == nil && countsErr1 == nil {
-			d := counts1.since(counts0)
-			res.ServerOpsPerSection, _ = d.per(countRequests, float64(res.Sections))
-			res.ServerCPUPerSection, _ = d.per(countCPU, float64(res.Sections))
-		}
-		res.LostPerSection = float64(lost1-lost0) / float64(res.Sections)
-	}
-	if hi > 0 {
-		res.Fairness = float64(lo) / float64(hi)
+	if countsErr == nil && countsErr1 == nil {
+		res.work = counts1.since(counts0)
 	}
 	return res, nil
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -440,15 +438,9 @@ func holdCyclesOn(ctx context.Context, e *env, h *holdResults, store string, lib
 			errs = append(errs, fmt.Errorf("%s: %w", t.name, t.err))
 			continue
 		}
-		r := cycleResultOf(store, entries[i].name, entries[i].id, t.times)
-		if s.CountCycles > 0 {
-			per, err := t.s.(*cycler).countCycles(ctx, e, store, s.CountCycles)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: count: %w", t.name, err))
-			}
-			if per != nil {
-				r.Counted, r.PerCycle = s.CountCycles, per
-			}
+		r, err := cycleTurnResult(ctx, e, store, entries[i].name, entries[i].id, t, s.CountCycles)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		h.Cycles = append(h.Cycles, r)
 		logf("  %-28s p50 %s p99 %s %.0f/s", t.name, ms(r.P50), ms(r.P99), r.PerSecond)
@@ -526,7 +518,8 @@ func measureHoldHandOver(ctx context.Context, e *env, l holdLib, permits, warm, 
 	waiter, next := permits, 0
 	var times sample
 	for i := range warm + n {
-		d, err := holdHandOverStep(ctx, clients[waiter], releases, waiter, next)
+		d, release, _, err := handOverOnce(ctx, clients[waiter], releases[next], eventHold)
+		releases[next], releases[waiter] = nil, release
 		if err != nil {
 			return handOverResult{}, fmt.Errorf("hand-over %d: %w", i, err)
 		}
@@ -547,52 +540,6 @@ func measureHoldHandOver(ctx context.Context, e *env, l holdLib, permits, warm, 
 	}, nil
 }
 
-// holdHandOverStep makes clients[w] wait, releases releases[r] and returns the time from
-// that release to the waiter's acquire returning; releases[w] is the waiter's release after.
-func holdHandOverStep(ctx context.Context, w client, releases []func(context.Context) error, wi, r int) (time.Duration, error) {
-	if err := w.armWait(ctx); err != nil {
-		return 0, fmt.Errorf("arm the waiter: %w", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	got := make(chan acquired, 1)
-	go func() {
-		rel, err := w.acquire(wctx)
-		got <- acquired{rel, time.Now(), err}
-	}()
-	abandon := func(err error) (time.Duration, error) {
-		cancel()
-		if a := <-got; a.err == nil {
-			_ = a.release(context.WithoutCancel(ctx))
-		}
-		return 0, err
-	}
-	if err := waitFor(ctx, 10*time.Second, 100*time.Microsecond, "waiter waiting", w.waiting); err != nil {
-		return abandon(err)
-	}
-	if err := sleep(ctx, rand.N(eventHold)); err != nil {
-		return abandon(err)
-	}
-	select {
-	case a := <-got:
-		got <- a
-		return abandon(fmt.Errorf("the waiter returned while every permit was held (error %v)", a.err))
-	default:
-	}
-	began := time.Now()
-	err := releases[r](ctx)
-	releases[r] = nil
-	if err != nil {
-		return abandon(fmt.Errorf("release: %w", err))
-	}
-	a := <-got
-	if a.err != nil {
-		return 0, fmt.Errorf("waiter: %w", a.err)
-	}
-	releases[wi] = a.release
-	return a.at.Sub(began), nil
-}
-
 // measureHoldLoop runs n clients that loop acquire, an empty section, release: on a
 // semaphore of holdPermits (rw false), or on a read-write lock, rwWriters of them writing
 // and the others reading. After warm it counts each client's sections for window. A
@@ -611,95 +558,36 @@ func measureHoldLoop(ctx context.Context, e *env, l holdLib, n int, rw bool, war
 		return holdLoopResult{}, err
 	}
 	defer closeAll()
-	var (
-		inside, writing       atomic.Int64
-		most, breaches, fails atomic.Int64
-		firstErr              atomic.Value
-		counting              atomic.Bool
-		counts                = make([]atomic.Int64, n)
-		wg                    sync.WaitGroup
-	)
-	fail := func(err error) {
-		fails.Add(1)
-		firstErr.CompareAndSwap(nil, err.Error())
-	}
-	// enter records a client's entry and returns its exit.
-	enter := func(mode string) func() {
-		switch mode {
-		case modeWrite:
+	var inside, writing, most, breaches atomic.Int64
+	// enter records a client's entry by its mode and returns its exit.
+	enter := func(i int) func() {
+		if modes[i] == modeWrite {
 			if writing.Add(1) != 1 || inside.Load() != 0 {
 				breaches.Add(1)
 			}
 			return func() { writing.Add(-1) }
-		default:
-			in := inside.Add(1)
-			if mode == modePermit && in > holdPermits || mode == modeRead && writing.Load() != 0 {
-				breaches.Add(1)
-			}
-			for m := most.Load(); in > m && !most.CompareAndSwap(m, in); m = most.Load() {
-			}
-			return func() { inside.Add(-1) }
 		}
+		in := inside.Add(1)
+		if modes[i] == modePermit && in > holdPermits || modes[i] == modeRead && writing.Load() != 0 {
+			breaches.Add(1)
+		}
+		for m := most.Load(); in > m && !most.CompareAndSwap(m, in); m = most.Load() {
+		}
+		return func() { inside.Add(-1) }
 	}
-	run, stop := context.WithCancel(ctx)
-	defer stop()
-	for i, c := range clients {
-		wg.Go(func() {
-			for run.Err() == nil {
-				release, err := c.acquire(run)
-				if err != nil {
-					if run.Err() == nil {
-						fail(err)
-						_ = sleep(run, 10*time.Millisecond)
-					}
-					continue
-				}
-				exit := enter(modes[i])
-				if counting.Load() {
-					counts[i].Add(1)
-				}
-				exit()
-				if err := release(context.WithoutCancel(run)); err != nil {
-					fail(fmt.Errorf("release: %w", err))
-				}
-			}
-		})
-	}
-	if err := sleep(ctx, warm); err != nil {
+	run, err := runLoops(ctx, e, l.store, clients, enter, warm, window, func() {})
+	if err != nil {
 		return holdLoopResult{}, err
 	}
-	counts0, countsErr := readCounts(ctx, e, l.store)
-	counting.Store(true)
-	began := time.Now()
-	_ = sleep(ctx, window)
-	counting.Store(false)
-	elapsed := time.Since(began)
-	counts1, countsErr1 := readCounts(ctx, e, l.store)
-	stop()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		return holdLoopResult{}, errors.New("clients did not stop within a minute")
-	}
-	if err := ctx.Err(); err != nil {
-		return holdLoopResult{}, err
-	}
-	res := holdLoopResult{Store: l.store, Library: l.name, ID: l.id, Clients: n, Window: elapsed,
-		MostInside: most.Load(), Breaches: breaches.Load(), Errors: fails.Load()}
+	res := holdLoopResult{Store: l.store, Library: l.name, ID: l.id, Clients: n, Window: run.elapsed, PerClient: run.counts,
+		MostInside: most.Load(), Breaches: breaches.Load(), Errors: run.failures, FirstErr: run.firstErr}
 	if rw {
 		res.Writers = min(rwWriters, n)
 	} else {
 		res.Permits = holdPermits
 	}
-	if s, ok := firstErr.Load().(string); ok {
-		res.FirstErr = s
-	}
 	lo, hi := int64(-1), int64(0)
-	for i := range counts {
-		v := counts[i].Load()
-		res.PerClient = append(res.PerClient, v)
+	for i, v := range run.counts {
 		res.Sections += v
 		switch modes[i] {
 		case modeWrite:
@@ -713,12 +601,12 @@ func measureHoldLoop(ctx context.Context, e *env, l holdLib, n int, rw bool, war
 			lo = v
 		}
 	}
-	res.PerSecond = float64(res.Sections) / elapsed.Seconds()
+	res.PerSecond = float64(res.Sections) / run.elapsed.Seconds()
 	if hi > 0 {
 		res.Fairness = float64(lo) / float64(hi)
 	}
-	if res.Sections > 0 && countsErr == nil && countsErr1 == nil {
-		res.ServerOpsPerSection, _ = counts1.since(counts0).per(countRequests, float64(res.Sections))
+	if res.Sections > 0 && run.work != nil {
+		res.ServerOpsPerSection, _ = run.work.per(countRequests, float64(res.Sections))
 	}
 	return res, nil
 }

@@ -503,15 +503,9 @@ func uncontendedOn(ctx context.Context, e *env, res *results, store string, libs
 			errs = append(errs, fmt.Errorf("%s: %w", t.name, t.err))
 			continue
 		}
-		r := cycleResultOf(store, entries[i].name, entries[i].id, t.times)
-		if y, ok := t.s.(*cycler); ok && s.CountCycles > 0 {
-			per, err := y.countCycles(ctx, e, store, s.CountCycles)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: count: %w", t.name, err))
-			}
-			if per != nil {
-				r.Counted, r.PerCycle = s.CountCycles, per
-			}
+		r, err := cycleTurnResult(ctx, e, store, entries[i].name, entries[i].id, t, s.CountCycles)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		if entries[i].floor {
 			res.Floors = append(res.Floors, r)
@@ -521,6 +515,24 @@ func uncontendedOn(ctx context.Context, e *env, res *results, store string, libs
 		logf("  %-16s p50 %s p99 %s %.0f/s", t.name, ms(r.P50), ms(r.P99), r.PerSecond)
 	}
 	return errors.Join(errs...)
+}
+
+// cycleTurnResult summarises the cycles of t and, when it is a cycler, counts the
+// store's work per cycle over count more cycles.
+func cycleTurnResult(ctx context.Context, e *env, store, name, id string, t *turn, count int) (cycleResult, error) {
+	r := cycleResultOf(store, name, id, t.times)
+	y, ok := t.s.(*cycler)
+	if !ok || count <= 0 {
+		return r, nil
+	}
+	per, err := y.countCycles(ctx, e, store, count)
+	if per != nil {
+		r.Counted, r.PerCycle = count, per
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s: count: %w", t.name, err)
+	}
+	return r, nil
 }
 
 // handOversOn measures the hand-overs of the libraries of one store, taking turns in
