@@ -187,6 +187,11 @@ func (r *results) markdown(links string) string {
 	if inReadme {
 		h = "###"
 	}
+	if !r.hasMutexFigures() && r.Holds != nil {
+		fmt.Fprintf(&b, "\n%s Semaphores and read-write locks\n\n", h)
+		r.Holds.write(&b, h+"#", r.Settings)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\n%s Goals\n\n", h)
 	b.WriteString("Issue 35's goals, and those of earlier issues it left standing (the hand-overs of #14, #15 and #18 and of the first round's design card; the first round's memory per contender), on this run.\n\n")
 	r.writeGoals(&b)
