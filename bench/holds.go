@@ -330,6 +330,18 @@ type holdLoopResult struct {
 	ServerOpsPerSection float64 `json:"server_ops_per_section,omitempty"`
 }
 
+// crossWindow is the least window of the contended holds runs on the SQL stores with a
+// backend per client (in a full run): about twice the longest a waiter waits there to hear
+// of another backend's release, the ttl and the transition of the hold it was told of.
+const crossWindow = 2 * (simba.DefaultTTL + simba.DefaultTransition)
+
+// crossBackend reports whether l's waiters hear of another client's release only when the
+// hold they were told of could end: simba with a backend per client on MariaDB or
+// PostgreSQL.
+func crossBackend(l holdLib) bool {
+	return l.simba && !l.oneBackend && (l.store == storeSQL || l.store == storePostgres)
+}
+
 // crossHandOvers is how many hand-overs between clients of their own backends the holds
 // figure makes on the SQL stores, where a waiter hears of a release by another backend
 // only when the hold it was told of could end (up to ttl + transition): fewer.
@@ -354,7 +366,7 @@ func (m *measurer) holds(ctx context.Context, e *env, res *results, stores []str
 		}
 		m.do(figHolds, l.id+"-handover", func() error {
 			n := s.HandOvers
-			if (l.store == storeSQL || l.store == storePostgres) && !l.oneBackend {
+			if crossBackend(l) {
 				n = crossHandOvers(s)
 			}
 			r, err := measureHoldHandOver(ctx, e, l, holdPermits, min(s.HandOverWarm, max(n/3, 1)), n)
@@ -375,7 +387,11 @@ func (m *measurer) holds(ctx context.Context, e *env, res *results, stores []str
 				name = l.id + "-rw"
 			}
 			m.do(figHolds, name, func() error {
-				r, err := measureHoldLoop(ctx, e, l, s.Clients, rw, s.ContendWarm, s.ContendWindow)
+				window := s.ContendWindow
+				if crossBackend(l) && !m.o.quick {
+					window = max(window, crossWindow)
+				}
+				r, err := measureHoldLoop(ctx, e, l, s.Clients, rw, s.ContendWarm, window)
 				if err != nil {
 					return err
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Markers of the README's holds tables, apart from the mutex figures' section: a run of
@@ -37,7 +38,7 @@ func (r *results) holdsMarkdown(links string) string {
 
 // crossNote explains the SQL stores' rows with a backend per client in the contended
 // tables.
-const crossNote = "On MariaDB and PostgreSQL with a backend per client a waiter hears of another backend's release only when the hold it was told of could end (the hand-over above): a window shorter than that may count no section.\n\n"
+const crossNote = "On MariaDB and PostgreSQL with a backend per client a waiter hears of another backend's release only when the hold it was told of could end (the hand-over above), so those rows count over a longer window (a full run's: at least twice ttl + transition, see the window column); a quick run's may count no section.\n\n"
 
 // holdPeers says, for each store, which peers there are.
 var holdPeers = map[string]string{
@@ -104,7 +105,7 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 		fmt.Fprintf(b, "%d clients loop acquire, an empty section, release on one semaphore of %d permits for %v after %v of warm-up. Fairness is the fewest sections of a client over the most; \"most inside\" the most clients seen between their acquire's return and their release call at once, a breach a client entering while all permits were held that way. Server ops per section from the store's counters, as in the mutex figures.\n\n",
 			s.Clients, h.Settings.Permits, s.ContendWindow, s.ContendWarm)
 		b.WriteString(crossNote)
-		b.WriteString("| store | library | sections/s | per client (min–max) | fairness | most inside | breaches | errors | server ops / section |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| store | library | window | sections/s | per client (min–max) | fairness | most inside | breaches | errors | server ops / section |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, store := range allStores {
 			rows := 0
 			for _, r := range h.Permits {
@@ -114,7 +115,7 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 				}
 			}
 			if rows > 0 && store != storeMemory {
-				fmt.Fprintf(b, "| %s | *peer: none in Go* | | | | | | | |\n", storeTitle(store))
+				fmt.Fprintf(b, "| %s | *peer: none in Go* | | | | | | | | |\n", storeTitle(store))
 			}
 		}
 	}
@@ -123,7 +124,7 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 		fmt.Fprintf(b, "%d clients on one read-write lock, %d of them writing and the others reading, loop acquire, an empty section, release for %v after %v of warm-up. Fairness is among the readers; \"most inside\" the most readers at once; a breach a reader entering beside a writer or a writer beside anyone.\n\n",
 			s.Clients, h.Settings.Writers, s.ContendWindow, s.ContendWarm)
 		b.WriteString(crossNote)
-		b.WriteString("| store | library | reads/s | writes/s | per reader (min–max) | fairness | most inside | breaches | errors | server ops / section |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| store | library | window | reads/s | writes/s | per reader (min–max) | fairness | most inside | breaches | errors | server ops / section |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, store := range allStores {
 			rows, peers := 0, 0
 			for _, r := range h.RW {
@@ -136,7 +137,7 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 				}
 			}
 			if rows > 0 && peers == 0 && store != storeMemory {
-				fmt.Fprintf(b, "| %s | *peer: %s* | | | | | | | | |\n", storeTitle(store), holdPeers[store])
+				fmt.Fprintf(b, "| %s | *peer: %s* | | | | | | | | | |\n", storeTitle(store), holdPeers[store])
 			}
 		}
 	}
@@ -166,12 +167,21 @@ func writeHoldLoopRow(b *bytes.Buffer, r holdLoopResult, rw bool) {
 	if r.FirstErr != "" {
 		errs += " (" + oneLine(r.FirstErr) + ")"
 	}
+	window := r.Window.Round(100 * time.Millisecond)
 	if rw {
 		secs := r.Window.Seconds()
-		fmt.Fprintf(b, "| %s | %s | %.0f | %.1f | %s | %.2f | %d | %d | %s | %s |\n", storeTitle(r.Store), bold(r.Library, r.ID),
-			float64(r.Reads)/secs, float64(r.Writes)/secs, spread, r.Fairness, r.MostInside, r.Breaches, errs, ops)
+		fmt.Fprintf(b, "| %s | %s | %v | %s | %s | %s | %.2f | %d | %d | %s | %s |\n", storeTitle(r.Store), bold(r.Library, r.ID), window,
+			rate(float64(r.Reads)/secs), rate(float64(r.Writes)/secs), spread, r.Fairness, r.MostInside, r.Breaches, errs, ops)
 		return
 	}
-	fmt.Fprintf(b, "| %s | %s | %.0f | %s | %.2f | %d | %d | %s | %s |\n", storeTitle(r.Store), bold(r.Library, r.ID),
-		r.PerSecond, spread, r.Fairness, r.MostInside, r.Breaches, errs, ops)
+	fmt.Fprintf(b, "| %s | %s | %v | %s | %s | %.2f | %d | %d | %s | %s |\n", storeTitle(r.Store), bold(r.Library, r.ID), window,
+		rate(r.PerSecond), spread, r.Fairness, r.MostInside, r.Breaches, errs, ops)
+}
+
+// rate formats a rate per second: two decimals below 10, none from 10 on.
+func rate(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
