@@ -120,8 +120,19 @@ func (b *counting) Holds(k backend.Kind) bool {
 }
 
 // newSimbaBackend opens a simba backend on store with a connection (or pool, session) of
-// its own.
+// its own; on a lease store it is counted, so that its clients can tell when a waiter's
+// attempt found no room.
 func newSimbaBackend(e *env, store string) (*simbaBackend, error) {
+	s, err := dialSimbaBackend(e, store)
+	if err != nil || s.zk != nil {
+		return s, err
+	}
+	s.counted = &counting{Backend: s.b}
+	s.b = s.counted
+	return s, nil
+}
+
+func dialSimbaBackend(e *env, store string) (*simbaBackend, error) {
 	switch store {
 	case storeMemory:
 		be, err := memory.New(e.memory)
@@ -169,17 +180,6 @@ func newSimbaBackend(e *env, store string) (*simbaBackend, error) {
 	return nil, fmt.Errorf("no simba backend for store %q", store)
 }
 
-// counts wraps a lease store's backend so that its clients can tell when a waiter's
-// attempt found no room.
-func (s *simbaBackend) counts() *simbaBackend {
-	if _, ok := s.b.(*counting); ok || s.zk != nil {
-		return s
-	}
-	s.counted = &counting{Backend: s.b}
-	s.b = s.counted
-	return s
-}
-
 // holdClient takes semaphore permits or read-write holds with simba; it waits as a
 // simbaClient does (simbaClient.waiting).
 type holdClient struct {
@@ -204,7 +204,6 @@ func openSimbaHold(store string) func(ctx context.Context, e *env, name, mode st
 			if sb, err = newSimbaBackend(e, store); err != nil {
 				return nil, fmt.Errorf("simba %s: %w", store, err)
 			}
-			sb.counts()
 		}
 		c := &holdClient{simbaClient: &simbaClient{backend: sb.counted}}
 		if shared == nil {
@@ -494,7 +493,7 @@ func openHoldClients(ctx context.Context, e *env, l holdLib, name string, modes 
 		if err != nil {
 			return nil, nil, err
 		}
-		shared = sb.counts()
+		shared = sb
 	}
 	for _, mode := range modes {
 		c, err := l.open(ctx, e, name, mode, permits, shared)
