@@ -12,6 +12,9 @@ import (
 const (
 	holdsBegin = "<!-- bench-holds:begin -->"
 	holdsEnd   = "<!-- bench-holds:end -->"
+	// holdsDir is where, under the results directory, a run of the holds figure alone
+	// writes its files, apart from the full run's.
+	holdsDir = "holds"
 )
 
 // hasMutexFigures reports whether the run measured any figure but holds.
@@ -19,6 +22,9 @@ func (r *results) hasMutexFigures() bool {
 	return len(r.Floors)+len(r.Uncontended)+len(r.HandOver)+len(r.Contended)+len(r.Failover)+
 		len(r.Scale)+len(r.Curve)+len(r.LostLock)+len(r.Held) > 0 || r.Network != nil
 }
+
+// holdsOnly reports whether the run measured the holds figure alone.
+func (r *results) holdsOnly() bool { return r.Holds != nil && !r.hasMutexFigures() }
 
 // holdsMarkdown renders the holds figure for the README: the run, then the tables.
 func (r *results) holdsMarkdown(links string) string {
@@ -32,7 +38,11 @@ func (r *results) holdsMarkdown(links string) string {
 	}
 	b.WriteString("\n")
 	r.Holds.write(&b, "####", r.Settings)
-	fmt.Fprintf(&b, "\nSettings of every library and the raw data: [%s](%s).\n", links+"/"+resultsFile, links+"/"+resultsFile)
+	full := links + "/" + resultsFile
+	if r.holdsOnly() {
+		full = links + "/" + holdsDir + "/" + resultsFile
+	}
+	fmt.Fprintf(&b, "\nSettings of every library and the raw data: [%s](%s).\n", full, full)
 	return b.String()
 }
 

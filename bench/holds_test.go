@@ -79,3 +79,24 @@ func TestHoldsRunLeavesMutexTables(t *testing.T) {
 		t.Errorf("a mutex run should rewrite its tables and keep the holds':\n%s", after)
 	}
 }
+
+// TestHoldsRunLeavesFullResults: a run of the holds figure alone writes its results under
+// holds/ of the results directory, not over the full run's results.md, which the README's
+// mutex tables link to; the README's holds tables link to it there.
+func TestHoldsRunLeavesFullResults(t *testing.T) {
+	dir := t.TempDir()
+	r := &results{Started: time.Now(), Settings: runSettings{Clients: 8}, Holds: &holdResults{}}
+	written, err := r.write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, resultsFile)); !os.IsNotExist(err) {
+		t.Errorf("a holds run wrote %s over the full run's (stat: %v); it wrote %v", resultsFile, err, written)
+	}
+	if _, err := os.Stat(filepath.Join(dir, holdsDir, resultsFile)); err != nil {
+		t.Errorf("a holds run's %s: %v", resultsFile, err)
+	}
+	if md := r.holdsMarkdown("bench/results"); !strings.Contains(md, "(bench/results/"+holdsDir+"/"+resultsFile+")") {
+		t.Errorf("the holds tables do not link to %s/%s:\n%s", holdsDir, resultsFile, md)
+	}
+}

@@ -97,6 +97,9 @@ func (r *results) write(dir string) ([]string, error) {
 	if r.Quick {
 		dir = filepath.Join(dir, quickDir)
 	}
+	if r.holdsOnly() {
+		dir = filepath.Join(dir, holdsDir)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, runsDir), 0o755); err != nil {
 		return nil, err
 	}
@@ -187,7 +190,7 @@ func (r *results) markdown(links string) string {
 	if inReadme {
 		h = "###"
 	}
-	if !r.hasMutexFigures() && r.Holds != nil {
+	if r.holdsOnly() {
 		fmt.Fprintf(&b, "\n%s Semaphores and read-write locks\n\n", h)
 		r.Holds.write(&b, h+"#", r.Settings)
 		return b.String()
