@@ -31,6 +31,7 @@ var etcdScenarios = []etcdScenario{
 	{name: "43_member_partitioned", short: true, run: memberPartitioned},
 	{name: "44_quorum_lost", run: quorumLost},
 	{name: "45_compaction_while_waiting", run: compactionWhileWaiting, timing: longLease},
+	{name: "47_owner_answers_lost", short: true, run: ownerAnswersLost},
 }
 
 // chaosTiming is the fault suite's timing with etcd's shortest lease (2s with the
@@ -178,16 +179,24 @@ func (r *etcdRun) lossWithin(owner *chaos.Proc, t0 int64, bound time.Duration, w
 // successor waits up to 30s for a contender other than old to begin a tenure after t0.
 func (r *etcdRun) successor(old string, t0 int64, what string) {
 	r.T.Helper()
-	events, ok := r.Await(30*time.Second, func(e []chaos.Event) bool {
+	r.successorWithin(old, t0, 30*time.Second, what)
+}
+
+// successorWithin waits up to bound for a contender other than old to begin a tenure
+// after t0, and returns it.
+func (r *etcdRun) successorWithin(old string, t0 int64, bound time.Duration, what string) chaos.Event {
+	r.T.Helper()
+	events, ok := r.Await(bound-time.Duration(chaos.Now()-t0), func(e []chaos.Event) bool {
 		_, found := chaos.FirstAcquiredAfter(e, t0, old)
 		return found
 	})
 	if !ok {
-		r.T.Errorf("C6 nobody but %s believed within 30s after %s", old, what)
-		return
+		r.T.Errorf("C6 nobody but %s believed within %v after %s", old, bound, what)
+		return chaos.Event{}
 	}
 	e, _ := chaos.FirstAcquiredAfter(events, t0, old)
-	r.T.Logf("%s believed %v after %s", e.Proc, time.Duration(e.At-t0).Round(time.Millisecond), what)
+	r.T.Logf("%s believed %v after %s (token %d)", e.Proc, time.Duration(e.At-t0).Round(time.Millisecond), what, e.Token)
+	return e
 }
 
 // startMembers starts the members that are not running, within a minute.
@@ -385,4 +394,23 @@ func compactionWhileWaiting(r *etcdRun) {
 func longLease(t chaos.Timing) chaos.Timing {
 	t.TTL = 10 * time.Second
 	return t
+}
+
+// 47. Everything the owner sends reaches its member and is applied, its keep-alives among
+// it, and nothing comes back: its proxy swallows what the member answers. The owner can
+// prove nothing, so it stops believing within the TTL of its last answered keep-alive. It
+// must not hold the mutex for as long as the fault lasts, with keep-alives the leader
+// applies and a key nobody believes in: its backend gives the lease up once it has gone a
+// TTL unproven (its revoke, applied too, deletes its keys), and a contender on another
+// member takes over, with a greater token, while the fault goes on.
+func ownerAnswersLost(r *etcdRun) {
+	owner := r.ownerOn(0)
+	t0 := chaos.Now()
+	heal := r.Fault("blackhole", "what the owner's member answers it", func() { owner.Proxy.Blackhole(faultproxy.Down) },
+		func() { owner.Proxy.Heal(); owner.Proxy.Reset() })
+	r.lossWithin(owner, t0, r.Timing.TTL, "its answers were lost")
+	r.successor(owner.ID, t0, "the owner's answers were lost") // the fault goes on meanwhile
+	heal()
+	time.Sleep(r.Timing.TTL) // the old owner joins again behind the new one
+	r.finish()
 }

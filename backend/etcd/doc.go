@@ -70,6 +70,14 @@
 // finds the lease gone, or a watch that sees its key deleted. A keep-alive goes every
 // sixth of the TTL. For everyone else the same bound says how fresh the view is.
 //
+// Once no keep-alive has been answered for a TTL, the backend gives the lease up: it stops
+// sending keep-alives and revokes it, as etcd's own client stops keeping alive a lease it
+// heard nothing of for a TTL. Keep-alives that reach the leader while their answers are
+// lost would otherwise keep the keys of owners that no longer believe first in line, and
+// everyone out, for as long as that lasts. The revoke, if it arrives, deletes the
+// backend's keys at once; otherwise the lease expires a TTL after the last keep-alive
+// that arrived. Every contention then joins again under a new lease, as below.
+//
 // # The lease's TTL
 //
 // The TTL is the backend's (WithLeaseTTL, default 10s), not Participant.TTL: one lease

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/simba-go/simba"
@@ -42,6 +43,7 @@ type Backend struct {
 	orphans     map[string]orphan // keys stopped contentions left behind
 	seq         uint64            // numbers the contentions, in their keys
 	revision    int64             // the latest revision a linearizable answer carried (see sawRevision)
+	given       clientv3.LeaseID  // a lease given up unproven, maybe alive on the server: revoked before the next grant
 }
 
 // lease is what the backend knows of its lease.
@@ -175,6 +177,9 @@ func (b *Backend) Close() error {
 		b.wg.Wait()
 		b.mu.Lock()
 		id := b.lease.id
+		if id == 0 {
+			id = b.given
+		}
 		b.lease = lease{epoch: b.lease.epoch + 1}
 		b.mu.Unlock()
 		if id != 0 {
@@ -200,8 +205,9 @@ func (b *Backend) wakeKeeper() {
 }
 
 // keep runs from the first StartContend until Close. It grants the backend's lease when
-// there is none, proves it alive with a keep-alive every sixth of its TTL (beat), and
-// deletes the keys that stopped contentions left behind.
+// there is none, proves it alive with a keep-alive every sixth of its TTL (beat), gives it
+// up when no keep-alive was answered for a TTL, and deletes the keys that stopped
+// contentions left behind.
 func (b *Backend) keep() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -220,9 +226,20 @@ func (b *Backend) keep() {
 		l := b.lease
 		b.mu.Unlock()
 		var ok bool
-		if l.id == 0 {
-			ok = b.grant(l.epoch)
-		} else {
+		switch {
+		case l.id == 0:
+			ok = b.revokeGiven() && b.grant(l.epoch)
+		case time.Since(l.proof) >= l.ttl:
+			// No keep-alive answered for a TTL: every owner has stopped believing. Were
+			// the keep-alives still reaching the leader (only the answers are lost), they
+			// would keep the lease, and the keys nobody believes in, alive for as long as
+			// that lasts, and everyone out. So the backend stops sending them and revokes
+			// the lease, as etcd's own client stops keeping alive a lease unanswered for a
+			// TTL: the revoke, if it arrives, deletes the keys at once, and the lease
+			// expires a TTL after the last keep-alive that arrived otherwise.
+			ka.close()
+			b.giveUp(l)
+		default:
 			ok = b.beat(&ka, l)
 		}
 		// A sixth rather than etcd's own third: belief lapses only after five beats in a
@@ -344,11 +361,51 @@ func (b *Backend) beat(ka *keepAlive, l lease) bool {
 	return true
 }
 
+// giveUp gives up lease l, which no keep-alive proved alive for a TTL (see keep): every
+// contention stops believing, and the keeper revokes it before it asks for a new one.
+func (b *Backend) giveUp(l lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lease.epoch != l.epoch || b.lease.id == 0 {
+		return
+	}
+	b.given = l.id
+	b.lostLocked(l.epoch, "no keep-alive answered for a TTL; revoking it")
+}
+
+// revokeGiven revokes the lease the backend gave up, if any; it reports whether none is
+// left (revoked, or not found: expired already).
+func (b *Backend) revokeGiven() bool {
+	b.mu.Lock()
+	id := b.given
+	b.mu.Unlock()
+	if id == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
+	defer cancel()
+	_, err := b.client.Revoke(ctx, id)
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		b.log.Debug("simba/etcd: revoking a lease given up failed", "lease", fmt.Sprintf("%x", int64(id)), "err", err)
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.given == id {
+		b.given = 0
+	}
+	return true
+}
+
 // lost records that the lease of epoch is gone, with every key attached to it: every
 // contention stops believing at once and joins again once the keeper has a new lease.
 func (b *Backend) lost(epoch uint64, why string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.lostLocked(epoch, why)
+}
+
+func (b *Backend) lostLocked(epoch uint64, why string) {
 	if b.lease.epoch != epoch || b.lease.id == 0 {
 		return
 	}
