@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ var etcdScenarios = []etcdScenario{
 	{name: "44_quorum_lost", run: quorumLost},
 	{name: "45_compaction_while_waiting", run: compactionWhileWaiting, timing: longLease},
 	{name: "47_owner_answers_lost", short: true, run: ownerAnswersLost},
+	{name: "48_answers_lost_after_apply", short: true, run: answersLostAfterApply, timing: longLease},
 }
 
 // chaosTiming is the fault suite's timing with etcd's shortest lease (2s with the
@@ -413,4 +415,88 @@ func ownerAnswersLost(r *etcdRun) {
 	heal()
 	time.Sleep(r.Timing.TTL) // the old owner joins again behind the new one
 	r.finish()
+}
+
+// 48. Answers lost after etcd applied the request, at a registration and at a release,
+// with a lease (10s) that outlives both, so that only the backend's own deletes make way
+// in time. First p1, whose backend has its lease, starts while what its member answers is
+// swallowed: the transaction that puts its key is applied, its Start fails by the call
+// timeout (and is retried, each attempt with a key of its own), and a key it does not
+// know it has must not stay in line, where it would keep everyone out for as long as its
+// lease lives. p2, which starts meanwhile, owns within half the lease. Then p2's answers
+// are swallowed while it stops: its delete is applied, its Stop returns by its deadline
+// all the same, and p1, waiting again, takes over within half the lease, not once p2's
+// lease has gone.
+func answersLostAfterApply(r *etcdRun) {
+	p1 := r.spawnOn("p1", 1)
+	r.owner([]*chaos.Proc{p1})
+	p1.Send("stop")
+	if _, ok := r.EventAfter(p1.ID, chaos.KindStopped, 0, 10*time.Second); !ok {
+		r.T.Fatal("p1's Stop did not return")
+	}
+	bound := r.Timing.TTL / 2
+	t0 := chaos.Now()
+	heal := r.Fault("blackhole", "what p1's member answers it", func() { p1.Proxy.Blackhole(faultproxy.Down) },
+		func() { p1.Proxy.Heal(); p1.Proxy.Reset() })
+	p1.Send("start")
+	if _, ok := r.EventAfter(p1.ID, chaos.KindRetry, t0, 10*time.Second); !ok {
+		r.T.Fatal("p1's start did not fail")
+	}
+	if !r.keyOf(p1.ID, 10*time.Second) {
+		r.T.Fatal("no key of p1's was put: its registration was not applied")
+	}
+	t1 := chaos.Now()
+	p2 := r.spawnOn("p2", 2)
+	r.successorWithin(p1.ID, t1, bound, "p2 started behind p1's lost registration")
+	heal()
+	if _, ok := r.Await(10*time.Second, func(e []chaos.Event) bool { return startedAfter(e, p1.ID, t0) }); !ok {
+		r.T.Fatal("p1's start did not succeed once its answers came back")
+	}
+	if !r.keyOf(p1.ID, 10*time.Second) {
+		r.T.Fatal("p1 does not wait behind p2")
+	}
+	r.wrote(p2, t1)
+	t2 := chaos.Now()
+	heal = r.Fault("blackhole", "what p2's member answers it", func() { p2.Proxy.Blackhole(faultproxy.Down) },
+		func() { p2.Proxy.Heal(); p2.Proxy.Reset() })
+	p2.Send("stop")
+	if at, ok := r.EventAfter(p2.ID, chaos.KindStopped, t2, bound); ok {
+		r.T.Logf("p2's Stop returned after %v", time.Duration(at-t2).Round(time.Millisecond))
+	} else {
+		r.T.Errorf("C7 p2's Stop did not return within %v with its answers lost", bound)
+	}
+	r.successorWithin(p2.ID, t2, bound, "p2's delete was applied and its answer lost")
+	heal()
+	r.wrote(p1, t2)
+	r.finish()
+}
+
+// wrote waits up to 10s for p to write to the referee after t, as an owner does.
+func (r *etcdRun) wrote(p *chaos.Proc, t int64) {
+	r.T.Helper()
+	if _, ok := r.EventAfter(p.ID, chaos.KindIncrement, t, 10*time.Second); !ok {
+		r.T.Errorf("%s did not write within 10s", p.ID)
+	}
+}
+
+// keyOf waits up to timeout for a key of contender id under the mutex.
+func (r *etcdRun) keyOf(id string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		kvs, err := chaosKeys(context.Background(), r.c.Addr(), r.Mutex)
+		if err == nil && slices.ContainsFunc(kvs, func(kv keyValue) bool { return kv.id == id }) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startedAfter reports whether proc's Start returned without an error after t.
+func startedAfter(events []chaos.Event, proc string, t int64) bool {
+	return slices.ContainsFunc(events, func(e chaos.Event) bool {
+		return e.At > t && e.Proc == proc && e.Kind == chaos.KindStarted && e.Note == ""
+	})
 }
