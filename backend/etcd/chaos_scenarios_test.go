@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +36,8 @@ var etcdScenarios = []etcdScenario{
 	{name: "45_compaction_while_waiting", run: compactionWhileWaiting, timing: longLease},
 	{name: "47_owner_answers_lost", short: true, run: ownerAnswersLost},
 	{name: "48_answers_lost_after_apply", short: true, run: answersLostAfterApply, timing: longLease},
+	{name: "49_restart_with_data", run: restartWithData},
+	{name: "50_restart_wiped", run: restartWiped},
 }
 
 // chaosTiming is the fault suite's timing with etcd's shortest lease (2s with the
@@ -499,4 +503,96 @@ func startedAfter(events []chaos.Event, proc string, t int64) bool {
 	return slices.ContainsFunc(events, func(e chaos.Event) bool {
 		return e.At > t && e.Proc == proc && e.Kind == chaos.KindStarted && e.Note == ""
 	})
+}
+
+// 49. Every member is killed and started again with its data: the revision goes on, and
+// with it the tokens. The owner stops believing within the TTL; once the cluster is back
+// someone owns (the owner again, in the same tenure or a new one, or a waiter), with a
+// token no lower than before, and no backend sees the revision go back.
+func restartWithData(r *etcdRun) {
+	procs := r.spawnEach()
+	owner := procs[r.owner(procs)]
+	t0 := chaos.Now()
+	restart := r.Fault("kill", "every member, restarted with its data", func() { _ = r.c.Kill() }, r.startMembers)
+	r.lossWithin(owner, t0, r.Timing.TTL, "every member was killed")
+	t1 := chaos.Now()
+	restart()
+	r.successor("", t1, "the cluster was back")
+	time.Sleep(r.Timing.TTL)
+	r.finish()
+	for _, p := range procs {
+		if r.noticedLoss(p) {
+			r.T.Errorf("%s's backend says that etcd's revision went back, with the data kept", p.ID)
+		}
+	}
+}
+
+// 50. Every member is killed and started again without its data: the cluster begins again
+// at revision 1, and keys created now would carry tokens lower than those handed out
+// before. Every backend notices (a linearizable answer below a revision seen before: its
+// Error log, in the contender's stderr) and holds back: nobody believes, on tokens that
+// would repeat, until etcd's revision has passed the highest the backend saw. The harness
+// then writes until it has (as an operator's etcdutl snapshot restore --bump-revision
+// would at once), and someone owns with a token above every earlier one (C3).
+func restartWiped(r *etcdRun) {
+	procs := r.spawnEach()
+	r.owner(procs)
+	for _, p := range procs { // each backend has seen the revisions of the first cluster
+		if !r.keyOf(p.ID, 10*time.Second) {
+			r.T.Fatalf("%s has no key", p.ID)
+		}
+	}
+	admin := r.admin(r.c.Endpoints()...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	before, err := admin.Get(ctx, "chaos/revision")
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	// Above what any backend saw: the keys are all in, and an owner's keep-alives write nothing.
+	floor := before.Header.Revision + 20
+	t0 := chaos.Now()
+	restart := r.Fault("wipe", "every member, restarted without its data", func() {
+		_ = r.c.Kill()
+		for _, m := range r.c.Members {
+			_ = os.RemoveAll(filepath.Join(m.Dir, "data"))
+		}
+	}, r.startMembers)
+	restart()
+	for _, p := range procs {
+		deadline := time.Now().Add(30 * time.Second)
+		for !r.noticedLoss(p) {
+			if time.Now().After(deadline) {
+				r.T.Errorf("%s's backend did not notice that etcd's revision went back", p.ID)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	time.Sleep(r.Timing.TTL) // nobody believes meanwhile (checked below)
+	t1 := chaos.Now()
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rev := int64(0)
+	for rev < floor {
+		put, err := admin.Put(ctx, "chaos/revision", "")
+		if err != nil {
+			r.T.Fatal(err)
+		}
+		rev = put.Header.Revision
+	}
+	r.T.Logf("etcd's revision went back from %d and was raised to %d %v after the wipe", before.Header.Revision, rev,
+		time.Duration(t1-t0).Round(time.Millisecond))
+	r.successor("", t1, "etcd's revision had passed the one it went back from")
+	events := r.Events()
+	if e, ok := chaos.FirstAcquiredAfter(events, t0, ""); ok && e.At < t1 {
+		r.T.Errorf("%s believed (token %d) before etcd's revision passed the one it went back from", e.Proc, e.Token)
+	}
+	r.finish()
+}
+
+// noticedLoss reports whether p's backend has logged that etcd's revision went back.
+func (r *etcdRun) noticedLoss(p *chaos.Proc) bool {
+	out, _ := os.ReadFile(filepath.Join(r.Dir, p.ID+".stderr"))
+	return strings.Contains(string(out), "revision went back")
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -69,7 +68,10 @@ func chaosBackend(_ context.Context, cfg chaos.ContenderConfig) (simba.Backend, 
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := etcd.New(client, etcd.WithLeaseTTL(cfg.TTL), etcd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	// Errors go to the process's stderr, which the harness keeps: 50_restart_wiped reads
+	// there that the backend noticed the loss.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	b, err := etcd.New(client, etcd.WithLeaseTTL(cfg.TTL), etcd.WithLogger(log))
 	if err != nil {
 		_ = client.Close()
 		return nil, nil, err

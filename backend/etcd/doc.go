@@ -40,10 +40,23 @@
 // The token of a tenure is the create revision of the owner's key. etcd's revision is
 // global to the cluster and only grows, and the owner's key is older than every key
 // behind it, so every later tenure of the mutex has a greater token, whatever happens to
-// keys meanwhile. It goes back only if the cluster's data is lost (a cluster rebuilt
-// from an empty data directory, or restored from an older snapshot); the backend notices
-// (a linearizable answer whose revision is below one seen before its request was sent)
-// and logs it at Error level, but cannot prevent it.
+// keys meanwhile. It goes back only if the cluster's data is lost (members restarted
+// without their data directories, a cluster rebuilt, or restored from an older snapshot).
+//
+// The backend notices that: a linearizable answer (a transaction, a read, a grant) whose
+// revision is below one seen before its request was sent. It logs it at Error level,
+// counts it (TokenRegressions) and gives its lease up: every contention stops believing
+// at once, and a key that came back with a restored lease goes with the revoke. Then it
+// holds back: it asks for no lease, so none of its contentions holds a key, owns or
+// reports an owner, until etcd's revision has passed the highest it saw before (it reads
+// it every sixth of the TTL). So no token it reports after the loss repeats or is below
+// one it reported before, and it keeps nobody else out meanwhile. StartContend fails by
+// its deadline then, with an error that says why. Other writes raise the revision in
+// time; an operator raises it at once by restoring the cluster with etcdutl snapshot
+// restore --bump-revision (by more than the revisions lost) --mark-compacted, in etcd 3.6
+// and later 3.5 releases. A backend started after the loss knows no earlier revision and
+// contends at once: its tokens may be below ones handed out before, and a resource that
+// keeps the greatest token it has seen rejects its owners' writes until tokens pass it.
 //
 // A resource kept in the same etcd rejects a stale owner's writes with FenceKey (or
 // Fence, which finds the key): the comparison CreateRevision(owner key) = token holds
@@ -97,7 +110,7 @@
 //
 // On a single member, ownership holds while the member runs; a restart keeps its data and
 // the lease with it, and an owner whose keep-alives resume within the TTL keeps its
-// tenure. On a cluster, it holds while a quorum is up: a member cut off from the others
+// tenure (a restart without the data: see Fencing token). On a cluster, it holds while a quorum is up: a member cut off from the others
 // renews no lease, so owners connected only to it stop believing within a TTL (two
 // election timeouts more if it was the leader), and tokens stay monotonic across leader
 // changes. The backend's client may list every member; any may serve it.

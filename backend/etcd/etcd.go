@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -43,7 +44,10 @@ type Backend struct {
 	orphans     map[string]orphan // keys stopped contentions left behind
 	seq         uint64            // numbers the contentions, in their keys
 	revision    int64             // the latest revision a linearizable answer carried (see sawRevision)
+	behind      int64             // etcd's revision went back from this one: no lease until it passes it
 	given       clientv3.LeaseID  // a lease given up unproven, maybe alive on the server: revoked before the next grant
+
+	regressions atomic.Uint64
 }
 
 // lease is what the backend knows of its lease.
@@ -142,6 +146,9 @@ func (b *Backend) pending(c *contention) error {
 	switch {
 	case c.lastErr != nil:
 		return c.lastErr
+	case b.lease.id == 0 && b.behind != 0:
+		return fmt.Errorf("simba/etcd: etcd's revision went back (its data was lost or restored): no tenure until it passes %d, the highest seen before",
+			b.behind)
 	case b.lease.id == 0 && b.lease.err != nil:
 		return b.lease.err
 	case b.lease.id == 0:
@@ -228,7 +235,7 @@ func (b *Backend) keep() {
 		var ok bool
 		switch {
 		case l.id == 0:
-			ok = b.revokeGiven() && b.grant(l.epoch)
+			ok = b.revokeGiven() && b.caughtUp() && b.grant(l.epoch)
 		case time.Since(l.proof) >= l.ttl:
 			// No keep-alive answered for a TTL: every owner has stopped believing. Were
 			// the keep-alives still reaching the leader (only the answers are lost), they
@@ -278,7 +285,10 @@ func (b *Backend) grant(epoch uint64) bool {
 	if b.closed || b.lease.epoch != epoch {
 		return false // Close revokes what it finds; this one expires by itself
 	}
-	b.sawRevisionLocked(resp.ResponseHeader, floor)
+	if b.sawRevisionLocked(resp.ResponseHeader, floor); b.behind != 0 {
+		b.given = resp.ID // etcd's revision went back: no lease until it has passed it again
+		return false
+	}
 	b.lease = lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, proof: sent, epoch: epoch + 1}
 	b.log.Info("simba/etcd: lease granted", "lease", fmt.Sprintf("%x", int64(resp.ID)), "ttl", b.lease.ttl)
 	for c := range b.contentions {
@@ -397,6 +407,33 @@ func (b *Backend) revokeGiven() bool {
 	return true
 }
 
+// caughtUp reports whether etcd's revision has passed the one it went back from (see
+// sawRevision), reading it (a linearizable read) while it had not.
+func (b *Backend) caughtUp() bool {
+	b.mu.Lock()
+	behind := b.behind
+	b.mu.Unlock()
+	if behind == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
+	defer cancel()
+	resp, err := b.client.Get(ctx, b.prefix, clientv3.WithCountOnly())
+	if err != nil {
+		b.log.Debug("simba/etcd: reading etcd's revision failed", "err", err)
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if resp.Header.Revision < b.behind {
+		return false
+	}
+	b.log.Warn("simba/etcd: etcd's revision has passed the one it went back from; contending again",
+		"was", b.behind, "now", resp.Header.Revision)
+	b.behind = 0
+	return true
+}
+
 // lost records that the lease of epoch is gone, with every key attached to it: every
 // contention stops believing at once and joins again once the keeper has a new lease.
 func (b *Backend) lost(epoch uint64, why string) {
@@ -489,10 +526,11 @@ func (b *Backend) revisionFloor() int64 {
 // its request was sent (a transaction, a linearizable read, a grant), and floor, the
 // latest revision seen when it was sent. While etcd keeps its data, the answer's revision
 // is at least floor. One below means the data was lost (a member restarted without its
-// data directory, a cluster rebuilt) or restored from an older snapshot: the create
-// revisions of later keys, and so the tokens of later tenures, can be lower than earlier
-// ones, which a resource that keeps the greatest token it has seen rejects. The backend
-// cannot prevent it and says so at Error level.
+// data directory, a cluster rebuilt) or restored from an older snapshot: keys created
+// now would carry tokens no greater than tenures had before. The backend says so at Error
+// level, counts it (TokenRegressions), gives its lease up (every contention stops
+// believing, and a key restored with the lease goes with its revoke), and asks for no
+// lease until etcd's revision has passed the highest it saw (caughtUp).
 func (b *Backend) sawRevision(h *pb.ResponseHeader, floor int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -502,14 +540,27 @@ func (b *Backend) sawRevision(h *pb.ResponseHeader, floor int64) {
 func (b *Backend) sawRevisionLocked(h *pb.ResponseHeader, floor int64) {
 	switch {
 	case h == nil:
+	case h.Revision < floor && b.revision < floor:
+		// Noticed already, by another answer since this request was sent.
+		b.revision = max(b.revision, h.Revision)
 	case h.Revision < floor:
-		b.log.Error("simba/etcd: etcd's revision went back: its data was lost or restored, and tokens of later tenures may be lower than earlier ones",
-			"was", floor, "now", h.Revision)
+		b.regressions.Add(1)
+		b.behind = max(b.behind, b.revision)
+		b.log.Error("simba/etcd: etcd's revision went back: its data was lost or restored; no tenure until it passes the highest seen before",
+			"was", b.behind, "now", h.Revision)
 		b.revision = h.Revision
+		if b.lease.id != 0 {
+			b.given = b.lease.id
+			b.lostLocked(b.lease.epoch, "etcd's revision went back")
+		}
 	case h.Revision > b.revision:
 		b.revision = h.Revision
 	}
 }
+
+// TokenRegressions returns how many times the backend saw etcd's revision go back (see
+// the package documentation): each is logged at Error level.
+func (b *Backend) TokenRegressions() uint64 { return b.regressions.Load() }
 
 // keyOf returns the key of contention n of the backend under lease id in dir, a mutex's
 // prefix: <dir><lease id, 16 hex digits>-<n in hex>.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -307,10 +306,12 @@ func TestLeaderKilledKeepsTenure(t *testing.T) {
 	require.NoError(t, lease.Release(t.Context()))
 }
 
-// etcd restarted without its data starts its revisions again from 1, and with them the
-// tokens of later tenures: the backend cannot prevent that, but it notices (the revision
-// of a linearizable read went back) and says so at Error level.
-func TestDataLossNoticed(t *testing.T) {
+// etcd restarted without its data starts its revisions again from 1: keys created now
+// would carry tokens lower than those handed out before. The backend notices (the
+// revision of a linearizable answer went back), says so at Error level, counts it, and
+// holds back: its owner stops believing, and nothing of it owns or starts until etcd's
+// revision has passed the highest it saw; then its owner owns again with a greater token.
+func TestDataLossHoldsBack(t *testing.T) {
 	var logged syncBuffer
 	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b := newBackend(t, etcd.WithLogger(log), etcd.WithLeaseTTL(10*time.Second))
@@ -328,12 +329,31 @@ func TestDataLossNoticed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	require.NoError(t, server.Start(ctx))
-	await(t, r.acquired, "owns again, on the emptied store")
+	await(t, r.released, "the owner stops believing")
+	require.Eventually(t, func() bool { return b.TokenRegressions() > 0 }, eventBound, 10*time.Millisecond,
+		"the backend counts the regression")
+	assert.Contains(t, logged.String(), "revision went back")
+
+	// Held back: a new service does not start, and says why.
+	s, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "wiped-too", ID: "other"})
+	require.NoError(t, err)
+	err = s.Start(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "revision went back")
+	assert.Len(t, r.all(), 1, "nobody owns on a token that went back")
+
+	resp, err := admin.Get(t.Context(), "filler/")
+	require.NoError(t, err)
+	t.Logf("etcd's revision is %d after the wipe, %d before", resp.Header.Revision, before.token)
+	for resp.Header.Revision < int64(before.token) {
+		put, err := admin.Put(t.Context(), "filler/raise", "x")
+		require.NoError(t, err)
+		resp.Header = put.Header
+	}
+	await(t, r.acquired, "owns again once etcd's revision passed the one it went back from")
 	after := r.last(t)
 	t.Logf("token %d before, %d after", before.token, after.token)
-	assert.Less(t, after.token, before.token, "tokens went back with the data")
-	require.Eventually(t, func() bool { return strings.Contains(logged.String(), "went back") }, eventBound, 50*time.Millisecond,
-		"the backend says that etcd's revision went back")
+	assert.Greater(t, after.token, before.token)
 	t.Log(logged.String())
 }
 
