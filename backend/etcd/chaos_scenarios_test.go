@@ -583,7 +583,7 @@ func restartWiped(r *etcdRun) {
 	}
 	r.T.Logf("etcd's revision went back from %d and was raised to %d %v after the wipe", before.Header.Revision, rev,
 		time.Duration(t1-t0).Round(time.Millisecond))
-	r.successor("", t1, "etcd's revision had passed the one it went back from")
+	r.successor("", t1, "the harness began to raise etcd's revision")
 	events := r.Events()
 	if e, ok := chaos.FirstAcquiredAfter(events, t0, ""); ok && e.At < t1 {
 		r.T.Errorf("%s believed (token %d) before etcd's revision passed the one it went back from", e.Proc, e.Token)

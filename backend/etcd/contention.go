@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/simba-go/simba"
@@ -265,7 +264,7 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 			lk, err = c.read(ctx)
 		}
 	}
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if leaseNotFound(err) {
 		c.b.lost(l.epoch, "a put with it found it expired")
 		return false, nil
 	}

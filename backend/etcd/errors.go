@@ -37,3 +37,7 @@ func refused(err error) bool {
 	}
 	return false
 }
+
+// leaseNotFound reports whether err says that the lease does not exist (expired, or
+// revoked).
+func leaseNotFound(err error) bool { return errors.Is(err, rpctypes.ErrLeaseNotFound) }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/simba-go/simba"
@@ -395,7 +394,7 @@ func (b *Backend) revokeGiven() bool {
 	ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
 	defer cancel()
 	_, err := b.client.Revoke(ctx, id)
-	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if err != nil && !leaseNotFound(err) {
 		b.log.Debug("simba/etcd: revoking a lease given up failed", "lease", fmt.Sprintf("%x", int64(id)), "err", err)
 		return false
 	}
