@@ -44,19 +44,21 @@
 // without their data directories, a cluster rebuilt, or restored from an older snapshot).
 //
 // The backend notices that: a linearizable answer (a transaction, a read, a grant) whose
-// revision is below one seen before its request was sent. It logs it at Error level,
-// counts it (TokenRegressions) and gives its lease up: every contention stops believing
-// at once, and a key that came back with a restored lease goes with the revoke. Then it
-// holds back: it asks for no lease, so none of its contentions holds a key, owns or
-// reports an owner, until etcd's revision has passed the highest it saw before (it reads
-// it every sixth of the TTL). So no token it reports after the loss repeats or is below
-// one it reported before, and it keeps nobody else out meanwhile. StartContend fails by
-// its deadline then, with an error that says why. Other writes raise the revision in
-// time; an operator raises it at once by restoring the cluster with etcdutl snapshot
-// restore --bump-revision (by more than the revisions lost) --mark-compacted, in etcd 3.6
-// and later 3.5 releases. A backend started after the loss knows no earlier revision and
-// contends at once: its tokens may be below ones handed out before, and a resource that
-// keeps the greatest token it has seen rejects its owners' writes until tokens pass it.
+// revision is below one seen before its request was sent; after a wipe at once, since its
+// lease is gone and it asks for another, after a restore that brought its lease back at
+// its next read of a mutex (which an owner left undisturbed does not make). It logs it at Error level, counts it (TokenRegressions) and
+// gives its lease up: every contention stops believing at once, and a key that came back
+// with the lease goes with the revoke. Then it holds back: it asks for no lease, so none
+// of its contentions holds a key, owns or reports an owner, until etcd's revision has
+// passed the highest it saw before (it reads it again at least every sixth of the TTL).
+// So no token it reports after the loss repeats or is below one it reported before, and
+// it keeps nobody else out meanwhile; StartContend fails by its deadline, with an error
+// that says why. Other writes raise the revision in time; an operator raises it at once
+// by restoring the cluster with etcdutl snapshot restore --bump-revision (by more than the
+// revisions lost) --mark-compacted, in etcd 3.6 and later 3.5 releases. A backend started
+// after the loss knows no earlier revision and contends at once: its tokens may be below
+// ones handed out before, and a resource that keeps the greatest token it has seen
+// rejects its owners' writes until tokens pass it.
 //
 // A resource kept in the same etcd rejects a stale owner's writes with FenceKey (or
 // Fence, which finds the key): the comparison CreateRevision(owner key) = token holds
