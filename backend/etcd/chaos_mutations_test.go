@@ -27,6 +27,12 @@ var etcdMutations = []etcdMutation{
 	// A watch that ends with the compaction of its revision, not with a deletion, is taken
 	// for one the contention stopped: the waiter waits for ever.
 	{name: "etcd-compaction-ignored", scenario: "45_compaction_while_waiting", expected: "C6"},
+	// A lease whose keep-alives go unanswered for a TTL is kept alive on: keep-alives that
+	// still reach the leader keep the non-believing owner's key first in line.
+	{name: "etcd-lease-kept-unanswered", scenario: "47_owner_answers_lost", expected: "C6"},
+	// etcd's revision going back is only logged: the next tenures' tokens repeat earlier
+	// ones.
+	{name: "etcd-wiped-tokens-reused", scenario: "50_restart_wiped", expected: "C3"},
 }
 
 // testMutations builds, for each mutation, the module's tests from a copy of the
