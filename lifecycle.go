@@ -583,7 +583,7 @@ func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
 		svc.log.Info("simba: acquired", "token", o.Token)
 	}
 	if svc.cfg.observer != nil {
-		svc.cfg.observer.OnTenureBegan(observe.Tenure{Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Token: o.Token, Granted: l.granting})
+		svc.cfg.observer.OnTenureBegan(observe.Tenure{Mutex: svc.mutex, Kind: svc.kind(), Contender: svc.id, Role: svc.role, Token: o.Token, Granted: l.granting})
 	}
 	if l.hooks.acquired != nil {
 		l.events.Push(func() { l.hooks.acquired(t, st) })
@@ -619,7 +619,7 @@ func (l *lifecycle) endTenure(cause error, after Owner) {
 	}
 	if svc.cfg.observer != nil {
 		svc.cfg.observer.OnTenureEnded(observe.Tenure{
-			Mutex: svc.mutex, Contender: svc.id, Role: svc.role, Token: was.Token, Held: svc.cfg.now().Sub(t.base),
+			Mutex: svc.mutex, Kind: svc.kind(), Contender: svc.id, Role: svc.role, Token: was.Token, Held: svc.cfg.now().Sub(t.base),
 			Cause: cause, Reason: reason(cause),
 		})
 	}

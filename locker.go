@@ -59,7 +59,7 @@ func (l *Locker) acquire(ctx context.Context, once bool) (*Lease, error) {
 	}
 	began := cfg.now()
 	lease, err := l.obtain(ctx, once)
-	cfg.observeAcquire(ctx, l.Mutex(), l.ContenderID(), once, began, lease, err)
+	l.svc.observeAcquire(ctx, once, began, lease, err)
 	return lease, err
 }
 

@@ -29,7 +29,7 @@ func attemptOp(id string, renewing bool) observe.Op {
 // observeCall tells the Observer of a store call sent at sent. Callers check that there is
 // an Observer first, so that nothing is built without one.
 func (s *Service) observeCall(op observe.Op, sent time.Time, rec backend.Record, err error) {
-	c := observe.Call{Mutex: s.mutex, Contender: s.id, Role: s.role, Op: op, Latency: s.cfg.now().Sub(sent), Err: err, Outcome: outcome(err)}
+	c := observe.Call{Mutex: s.mutex, Kind: s.kind(), Contender: s.id, Role: s.role, Op: op, Latency: s.cfg.now().Sub(sent), Err: err, Outcome: outcome(err)}
 	if err == nil {
 		c.Owner, c.Token = rec.Owner, rec.Token
 	}
@@ -47,14 +47,38 @@ func (s *Service) call(ctx, caller context.Context, op observe.Op, f func(contex
 	return err
 }
 
-// observeAcquire tells the Observer of an acquisition that began at began, with the
+// observeAcquire tells the Observer of a Mutexes acquisition that began at began, with the
 // caller's ctx, and returned lease or err. Callers check that there is an Observer first.
 func (c *config) observeAcquire(ctx context.Context, mutex, id string, try bool, began time.Time, lease *Lease, err error) {
-	a := observe.Acquisition{Mutex: mutex, Contender: id, Try: try, Wait: c.now().Sub(began), Err: err}
+	c.observeAcquisition(ctx, observe.Acquisition{Mutex: mutex, Contender: id, Try: try}, began, lease, err)
+}
+
+// observeAcquire tells the Observer of the service's acquisition (a Locker's, a
+// semaphore's or read-write lock's hold) that began at began. Callers check that there is
+// an Observer first.
+func (s *Service) observeAcquire(ctx context.Context, try bool, began time.Time, lease *Lease, err error) {
+	a := observe.Acquisition{Mutex: s.mutex, Kind: s.kind(), Contender: s.id, Try: try}
+	s.cfg.observeAcquisition(ctx, a, began, lease, err)
+}
+
+// observeAcquisition completes a with the wait, the token and err, and tells it.
+func (c *config) observeAcquisition(ctx context.Context, a observe.Acquisition, began time.Time, lease *Lease, err error) {
+	a.Wait, a.Err = c.now().Sub(began), err
 	if lease != nil {
 		a.Token = lease.Token()
 	}
 	c.observer.OnAcquire(ctx, a)
+}
+
+// kind is what the service's name names, for the Observer.
+func (s *Service) kind() observe.Kind {
+	switch s.hold.Kind {
+	case backend.Semaphore:
+		return observe.KindSemaphore
+	case backend.RWLock:
+		return observe.KindRWLock
+	}
+	return observe.KindMutex
 }
 
 // outcome names the outcome of a call whose error is err (Call.Outcome).

@@ -25,8 +25,9 @@ type Observer interface {
 	OnTenureBegan(Tenure)
 	// OnTenureEnded is told that the belief ended; Tenure.Cause says why.
 	OnTenureEnded(Tenure)
-	// OnAcquire is told of every Locker or Mutexes acquisition when it returns, with the
-	// caller's context: a span recorded for it belongs to the caller's trace.
+	// OnAcquire is told of every acquisition (Locker, Mutexes, Semaphore, RWMutex) when it
+	// returns, with the caller's context: a span recorded for it belongs to the caller's
+	// trace.
 	OnAcquire(context.Context, Acquisition)
 }
 
@@ -124,9 +125,33 @@ func (r Role) String() string {
 	return "Role(" + strconv.Itoa(int(r)) + ")"
 }
 
+// Kind is what the name of an event names: a mutex, a semaphore or a read-write lock.
+type Kind uint8
+
+// The kinds; the zero Kind is a mutex's.
+const (
+	KindMutex     Kind = iota // a Service's, Scheduler's, Locker's or Mutexes' mutex
+	KindSemaphore             // a Semaphore's permit
+	KindRWLock                // an RWMutex's read or write hold
+)
+
+// String returns "mutex", "semaphore" or "rwlock", fit for a metric label.
+func (k Kind) String() string {
+	switch k {
+	case KindMutex:
+		return "mutex"
+	case KindSemaphore:
+		return "semaphore"
+	case KindRWLock:
+		return "rwlock"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
 // Call is one store call of a service.
 type Call struct {
 	Mutex     string
+	Kind      Kind   // what Mutex names
 	Contender string // empty for a retriever
 	// Role is what the contender is for. A leader's first call is its start-up (OpStart),
 	// made before it can lead: the moment to set up what is kept per mutex.
@@ -145,6 +170,7 @@ type Call struct {
 // Tenure is the beginning or the end of a contender's belief that it owns a mutex.
 type Tenure struct {
 	Mutex     string
+	Kind      Kind // what Mutex names: a semaphore's or read-write lock's tenure is one hold
 	Contender string
 	Role      Role          // RoleLeader (leadership) or RoleLock (a lease)
 	Token     uint64        // the tenure's fencing token, or zero
@@ -160,9 +186,11 @@ type Tenure struct {
 	Reason string
 }
 
-// Acquisition is one Acquire or TryAcquire of a Locker or Mutexes, when it returns.
+// Acquisition is one Acquire or TryAcquire of a Locker or Mutexes, or one acquisition
+// of a Semaphore's permit or an RWMutex's hold, when it returns.
 type Acquisition struct {
 	Mutex     string
+	Kind      Kind // what Mutex names
 	Contender string
 	Try       bool          // TryAcquire
 	Wait      time.Duration // from the call to its return
