@@ -26,10 +26,14 @@
 //	simba.leader.started       counter            simba.mutex: leaderships begun
 //
 // The values of simba.op and simba.outcome are those of observe.Op and observe.Call.Outcome;
-// simba.cause is observe.Tenure.Reason.
+// simba.cause is observe.Tenure.Reason. Every metric but the leadership ones also has
+// simba.kind, what the events concern (observe.Kind): "mutex", "semaphore" (a Semaphore's
+// permits) or "rwlock" (an RWMutex's holds); a semaphore's or read-write lock's tenure is
+// one hold.
 //
 // The counters have a point at 0 for every known attribute value before its first event:
-// from New on, or with WithMutexAttribute from the first event that names its mutex; the
+// from New on for simba.kind "mutex", from the first event of the kind for the others, or
+// with WithMutexAttribute from the first event that names its mutex and kind; the
 // leadership counters from the leader's start-up, at Start, before it can lead. So a
 // process that never led reports 0 rather than nothing, and a backend that computes
 // increases from cumulative points (Prometheus's increase()) counts the first event. The
@@ -37,7 +41,7 @@
 //
 // # Spans
 //
-// "simba.acquire" spans one Locker or Mutexes acquisition, from the call to its return, as
+// "simba.acquire" spans one acquisition (Locker, Mutexes, Semaphore, RWMutex), from the call to its return, as
 // a child of the span in the caller's context. simba.outcome says "acquired" or
 // "not_acquired", and simba.reason why not: "held" (another contender owns the mutex),
 // "deadline" or "canceled" (the caller's context ended), "lapsed" (the tenure ended before
@@ -47,7 +51,7 @@
 //
 // "simba.renew" spans one renewal call of an owner; no caller waits for it, so it is the
 // root of a trace of its own, with status Error when the call failed. Both carry
-// simba.mutex, simba.contender and, when known, simba.token. simba tells its Observer of
+// simba.mutex, simba.kind, simba.contender and, when known, simba.token. simba tells its Observer of
 // an event when it is over, so the spans are recorded afterwards, with their real start
 // and end times.
 package simbaotel
@@ -86,7 +90,7 @@ type Observer struct {
 	waits       metric.Float64Histogram
 	leader      metric.Int64UpDownCounter // by mutex: 1 while a leader of this process leads it
 	leaderships metric.Int64Counter       // by mutex: leaderships begun in this process
-	named       sync.Map                  // with the mutex attribute: the mutexes whose points exist
+	named       sync.Map                  // the (kind, mutex) whose points exist; mutex "" without the mutex attribute
 }
 
 var _ observe.Observer = (*Observer)(nil)
@@ -165,38 +169,46 @@ func New(opts ...Option) (*Observer, error) {
 		}
 	}
 	if !o.mutexAttr {
-		o.createPoints("")
+		o.name(observe.KindMutex, "")
 	}
 	return o, nil
 }
 
-// createPoints adds 0 to the counters for every known attribute value (for mutex, with
-// the mutex attribute), so that a process that never saw an event reports 0 rather than
-// nothing, and a backend's increase() counts the first event. Histograms have no such
-// way: their points appear with their first measurement.
-func (o *Observer) createPoints(mutex string) {
+// createPoints adds 0 to the counters for every known attribute value of kind k (for
+// mutex, with the mutex attribute), so that a process that never saw an event reports 0
+// rather than nothing, and a backend's increase() counts the first event. Histograms have
+// no such way: their points appear with their first measurement.
+func (o *Observer) createPoints(k observe.Kind, mutex string) {
 	ctx := context.Background()
 	for _, via := range vias {
-		o.started.Add(ctx, 0, o.attrs(mutex, attribute.String("simba.via", via)))
+		o.started.Add(ctx, 0, o.attrs(k, mutex, attribute.String("simba.via", via)))
 	}
 	for _, cause := range causes {
-		o.ended.Add(ctx, 0, o.attrs(mutex, attribute.String("simba.cause", cause)))
+		o.ended.Add(ctx, 0, o.attrs(k, mutex, attribute.String("simba.cause", cause)))
 	}
-	o.holding.Add(ctx, 0, o.attrs(mutex))
+	o.holding.Add(ctx, 0, o.attrs(k, mutex))
 }
 
-// name creates the points of mutex at its first event, with the mutex attribute.
-func (o *Observer) name(mutex string) {
+// pointsOf names the points of one kind, and of one mutex with the mutex attribute.
+type pointsOf struct {
+	kind  observe.Kind
+	mutex string
+}
+
+// name creates the points of kind k (and of mutex, with the mutex attribute) at their
+// first event.
+func (o *Observer) name(k observe.Kind, mutex string) {
 	if !o.mutexAttr {
-		return
+		mutex = ""
 	}
-	if _, seen := o.named.LoadOrStore(mutex, struct{}{}); !seen {
-		o.createPoints(mutex)
+	if _, seen := o.named.LoadOrStore(pointsOf{k, mutex}, struct{}{}); !seen {
+		o.createPoints(k, mutex)
 	}
 }
 
-// attrs returns the metric attributes kv, plus the mutex when it is one.
-func (o *Observer) attrs(mutex string, kv ...attribute.KeyValue) metric.MeasurementOption {
+// attrs returns the metric attributes kv, plus the kind, plus the mutex when it is one.
+func (o *Observer) attrs(k observe.Kind, mutex string, kv ...attribute.KeyValue) metric.MeasurementOption {
+	kv = append(kv, attribute.String("simba.kind", k.String()))
 	if o.mutexAttr {
 		kv = append(kv, attribute.String("simba.mutex", mutex))
 	}
@@ -212,17 +224,18 @@ func leadership(mutex string) metric.MeasurementOption {
 // creates the points of its mutex's leadership, at 0.
 func (o *Observer) OnCall(c observe.Call) {
 	ctx := context.Background()
-	o.name(c.Mutex)
+	o.name(c.Kind, c.Mutex)
 	if c.Role == observe.RoleLeader && c.Op == observe.OpStart {
 		o.leader.Add(ctx, 0, leadership(c.Mutex))
 		o.leaderships.Add(ctx, 0, leadership(c.Mutex))
 	}
-	o.calls.Record(ctx, c.Latency.Seconds(), o.attrs(c.Mutex,
+	o.calls.Record(ctx, c.Latency.Seconds(), o.attrs(c.Kind, c.Mutex,
 		attribute.String("simba.op", c.Op.String()), attribute.String("simba.outcome", c.Outcome)))
 	if c.Op == observe.OpRenew {
 		// No caller waits for a renewal: its span is the root of a trace of its own.
 		o.span(ctx, "simba.renew", c.Mutex, c.Contender, c.Token, c.Latency, c.Err,
-			attribute.String("simba.outcome", c.Outcome), attribute.String("simba.owner", c.Owner))
+			attribute.String("simba.outcome", c.Outcome), attribute.String("simba.owner", c.Owner),
+			attribute.String("simba.kind", c.Kind.String()))
 	}
 }
 
@@ -230,13 +243,13 @@ func (o *Observer) OnCall(c observe.Call) {
 // mutex's leadership.
 func (o *Observer) OnTenureBegan(t observe.Tenure) {
 	ctx := context.Background()
-	o.name(t.Mutex)
+	o.name(t.Kind, t.Mutex)
 	via := "call"
 	if t.Granted {
 		via = "handover"
 	}
-	o.started.Add(ctx, 1, o.attrs(t.Mutex, attribute.String("simba.via", via)))
-	o.holding.Add(ctx, 1, o.attrs(t.Mutex))
+	o.started.Add(ctx, 1, o.attrs(t.Kind, t.Mutex, attribute.String("simba.via", via)))
+	o.holding.Add(ctx, 1, o.attrs(t.Kind, t.Mutex))
 	if t.Role == observe.RoleLeader {
 		o.leader.Add(ctx, 1, leadership(t.Mutex))
 		o.leaderships.Add(ctx, 1, leadership(t.Mutex))
@@ -247,11 +260,11 @@ func (o *Observer) OnTenureBegan(t observe.Tenure) {
 // it from what OnTenureBegan added it to.
 func (o *Observer) OnTenureEnded(t observe.Tenure) {
 	ctx := context.Background()
-	o.name(t.Mutex)
-	cause := o.attrs(t.Mutex, attribute.String("simba.cause", t.Reason))
+	o.name(t.Kind, t.Mutex)
+	cause := o.attrs(t.Kind, t.Mutex, attribute.String("simba.cause", t.Reason))
 	o.ended.Add(ctx, 1, cause)
 	o.held.Record(ctx, t.Held.Seconds(), cause)
-	o.holding.Add(ctx, -1, o.attrs(t.Mutex))
+	o.holding.Add(ctx, -1, o.attrs(t.Kind, t.Mutex))
 	if t.Role == observe.RoleLeader {
 		o.leader.Add(ctx, -1, leadership(t.Mutex))
 	}
@@ -259,15 +272,15 @@ func (o *Observer) OnTenureEnded(t observe.Tenure) {
 
 // OnAcquire records an acquisition's span, in the caller's trace, and its wait.
 func (o *Observer) OnAcquire(ctx context.Context, a observe.Acquisition) {
-	o.name(a.Mutex)
+	o.name(a.Kind, a.Mutex)
 	outcome, reason, failure := acquisition(a.Err)
 	try, out := attribute.Bool("simba.try", a.Try), attribute.String("simba.outcome", outcome)
-	spanned := []attribute.KeyValue{try, out}
+	spanned := []attribute.KeyValue{try, out, attribute.String("simba.kind", a.Kind.String())}
 	if reason != "" {
 		spanned = append(spanned, attribute.String("simba.reason", reason))
 	}
 	ctx = o.span(ctx, "simba.acquire", a.Mutex, a.Contender, a.Token, a.Wait, failure, spanned...)
-	o.waits.Record(ctx, a.Wait.Seconds(), o.attrs(a.Mutex, try, out)) // ctx's span: the exemplar
+	o.waits.Record(ctx, a.Wait.Seconds(), o.attrs(a.Kind, a.Mutex, try, out)) // ctx's span: the exemplar
 }
 
 // acquisition returns the outcome of an acquisition that returned err ("acquired" or

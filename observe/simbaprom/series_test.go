@@ -154,17 +154,17 @@ func TestSeriesExistBeforeTheirFirstEvent(t *testing.T) {
 	const want = `
 # HELP simba_tenures_ended_total Tenures ended, by cause: released, owner_changed, expired, store_error.
 # TYPE simba_tenures_ended_total counter
-simba_tenures_ended_total{cause="expired"} 0
-simba_tenures_ended_total{cause="owner_changed"} 0
-simba_tenures_ended_total{cause="released"} 0
-simba_tenures_ended_total{cause="store_error"} 0
+simba_tenures_ended_total{cause="expired",kind="mutex"} 0
+simba_tenures_ended_total{cause="owner_changed",kind="mutex"} 0
+simba_tenures_ended_total{cause="released",kind="mutex"} 0
+simba_tenures_ended_total{cause="store_error",kind="mutex"} 0
 # HELP simba_tenures_held Tenures contenders of this process believe they hold now (1 on the leader of one mutex).
 # TYPE simba_tenures_held gauge
-simba_tenures_held 0
+simba_tenures_held{kind="mutex"} 0
 # HELP simba_tenures_started_total Tenures begun by contenders of this process: via an answer to an acquire call, or a hand-over by the store.
 # TYPE simba_tenures_started_total counter
-simba_tenures_started_total{via="call"} 0
-simba_tenures_started_total{via="handover"} 0
+simba_tenures_started_total{kind="mutex",via="call"} 0
+simba_tenures_started_total{kind="mutex",via="handover"} 0
 `
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"simba_tenures_ended_total", "simba_tenures_held", "simba_tenures_started_total"))

@@ -36,10 +36,15 @@
 //	simba_leader_tenures_started_total  counter    mutex        leaderships of the mutex begun
 //	                                                            in this process
 //
-// With WithMutexLabel every other metric also has the label "mutex".
+// Every metric but the leadership ones also has the label "kind": what the events concern,
+// "mutex" (Services, Schedulers, Lockers, Mutexes), "semaphore" (a Semaphore's permits) or
+// "rwlock" (an RWMutex's read and write holds); a semaphore's or read-write lock's tenure is
+// one hold. With WithMutexLabel every other metric also has the label "mutex".
 //
-// Every series of a known label value is there at 0 before its first event: from New on,
-// or with WithMutexLabel from the first event that names its mutex; the leadership series
+// Every series of a known label value is there at 0 before its first event: from New on
+// for kind "mutex", from the first event of the kind for the others (a process that keeps
+// no semaphore has no series of one), or with WithMutexLabel from the first event that
+// names its mutex and kind (a semaphore's first is its start call); the leadership series
 // from the leader's start-up, at Start, before it can lead. So a process that never led
 // shows simba_tenures_held and simba_leader at 0 rather than nothing, and increase() and
 // rate(), which need a sample before an event to count it, count the first loss. The
@@ -69,7 +74,7 @@ type Observer struct {
 	waits       *prometheus.HistogramVec
 	leader      *prometheus.GaugeVec   // mutex: 1 while a leader of this process leads it
 	leaderships *prometheus.CounterVec // mutex: leaderships begun in this process
-	named       sync.Map               // with the mutex label: the mutexes whose series exist
+	named       sync.Map               // the (kind, mutex) whose series exist; mutex "" without the mutex label
 }
 
 var _ observe.Observer = (*Observer)(nil)
@@ -127,6 +132,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		return nil, err
 	}
 	labels := func(names ...string) []string {
+		names = append(names, "kind")
 		if c.mutexLabel {
 			names = append(names, "mutex")
 		}
@@ -176,42 +182,49 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		}
 	}
 	if !o.mutexLabel {
-		o.createSeries("")
+		o.name(observe.KindMutex, "")
 	}
 	return o, nil
 }
 
-// createSeries creates every series of a known label value at 0 (for mutex, with the
-// mutex label), so that a process that never saw an event shows 0 rather than nothing,
+// createSeries creates every series of a known label value of kind k at 0 (for mutex, with
+// the mutex label), so that a process that never saw an event shows 0 rather than nothing,
 // and increase() and rate() count a series' first event: they need a sample before it.
-func (o *Observer) createSeries(mutex string) {
+func (o *Observer) createSeries(k observe.Kind, mutex string) {
 	for _, op := range ops {
 		for _, outcome := range outcomes {
-			o.calls.WithLabelValues(o.with(mutex, op.String(), outcome)...)
+			o.calls.WithLabelValues(o.with(k, mutex, op.String(), outcome)...)
 		}
 	}
 	for _, via := range vias {
-		o.started.WithLabelValues(o.with(mutex, via)...)
+		o.started.WithLabelValues(o.with(k, mutex, via)...)
 	}
 	for _, cause := range causes {
-		o.ended.WithLabelValues(o.with(mutex, cause)...)
-		o.held.WithLabelValues(o.with(mutex, cause)...)
+		o.ended.WithLabelValues(o.with(k, mutex, cause)...)
+		o.held.WithLabelValues(o.with(k, mutex, cause)...)
 	}
-	o.holding.WithLabelValues(o.with(mutex)...)
+	o.holding.WithLabelValues(o.with(k, mutex)...)
 	for _, try := range tries {
 		for _, outcome := range acquired {
-			o.waits.WithLabelValues(o.with(mutex, try, outcome)...)
+			o.waits.WithLabelValues(o.with(k, mutex, try, outcome)...)
 		}
 	}
 }
 
-// name creates the series of mutex at its first event, with the mutex label.
-func (o *Observer) name(mutex string) {
+// seriesOf names the series of one kind, and of one mutex with the mutex label.
+type seriesOf struct {
+	kind  observe.Kind
+	mutex string
+}
+
+// name creates the series of kind k (and of mutex, with the mutex label) at their first
+// event.
+func (o *Observer) name(k observe.Kind, mutex string) {
 	if !o.mutexLabel {
-		return
+		mutex = ""
 	}
-	if _, seen := o.named.LoadOrStore(mutex, struct{}{}); !seen {
-		o.createSeries(mutex)
+	if _, seen := o.named.LoadOrStore(seriesOf{k, mutex}, struct{}{}); !seen {
+		o.createSeries(k, mutex)
 	}
 }
 
@@ -242,8 +255,9 @@ func validName(s string) bool {
 	return s != ""
 }
 
-// with returns the label values, plus the mutex when it is a label.
-func (o *Observer) with(mutex string, values ...string) []string {
+// with returns the label values, plus the kind, plus the mutex when it is a label.
+func (o *Observer) with(k observe.Kind, mutex string, values ...string) []string {
+	values = append(values, k.String())
 	if o.mutexLabel {
 		return append(values, mutex)
 	}
@@ -253,24 +267,24 @@ func (o *Observer) with(mutex string, values ...string) []string {
 // OnCall observes a store call's latency. A leader's start-up creates the series of its
 // mutex's leadership, at 0.
 func (o *Observer) OnCall(c observe.Call) {
-	o.name(c.Mutex)
+	o.name(c.Kind, c.Mutex)
 	if c.Role == observe.RoleLeader && c.Op == observe.OpStart {
 		o.leader.WithLabelValues(c.Mutex)
 		o.leaderships.WithLabelValues(c.Mutex)
 	}
-	o.calls.WithLabelValues(o.with(c.Mutex, c.Op.String(), c.Outcome)...).Observe(c.Latency.Seconds())
+	o.calls.WithLabelValues(o.with(c.Kind, c.Mutex, c.Op.String(), c.Outcome)...).Observe(c.Latency.Seconds())
 }
 
 // OnTenureBegan counts a tenure and raises the gauges of tenures held and, for a leader,
 // of leadership.
 func (o *Observer) OnTenureBegan(t observe.Tenure) {
-	o.name(t.Mutex)
+	o.name(t.Kind, t.Mutex)
 	via := "call"
 	if t.Granted {
 		via = "handover"
 	}
-	o.started.WithLabelValues(o.with(t.Mutex, via)...).Inc()
-	o.holding.WithLabelValues(o.with(t.Mutex)...).Inc()
+	o.started.WithLabelValues(o.with(t.Kind, t.Mutex, via)...).Inc()
+	o.holding.WithLabelValues(o.with(t.Kind, t.Mutex)...).Inc()
 	if t.Role == observe.RoleLeader {
 		o.leader.WithLabelValues(t.Mutex).Inc()
 		o.leaderships.WithLabelValues(t.Mutex).Inc()
@@ -280,11 +294,11 @@ func (o *Observer) OnTenureBegan(t observe.Tenure) {
 // OnTenureEnded counts the end of a tenure by cause, observes how long it lasted and
 // lowers the gauges that OnTenureBegan raised.
 func (o *Observer) OnTenureEnded(t observe.Tenure) {
-	o.name(t.Mutex)
+	o.name(t.Kind, t.Mutex)
 	cause := t.Reason
-	o.ended.WithLabelValues(o.with(t.Mutex, cause)...).Inc()
-	o.held.WithLabelValues(o.with(t.Mutex, cause)...).Observe(t.Held.Seconds())
-	o.holding.WithLabelValues(o.with(t.Mutex)...).Dec()
+	o.ended.WithLabelValues(o.with(t.Kind, t.Mutex, cause)...).Inc()
+	o.held.WithLabelValues(o.with(t.Kind, t.Mutex, cause)...).Observe(t.Held.Seconds())
+	o.holding.WithLabelValues(o.with(t.Kind, t.Mutex)...).Dec()
 	if t.Role == observe.RoleLeader {
 		o.leader.WithLabelValues(t.Mutex).Dec()
 	}
@@ -292,7 +306,7 @@ func (o *Observer) OnTenureEnded(t observe.Tenure) {
 
 // OnAcquire observes an acquisition's wait.
 func (o *Observer) OnAcquire(_ context.Context, a observe.Acquisition) {
-	o.name(a.Mutex)
+	o.name(a.Kind, a.Mutex)
 	outcome := "acquired"
 	if a.Err != nil {
 		outcome = "not_acquired"
@@ -301,5 +315,5 @@ func (o *Observer) OnAcquire(_ context.Context, a observe.Acquisition) {
 	if a.Try {
 		try = "true"
 	}
-	o.waits.WithLabelValues(o.with(a.Mutex, try, outcome)...).Observe(a.Wait.Seconds())
+	o.waits.WithLabelValues(o.with(a.Kind, a.Mutex, try, outcome)...).Observe(a.Wait.Seconds())
 }

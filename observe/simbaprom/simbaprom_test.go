@@ -136,10 +136,10 @@ func TestCausesAndLabels(t *testing.T) {
 	const want = `
 # HELP app_locks_tenures_ended_total Tenures ended, by cause: released, owner_changed, expired, store_error.
 # TYPE app_locks_tenures_ended_total counter
-app_locks_tenures_ended_total{cause="expired",mutex="m"} 1
-app_locks_tenures_ended_total{cause="owner_changed",mutex="m"} 1
-app_locks_tenures_ended_total{cause="released",mutex="m"} 0
-app_locks_tenures_ended_total{cause="store_error",mutex="m"} 1
+app_locks_tenures_ended_total{cause="expired",kind="mutex",mutex="m"} 1
+app_locks_tenures_ended_total{cause="owner_changed",kind="mutex",mutex="m"} 1
+app_locks_tenures_ended_total{cause="released",kind="mutex",mutex="m"} 0
+app_locks_tenures_ended_total{cause="store_error",kind="mutex",mutex="m"} 1
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "app_locks_tenures_ended_total"))
 }
