@@ -1,7 +1,9 @@
 // Package storeurl opens a simba.Backend from one URL, with the client it dials for it,
 // for tools and configuration files that name a store by a string (cmd/simba does). It
 // also does what a store's administrator asks of it: list the mutexes the store holds
-// records for, release a mutex whatever its owner, and create the SQL table.
+// records for, release a mutex whatever its owner, list the holders of semaphores and
+// read-write locks and release one of them (Holders, ReleaseHolder), and create the SQL
+// tables.
 //
 // The URL schemes:
 //
@@ -46,10 +48,10 @@
 // Unlike simba's backends, which never dial and never close a client they are given,
 // a Store dials its client itself and owns it: Close closes the backend and the client.
 //
-// List, Release and CreateTable return by their context's deadline whatever the server
-// does; a call the server has not answered by then goes on in the background until the
-// server answers, the client gives up, or Close closes the client, and Close waits for
-// it. A call that Close ends (one waiting for a ZooKeeper session among them), and every
+// List, Release, Holders, ReleaseHolder and CreateTable return by their context's deadline
+// whatever the server does; a call the server has not answered by then goes on in the
+// background until the server answers, the client gives up, or Close closes the client,
+// and Close waits for it. A call that Close ends (one waiting for a ZooKeeper session among them), and every
 // call after Close, fails with an error matching simba.ErrClosed.
 package storeurl
 
@@ -93,6 +95,7 @@ type Store struct {
 	release     func(ctx context.Context, mutex string, o simba.Owner) error
 	ready       func(ctx context.Context) error // nil, or waits for what List and Release need (a ZooKeeper session)
 	createTable func(ctx context.Context) error // nil but on SQL
+	holds       holds                           // Holders and ReleaseHolder; zero where the store lists none
 
 	// The client, by scheme.
 	redis  goredis.UniversalClient
@@ -145,13 +148,13 @@ func Open(rawURL string) (*Store, error) {
 		if err != nil {
 			return nil, s.invalid(err)
 		}
-		return s.opened(s.openSQL(db, table, quoteMySQL))
+		return s.opened(s.openSQL(db, table, mysqlSQL))
 	case "postgres", "postgresql":
 		cfg, table, err := postgresConfig(u)
 		if err != nil {
 			return nil, s.invalid(err)
 		}
-		return s.opened(s.openSQL(stdlib.OpenDB(*cfg), table, quotePostgres, jdbc.WithDialect(jdbc.Postgres)))
+		return s.opened(s.openSQL(stdlib.OpenDB(*cfg), table, postgresSQL, jdbc.WithDialect(jdbc.Postgres)))
 	case "zk", "zookeeper":
 		servers, timeout, err := zkServers(u)
 		if err != nil {
@@ -384,12 +387,26 @@ func (s *Store) openRedis(client goredis.UniversalClient) error {
 	s.release = func(ctx context.Context, mutex string, o simba.Owner) error {
 		return s.releaseAs(ctx, mutex, o, false)
 	}
+	s.holds = redisHolds(client, b)
 	return nil
 }
 
-// openSQL opens the SQL backend on db, a pool of its own, on the table that quote quotes
-// for the statement that lists it.
-func (s *Store) openSQL(db *sql.DB, table string, quote func(string) string, opts ...jdbc.Option) error {
+// sqlDialect is what the statements of a Store tell apart in the SQL of a server.
+type sqlDialect struct {
+	quote   func(table string) string
+	now     string // the database's clock in epoch ms, as backend/jdbc reads it
+	dollars bool   // placeholders $1, $2, ... rather than ?
+}
+
+var (
+	mysqlSQL    = sqlDialect{quote: quoteMySQL, now: "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"}
+	postgresSQL = sqlDialect{quote: quotePostgres, now: "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint", dollars: true}
+)
+
+// openSQL opens the SQL backend on db, a pool of its own, on the table that d quotes for
+// the statements of List and Holders.
+func (s *Store) openSQL(db *sql.DB, table string, d sqlDialect, opts ...jdbc.Option) error {
+	quote := d.quote
 	s.db = db
 	s.closers = append(s.closers, db.Close)
 	opts = append(opts, jdbc.WithTable(table))
@@ -421,6 +438,7 @@ func (s *Store) openSQL(db *sql.DB, table string, quote func(string) string, opt
 	s.release = func(ctx context.Context, mutex string, o simba.Owner) error {
 		return s.releaseAs(ctx, mutex, o, true)
 	}
+	s.holds = sqlHolds(db, quote(table+"_hold"), d.now, d.dollars) // the hold table's name: jdbc.HoldDDL's
 	return nil
 }
 
@@ -550,6 +568,7 @@ func (s *Store) openZooKeeper(servers []string, timeout time.Duration) error {
 	s.release = func(ctx context.Context, mutex string, o simba.Owner) error {
 		return deleteOwnerNode(ctx, conn, mutex, o)
 	}
+	s.holds = zkHolds(conn)
 	return nil
 }
 
@@ -605,12 +624,8 @@ func deleteOwnerNode(ctx context.Context, conn *zk.Conn, mutex string, o simba.O
 func lowestLatch(children []string) (string, bool) {
 	best, bestSeq := "", ""
 	for _, name := range children {
-		i := strings.LastIndex(name, "latch-")
-		if i < 0 || len(name)-i-len("latch-") != 10 {
-			continue
-		}
-		seq := name[i+len("latch-"):]
-		if strings.Trim(seq, "0123456789") != "" {
+		seq, ok := sequenceAfter(name, "latch-")
+		if !ok {
 			continue
 		}
 		if best == "" || seq < bestSeq {
