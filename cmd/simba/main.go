@@ -11,6 +11,15 @@
 //	                                run a command while holding the mutex
 //	simba version                   the module version ("(devel)" from a checkout)
 //
+// With --kind semaphore or --kind rwlock, get, list, watch and release concern semaphores
+// and read-write locks: their holders, each with its mode (permit, shared or exclusive),
+// token and, where the store keeps them, its instants (Redis and SQL; ZooKeeper holds live
+// with their sessions; etcd lists none). watch reads them every second; release takes the
+// holder's ID and frees that hold only, never a later one of the same holder:
+//
+//	simba [flags] list --kind semaphore
+//	simba [flags] release --kind rwlock <name> <holder>
+//
 // The store is named by one URL (see package storeurl): --store, or the environment
 // variable SIMBA_STORE.
 //
@@ -29,6 +38,7 @@
 //	--transition 6s    the owners' transition, from which a Redis owner's TTL end is derived
 //	--older-than 1h    prune: rows without an owner for longer than this
 //	--yes              release or prune without asking
+//	--kind K           get, list, watch, release: mutex (default), semaphore or rwlock
 //
 // Redis keeps only when an owner's transition ends (the key's expiry): the TTL end shown
 // there is that minus --transition, exact for owners configured with it, and the command

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/storeurl"
 )
@@ -46,6 +47,11 @@ commands:
                     (3: the mutex is held; 4: the lease was lost and the command stopped)
   version           print the version of this command
 
+  get, list, watch and release --kind semaphore|rwlock <name> [holder]
+                    the same for semaphores and read-write locks: their holders (mode
+                    permit, shared or exclusive, token, time left); watch polls every
+                    second; release takes the holder's ID and frees that hold only
+
 flags (before or after the command):
   --store URL       the store: redis://, redis-sentinel://, mysql://, postgres://, zk://, etcd://
                     (default $SIMBA_STORE)
@@ -56,6 +62,7 @@ flags (before or after the command):
                     transition ends, and the TTL end shown there is derived with D
   --older-than D    prune: rows without an owner for longer than D (default 1h)
   --yes             release or prune without asking
+  --kind K          get, list, watch, release: mutex (default), semaphore or rwlock
   --wait            exec: wait for the mutex (for at most --timeout, if given) instead of
                     giving up at once when it is held
   --ttl D           exec: the lease's TTL (default 10s); its transition is --transition
@@ -80,7 +87,9 @@ type cli struct {
 	wait       bool
 	ttl        time.Duration
 	grace      time.Duration
-	timeoutSet bool // --timeout was given
+	kind       string
+	holdKind   backend.Kind // --kind's
+	timeoutSet bool         // --timeout was given
 	stdin      *bufio.Reader
 	stdinRaw   io.Reader
 	stdout     io.Writer
@@ -96,6 +105,7 @@ var onlyFor = map[string][]string{
 	"wait":       {"exec"},
 	"ttl":        {"exec"},
 	"grace":      {"exec"},
+	"kind":       {"get", "list", "watch", "release"},
 }
 
 // args is how many arguments each command takes; exec takes the mutex and a command line.
@@ -116,6 +126,7 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&c.wait, "wait", false, "")
 	fs.DurationVar(&c.ttl, "ttl", simba.DefaultTTL, "")
 	fs.DurationVar(&c.grace, "grace", 0, "")
+	fs.StringVar(&c.kind, "kind", "mutex", "")
 	pos, err := parse(fs, argv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -131,7 +142,14 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	if !ok {
 		return c.usage(fmt.Sprintf("unknown command %q", cmd))
 	}
+	if c.holdKind, ok = kinds[c.kind]; !ok {
+		return c.usage(fmt.Sprintf("--kind %q must be mutex, semaphore or rwlock", c.kind))
+	}
+	holds := c.holdKind != backend.Mutex
 	switch {
+	case holds && cmd == "release" && len(pos) != 2:
+		return c.usage(fmt.Sprintf("release --kind %s takes the name and the holder's ID, got %d argument(s)", c.kind, len(pos)))
+	case holds && cmd == "release":
 	case cmd == "exec" && len(pos) < want:
 		return c.usage("exec takes a mutex and a command: exec <mutex> -- <command> [args]")
 	case cmd != "exec" && len(pos) != want:
@@ -150,6 +168,19 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	defer s.Close()
 	if u, err := url.Parse(c.store); err == nil {
 		c.shown = strings.NewReplacer(s.String(), u.Redacted()) // the URL as given, in messages
+	}
+	switch {
+	case holds && cmd == "get":
+		err = c.getHolds(ctx, s, pos[0])
+	case holds && cmd == "list":
+		err = c.getHolds(ctx, s, "")
+	case holds && cmd == "watch":
+		err = c.watchHolds(ctx, s, pos[0])
+	case holds && cmd == "release":
+		err = c.releaseHold(ctx, s, pos[0], pos[1])
+	}
+	if holds {
+		return c.done(err)
 	}
 	switch cmd {
 	case "get":
@@ -297,13 +328,6 @@ type record struct {
 
 func newRecord(mutex string, o simba.Owner) record {
 	r := record{Mutex: mutex, Owner: o.ID, Token: o.Token}
-	instant := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		t = t.Round(0).Truncate(time.Millisecond)
-		return &t
-	}
 	r.AcquiredAt, r.TTLAt, r.TransitionAt = instant(o.AcquiredAt), instant(o.TTLAt), instant(o.TransitionAt)
 	return r
 }
