@@ -48,8 +48,9 @@ type holds struct {
 // locks (backend.RWLock) the store keeps, or of name alone when it is not "", sorted by
 // name and admission: on Redis the holds under simba:sem:{name} and simba:rw:{name}, in SQL
 // the holders' rows of the hold table (<table>_hold), in ZooKeeper the admitted nodes
-// under /simba-semaphore/<name>/leases and /simba-rwlock/<name>. Waiters are not holders.
-// etcd and other registered schemes list none: the error says so.
+// under /simba-semaphore/<name>/leases and /simba-rwlock/<name>, and for a registered
+// scheme what its Opener's Holders returns (etcd: the holds' marker keys). Waiters are not
+// holders. A store that lists none says so (simba.ErrInvalidArgument).
 func (s *Store) Holders(ctx context.Context, k backend.Kind, name string) ([]Holder, error) {
 	if err := s.checkHolds(k, name); err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (s *Store) checkHolds(k backend.Kind, name string) error {
 	case k != backend.Semaphore && k != backend.RWLock:
 		return simba.InvalidArgument("kind", k.String(), "must be a semaphore or a read-write lock (mutexes: List and Release)")
 	case s.holds.list == nil:
-		return simba.InvalidArgument("store", s.url, "lists no semaphores or read-write locks (Redis, SQL and ZooKeeper do)")
+		return simba.InvalidArgument("store", s.url, "lists no semaphores or read-write locks")
 	case name == "":
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 )
 
 // Opener opens the store a URL of a registered scheme names, for Open. It must dial
@@ -29,6 +30,12 @@ type Opened struct {
 	List func(ctx context.Context) ([]string, error)
 	// Close closes the backend and then the client. Required.
 	Close func() error
+	// Holders lists the holders of the semaphores or read-write locks (kind) of the store,
+	// of name alone when it is not "", for Store.Holders; ReleaseHolder frees one hold if
+	// it is still the tenure listed, and reports whether it did. Optional, both or neither:
+	// without them the store lists no holds.
+	Holders       func(ctx context.Context, k backend.Kind, name string) ([]Holder, error)
+	ReleaseHolder func(ctx context.Context, h Holder) (released bool, err error)
 }
 
 var registry struct {
@@ -89,6 +96,9 @@ func (s *Store) openRegistered(open Opener, u *url.URL) error {
 	}
 	s.backend, s.client, s.list = o.Backend, o.Client, o.List
 	s.closers = append(s.closers, o.Close)
+	if o.Holders != nil && o.ReleaseHolder != nil {
+		s.holds = holds{list: o.Holders, release: o.ReleaseHolder}
+	}
 	s.release = func(context.Context, string, simba.Owner) error {
 		return errors.New("this store cannot release a mutex in its owner's name")
 	}

@@ -13,8 +13,8 @@
 //
 // With --kind semaphore or --kind rwlock, get, list, watch and release concern semaphores
 // and read-write locks: their holders, each with its mode (permit, shared or exclusive),
-// token and, where the store keeps them, its instants (Redis and SQL; ZooKeeper holds live
-// with their sessions; etcd lists none). watch reads them every second; release takes the
+// token and, where the store keeps them, its instants (Redis and SQL; ZooKeeper and etcd
+// holds live with a session or a lease). watch reads them every second; release takes the
 // holder's ID and frees that hold only, never a later one of the same holder:
 //
 //	simba [flags] list --kind semaphore

@@ -80,11 +80,14 @@ func Open(u *url.URL) (storeurl.Opened, error) {
 		_ = client.Close()
 		return storeurl.Opened{}, err
 	}
+	h := holds{client: client, b: b}
 	return storeurl.Opened{
-		Backend: b,
-		Client:  client,
-		List:    b.Mutexes,
-		Close:   func() error { return errors.Join(b.Close(), client.Close()) },
+		Backend:       b,
+		Client:        client,
+		List:          b.Mutexes,
+		Close:         func() error { return errors.Join(b.Close(), client.Close()) },
+		Holders:       h.list,
+		ReleaseHolder: h.release,
 	}, nil
 }
 
