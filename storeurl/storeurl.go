@@ -51,8 +51,8 @@
 // List, Release, Holders, ReleaseHolder and CreateTable return by their context's deadline
 // whatever the server does; a call the server has not answered by then goes on in the
 // background until the server answers, the client gives up, or Close closes the client,
-// and Close waits for it. A call that Close ends (one waiting for a ZooKeeper session among them), and every
-// call after Close, fails with an error matching simba.ErrClosed.
+// and Close waits for it. A call that Close ends (one waiting for a ZooKeeper session
+// among them), and every call after Close, fails with an error matching simba.ErrClosed.
 package storeurl
 
 import (
