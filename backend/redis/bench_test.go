@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,6 +61,7 @@ func cycles(b *testing.B, ctx context.Context, be simba.Backend) {
 		b.Fatal(err)
 	}
 	var cycles []time.Duration
+	defer reportCPU(b, cpuTime(b))
 	for b.Loop() {
 		began := time.Now()
 		lease, err := l.Acquire(ctx)
@@ -196,6 +198,7 @@ func contended(b *testing.B, acquire func(ctx context.Context, worker int) (*sim
 	)
 	left.Store(int64(b.N))
 	b.ResetTimer()
+	defer reportCPU(b, cpuTime(b))
 	began := time.Now()
 	for i := range eight {
 		wg.Go(func() {
@@ -224,4 +227,20 @@ func contended(b *testing.B, acquire func(ctx context.Context, worker int) (*sim
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sections/s")
+}
+
+// cpuTime returns the CPU time this process (the clients, not the servers it started) has
+// used so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// reportCPU reports the client CPU time per op since began (a cpuTime) as cpu-ns/op: the
+// figure a loaded machine moves least.
+func reportCPU(b *testing.B, began time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-began)/float64(b.N), "cpu-ns/op")
 }
