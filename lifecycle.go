@@ -105,7 +105,7 @@ type lifecycle struct {
 	lastErr      error                   // the error of the last attempt, nil after a successful one
 	begun        uint64                  // attempts begun
 	applied      uint64                  // attempts whose outcome (answer or failure) was applied
-	appliedCh    chan struct{}           // closed and replaced whenever an attempt is applied
+	appliedCh    chan struct{}           // made by a waiter (attemptNow); closed and dropped when an attempt is applied
 	granting     bool                    // a grant is being applied (for the observe.Observer)
 	answeredSent time.Time               // the send time of the latest answer or grant applied
 	grantedSent  time.Time               // the send time of the latest grant applied
@@ -139,9 +139,8 @@ func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
 		svc: svc, spec: spec, hooks: h,
 		events:    dispatch.NewHeld(svc.recovered),
 		attempted: newSignal(), acquired: newSignal(), hopeless: newSignal(), halted: newSignal(),
-		finished:  make(chan struct{}),
-		appliedCh: make(chan struct{}),
-		state:     svc.State(), // a new lifecycle starts from what the last one saw
+		finished: make(chan struct{}),
+		state:    svc.State(), // a new lifecycle starts from what the last one saw
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.rounds.clock = svc.cfg.clock
@@ -504,8 +503,10 @@ func (l *lifecycle) due(d time.Duration) {
 // Called with mu held.
 func (l *lifecycle) markApplied() {
 	l.applied++
-	close(l.appliedCh)
-	l.appliedCh = make(chan struct{})
+	if l.appliedCh != nil { // only attemptNow waits for it: an acquisition need not make one
+		close(l.appliedCh)
+		l.appliedCh = nil
+	}
 	l.attempted.fire()
 }
 
@@ -925,6 +926,9 @@ func (l *lifecycle) attemptNow(ctx context.Context) error {
 			err := l.lastErr
 			l.mu.Unlock()
 			return err
+		}
+		if l.appliedCh == nil {
+			l.appliedCh = make(chan struct{})
 		}
 		applied := l.appliedCh
 		l.mu.Unlock()
