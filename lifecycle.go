@@ -84,9 +84,8 @@ type lifecycle struct {
 	work   sync.WaitGroup      // a session contention's yield, which finish waits for
 
 	// closed once each, when what they name has happened
-	attempted signal // the first attempt (or report) has been applied
-	acquired  signal // the first tenure began
-	hopeless  signal // no attempt can succeed: the backend is closed, or refuses
+	decided signal // a Locker's acquisition can end: the first tenure began (once: the
+	// first attempt or report was applied), or no attempt can succeed (closed, refused)
 	halted    signal // Stop began (or the start-up failed)
 	finished  chan struct{}
 	finishErr error // what the store said when finishing; read after finished
@@ -111,6 +110,7 @@ type lifecycle struct {
 	grantedSent  time.Time               // the send time of the latest grant applied
 	renewBy      time.Time               // while leading: when the next attempt must have been applied
 	yielding     *yielding               // a step-down under way: no tenure begins until it is done
+	gaveUp       bool                    // no attempt can succeed (giveUp)
 }
 
 // yielding is a step-down under way (Service.Yield).
@@ -137,8 +137,8 @@ func (s *signal) fire() {
 func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
 	l := &lifecycle{
 		svc: svc, spec: spec, hooks: h,
-		events:    dispatch.NewHeld(svc.recovered),
-		attempted: newSignal(), acquired: newSignal(), hopeless: newSignal(), halted: newSignal(),
+		events:  dispatch.NewHeld(svc.recovered),
+		decided: newSignal(), halted: newSignal(),
 		finished: make(chan struct{}),
 		state:    svc.State(), // a new lifecycle starts from what the last one saw
 	}
@@ -273,7 +273,7 @@ func (l *lifecycle) run(first firstAttempt) {
 	l.enter(phaseRunning)
 	session := l.lease == nil
 	if session {
-		l.attempted.fire()
+		l.attemptApplied()
 	}
 	l.mu.Unlock()
 	switch {
@@ -420,7 +420,7 @@ func (l *lifecycle) grant(rec backend.Record, sent time.Time) {
 	l.granting = true
 	d := l.answer(rec, sent)
 	l.granting = false
-	l.attempted.fire()
+	l.attemptApplied()
 	l.rounds.reschedule(d)
 	if svc.logs(slog.LevelDebug) {
 		svc.log.Debug("simba: granted", "token", rec.Token)
@@ -440,12 +440,12 @@ func (l *lifecycle) report(rec backend.Record, at time.Time) {
 		end = o.TTLAt
 	}
 	l.apply(o, end)
-	l.attempted.fire()
+	l.attemptApplied()
 }
 
 // giveUp records that no attempt can succeed as things are (err says why: the backend is
 // closed, or the store refused the client), so that an acquisition waiting for the
-// lifecycle ends (a Locker's through hopeless, a Mutexes holder's through
+// lifecycle ends (a Locker's through decided, a Mutexes holder's through
 // spec.hopeless). A halted lifecycle is past caring.
 func (l *lifecycle) giveUp(err error) {
 	l.mu.Lock()
@@ -466,8 +466,9 @@ func (l *lifecycle) giveUpLocked(err error) {
 		return
 	}
 	l.lastErr = err // what a Locker's acquisition reports, whatever failed before
-	if !l.hopeless.fired {
-		l.hopeless.fire()
+	if !l.gaveUp {
+		l.gaveUp = true
+		l.decided.fire()
 		if l.spec.hopeless != nil {
 			l.spec.hopeless(err)
 		}
@@ -499,6 +500,14 @@ func (l *lifecycle) due(d time.Duration) {
 	l.renewBy = l.svc.cfg.now().Add(d + l.svc.cfg.callTimeout)
 }
 
+// attemptApplied records that an attempt (or report) was applied: the outcome a single
+// attempt (TryAcquire) waits for. Called with mu held.
+func (l *lifecycle) attemptApplied() {
+	if l.spec.once {
+		l.decided.fire()
+	}
+}
+
 // markApplied counts an applied attempt and wakes those waiting for one (attemptNow).
 // Called with mu held.
 func (l *lifecycle) markApplied() {
@@ -507,7 +516,7 @@ func (l *lifecycle) markApplied() {
 		close(l.appliedCh)
 		l.appliedCh = nil
 	}
-	l.attempted.fire()
+	l.attemptApplied()
 }
 
 // ---- tenures: apply, begin, renew, end ----------------------------------------------------
@@ -578,7 +587,7 @@ func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
 	l.tenure, l.owner, l.state = t, o, st
 	if l.first == nil {
 		l.first = t
-		l.acquired.fire()
+		l.decided.fire()
 	}
 	if svc.logs(slog.LevelInfo) {
 		svc.log.Info("simba: acquired", "token", o.Token)

@@ -155,14 +155,9 @@ func (l *Locker) startFailed(ctx context.Context, once bool, failures int, err e
 // stops lc and returns why not, or asks for another lifecycle (again) when the tenure
 // lapsed before it could be handed out.
 func (l *Locker) await(ctx context.Context, lc *lifecycle, once bool, storeErr *error) (_ *Lease, again bool, _ error) {
-	wait := lc.acquired.ch
-	if once {
-		wait = lc.attempted.ch
-	}
 	select {
-	case <-wait:
+	case <-lc.decided.ch: // acquired (once: attempted), or hopeless: waiting longer cannot help
 	case <-lc.halted.ch:
-	case <-lc.hopeless.ch: // the backend is closed or refuses: waiting longer cannot help
 	case <-ctx.Done():
 	}
 	t, owner, err := lc.outcome()
