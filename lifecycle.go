@@ -84,8 +84,9 @@ type lifecycle struct {
 	work   sync.WaitGroup      // a session contention's yield, which finish waits for
 
 	// closed once each, when what they name has happened
-	decided signal // a Locker's acquisition can end: the first tenure began (once: the
-	// first attempt or report was applied), or no attempt can succeed (closed, refused)
+	// decided: a Locker's acquisition can end. The first tenure began (for a single
+	// attempt: the first attempt or report was applied), or no attempt can succeed.
+	decided   signal
 	halted    signal // Stop began (or the start-up failed)
 	finished  chan struct{}
 	finishErr error // what the store said when finishing; read after finished
