@@ -83,9 +83,9 @@ type lifecycle struct {
 	p      backend.Participant // as opened, for a session contention opened again (yield)
 	work   sync.WaitGroup      // a session contention's yield, which finish waits for
 
-	// closed once each, when what they name has happened
-	// decided: a Locker's acquisition can end. The first tenure began (for a single
-	// attempt: the first attempt or report was applied), or no attempt can succeed.
+	// Closed once each, when what they name has happened. decided: a Locker's acquisition
+	// can end (the first tenure began; for a single attempt, the first attempt or report
+	// was applied; or no attempt can succeed).
 	decided   signal
 	halted    signal // Stop began (or the start-up failed)
 	finished  chan struct{}
