@@ -83,6 +83,7 @@ func (b *Backend) Close() error {
 	b.contentions, b.holds = nil, nil
 	b.mu.Unlock()
 	for c := range holds {
+		c.endParking()
 		if c.closed != nil {
 			c.closed()
 		}

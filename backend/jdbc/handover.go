@@ -441,7 +441,7 @@ func (c *contention) stopWaiting(ctx context.Context) bool {
 	close(h.stop)
 	session, done, cancel := h.session, h.done, h.cancel
 	h.mu.Unlock()
-	if c.interrupt(ctx, session, done) {
+	if c.b.interrupt(ctx, session, done) {
 		h.wg.Wait()
 		return true
 	}
@@ -450,17 +450,18 @@ func (c *contention) stopWaiting(ctx context.Context) bool {
 	return false
 }
 
-// interrupt interrupts the waiter's statement on the server until the waiter has returned
-// (true), or gives up (false) when ctx ends, after interruptFor, or when an interruption
-// failed: one that perhaps was not executed must not meet the connection in the pool.
-func (c *contention) interrupt(ctx context.Context, session int64, done <-chan struct{}) bool {
+// interrupt interrupts a waiter's statement on the server until the waiter has returned
+// (done closed: true), or gives up (false) when ctx ends, after interruptFor, or when an
+// interruption failed: one that perhaps was not executed must not meet the connection in
+// the pool.
+func (b *Backend) interrupt(ctx context.Context, session int64, done <-chan struct{}) bool {
 	ctx, cancel := context.WithTimeout(ctx, interruptFor)
 	defer cancel()
-	stmt := fmt.Sprintf(c.b.sql.interruptText, session)
+	stmt := fmt.Sprintf(b.sql.interruptText, session)
 	// An interruption that arrives before the wait has begun on the server is lost; try
 	// again, a little later each time.
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		if _, err := c.b.db.ExecContext(ctx, stmt); err != nil {
+		if _, err := b.db.ExecContext(ctx, stmt); err != nil {
 			return false
 		}
 		t := time.NewTimer(delay)

@@ -80,6 +80,13 @@ type holdStatements struct {
 	update string // shared, place, token, acquired_at, ttl_at, expires_at, kind, name, holder
 	head   string // permits, place, kind, name
 	remove string // kind, name, holder
+
+	// The cross-process wake (holds_wake.go).
+	session    string // the session's ID
+	park       string // follows a mark: sleeps, answering 0 unless interrupted: seconds
+	parked     string // counts the session's running statements that begin with a mark: session, wakeMarkLen, mark
+	findParked string // the running statements that begin with marks (%s: their placeholders), their IDs for killParked: wakeMarkLen, marks...
+	killParked string // ends the statement of findParked's ID %d; empty: findParked ends them itself
 }
 
 // holdSQL renders the hold table's statements for mutex table t in dialect d.
@@ -109,10 +116,23 @@ func holdSQL(d Dialect, t tableName) (holdStatements, error) {
 		quoted, now = d.quote(h), mysqlNow
 		s.ddl = strings.Replace(mysqlHoldDDL, "`simba_mutex_hold`", quoted, 1)
 		s.ensure = ensure + "ON DUPLICATE KEY UPDATE place = place"
+		s.session, s.park = "SELECT CONNECTION_ID()", " SLEEP(?)"
+		s.parked = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND LEFT(INFO, ?) = ?"
+		// MySQL's: KILL QUERY names a session, which may run another statement by then;
+		// holdStatements gives MariaDB's, which names the statement.
+		s.findParked = "SELECT ID FROM information_schema.PROCESSLIST WHERE LEFT(INFO, ?) IN (%s)"
+		s.killParked = mysqlInterrupt
 	case postgresDialect:
 		quoted, now = d.quote(h), pgNow
 		s.ddl = strings.Replace(postgresHoldDDL, `"simba_mutex_hold"`, quoted, 1)
 		s.ensure = ensure + "ON CONFLICT DO NOTHING"
+		s.session, s.park = "SELECT pg_backend_pid()", " 0 FROM pg_sleep($1)"
+		s.parked = "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active' AND left(query, $2) = $3"
+		// pg_cancel_backend signals a session at once, in the statement that found it
+		// running the marked statement; only sessions it may signal are tried (another
+		// role's would fail the statement).
+		s.findParked = "SELECT COUNT(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE state = 'active' AND " +
+			"pg_has_role(usesysid, 'MEMBER') AND left(query, ?) IN (%s)"
 		// The limit is the lock's $1; set for the transaction, it bounds its statements.
 		bound = pgBound + " AND "
 		numbered = dollars
@@ -173,6 +193,12 @@ func (b *Backend) holdStatements(ctx context.Context) (holdStatements, error) {
 		return holdStatements{}, refused(err, checked.table.String())
 	}
 	checked.server = schema{mariaDB: strings.Contains(strings.ToLower(version), "mariadb")}
+	if checked.server.mariaDB {
+		// MariaDB's statement IDs are never reused, so a release ends the parked statement
+		// it found and nothing else.
+		checked.findParked = "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE LEFT(INFO, ?) IN (%s)"
+		checked.killParked = "KILL QUERY ID %d"
+	}
 	b.mu.Lock()
 	b.holdSQL = &checked
 	b.mu.Unlock()
@@ -198,7 +224,9 @@ func (b *Backend) startHold(ctx context.Context, p backend.Participant) (backend
 		b: b, sql: s, kind: int64(p.Hold.Kind), name: p.Mutex, id: p.ContenderID, hold: p.Hold,
 		ttl: p.TTL.Milliseconds(), lease: (p.TTL + p.Transition).Milliseconds(),
 		patience: patience(p.TTL + p.Transition), wake: p.Wake, closed: p.Closed, log: p.Logger,
+		mark: wakeMark(s.table, int64(p.Hold.Kind), p.Mutex, p.ContenderID),
 	}
+	c.parkSQL = c.mark + s.park
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -227,6 +255,8 @@ type holdContention struct {
 	log                  *slog.Logger
 	asked                bool    // an Acquire was made: a hold found under its ID is its own
 	db                   dbClock // the database's clock as the last decision read it
+	mark, parkSQL        string  // the cross-process wake's (holds_wake.go)
+	parking              holdPark
 }
 
 var _ backend.LeaseContention = (*holdContention)(nil)
@@ -262,6 +292,7 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 	c.asked = true
 	for created := false; ; created = true {
 		var rec backend.Record
+		var queued *parkGuard
 		found, err := c.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 			var one int
 			lock, args := c.b.dialect.bound(c.sql.server, limit(ctx), c.sql.lock, c.kind, c.name)
@@ -272,13 +303,17 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 				return false, err
 			}
 			var err error
-			rec, err = c.decide(ctx, tx, fresh)
+			rec, queued, err = c.decide(ctx, tx, fresh)
 			return true, err
 		})
 		switch {
 		case err != nil:
 			return backend.Record{}, refused(fmt.Errorf("simba/jdbc: acquire %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
+		case found && queued != nil:
+			c.park(*queued)
+			return rec, nil
 		case found:
+			c.unpark(false) // it holds, or holds no more after a clock step: nothing to wait for
 			return rec, nil
 		case created:
 			return backend.Record{}, fmt.Errorf("simba/jdbc: acquire %v %q: its row is missing right after it was created", c.hold.Kind, c.name)
@@ -315,25 +350,26 @@ func ignoreDone(err error) error {
 }
 
 // decide reads the name's rows, with its row locked in tx, drops the holds and waiters
-// that have ended, and admits, renews or queues the contender.
-func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (backend.Record, error) {
+// that have ended, and admits, renews or queues the contender; for a queued one it
+// returns what the decision leaves in the table (parkGuard).
+func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (backend.Record, *parkGuard, error) {
 	sent := time.Now()
 	head, rows, err := c.readRows(ctx, tx)
 	if err != nil {
-		return backend.Record{}, err
+		return backend.Record{}, nil, err
 	}
 	stepped := c.db.check(c.b, c.log, sent, time.Now(), uint64(head.now)) > 0
 	now := head.now
 	live := slices.DeleteFunc(slices.Clone(rows), func(r holdRow) bool { return r.expiresAt <= now })
 	if len(live) < len(rows) {
 		if _, err := tx.ExecContext(ctx, c.sql.prune, c.kind, c.name, now); err != nil {
-			return backend.Record{}, err
+			return backend.Record{}, nil, err
 		}
 	}
 	headChanged := false
 	if c.hold.Kind == backend.Semaphore && head.permits != c.hold.Permits {
 		if len(live) > 0 {
-			return backend.Record{}, fmt.Errorf("semaphore %q has %d permits, not %d: %w",
+			return backend.Record{}, nil, fmt.Errorf("semaphore %q has %d permits, not %d: %w",
 				c.name, head.permits, c.hold.Permits, simba.ErrRefused)
 		}
 		head.permits, headChanged = c.hold.Permits, true // nobody holds or waits: a new count
@@ -360,7 +396,7 @@ func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (ba
 			// hold up at once, as a mutex's owner does (see When the database's clock
 			// steps); its next acquisition begins a new hold.
 			_, err := tx.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id)
-			return backend.Record{}, err
+			return backend.Record{}, nil, err
 		}
 		if fresh {
 			// A new contention that finds its ID holding (an earlier one's release was
@@ -382,21 +418,25 @@ func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (ba
 				own.expiresAt = max(now, first.expiresAt) + c.patience
 			}
 			if err := c.write(ctx, tx, own, head, headChanged); err != nil {
-				return backend.Record{}, err
+				return backend.Record{}, nil, err
+			}
+			guard := &parkGuard{place: head.place, rows: len(live)}
+			if !own.stored {
+				guard.rows++
 			}
 			if first == nil {
-				return backend.Record{}, nil
+				return backend.Record{}, guard, nil
 			}
 			first.now = now
-			return first.record(), nil
+			return first.record(), guard, nil
 		}
 		own.token, own.acquiredAt = newToken(), now
 	}
 	own.ttlAt, own.expiresAt, own.now = now+c.ttl, now+c.lease, now
 	if err := c.write(ctx, tx, own, head, headChanged); err != nil {
-		return backend.Record{}, err
+		return backend.Record{}, nil, err
 	}
-	return own.record(), nil
+	return own.record(), nil, nil
 }
 
 // readRows reads the name's row (head, with the database's now) and its holders' and
@@ -439,9 +479,14 @@ func (c *holdContention) admits(holders, waiters []holdRow, i int) bool {
 		holders[0].holder == c.hold.Beside && !holders[0].shared {
 		return true
 	}
-	ahead := waiters[:i+1]
-	if c.hold.Kind == backend.Semaphore {
-		return len(holders)+len(ahead) <= c.hold.Permits
+	return fitsBeside(c.hold.Kind, c.hold.Permits, holders, waiters[:i+1])
+}
+
+// fitsBeside reports whether the last of ahead, the waiters of a name of kind from the first on,
+// fits beside holders together with every waiter ahead of it.
+func fitsBeside(kind backend.Kind, permits int, holders, ahead []holdRow) bool {
+	if kind == backend.Semaphore {
+		return len(holders)+len(ahead) <= permits
 	}
 	// Read holds fit beside read holds; a write hold fits alone. A read hold (a
 	// downgrade's) that entered after a writer queued keeps that writer out too.
@@ -487,15 +532,21 @@ func (c *holdContention) write(ctx context.Context, tx *sql.Tx, own, head holdRo
 }
 
 // Release gives the contender's hold up, or takes it off the waiters, and asks this
-// backend's other contentions of the name to try now: one of them may fit.
+// backend's other contentions of the name to try now, and the waiters of other processes
+// that fit now (wakeOthers).
 func (c *holdContention) Release(ctx context.Context) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if _, err := c.b.db.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id); err != nil {
+	c.unpark(false)
+	res, err := c.b.db.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id)
+	if err != nil {
 		return refused(fmt.Errorf("simba/jdbc: release %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
 	}
 	c.b.wakeHolds(c)
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		c.wakeOthers(ctx)
+	}
 	return nil
 }
 
@@ -520,11 +571,12 @@ func (c *holdContention) Lookup(ctx context.Context) (backend.Record, error) {
 	return first.record(), nil
 }
 
-// StopContend forgets the contention; its row is left to Release.
+// StopContend forgets the contention and ends its parking; its row is left to Release.
 func (c *holdContention) StopContend(context.Context) error {
 	c.b.mu.Lock()
-	defer c.b.mu.Unlock()
 	delete(c.b.holds, c)
+	c.b.mu.Unlock()
+	c.endParking()
 	return nil
 }
 

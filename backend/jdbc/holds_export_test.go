@@ -1,0 +1,18 @@
+package jdbc
+
+// Parked returns how many of the backend's contentions for name wait in a parked
+// statement whose guard was checked, so that tests and benchmarks release only once a
+// waiter of another process can be woken by it.
+func (b *Backend) Parked(name string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for c := range b.holds {
+		c.parking.mu.Lock()
+		if c.name == name && c.parking.parked {
+			n++
+		}
+		c.parking.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,189 @@
+package jdbc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// The cross-process wake of semaphores and read-write locks: a release in one process
+// pushes the hand-over to a waiter in another (two backends on pools of their own).
+
+// holdTTL is long enough that no test below can pass by polling: a waiter told of a hold
+// tries again by itself only after holdTTL and half of it (its transition window).
+const holdTTL = time.Minute
+
+// pushWait bounds a pushed hand-over in the tests: generous, and far below the polling
+// bound of holdTTL.
+const pushWait = 15 * time.Second
+
+// awaitParked waits until one of b's contentions of name is parked, failing the test
+// after pushWait.
+func awaitParked(t testing.TB, b *jdbc.Backend, name string) {
+	t.Helper()
+	deadline := time.Now().Add(pushWait)
+	for b.Parked(name) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no contention of %s parked within %v", name, pushWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wokenHold opens a contention of b for hold on name under id whose Wake signals the
+// returned channel, stopped when the test ends.
+func wokenHold(t *testing.T, b simba.Backend, name, id string, hold backend.Hold) (backend.LeaseContention, <-chan struct{}) {
+	t.Helper()
+	woken := make(chan struct{}, 1)
+	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: id, TTL: holdTTL, Transition: holdTTL / 2,
+		Wake: func() {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		}, Hold: hold})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	return c.(backend.LeaseContention), woken
+}
+
+// awaitWake waits for a wake on woken, failing the test after pushWait.
+func awaitWake(t *testing.T, woken <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-woken:
+	case <-time.After(pushWait):
+		t.Fatalf("%s: not woken within %v (the polling bound is %v)", what, pushWait, holdTTL*3/2)
+	}
+}
+
+// TestHoldReleaseWakesAnotherProcess: a waiter on one backend is woken by a release on
+// another (a pool of its own: another process as far as the store can tell), and admitted
+// at its next attempt, several times over: the release comes right after the waiter
+// queued, before its wait has begun on the server, as often as not.
+func TestHoldReleaseWakesAnotherProcess(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+		for i := range 5 {
+			name := mutexName(t)
+			holder, _ := wokenHold(t, newB(t), name, "holder", one)
+			wb := newB(t)
+			waiter, woken := wokenHold(t, wb, name, "waiter", one)
+			require.Equal(t, "holder", acquire(t, holder).Owner)
+			require.Equal(t, "holder", acquire(t, waiter).Owner)
+			if i%2 == 1 {
+				awaitParked(t, wb, name) // the wait has begun on the server, this time
+			}
+			released := time.Now()
+			require.NoError(t, holder.Release(t.Context()))
+			awaitWake(t, woken, "the waiter in another process")
+			t.Logf("round %d: woken %v after the release began", i, time.Since(released))
+			assert.Equal(t, "waiter", acquire(t, waiter).Owner)
+		}
+	})
+}
+
+// TestHoldReleaseWakesOnlyWhoFits: a semaphore of two permits, both held in one process,
+// three waiters queued in others. One release wakes the first waiter only: the others do
+// not fit yet. The next release wakes the second. A read-write lock's writer's release
+// wakes both readers queued behind it, not the writer behind them.
+func TestHoldReleaseWakesOnlyWhoFits(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		two := backend.Hold{Kind: backend.Semaphore, Permits: 2}
+		hb := newB(t)
+		h1, _ := wokenHold(t, hb, name, "h1", two)
+		h2, _ := wokenHold(t, hb, name, "h2", two)
+		require.Equal(t, "h1", acquire(t, h1).Owner)
+		require.Equal(t, "h2", acquire(t, h2).Owner)
+		var waiters []backend.LeaseContention
+		var wakes []<-chan struct{}
+		for _, id := range []string{"w1", "w2", "w3"} {
+			b := newB(t)
+			w, woken := wokenHold(t, b, name, id, two)
+			require.NotEqual(t, id, acquire(t, w).Owner)
+			awaitParked(t, b, name) // so that the releases below are what wakes it, if anything
+			waiters, wakes = append(waiters, w), append(wakes, woken)
+		}
+		require.NoError(t, h1.Release(t.Context()))
+		awaitWake(t, wakes[0], "w1")
+		assert.Equal(t, "w1", acquire(t, waiters[0]).Owner)
+		require.NoError(t, h2.Release(t.Context()))
+		awaitWake(t, wakes[1], "w2")
+		assert.Equal(t, "w2", acquire(t, waiters[1]).Owner)
+		select {
+		case <-wakes[2]:
+			t.Error("w3 was woken, though it fits nowhere")
+		default:
+		}
+
+		name = mutexName(t)
+		w, _ := wokenHold(t, newB(t), name, "w", writeHold)
+		require.Equal(t, "w", acquire(t, w).Owner)
+		r1b, r2b, w2b := newB(t), newB(t), newB(t)
+		r1, r1Woken := wokenHold(t, r1b, name, "r1", readHold)
+		r2, r2Woken := wokenHold(t, r2b, name, "r2", readHold)
+		w2, w2Woken := wokenHold(t, w2b, name, "w2", writeHold)
+		for _, c := range []struct {
+			c backend.LeaseContention
+			b *jdbc.Backend
+		}{{r1, r1b}, {r2, r2b}, {w2, w2b}} {
+			require.Equal(t, "w", acquire(t, c.c).Owner)
+			awaitParked(t, c.b, name)
+		}
+		require.NoError(t, w.Release(t.Context()))
+		awaitWake(t, r1Woken, "r1")
+		awaitWake(t, r2Woken, "r2")
+		assert.Equal(t, "r1", acquire(t, r1).Owner)
+		assert.Equal(t, "r2", acquire(t, r2).Owner)
+		select {
+		case <-w2Woken:
+			t.Error("the writer behind the readers was woken")
+		default:
+		}
+	})
+}
+
+// TestSemaphoreHandOverAcrossProcesses: through simba's Semaphore, a permit given back in
+// one process reaches a waiter in another well within the polling bound.
+func TestSemaphoreHandOverAcrossProcesses(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		opts := []simba.LockerOption{simba.WithTTL(holdTTL), simba.WithTransition(holdTTL / 2)}
+		first, err := simba.NewSemaphore(newB(t), name, 1, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = first.Close() })
+		second, err := simba.NewSemaphore(newB(t), name, 1, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = second.Close() })
+
+		held, err := first.Acquire(t.Context())
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*pushWait)
+			defer cancel()
+			lease, err := second.Acquire(ctx)
+			if err == nil {
+				err = lease.Release(context.Background())
+			}
+			got <- err
+		}()
+		// Give the second a place in the queue first; the test holds either way.
+		time.Sleep(200 * time.Millisecond)
+		require.NoError(t, held.Release(t.Context()))
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-time.After(pushWait):
+			t.Fatalf("the permit did not reach the other process within %v (the polling bound is %v)", pushWait, holdTTL*3/2)
+		}
+	})
+}

@@ -1,0 +1,392 @@
+package jdbc
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The cross-process wake of semaphores' and read-write locks' waiters: see "Hand-over of
+// holds" in the package documentation. A queued waiter parks a sleeping statement, marked
+// with a digest of its name and ID, on a connection of its own; a release ends the parked
+// statements of the waiters that fit now, found by their mark among the server's running
+// statements. The wake is a hint only: the waiter decides in its own transaction, and a
+// wake lost costs time (the waiter's polling), never safety.
+
+// wakeTag begins a parked statement's text; its mark goes on with 32 hex digits and "*/".
+const wakeTag = "SELECT /*simba-wake:"
+
+// wakeMarkLen is the length of a mark: wakeTag, the digest, "*/".
+const wakeMarkLen = len(wakeTag) + 32 + 2
+
+// wakeMark is the beginning of the text of the statement that holder parks, waiting for
+// kind name in table t: digits only between fixed text, so it is safe in SQL.
+func wakeMark(t tableName, kind int64, name, holder string) string {
+	sum := sha256.Sum256([]byte(t.String() + "\x00" + strconv.FormatInt(kind, 10) + "\x00" + name + "\x00" + holder))
+	return wakeTag + hex.EncodeToString(sum[:16]) + "*/"
+}
+
+// parkGuard is what a queued decision left in the table: the name's row's place counter
+// and the number of holders' and waiters' rows. Every admission and every new waiter
+// moves the counter on, and every other change deletes a row, so a read that finds both
+// unchanged finds nothing changed since that the waiter could fit by.
+type parkGuard struct {
+	place int64
+	rows  int
+}
+
+// holdPark is a waiter's parking: the parked statement runs on a connection of its own,
+// pinned from the hand-over's budget, in a goroutine (parkLoop) that lives from the first
+// queued answer to the contention's admission or end.
+type holdPark struct {
+	mu      sync.Mutex
+	guard   parkGuard
+	gen     uint64        // counts the guards given; the loop parks with the latest
+	kick    chan struct{} // a new guard was given
+	stop    chan struct{} // closed to end the running loop; nil when none runs
+	gone    bool          // the contention ended: no more parking
+	parked  bool          // a parked statement runs, its guard checked
+	running sync.WaitGroup
+}
+
+// parkOutcome is how one parking ended.
+type parkOutcome int
+
+const (
+	sleptOut parkOutcome = iota // the sleep ran its length: park again
+	woken                       // a release ended it, or the guard found a change: try now
+	stopped                     // the contention asked the loop to end
+	broken                      // the connection failed: polling only
+)
+
+// park parks the contention, queued by a decision that left g, unless the hand-over's
+// budget has no connection for it (then it polls only, as without the wake).
+func (c *holdContention) park(g parkGuard) {
+	p := &c.parking
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		return
+	}
+	p.guard, p.gen = g, p.gen+1
+	if p.stop == nil {
+		if !c.b.pin() {
+			c.log.Debug("simba/jdbc: the hand-over's connections are all in use; waiting by polling only")
+			return
+		}
+		if p.kick == nil {
+			p.kick = make(chan struct{}, 1)
+		}
+		stop := make(chan struct{})
+		p.stop = stop
+		p.running.Go(func() { c.parkLoop(stop) })
+	}
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// unpark ends the parking, if any, without waiting for it; gone ends it for good.
+func (c *holdContention) unpark(gone bool) {
+	p := &c.parking
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gone = p.gone || gone
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+}
+
+// endParking ends the parking for good and waits for it: the parked statement is
+// interrupted (within interruptFor, or its connection is closed) and the connection
+// closed.
+func (c *holdContention) endParking() {
+	c.unpark(true)
+	c.parking.running.Wait()
+}
+
+// latest returns the latest guard given and its generation, waiting for one newer than
+// after; false when stop closes first.
+func (c *holdContention) latest(stop <-chan struct{}, after uint64) (parkGuard, uint64, bool) {
+	p := &c.parking
+	for {
+		p.mu.Lock()
+		g, gen := p.guard, p.gen
+		p.mu.Unlock()
+		if gen > after {
+			return g, gen, true
+		}
+		select {
+		case <-stop:
+			return parkGuard{}, 0, false
+		case <-p.kick:
+		}
+	}
+}
+
+// parkLoop parks on a connection of its own until stop closes, waking the service when a
+// parking ends otherwise than by its length. The connection is closed at the end, never
+// returned to the pool: a release that found the parked statement may end the statement
+// it runs next (MySQL's KILL QUERY names a session, not a statement).
+func (c *holdContention) parkLoop(stop chan struct{}) {
+	defer c.b.unpin()
+	defer func() {
+		p := &c.parking
+		p.mu.Lock()
+		if p.stop == stop { // ended by a failure, not by unpark: a later queued answer parks again
+			p.stop = nil
+		}
+		p.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn, session, err := c.parkingConn(ctx, stop)
+	if err != nil {
+		c.log.Debug("simba/jdbc: no connection to park on; waiting by polling only", "err", err)
+		return
+	}
+	defer discard(conn)
+	var used uint64
+	for {
+		g, gen, ok := c.latest(stop, used)
+		if !ok {
+			return
+		}
+		switch c.parkOnce(ctx, cancel, conn, session, g, stop) {
+		case sleptOut:
+			used = gen - 1 // park again with the latest guard, this one if no other came
+		case woken:
+			used = gen
+			if _, newer, _ := c.latestNow(); newer == gen && c.wake != nil {
+				c.wake() // no decision since that guard: the service tries now
+			}
+		case broken:
+			if c.wake != nil {
+				c.wake() // the wake, if any, may be lost: the service tries now
+			}
+			return
+		case stopped:
+			return
+		}
+	}
+}
+
+// latestNow returns the latest guard given and its generation.
+func (c *holdContention) latestNow() (parkGuard, uint64, bool) {
+	p := &c.parking
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.guard, p.gen, p.gen > 0
+}
+
+// parkingConn takes a connection from the pool for the parking, and its session ID,
+// within interruptFor.
+func (c *holdContention) parkingConn(ctx context.Context, stop <-chan struct{}) (*sql.Conn, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, interruptFor)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := c.b.db.Conn(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var session int64
+	if err := conn.QueryRowContext(ctx, c.sql.session).Scan(&session); err != nil {
+		discard(conn)
+		return nil, 0, err
+	}
+	return conn, session, nil
+}
+
+// parkOnce runs one parked statement on conn (session) and waits for its end. It first
+// waits until the server shows the statement running, and only then reads the name's
+// rows for g: a release that committed before that read is seen there (the guard finds
+// the change), and one that committed after it finds the statement running when it looks
+// for it. cancel ends ctx, closing conn, when the statement cannot be interrupted.
+func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, session int64, g parkGuard,
+	stop <-chan struct{}) parkOutcome {
+	var (
+		slept  int64
+		err    error
+		ended  = make(chan struct{})
+		length = min(time.Duration(c.lease)*time.Millisecond, waitSeconds*time.Second)
+	)
+	go func() {
+		defer close(ended)
+		err = conn.QueryRowContext(ctx, c.parkSQL, length.Seconds()).Scan(&slept)
+	}()
+	outcome := func() parkOutcome {
+		switch {
+		case err == nil && slept == 0:
+			return sleptOut
+		case err != nil && !valid(conn):
+			c.log.Debug("simba/jdbc: parking failed; waiting by polling only", "err", err)
+			return broken
+		}
+		return woken // SLEEP interrupted answers 1; pg_sleep cancelled is an error
+	}
+	// end interrupts the parked statement, for a reason of the loop's, and waits for it.
+	end := func(why parkOutcome) parkOutcome {
+		if !c.b.interrupt(ctx, session, ended) {
+			cancel()
+			<-ended
+			return broken
+		}
+		<-ended
+		return why
+	}
+	running, err2 := c.parked(ctx, session, ended, stop)
+	switch {
+	case closed(ended):
+		return outcome()
+	case closed(stop):
+		return end(stopped)
+	case err2 != nil || !running:
+		c.log.Debug("simba/jdbc: the parked statement could not be seen running", "err", err2)
+		return end(woken) // the wake may be lost: try now
+	}
+	head, rows, err2 := c.readRows(ctx, c.b.db)
+	if err2 != nil || head.place != g.place || len(rows) != g.rows {
+		return end(woken)
+	}
+	c.setParked(true)
+	defer c.setParked(false)
+	select {
+	case <-ended:
+		return outcome()
+	case <-stop:
+		return end(stopped)
+	}
+}
+
+// setParked records whether a parked statement runs with its guard checked.
+func (c *holdContention) setParked(on bool) {
+	c.parking.mu.Lock()
+	c.parking.parked = on
+	c.parking.mu.Unlock()
+}
+
+// parked waits until the server shows the parked statement running on session, for at
+// most interruptFor; it gives up early when the statement ended or stop closed.
+func (c *holdContention) parked(ctx context.Context, session int64, ended, stop <-chan struct{}) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, interruptFor)
+	defer cancel()
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		var n int
+		if err := c.b.db.QueryRowContext(ctx, c.sql.parked, session, wakeMarkLen, c.mark).Scan(&n); err != nil {
+			return false, err
+		}
+		if n > 0 {
+			return true, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ended:
+		case <-stop:
+		case <-ctx.Done():
+		case <-t.C:
+			continue
+		}
+		t.Stop()
+		return false, ctx.Err()
+	}
+}
+
+// wakeOthers, after the contention left the name, ends the parked statements of the
+// waiters that fit now, other than this backend's own (wakeHolds woke those). Failures
+// only cost those waiters time; they are logged, not returned.
+func (c *holdContention) wakeOthers(ctx context.Context) {
+	head, rows, err := c.readRows(ctx, c.b.db)
+	if errors.Is(err, errNoRow) {
+		return
+	}
+	if err != nil {
+		c.log.Debug("simba/jdbc: could not read whom the release lets in", "err", err)
+		return
+	}
+	local := c.b.localHolders(c)
+	var holders, waiters []holdRow
+	for _, r := range rows {
+		switch {
+		case r.expiresAt <= head.now:
+		case r.token > 0:
+			holders = append(holders, r)
+		default:
+			waiters = append(waiters, r)
+		}
+	}
+	var marks []any
+	for i, w := range waiters {
+		if !fitsBeside(c.hold.Kind, head.permits, holders, waiters[:i+1]) {
+			break
+		}
+		if _, ok := local[w.holder]; !ok {
+			marks = append(marks, wakeMark(c.sql.table, c.kind, c.name, w.holder))
+		}
+	}
+	if len(marks) == 0 {
+		return
+	}
+	if err := c.sql.wakeParked(ctx, c.b.db, marks); err != nil {
+		c.log.Debug("simba/jdbc: could not wake the waiters of other processes; they poll", "err", err)
+	}
+}
+
+// localHolders returns the contender IDs of the backend's contentions of c's name.
+func (b *Backend) localHolders(c *holdContention) map[string]struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make(map[string]struct{})
+	for o := range b.holds {
+		if o.kind == c.kind && o.name == c.name {
+			ids[o.id] = struct{}{}
+		}
+	}
+	return ids
+}
+
+// wakeParked ends the parked statements whose marks are given.
+func (s holdStatements) wakeParked(ctx context.Context, db *sql.DB, marks []any) error {
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(marks)), ", ")
+	q := fmt.Sprintf(s.findParked, in)
+	if s.killParked == "" { // PostgreSQL: the query cancels them itself
+		_, err := db.ExecContext(ctx, dollars(q), append([]any{wakeMarkLen}, marks...)...)
+		return err
+	}
+	rs, err := db.QueryContext(ctx, q, append([]any{wakeMarkLen}, marks...)...)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return errors.Join(err, rs.Close())
+		}
+		ids = append(ids, id)
+	}
+	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(s.killParked, id)); err != nil {
+			errs = append(errs, err) // one ended already, or belongs to a user this one may not touch
+		}
+	}
+	return errors.Join(errs...)
+}
