@@ -2,6 +2,7 @@ package jdbc_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -186,4 +187,66 @@ func TestSemaphoreHandOverAcrossProcesses(t *testing.T) {
 			t.Fatalf("the permit did not reach the other process within %v (the polling bound is %v)", pushWait, holdTTL*3/2)
 		}
 	})
+}
+
+// TestHoldParkingEndsWithTheContention: a parked waiter's StopContend, and its backend's
+// Close, end its parked statement on the server and give its connection up: none is left
+// in use in its pool, none is left parked on the server.
+func TestHoldParkingEndsWithTheContention(t *testing.T) {
+	for _, d := range []struct {
+		name    string
+		open    func(t testing.TB, params ...string) *sql.DB
+		dialect jdbc.Dialect
+		running string // counts the server's running statements that begin with $1
+	}{
+		{"mariadb", openDB, jdbc.MySQL, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE LEFT(INFO, CHAR_LENGTH(?)) = ?"},
+		{"postgres", openPG, jdbc.Postgres, "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND left(query, length($1)) = $1"},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			for _, end := range []string{"StopContend", "Close"} {
+				name := mutexName(t)
+				one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+				holderB, err := jdbc.New(d.open(t), jdbc.WithDialect(d.dialect))
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = holderB.Close() })
+				holder, _ := wokenHold(t, holderB, name, "holder", one)
+				db := d.open(t)
+				b, err := jdbc.New(db, jdbc.WithDialect(d.dialect))
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = b.Close() })
+				c, err := b.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "waiter", TTL: holdTTL,
+					Transition: holdTTL / 2, Wake: func() {}, Hold: one})
+				require.NoError(t, err)
+				require.Equal(t, "holder", acquire(t, holder).Owner)
+				require.Equal(t, "holder", acquire(t, c.(backend.LeaseContention)).Owner)
+				awaitParked(t, b, name)
+
+				query := d.running
+				args := []any{"SELECT /*simba-wake:", "SELECT /*simba-wake:"}
+				if d.dialect == jdbc.Postgres {
+					args = args[:1]
+				}
+				parked := func() int {
+					var n int
+					require.NoError(t, d.open(t).QueryRowContext(t.Context(), query, args...).Scan(&n))
+					return n
+				}
+				require.Equal(t, 1, parked(), "the waiter's statement runs on the server")
+				if end == "Close" {
+					require.NoError(t, b.Close())
+				} else {
+					require.NoError(t, c.StopContend(t.Context()))
+				}
+				assert.Zero(t, b.Parked(name))
+				assert.Zero(t, db.Stats().InUse, "%s: connections in use in the waiter's pool", end)
+				deadline := time.Now().Add(pushWait)
+				for parked() > 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: the parked statement still runs on the server after %v", end, pushWait)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
 }
