@@ -702,17 +702,58 @@
 // the caller's deadline (MariaDB's max_statement_time; on PostgreSQL lock_timeout, for the
 // whole transaction).
 //
-// Hand-over is pushed within a process only: a release wakes the backend's contentions of
-// the name, which try at once. Across processes a waiter tries again when the first hold
-// it was told of could lapse (its transition window's end, plus simba's jitter), so a
-// hold released early reaches a waiter of another process within ttl + transition + 1s.
-// The mutex's named-lock hand-over does not carry over: a waiter would have to wait on
-// every holder's lock at once, a pinned connection each, and database/sql gives no
-// LISTEN to wait on a notification instead. A holder whose answer shows the database's
+// A release wakes the waiters it lets in, in every process (Hand-over of holds). A holder
+// whose answer shows the database's
 // clock stepping forward gives its hold up at once, as a mutex's owner does (see When the
 // database's clock steps); a step back is reported, but unlike a mutex's waiter a hold's
 // does not bound its wait by its own clock: a holder that vanishes just after a step back
 // keeps the others out for the step's length more.
+//
+// # Hand-over of holds
+//
+// A release wakes, within a few round trips, the waiters it lets in, rather than leaving
+// them to try when the hold they were told of could lapse. In its own process it wakes
+// the backend's contentions of the name directly. Across processes:
+//
+//   - A queued waiter parks: on a connection of its own, pinned from the hand-over's
+//     budget (WithHandOverConnections, shared with the mutexes'), it runs a sleep marked
+//     with a digest of the table, the kind, the name and its contender ID: SELECT
+//     /*simba-wake:<digest>*/ SLEEP(s), on PostgreSQL SELECT /*simba-wake:<digest>*/ 0
+//     FROM pg_sleep(s), for its ttl + transition (at most 30s), and again after that.
+//   - Once the server shows the sleep running (information_schema.PROCESSLIST,
+//     pg_stat_activity), the waiter reads the name's rows. If the name's row's counter or
+//     the number of rows moved since its decision (every admission and every new waiter
+//     moves the counter on; every other change deletes a row), it ends the sleep and tries
+//     at once. A release that committed after that read finds the sleep running, so no
+//     wake is lost between a decision and its parking.
+//   - A release that removed a row reads the name's rows and ends the sleeps of the
+//     waiters that fit now, in order (a semaphore's up to the permits free; a read-write
+//     lock's readers up to the first writer, or that writer), found by their mark: KILL
+//     QUERY ID on MariaDB (a statement's ID, never reused), KILL QUERY on MySQL (a
+//     session's), pg_cancel_backend on PostgreSQL in the statement that finds them.
+//     Waiters that do not fit are left asleep: no storm of retries.
+//
+// The wake is a hint: the table alone admits, so a wake lost or misdirected costs time,
+// never safety, and polling stays the fallback: a waiter not woken tries again when the
+// first hold it was told of could lapse, within ttl + transition + 1s of an early release.
+// Wakes are lost where the releaser's user may not see or end the waiter's statement
+// (another MySQL user, without PROCESS and CONNECTION_ADMIN; a PostgreSQL role it is not a
+// member of), where the hand-over's connections are all in use, and where the server does
+// not show running statements (PostgreSQL with track_activities off: the waiter then polls
+// only). A waiter that dies parks no more (its session ends with it) and is dropped after
+// its patience, as before. The parking's connection is closed, never returned to the pool,
+// when the waiter is admitted or stops, as a release that found its sleep may end the next
+// statement of the session (MySQL's KILL QUERY names a session); StopContend and Close
+// interrupt the sleep first (within a second, or close the connection under it) so that it
+// does not sleep on on the server. The sleep belongs to no call and holds no caller's
+// deadline: an acquisition that ends stops its contention, which ends the sleep.
+//
+// Not taken: waiting on named locks, as a mutex's waiters do, would need a waiter to wait
+// on every holder's lock at once (a pinned connection each); database/sql has no LISTEN
+// (pgx's WaitForNotification is a driver's API, and MySQL has nothing like it); and a
+// sleep guarded in its own statement (SELECT SLEEP(s) FROM the hold table WHERE ...)
+// would hold the table's metadata lock while it sleeps, so that an ALTER TABLE waiting for
+// it would hold up every statement on the table.
 //
 // # Refusals and outages
 //

@@ -23,6 +23,10 @@ import (
 // wakeTag begins a parked statement's text; its mark goes on with 32 hex digits and "*/".
 const wakeTag = "SELECT /*simba-wake:"
 
+// parkSeen bounds the wait for the server to show a parked statement running; one not seen
+// by then is taken for one the server never shows, and the contention polls only.
+const parkSeen = 5 * time.Second
+
 // wakeMarkLen is the length of a mark: wakeTag, the digest, "*/".
 const wakeMarkLen = len(wakeTag) + 32 + 2
 
@@ -52,6 +56,7 @@ type holdPark struct {
 	kick    chan struct{} // a new guard was given
 	stop    chan struct{} // closed to end the running loop; nil when none runs
 	gone    bool          // the contention ended: no more parking
+	blind   bool          // the server never showed a parked statement running: no more parking
 	parked  bool          // a parked statement runs, its guard checked
 	running sync.WaitGroup
 }
@@ -63,7 +68,8 @@ const (
 	sleptOut parkOutcome = iota // the sleep ran its length: park again
 	woken                       // a release ended it, or the guard found a change: try now
 	stopped                     // the contention asked the loop to end
-	broken                      // the connection failed: polling only
+	broken                      // the connection failed: polling until the next queued answer
+	unseen                      // the server does not show it running: polling only, for good
 )
 
 // park parks the contention, queued by a decision that left g, unless the hand-over's
@@ -72,7 +78,7 @@ func (c *holdContention) park(g parkGuard) {
 	p := &c.parking
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.gone {
+	if p.gone || p.blind {
 		return
 	}
 	p.guard, p.gen = g, p.gen+1
@@ -169,7 +175,7 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 			if _, newer, _ := c.latestNow(); newer == gen && c.wake != nil {
 				c.wake() // no decision since that guard: the service tries now
 			}
-		case broken:
+		case broken, unseen:
 			if c.wake != nil {
 				c.wake() // the wake, if any, may be lost: the service tries now
 			}
@@ -255,9 +261,16 @@ func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc
 		return outcome()
 	case closed(stop):
 		return end(stopped)
-	case err2 != nil || !running:
-		c.log.Debug("simba/jdbc: the parked statement could not be seen running", "err", err2)
+	case err2 != nil:
+		c.log.Debug("simba/jdbc: could not look for the parked statement", "err", err2)
 		return end(woken) // the wake may be lost: try now
+	case !running:
+		// PostgreSQL with track_activities off, say: a release could not find it either.
+		c.log.Debug("simba/jdbc: the server does not show the parked statement running; waiting by polling only")
+		c.parking.mu.Lock()
+		c.parking.blind = true
+		c.parking.mu.Unlock()
+		return end(unseen)
 	}
 	head, rows, err2 := c.readRows(ctx, c.b.db)
 	if err2 != nil || head.place != g.place || len(rows) != g.rows {
@@ -281,13 +294,16 @@ func (c *holdContention) setParked(on bool) {
 }
 
 // parked waits until the server shows the parked statement running on session, for at
-// most interruptFor; it gives up early when the statement ended or stop closed.
+// most parkSeen; it gives up early when the statement ended or stop closed.
 func (c *holdContention) parked(ctx context.Context, session int64, ended, stop <-chan struct{}) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, interruptFor)
+	ctx, cancel := context.WithTimeout(ctx, parkSeen)
 	defer cancel()
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		var n int
 		if err := c.b.db.QueryRowContext(ctx, c.sql.parked, session, wakeMarkLen, c.mark).Scan(&n); err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
 			return false, err
 		}
 		if n > 0 {
@@ -302,7 +318,7 @@ func (c *holdContention) parked(ctx context.Context, session int64, ended, stop 
 			continue
 		}
 		t.Stop()
-		return false, ctx.Err()
+		return false, nil
 	}
 }
 
