@@ -16,3 +16,6 @@ func (b *Backend) Parked(name string) int {
 	}
 	return n
 }
+
+// ParkSeen bounds a parking's look for its statement among the server's running ones.
+const ParkSeen = parkSeen

@@ -3,6 +3,8 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,4 +251,51 @@ func TestHoldParkingEndsWithTheContention(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHoldUnseenParkingPollsOnly: a waiter whose sessions the server does not show
+// running statements for (a PostgreSQL role with track_activities off, which another role
+// could not signal either) cannot be woken by a release: once its parked statement was not
+// seen running, it wakes itself once, for a wake it may have missed, and then waits by
+// polling only, not waking itself after every decision. It is admitted when it asks.
+func TestHoldUnseenParkingPollsOnly(t *testing.T) {
+	needPostgres(t)
+	pgExec(t, "DROP ROLE IF EXISTS simba_blind; CREATE ROLE simba_blind LOGIN PASSWORD 'pw'; "+
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON simba_mutex_hold TO simba_blind; ALTER ROLE simba_blind SET track_activities = off")
+	t.Cleanup(func() { pgExec(t, "DROP OWNED BY simba_blind; DROP ROLE IF EXISTS simba_blind") })
+	db, err := sql.Open("pgx", strings.Replace(pgServer.DSN(), "simba:simba@", "simba_blind:pw@", 1))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	b, err := jdbc.New(db, jdbc.WithDialect(jdbc.Postgres))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+
+	name := mutexName(t)
+	one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+	holder, _ := wokenHold(t, newPGBackend(t), name, "holder", one)
+	var logs records
+	woken := make(chan struct{}, 10)
+	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "blind", TTL: holdTTL,
+		Transition: holdTTL / 2, Wake: func() { woken <- struct{}{} }, Hold: one, Logger: slog.New(&logs)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	waiter := c.(backend.LeaseContention)
+	require.Equal(t, "holder", acquire(t, holder).Owner)
+	require.Equal(t, "holder", acquire(t, waiter).Owner)
+	awaitWake(t, woken, "the waiter whose parking was not seen")
+	msgs := []any{}
+	for _, r := range logs.at(slog.LevelDebug) {
+		msgs = append(msgs, r["msg"])
+	}
+	assert.Contains(t, msgs, "simba/jdbc: the server does not show the parked statement running; waiting by polling only")
+
+	require.Equal(t, "holder", acquire(t, waiter).Owner)
+	select {
+	case <-woken:
+		t.Fatal("woken again after a decision, with nothing released")
+	case <-time.After(jdbc.ParkSeen + 2*time.Second): // longer than a parking's look for its statement
+	}
+	assert.Zero(t, b.Parked(name))
+	require.NoError(t, holder.Release(t.Context()))
+	assert.Equal(t, "blind", acquire(t, waiter).Owner, "admitted when it asks")
 }
