@@ -171,8 +171,8 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 		case sleptOut:
 			used = gen - 1 // park again with the latest guard, this one if no other came
 		case woken:
-			used = gen
-			if _, newer, _ := c.latestNow(); newer == gen && c.wake != nil {
+			used = gen // a newer guard, if one came meanwhile, parks again at once
+			if c.generation() == gen && c.wake != nil {
 				c.wake() // no decision since that guard: the service tries now
 			}
 		case broken, unseen:
@@ -186,12 +186,12 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 	}
 }
 
-// latestNow returns the latest guard given and its generation.
-func (c *holdContention) latestNow() (parkGuard, uint64, bool) {
+// generation returns the generation of the latest guard given.
+func (c *holdContention) generation() uint64 {
 	p := &c.parking
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.guard, p.gen, p.gen > 0
+	return p.gen
 }
 
 // parkingConn takes a connection from the pool for the parking, and its session ID,
