@@ -299,3 +299,43 @@ func TestHoldUnseenParkingPollsOnly(t *testing.T) {
 	require.NoError(t, holder.Release(t.Context()))
 	assert.Equal(t, "blind", acquire(t, waiter).Owner, "admitted when it asks")
 }
+
+// TestHoldParkingEndsWithTheAcquisition: an Acquire that waits, parked, past its
+// deadline returns by then, and its parked statement ends with it.
+func TestHoldParkingEndsWithTheAcquisition(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		opts := []simba.LockerOption{simba.WithTTL(holdTTL), simba.WithTransition(holdTTL / 2)}
+		first, err := simba.NewSemaphore(newB(t), name, 1, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = first.Close() })
+		wb := newB(t)
+		second, err := simba.NewSemaphore(wb, name, 1, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = second.Close() })
+		_, err = first.Acquire(t.Context())
+		require.NoError(t, err)
+
+		ctx, cancel := context.WithCancel(t.Context())
+		got := make(chan error, 1)
+		go func() {
+			_, err := second.Acquire(ctx)
+			got <- err
+		}()
+		awaitParked(t, wb, name)
+		cancel()
+		select {
+		case err := <-got:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(pushWait):
+			t.Fatalf("the parked acquisition did not return within %v of its end", pushWait)
+		}
+		deadline := time.Now().Add(pushWait)
+		for wb.Parked(name) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("still parked %v after the acquisition ended", pushWait)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+}
