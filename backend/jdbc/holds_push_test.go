@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -338,4 +339,41 @@ func TestHoldParkingEndsWithTheAcquisition(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	})
+}
+
+// TestHoldWakeRefusedLeavesTheWaiterToPoll: a releaser whose MariaDB user sees the
+// waiter's parked statement (PROCESS) but may not end another user's (no
+// CONNECTION_ADMIN) cannot wake it: its release succeeds all the same, says so at Debug
+// level, and the waiter is admitted when it asks.
+func TestHoldWakeRefusedLeavesTheWaiterToPoll(t *testing.T) {
+	needServer(t)
+	rootExec(t, "DROP USER IF EXISTS 'simba_seer'@'127.0.0.1'; CREATE USER 'simba_seer'@'127.0.0.1' IDENTIFIED BY 'pw'; "+
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON simba.simba_mutex_hold TO 'simba_seer'@'127.0.0.1'; "+
+		"GRANT PROCESS ON *.* TO 'simba_seer'@'127.0.0.1'")
+	t.Cleanup(func() { rootExec(t, "DROP USER IF EXISTS 'simba_seer'@'127.0.0.1'") })
+	rb, err := jdbc.New(openDSN(t, fmt.Sprintf("simba_seer:pw@tcp(%s)/simba?interpolateParams=true", server.Addr())))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rb.Close() })
+
+	name := mutexName(t)
+	one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+	var logs records
+	hc, err := rb.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "holder", TTL: holdTTL,
+		Transition: holdTTL / 2, Wake: func() {}, Hold: one, Logger: slog.New(&logs)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hc.StopContend(context.Background()) })
+	holder := hc.(backend.LeaseContention)
+	wb := newBackend(t)
+	waiter, _ := wokenHold(t, wb, name, "waiter", one)
+	require.Equal(t, "holder", acquire(t, holder).Owner)
+	require.Equal(t, "holder", acquire(t, waiter).Owner)
+	awaitParked(t, wb, name)
+
+	require.NoError(t, holder.Release(t.Context()), "a wake refused is no error of the release")
+	var msgs []any
+	for _, r := range logs.at(slog.LevelDebug) {
+		msgs = append(msgs, r["msg"])
+	}
+	assert.Contains(t, msgs, "simba/jdbc: could not wake the waiters of other processes; they poll")
+	assert.Equal(t, "waiter", acquire(t, waiter).Owner, "admitted when it asks")
 }
