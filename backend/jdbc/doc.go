@@ -738,10 +738,12 @@
 // first hold it was told of could lapse, within ttl + transition + 1s of an early release.
 // Wakes are lost where the releaser's user may not see or end the waiter's statement
 // (another MySQL user, without PROCESS and CONNECTION_ADMIN; a PostgreSQL role it is not a
-// member of), where the hand-over's connections are all in use, and where the server does
-// not show running statements (PostgreSQL with track_activities off: the waiter then polls
-// only). A waiter that dies parks no more (its session ends with it) and is dropped after
-// its patience, as before. The parking's connection is closed, never returned to the pool,
+// member of), where the hand-over's connections are all in use (a backend parks as many
+// waiters at once as WithHandOverConnections allows, less the mutexes' pinned connections;
+// the others poll), and where the server does not show running statements (PostgreSQL
+// with track_activities off: the waiter then polls only). A waiter that dies parks no
+// more (its session ends with it, on MySQL when its sleep does) and is dropped after its
+// patience, as before. The parking's connection is closed, never returned to the pool,
 // when the waiter is admitted or stops, as a release that found its sleep may end the next
 // statement of the session (MySQL's KILL QUERY names a session); StopContend and Close
 // interrupt the sleep first (within a second, or close the connection under it) so that it
