@@ -740,15 +740,15 @@
 // (another MySQL user, without PROCESS and CONNECTION_ADMIN; a PostgreSQL role it is not a
 // member of), where the hand-over's connections are all in use (a backend parks as many
 // waiters at once as WithHandOverConnections allows, less the mutexes' pinned connections;
-// the others poll), and where the server does not show running statements (PostgreSQL
-// with track_activities off: the waiter then polls only). A waiter that dies parks no
-// more (its session ends with it, on MySQL when its sleep does) and is dropped after its
+// the others poll), and where the server does not show running statements (PostgreSQL with
+// track_activities off: the waiter then polls only). A waiter that dies parks no more (its
+// session ends with it, at the latest when its sleep does) and is dropped after its
 // patience, as before. The parking's connection is closed, never returned to the pool,
 // when the waiter is admitted or stops, as a release that found its sleep may end the next
 // statement of the session (MySQL's KILL QUERY names a session); StopContend and Close
 // interrupt the sleep first (within a second, or close the connection under it) so that it
-// does not sleep on on the server. The sleep belongs to no call and holds no caller's
-// deadline: an acquisition that ends stops its contention, which ends the sleep.
+// does not go on sleeping on the server. The sleep belongs to no call and holds no
+// caller's deadline: an acquisition that ends stops its contention, which ends the sleep.
 //
 // Not taken: waiting on named locks, as a mutex's waiters do, would need a waiter to wait
 // on every holder's lock at once (a pinned connection each); database/sql has no LISTEN
