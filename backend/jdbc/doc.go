@@ -703,11 +703,10 @@
 // whole transaction).
 //
 // A release wakes the waiters it lets in, in every process (Hand-over of holds). A holder
-// whose answer shows the database's
-// clock stepping forward gives its hold up at once, as a mutex's owner does (see When the
-// database's clock steps); a step back is reported, but unlike a mutex's waiter a hold's
-// does not bound its wait by its own clock: a holder that vanishes just after a step back
-// keeps the others out for the step's length more.
+// whose answer shows the database's clock stepping forward gives its hold up at once, as a
+// mutex's owner does (see When the database's clock steps); a step back is reported, but
+// unlike a mutex's waiter a hold's does not bound its wait by its own clock: a holder that
+// vanishes just after a step back keeps the others out for the step's length more.
 //
 // # Hand-over of holds
 //
