@@ -90,38 +90,40 @@ func TestUncontendedCycleCommands(t *testing.T) {
 func TestContendedSectionCommands(t *testing.T) {
 	srv := ownServer(t)
 	admin := newClient(t, srv.Addr())
-	ctx := t.Context()
 	mutex := uniqueName(t, "m")
-	lockers := make([]*simba.Locker, eight)
-	for i := range lockers {
+	acquires := make([]func(context.Context) (*simba.Lease, error), eight)
+	for i := range acquires {
 		l, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, simba.WithContenderID("c"+strconv.Itoa(i)))
 		require.NoError(t, err)
-		lockers[i] = l
+		acquires[i] = l.Acquire
 	}
-	takeTurns := func(sections int) {
-		var (
-			left atomic.Int64
-			wg   sync.WaitGroup
-		)
-		left.Store(int64(sections))
-		for _, l := range lockers {
-			wg.Go(func() {
-				for left.Add(-1) >= 0 {
-					lease, err := l.Acquire(ctx)
-					if !assert.NoError(t, err) {
-						return
-					}
-					assert.NoError(t, lease.Release(ctx))
-				}
-			})
-		}
-		wg.Wait()
-	}
-	takeTurns(200) // start-up checks, and each waiter's first subscription
+	takeTurns(t, 200, acquires) // start-up checks, and each waiter's first subscription
 	const sections = 800
 	before := commandStats(t, admin)
-	takeTurns(sections)
+	takeTurns(t, sections, acquires)
 	per, by := commandsPer(before, commandStats(t, admin), sections)
 	t.Logf("commands per section: %.2f (%s)", per, by)
 	assert.LessOrEqual(t, per, 18.0)
+}
+
+// takeTurns has one goroutine per acquire take turns until sections critical sections,
+// empty, have ended.
+func takeTurns(t *testing.T, sections int, acquires []func(context.Context) (*simba.Lease, error)) {
+	var (
+		left atomic.Int64
+		wg   sync.WaitGroup
+	)
+	left.Store(int64(sections))
+	for _, acquire := range acquires {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				lease, err := acquire(t.Context())
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.NoError(t, lease.Release(t.Context()))
+			}
+		})
+	}
+	wg.Wait()
 }

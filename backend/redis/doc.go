@@ -388,7 +388,10 @@
 //   - p:holders, a sorted set: each holder's ID, scored by the server time in ms at which
 //     its transition window ends (a lease after its latest admission or renewal).
 //   - p:holds, a hash: for each holder "<token>@@<ms at its ttl end>@@<ms of its
-//     admission>", and, under "@@writer", a read-write lock's write holder.
+//     admission>"; under "@@writer", a read-write lock's write holder; and under
+//     "<waiter>@@grant", each waiter's registration for a grant, "<nonce>@@<at>@@<lease>@@<ttl>":
+//     its latest attempt's nonce, the server time of that attempt in ms, and its lease
+//     and ttl in ms.
 //   - p:queue, a sorted set: the waiters, scored by their arrival (server time in µs);
 //     p:writers, a read-write lock's waiting writers with the same scores.
 //   - p:alive, a sorted set: each waiter's deadline (ms): the soonest hold's transition
@@ -399,9 +402,11 @@
 //     refused (simba.ErrRefused) while anyone holds or waits; the count goes with them.
 //   - p:fence, a string: the latest token of the name, expiring no sooner than a lease
 //     after the latest admission or renewal.
-//   - channel p: "released@@<id>@@<waiter>@@<waiter>..." when <id> left (released, or
-//     was dropped by a script of <id>) and the named waiters now fit; "released@@<id>"
-//     wakes every waiter when more than 64 do.
+//   - channel p: "admitted@@<id>@@<waiter>@@<nonce>@@<token>@@<waiter>@@<nonce>@@<token>..."
+//     when <id> left (released, or was dropped by a script of <id>) and the named waiters,
+//     which now fit, were granted their holds (below); "released@@<id>@@<waiter>..." names
+//     the waiters that now fit but registered for no grant, or too long ago; and
+//     "released@@<id>" wakes every waiter when more than 64 fit.
 //
 // Every script reads TIME first and drops the holds whose transition ended and the
 // waiters past their deadline; the keys of a name expire with its last hold or waiter and
@@ -418,14 +423,25 @@
 // of the queue.
 //
 // A waiter that has to wait subscribes the name's channel on the Backend's hub (see
-// Subscriptions), and attempts when a release names it, when a release names none, and
-// once the subscription is confirmed; holders subscribe nothing. A hand-over is the
-// release, its message and the woken waiter's attempt, with no polling: about 2 ms on the
-// test machine (the conformance check semaphore_order logs it). There are no grants as
-// for a mutex: with eight clients on three permits, a critical section costs about 3.5
-// scripts and 110 commands (BenchmarkSemaphoreEightOnThree), a contended mutex's 2 and
-// 22, a fifth of them the expiries every script sets on the name's keys. Besides the commands of the mutex scripts, an ACL user needs ZCARD,
-// ZRANK, ZSCORE, HEXISTS and INCR for them.
+// Subscriptions), and registers for a grant with each attempt; holders subscribe nothing.
+// A script that lets waiters in (a release, or any script that dropped a lapsed hold or
+// a waiter) admits, in the same script, the waiters that now fit, first come, first
+// served, up to 64: each gets a new token and a hold whose ttl and transition end a ttl
+// and a lease after its registration, and one "admitted" message tells them. A waiter
+// that finds itself in it with the nonce of one of its latest two attempts owns at once
+// (backend.Participant.Grant, from that attempt's send time, as for a mutex: see
+// Hand-over, end to end), without another script; one whose registration is nine tenths
+// of its ttl old or more is woken instead and attempts, and so is every waiter once its
+// subscription is confirmed. A grant nobody heard (the waiter died, or its subscription
+// was down) is an ordinary hold: the waiter's next attempt renews it, or it lapses a
+// lease after the registration, sooner than the dead waiter would have left the queue.
+// A hand-over is thus the release and its message, with no polling: with eight clients
+// on three permits, a critical section costs 2 scripts and about 55 commands
+// (BenchmarkSemaphoreEightOnThree; TestSemaphoreContendedSectionScripts holds it to 2.5
+// scripts), the release and the releaser's next attempt, which queues, against a
+// contended mutex's 2 and 17; a quarter of them are the expiries every script sets on the
+// name's keys. Besides the commands of the mutex scripts, an ACL user needs ZCARD, ZRANK,
+// ZSCORE, HEXISTS and INCR for them.
 //
 // # Names and limits
 //

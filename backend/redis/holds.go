@@ -48,7 +48,7 @@ func (b *Backend) Holds(k backend.Kind) bool {
 type holding struct {
 	hold    backend.Hold
 	keys    []string // holdKeys
-	channel string   // simba:<kind>:{name}: the releases that wake waiters
+	channel string   // simba:<kind>:{name}: the admissions and releases that reach waiters
 	mode    string   // "p" a permit, "s" a read hold, "x" a write hold
 	permits string   // a semaphore's, "" otherwise
 	fresh   bool     // no answer yet: the next acquire begins a new hold (see holds_acquire.lua)
@@ -92,8 +92,9 @@ func newHolding(p backend.Participant) *holding {
 	return h
 }
 
-// acquireHold admits or renews the contender's hold, or queues it; a waiter subscribes
-// the name's channel, where releases name the waiters they let in.
+// acquireHold admits or renews the contender's hold, or queues it, registered for a
+// grant; a waiter subscribes the name's channel, where releases admit the waiters that
+// now fit (see grantedHold) or name those they let in.
 func (c *contention) acquireHold(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
@@ -103,10 +104,12 @@ func (c *contention) acquireHold(ctx context.Context) (backend.Record, error) {
 		c.joined = true
 	}
 	fresh := "0"
-	if h.fresh {
+	if h.fresh && !c.owner.Load() {
+		// A grant answered a call of this contention: the hold its ID has is its own.
 		fresh = "1"
 	}
-	v, err := holdsAcquireScript.Run(ctx, c.b.client, h.keys, c.id, h.mode, h.permits, c.ttl, c.lease, fresh, h.hold.Beside).Result()
+	nonce, seq := c.nextNonce()
+	v, err := holdsAcquireScript.Run(ctx, c.b.client, h.keys, c.id, h.mode, h.permits, c.ttl, c.lease, fresh, h.hold.Beside, nonce).Result()
 	if err != nil {
 		return backend.Record{}, c.b.storeError(ctx, "acquire", err)
 	}
@@ -115,19 +118,31 @@ func (c *contention) acquireHold(ctx context.Context) (backend.Record, error) {
 		return backend.Record{}, err
 	}
 	h.fresh = false
+	mine := c.applyHold(rec, seq)
+	if !mine && !c.joined {
+		c.join() // the hub wakes it once subscribed: nothing published before is missed for long
+	}
+	return rec, nil
+}
+
+// applyHold applies the answer to the acquire call with nonce number seq (0: none), and
+// reports whether it names this contender.
+func (c *contention) applyHold(rec backend.Record, seq uint64) bool {
 	mine := rec.Owner == c.id
-	c.owner.Store(mine)
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !mine && seq != 0 && seq <= c.grantedSeq {
+		// A call sent no later than the attempt a grant answered: older than the grant,
+		// so passed on (simba drops it) but changing nothing here.
+		return false
+	}
+	c.owner.Store(mine)
 	c.token = 0
 	if mine {
 		c.token = rec.Token
 		c.checkToken(rec.Token) // only its own: other holders' tokens come in any order
 	}
-	c.mu.Unlock()
-	if !mine && !c.joined {
-		c.join() // the hub wakes it once subscribed: nothing published before is missed for long
-	}
-	return rec, nil
+	return mine
 }
 
 // holdRecord decodes the answer of a hold script run by op (see holds_prelude.lua).
@@ -214,13 +229,35 @@ func (c *contention) othersWaitingHold(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// hintHold reacts to a release on the name's channel: a waiter it names, or every waiter
-// when it names none, attempts at once; a retriever looks up.
+// hintHold reacts to a message on the name's channel: an admission that names this
+// contender is its grant (see grantedHold); a release that names it, or names none, makes
+// a waiter attempt at once; a retriever looks up at either.
 func (c *contention) hintHold(m message) {
-	if m.event != released || c.owner.Load() {
-		return
-	}
-	if c.id == "" || m.woken == "" || slices.Contains(strings.Split(m.woken, separator), c.id) {
+	switch {
+	case c.id == "":
 		c.wake()
+	case c.owner.Load():
+	case m.event == admitted:
+		c.grantedHold(m.woken)
+	case m.event == released && (m.woken == "" || slices.Contains(strings.Split(m.woken, separator), c.id)):
+		c.wake()
+	}
+}
+
+// grantedHold takes this contender's grant from an admission's entries,
+// "<id>@@<nonce>@@<token>@@<id>@@<nonce>@@<token>...", if one names it.
+func (c *contention) grantedHold(entries string) {
+	parts := strings.Split(entries, separator)
+	for i := 0; i+2 < len(parts); i += 3 {
+		if parts[i] != c.id {
+			continue
+		}
+		token, err := strconv.ParseUint(parts[i+2], 10, 64)
+		if err != nil || token == 0 {
+			c.wake() // a garbled grant: the next attempt finds out
+			return
+		}
+		c.granted(parts[i+1], token)
+		return
 	}
 }

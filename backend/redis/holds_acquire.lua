@@ -2,10 +2,11 @@
 -- ARGV: id, mode, permits (a semaphore's, else ''), ttl (ms), lease (ttl + transition,
 -- ms), fresh ('1' for the first call of a contention: a hold its ID still has is an
 -- earlier one's, so a new hold begins with a new token, and a waiter goes to the back),
--- beside (a downgrade's write holder, or '').
+-- beside (a downgrade's write holder, or ''), nonce (names the attempt in the waiter's
+-- registration for a grant, see grant; '' for none).
 -- Answer: the hold record (see answer), or {'permits', '<count kept>'} for another count.
-local id, mode, permits, ttl, lease, fresh, beside =
-  ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
+local id, mode, permits, ttl, lease, fresh, beside, nonce =
+  ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7], ARGV[8]
 
 local freed = prune()
 
@@ -25,9 +26,7 @@ end
 
 -- hold writes id's hold, renewed now, with its token and admission time.
 local function hold(token, since)
-  redis.call('zadd', holdersKey, ms(nowMs + lease), id)
-  redis.call('hset', holdsKey, id, table.concat({ token, ms(nowMs + ttl), since }, '@@'))
-  keepHoldFence(lease)
+  writeHold(id, token, since, nowMs + ttl, nowMs + lease)
 end
 
 local token, since = string.match(redis.call('hget', holdsKey, id) or '', '^(%d+)@@%d+@@(%d+)$')
@@ -35,7 +34,7 @@ local reply -- a waiter's: soonest()
 local held = token ~= nil and redis.call('zscore', holdersKey, id) ~= false
 if held then
   if fresh then
-    token, since = newHoldToken(lease), ms(nowMs)
+    token, since = newHoldToken(), ms(nowMs)
   end
   hold(token, since)
   freed = dropWaiter(id) or freed
@@ -52,7 +51,7 @@ else
     and redis.call('hget', holdsKey, writerField) == beside
   if downgrade or fits(redis.call('zrank', queueKey, id), mode) then
     dropWaiter(id)
-    hold(newHoldToken(lease), ms(nowMs))
+    hold(newHoldToken(), ms(nowMs))
     if mode == 'x' then
       redis.call('hset', holdsKey, writerField, id)
     end
@@ -63,6 +62,9 @@ else
     reply = soonest()
     local left = tonumber(string.match(reply[1], '@@(-?%d*)$')) or 0
     redis.call('zadd', aliveKey, ms(nowMs + math.max(left, 0) + lease + 1000), id)
+    if nonce ~= '' then
+      redis.call('hset', holdsKey, id .. grantSuffix, table.concat({ nonce, ms(nowMs), ms(lease), ms(ttl) }, '@@'))
+    end
   end
 end
 

@@ -5,7 +5,8 @@
 --
 -- KEYS[1]  holders  sorted set: holder ID -> server time (ms) its transition ends
 -- KEYS[2]  holds    hash: holder ID -> '<token>@@<ttl end ms>@@<admitted at ms>';
---                   '@@writer' -> a read-write lock's write holder
+--                   '@@writer' -> a read-write lock's write holder;
+--                   '<waiter ID>@@grant' -> the waiter's registration (see registration)
 -- KEYS[3]  queue    sorted set: waiter ID -> arrival (server time in µs)
 -- KEYS[4]  alive    sorted set: waiter ID -> server time (ms) after which it is gone
 -- KEYS[5]  writers  sorted set: a read-write lock's waiting writers -> arrival
@@ -22,7 +23,9 @@ local groupKeys = { holdersKey, holdsKey, queueKey, aliveKey, writersKey, permit
 local holdChannel = string.sub(holdersKey, 1, -#':holders' - 1)
 -- A field of the holds hash that no holder ID can be (IDs never contain '@@').
 local writerField = '@@writer'
--- A release names at most this many waiters to wake; more wakes everyone listening.
+-- The end of a waiter's field of the holds hash that holds its registration.
+local grantSuffix = '@@grant'
+-- A release admits or names at most this many waiters; more wakes everyone listening.
 local wakeLimit = 64
 
 local nowTime = redis.call('time')
@@ -44,11 +47,17 @@ local function dropHolder(id)
   return true
 end
 
--- dropWaiter takes id off the queue and reports whether it waited.
+-- dropWaiter takes id off the queue, with its deadline and registration, and reports
+-- whether it waited. (A waiter's entries are written together: one that is not queued
+-- has none.)
 local function dropWaiter(id)
+  if redis.call('zrem', queueKey, id) == 0 then
+    return false
+  end
   redis.call('zrem', aliveKey, id)
   redis.call('zrem', writersKey, id)
-  return redis.call('zrem', queueKey, id) == 1
+  redis.call('hdel', holdsKey, id .. grantSuffix)
+  return true
 end
 
 -- prune drops the holds whose transition window has ended and the waiters that have not
@@ -116,20 +125,6 @@ local function fitting(mode)
   return redis.call('zrange', queueKey, 0, n - 1)
 end
 
--- wake tells the waiters that fit now, on the name's channel, that by left or released:
--- 'released@@<by>@@<waiter>@@<waiter>...', or 'released@@<by>' (everyone) for many.
-local function wake(by, mode)
-  local list = fitting(mode)
-  if #list == 0 then
-    return
-  end
-  local msg = 'released@@' .. by
-  if #list <= wakeLimit then
-    msg = msg .. '@@' .. table.concat(list, '@@')
-  end
-  redis.call('publish', holdChannel, msg)
-end
-
 -- keep makes the keys of the name expire when the last hold or waiter would be dropped,
 -- or deletes them when there is none.
 local function keep()
@@ -152,8 +147,8 @@ local function keep()
 end
 
 -- newHoldToken returns a new token: the server clock in µs, or the latest token + 1 if
--- that is not smaller (as newToken does for a mutex). The fence lives at least a lease.
-local function newHoldToken(lease)
+-- that is not smaller (as newToken does for a mutex).
+local function newHoldToken()
   local token = nowTime[1] .. string.format('%06d', tonumber(nowTime[2]))
   local last = redis.call('get', holdFenceKey)
   if last and string.match(last, '^[1-9]%d*$') and not isGreater(token, last) then
@@ -168,7 +163,81 @@ end
 -- keepHoldFence makes the fence live at least lease ms, past the holds it fences.
 local function keepHoldFence(lease)
   if redis.call('pttl', holdFenceKey) < lease then
-    redis.call('pexpire', holdFenceKey, lease)
+    redis.call('pexpire', holdFenceKey, ms(lease))
+  end
+end
+
+-- writeHold records id's hold: its token, its admission (ms, a string), and the server
+-- times (ms) at which its ttl and its transition end.
+local function writeHold(id, token, since, ttlEnd, leaseEnd)
+  redis.call('zadd', holdersKey, ms(leaseEnd), id)
+  redis.call('hset', holdsKey, id, table.concat({ token, ms(ttlEnd), since }, '@@'))
+  keepHoldFence(leaseEnd - nowMs)
+end
+
+-- registration returns what waiter id's latest attempt registered for a grant: the
+-- attempt's nonce, the server time (ms) and the waiter's lease and ttl (ms); or nil.
+local function registration(id)
+  local nonce, at, lease, ttl = string.match(redis.call('hget', holdsKey, id .. grantSuffix) or '',
+    '^([^@]+)@@(%d+)@@(%d+)@@(%d+)$')
+  if not nonce then
+    return nil
+  end
+  return { nonce = nonce, at = tonumber(at), lease = tonumber(lease), ttl = tonumber(ttl) }
+end
+
+-- grant admits waiter id, which fits, with a new token and returns its entry of the
+-- admitted message, '<id>@@<nonce>@@<token>'; or returns nil, leaving it queued, when it
+-- registered for no grant or too long ago. The waiter believes for its ttl from the send
+-- time of the attempt that registered, which came before the registration: it is granted
+-- the hold only while more than a tenth of that ttl is left, and the hold's ttl and
+-- transition end a ttl and a lease after the registration, so that a grant nobody heard
+-- lapses as any hold does.
+local function grant(id, mode)
+  local reg = registration(id)
+  if not reg then
+    return nil
+  end
+  local age = nowMs - reg.at
+  if age < 0 or age * 10 >= reg.ttl * 9 then
+    return nil
+  end
+  local writer = mode ~= 'p' and redis.call('zscore', writersKey, id)
+  dropWaiter(id)
+  local token = newHoldToken()
+  writeHold(id, token, ms(nowMs), reg.at + reg.ttl, reg.at + reg.lease)
+  if writer then
+    redis.call('hset', holdsKey, writerField, id)
+  end
+  return table.concat({ id, reg.nonce, token }, '@@')
+end
+
+-- wake admits the waiters that now fit (at most wakeLimit), oldest first, and tells them
+-- on the name's channel that by left or released: 'admitted@@<by>@@<entry>@@<entry>...'
+-- for those granted their holds (see grant), 'released@@<by>@@<waiter>@@<waiter>...' for
+-- those that fit but registered for no grant, and 'released@@<by>' (everyone) when more
+-- than wakeLimit fit.
+local function wake(by, mode)
+  local list = fitting(mode)
+  if #list == 0 then
+    return
+  end
+  local granted, woken = {}, {}
+  for i = 1, math.min(#list, wakeLimit) do
+    local entry = grant(list[i], mode)
+    if entry then
+      table.insert(granted, entry)
+    else
+      table.insert(woken, list[i])
+    end
+  end
+  if #granted > 0 then
+    redis.call('publish', holdChannel, 'admitted@@' .. by .. '@@' .. table.concat(granted, '@@'))
+  end
+  if #list > wakeLimit then
+    redis.call('publish', holdChannel, 'released@@' .. by)
+  elseif #woken > 0 then
+    redis.call('publish', holdChannel, 'released@@' .. by .. '@@' .. table.concat(woken, '@@'))
   end
 end
 

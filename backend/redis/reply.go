@@ -91,19 +91,21 @@ const (
 	acquired event = iota + 1 // "acquired@@<new owner>" on simba:{mutex}
 	released                  // "released@@<former owner>" on simba:{mutex}:<waiter>, or "released@@<former owner>[@@<waiter>]" on simba:{mutex}:@@released
 	granted                   // "granted@@<nonce>@@<token>@@<former owner>" on simba:{mutex}:<waiter>
+	admitted                  // "admitted@@<former holder>@@<waiter>@@<nonce>@@<token>..." on a semaphore's or read-write lock's channel
 )
 
 // message is a parsed pub/sub message.
 type message struct {
 	event
 	id    string // the new owner (acquired) or the former owner (released, granted)
-	woken string // released, on the release channel: the waiter the release woke, if any
+	woken string // released, on the release channel: the waiter the release woke, if any; admitted: the entries of the waiters admitted
 	nonce string // granted: the nonce of the waiter's registration
 	token uint64 // granted: the fencing token of the waiter's tenure
 }
 
 // parseMessage parses a pub/sub message "acquired@@<id>", "released@@<id>",
-// "released@@<id>@@<waiter>" or "granted@@<nonce>@@<token>@@<id>". The ID of acquired
+// "released@@<id>@@<waiter>", "granted@@<nonce>@@<token>@@<id>" or
+// "admitted@@<id>@@<entries>" (holds.go reads the entries). The ID of acquired
 // and granted messages is everything after the "@@" that ends the fields before it; a
 // released message's ID ends at the next "@@" (contender IDs never contain one). ok is
 // false for anything else.
@@ -118,6 +120,9 @@ func parseMessage(payload string) (m message, ok bool) {
 	case "released":
 		id, woken, _ := strings.Cut(rest, separator)
 		return message{event: released, id: id, woken: woken}, true
+	case "admitted":
+		id, entries, _ := strings.Cut(rest, separator)
+		return message{event: admitted, id: id, woken: entries}, true
 	case "granted":
 		nonce, rest, ok1 := strings.Cut(rest, separator)
 		token, id, ok2 := strings.Cut(rest, separator)
