@@ -436,10 +436,10 @@
 // was down) is an ordinary hold: the waiter's next attempt renews it, or it lapses a
 // lease after the registration, sooner than the dead waiter would have left the queue.
 // A hand-over is thus the release and its message, with no polling: with eight clients
-// on three permits, a critical section costs 2 scripts and about 55 commands
+// on three permits, a critical section costs 2 scripts and about 53 commands
 // (BenchmarkSemaphoreEightOnThree; TestSemaphoreContendedSectionScripts holds it to 2.5
 // scripts), the release and the releaser's next attempt, which queues, against a
-// contended mutex's 2 and 17; a quarter of them are the expiries every script sets on the
+// contended mutex's 2 and 17; a fifth of them are the expiries every script sets on the
 // name's keys. Besides the commands of the mutex scripts, an ACL user needs ZCARD, ZRANK,
 // ZSCORE, HEXISTS and INCR for them.
 //

@@ -18,7 +18,12 @@
 
 local holdersKey, holdsKey, queueKey, aliveKey, writersKey, permitsKey, holdFenceKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local groupKeys = { holdersKey, holdsKey, queueKey, aliveKey, writersKey, permitsKey }
+-- The keys that expire with the name's last hold or waiter: a semaphore has no writers, a
+-- read-write lock no permit count.
+local groupKeys = { holdersKey, holdsKey, queueKey, aliveKey, permitsKey }
+if ARGV[2] ~= 'p' then
+  groupKeys[5] = writersKey
+end
 -- The channel of the name: its keys' common prefix, which names no key.
 local holdChannel = string.sub(holdersKey, 1, -#':holders' - 1)
 -- A field of the holds hash that no holder ID can be (IDs never contain '@@').
