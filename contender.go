@@ -18,14 +18,14 @@ type Contender interface {
 	OnReleased(s State)
 }
 
-// Retriever observes who owns a mutex without contending, for NewRetrievalService; it is
-// called as a Contender is, at every change of owner ID, to and from "no owner".
+// Retriever observes a mutex for NewRetrievalService, told at every change of owner
+// ID, to and from "no owner".
 type Retriever interface {
 	Mutex() string
 	NotifyOwner(s State)
 }
 
-// ContenderFuncs adapts plain functions to Contender; nil functions are skipped.
+// ContenderFuncs adapts plain functions to Contender, skipping nil ones.
 type ContenderFuncs struct {
 	MutexName string                             // returned by Mutex
 	ID        string                             // returned by ContenderID

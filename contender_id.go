@@ -20,7 +20,7 @@ func HostContenderID() string {
 	return strconv.FormatInt(n, 10) + ":" + strconv.Itoa(os.Getpid()) + "@" + hostip.Address()
 }
 
-// UUIDContenderID returns a new random UUID as 32 hex digits, JVM Simba's other format.
+// UUIDContenderID returns a random UUID, 32 hex digits: JVM Simba's other ID.
 func UUIDContenderID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors, to test with errors.Is; the errors returned wrap them with detail.
+// Sentinel errors, for errors.Is; returned errors wrap them with detail.
 var (
 	// ErrInvalidArgument marks input rejected before any I/O, as an *ArgumentError.
 	ErrInvalidArgument = errors.New("simba: invalid argument")
@@ -84,7 +84,7 @@ func invalid(field string, value any, rule string) error {
 // quotedBytes is how much of a string value an ArgumentError quotes.
 const quotedBytes = 64
 
-// InvalidArgument returns an *ArgumentError, for backends validating their own input.
+// InvalidArgument returns an *ArgumentError, for backends' own validation.
 func InvalidArgument(field string, value any, rule string) error {
 	return invalid(field, value, rule)
 }

@@ -42,6 +42,9 @@ func newPool(b Backend, name string, hold backend.Hold, cfg config, suffix strin
 	if h, ok := b.(backend.Holder); !ok || !h.Holds(hold.Kind) {
 		return nil, invalid("backend", fmt.Sprintf("%T", b), "keeps no "+hold.Kind.String()+"s")
 	}
+	if err := cfg.checkValueKept(b, hold.Kind); err != nil {
+		return nil, err
+	}
 	p := &pool{b: b, cfg: cfg, name: name, hold: hold, suffix: suffix}
 	if err := validateNames(b, name, p.id(0), true); err != nil {
 		return nil, err

@@ -181,6 +181,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	p := backend.Participant{
 		Mutex:       svc.mutex,
 		ContenderID: svc.id,
+		Value:       svc.cfg.ownerValue,
 		TTL:         svc.cfg.ttl,
 		Transition:  svc.cfg.transition,
 		Logger:      svc.log,

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// ValidateMutex checks a mutex name against every store's rules: not blank, valid UTF-8,
-// no control characters, no leading or trailing space. Backends add their own.
+// ValidateMutex checks a name against every store's rules: not blank, valid UTF-8,
+// no control characters, no space at either end. Backends add theirs.
 func ValidateMutex(name string) error {
 	return validateText("mutex", name)
 }

@@ -92,7 +92,7 @@ func (m *Mutexes) Acquire(ctx context.Context, mutex string) (*Lease, error) {
 	return m.acquire(ctx, mutex, "", false)
 }
 
-// TryAcquire holds mutex if it is free in this process and one store attempt succeeds.
+// TryAcquire holds mutex if it is free locally and one store attempt succeeds.
 func (m *Mutexes) TryAcquire(ctx context.Context, mutex string) (*Lease, error) {
 	return m.acquire(ctx, mutex, "", true)
 }
@@ -106,7 +106,7 @@ func (m *Mutexes) AcquireAs(ctx context.Context, mutex, holder string) (*Lease, 
 	return m.acquire(ctx, mutex, holder, false)
 }
 
-// ReleaseAs releases holder's latest hold on mutex (ErrNotOwner if it holds none).
+// ReleaseAs releases holder's latest hold on mutex (ErrNotOwner if none).
 func (m *Mutexes) ReleaseAs(ctx context.Context, mutex, holder string) error {
 	m.mu.Lock()
 	e := m.entries[mutex]

@@ -1,9 +1,16 @@
 package simba
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/simba-go/simba/backend"
 
 	"github.com/simba-go/simba/observe"
 
@@ -31,8 +38,8 @@ const (
 	driftMarginDivisor = 100
 )
 
-// Option configures every constructor, in order from the defaults; an invalid result is
-// an ErrInvalidArgument, never clamped. A misplaced option does not compile.
+// Option configures every constructor, in order; an invalid result is an
+// ErrInvalidArgument, never clamped. A misplaced option does not compile.
 type Option interface {
 	ServiceOption
 	LockerOption
@@ -52,17 +59,25 @@ type SchedulerOption interface{ applyScheduler(*config) }
 // MutexesOption configures NewMutexes: Option, WithContenderID, WithLocalHandOvers.
 type MutexesOption interface{ applyMutexes(*config) }
 
-// IDOption, WithContenderID's, configures NewLocker, NewScheduler and NewMutexes.
+// IDOption configures NewLocker, NewScheduler and NewMutexes.
 type IDOption interface {
 	LockerOption
 	SchedulerOption
 	MutexesOption
 }
 
+// ValueOption configures NewService, NewLocker and NewScheduler.
+type ValueOption interface {
+	ServiceOption
+	LockerOption
+	SchedulerOption
+}
+
 // option is an Option; the func types below it are the options of fewer constructors.
 type (
 	option          func(*config)
 	idOption        func(*config)
+	valueOption     func(*config)
 	serviceOption   func(*config)
 	schedulerOption func(*config)
 	mutexesOption   func(*config)
@@ -75,6 +90,9 @@ func (o option) applyMutexes(c *config)            { o(c) }
 func (o idOption) applyLocker(c *config)           { o(c) }
 func (o idOption) applyScheduler(c *config)        { o(c) }
 func (o idOption) applyMutexes(c *config)          { o(c) }
+func (o valueOption) applyService(c *config)       { o(c) }
+func (o valueOption) applyLocker(c *config)        { o(c) }
+func (o valueOption) applyScheduler(c *config)     { o(c) }
 func (o serviceOption) applyService(c *config)     { o(c) }
 func (o schedulerOption) applyScheduler(c *config) { o(c) }
 func (o mutexesOption) applyMutexes(c *config)     { o(c) }
@@ -87,6 +105,7 @@ type config struct {
 	initialDelay time.Duration
 	logger       *slog.Logger
 	contenderID  string // Locker, Scheduler and Mutexes only; empty: HostContenderID()
+	ownerValue   string // published with each tenure (WithOwnerValue); empty: none
 
 	observer       observe.Observer // nil: none
 	localHandOvers int              // Mutexes only
@@ -140,6 +159,16 @@ func WithContenderID(id string) IDOption {
 	return idOption(func(c *config) { c.contenderID, c.contenderIDSet = id, true })
 }
 
+// WithOwnerValue publishes v, an address say, as Owner.Value of each tenure: at most
+// 1 KiB of UTF-8, no control characters.
+func WithOwnerValue(v string) ValueOption {
+	return valueOption(func(c *config) { c.ownerValue = v })
+}
+
+// maxOwnerValue bounds an owner value, in bytes: a value is stored and read with every
+// tenure, so it stays small.
+const maxOwnerValue = 1024
+
 // configure builds the configuration of a constructor from defaults and opts, which apply
 // applies, and validates it.
 func configure[O any](b Backend, opts []O, apply func(O, *config)) (config, error) {
@@ -170,7 +199,22 @@ func configure[O any](b Backend, opts []O, apply func(O, *config)) (config, erro
 	if err := c.validate(); err != nil {
 		return config{}, err
 	}
+	if err := c.checkValueKept(b, backend.Mutex); err != nil {
+		return config{}, err
+	}
 	return c, nil
+}
+
+// checkValueKept refuses an owner value that b would not keep for names of kind k: a value
+// is never silently dropped.
+func (c *config) checkValueKept(b Backend, k backend.Kind) error {
+	if c.ownerValue == "" {
+		return nil
+	}
+	if v, ok := b.(backend.ValueKeeper); !ok || !v.KeepsValues(k) {
+		return invalid("owner value", c.ownerValue, fmt.Sprintf("the backend (%T) keeps none for a %v", b, k))
+	}
+	return nil
 }
 
 // ownID returns the contender ID of a Locker, Scheduler or Mutexes: WithContenderID's, or
@@ -212,6 +256,12 @@ func (c *config) validate() error {
 		return invalid("logger", nil, "must not be nil")
 	case c.observerSet && isNil(c.observer):
 		return invalid("observer", nil, "must not be nil")
+	case len(c.ownerValue) > maxOwnerValue:
+		return invalid("owner value", c.ownerValue, "must be at most "+strconv.Itoa(maxOwnerValue)+" bytes")
+	case !utf8.ValidString(c.ownerValue):
+		return invalid("owner value", c.ownerValue, "must be valid UTF-8")
+	case strings.IndexFunc(c.ownerValue, unicode.IsControl) >= 0:
+		return invalid("owner value", c.ownerValue, "must not contain control characters")
 	case c.contenderIDSet:
 		return ValidateContenderID(c.contenderID)
 	}

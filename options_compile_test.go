@@ -29,6 +29,9 @@ func TestOptionsOfOtherConstructorsDoNotCompile(t *testing.T) {
 		"leader hooks on a Locker":        `simba.NewLocker(b, "m", simba.WithLeaderHooks(nil, nil))`,
 		"local hand-overs on a Scheduler": `simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second}, func(context.Context, simba.Owner) {}, simba.WithLocalHandOvers(2))`,
 		"initial delay on a retriever":    `simba.NewRetrievalService(b, simba.RetrieverFunc{MutexName: "m"}, simba.WithInitialDelay(time.Second))`,
+		"owner value on a lookup":         `simba.Lookup(context.Background(), b, "m", simba.WithOwnerValue("v"))`,
+		"owner value on a retriever":      `simba.NewRetrievalService(b, simba.RetrieverFunc{MutexName: "m"}, simba.WithOwnerValue("v"))`,
+		"owner value on Mutexes":          `simba.NewMutexes(b, simba.WithOwnerValue("v"))`,
 	}
 	dir, err := filepath.Abs("internal/optionscheck") // exists only in the overlay
 	require.NoError(t, err)

@@ -5,15 +5,15 @@ import (
 	"time"
 )
 
-// Owner is a snapshot of a mutex's owner record; the zero Owner means "no owner". Its
-// instants are local (the read's send time plus the store's durations): compare them with
-// time.Now(), not with another process's.
+// Owner is a mutex's owner record; the zero Owner means "no owner". Its instants are
+// local (send time plus the store's durations).
 type Owner struct {
 	ID           string    // the owner's contender ID; empty: no owner
 	AcquiredAt   time.Time // when the tenure began, as far as the store tells
 	TTLAt        time.Time // until then the owner holds the mutex exclusively
 	TransitionAt time.Time // until then only the owner may renew
 	Token        uint64    // the tenure's fencing token; zero when the store does not tell it
+	Value        string    // the tenure's WithOwnerValue; empty when none or not told
 }
 
 // IsZero reports whether o is the zero Owner ("no owner").
@@ -25,7 +25,7 @@ func (o Owner) OwnedBy(contenderID string) bool { return contenderID != "" && o.
 // InTTL reports whether now is before the end of the owner's TTL.
 func (o Owner) InTTL(now time.Time) bool { return o.ID != "" && now.Before(o.TTLAt) }
 
-// InTransition reports whether now is not after TransitionAt: the record protects its owner.
+// InTransition reports whether now is not after TransitionAt.
 func (o Owner) InTransition(now time.Time) bool { return o.ID != "" && !now.After(o.TransitionAt) }
 
 // HasOwner reports whether the record names an owner at now (InTransition).

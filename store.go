@@ -23,5 +23,6 @@ func ownerAt(rec backend.Record, sent time.Time) Owner {
 		TTLAt:        sent.Add(rec.TTL),
 		TransitionAt: sent.Add(rec.Transition),
 		Token:        rec.Token,
+		Value:        rec.Value,
 	}
 }

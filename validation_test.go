@@ -114,6 +114,30 @@ func TestBadInputIsRejectedBeforeIO(t *testing.T) {
 			_, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second}, nil)
 			return err
 		}},
+		{"owner value too long", "owner value", func() error {
+			_, err := simba.NewLocker(b, "m", simba.WithOwnerValue(strings.Repeat("v", 1025)))
+			return err
+		}},
+		{"owner value with a control character", "owner value", func() error {
+			_, err := simba.NewService(b, contender("m", "c"), simba.WithOwnerValue("a\nb"))
+			return err
+		}},
+		{"owner value not UTF-8", "owner value", func() error {
+			_, err := simba.NewScheduler(b, "m", simba.Schedule{Period: time.Second}, work, simba.WithOwnerValue("a\xffb"))
+			return err
+		}},
+		{"owner value for a backend that keeps none", "owner value", func() error {
+			_, err := simba.NewLocker(b, "m", simba.WithOwnerValue("10.0.0.7:8080"))
+			return err
+		}},
+		{"owner value for a semaphore of a backend that keeps none for one", "owner value", func() error {
+			mem, err := memory.New(memory.NewStore())
+			if err != nil {
+				return err
+			}
+			_, err = simba.NewSemaphore(mem, "s", 2, simba.WithOwnerValue("10.0.0.7:8080"))
+			return err
+		}},
 		{"scheduler blank mutex", "mutex", func() error {
 			_, err := simba.NewScheduler(b, " ", simba.Schedule{Period: time.Second}, work)
 			return err
@@ -189,4 +213,17 @@ func (limitingBackend) ValidateContenderID(id string) error {
 		return simba.InvalidArgument("contender ID", id, `must not contain "@@"`)
 	}
 	return nil
+}
+
+// An owner value at the size bound, of any printable text, is kept; the value of a
+// backend that keeps none is refused with a message that says so.
+func TestOwnerValueBounds(t *testing.T) {
+	b, err := memory.New(memory.NewStore())
+	require.NoError(t, err)
+	_, err = simba.NewLocker(b, "m", simba.WithOwnerValue(strings.Repeat("é", 512)))
+	assert.NoError(t, err, "1 KiB of UTF-8")
+	_, err = simba.NewLocker(b, "m", simba.WithOwnerValue(""))
+	assert.NoError(t, err, "no value")
+	_, err = simba.NewLocker(&countingBackend{}, "m", simba.WithOwnerValue("v1"))
+	assert.EqualError(t, err, `simba: owner value "v1": the backend (*simba_test.countingBackend) keeps none for a mutex`)
 }

@@ -23,6 +23,9 @@ type Participant struct {
 	Mutex string
 	// ContenderID is the contender's ID; empty for a retriever, which only observes.
 	ContenderID string
+	// Value is the contender's owner value, to keep with each of its tenures and answer
+	// in their Records; empty: none. Only a ValueKeeper is given one.
+	Value string
 	// TTL is how long an acquisition or renewal holds the mutex exclusively.
 	TTL time.Duration
 	// Transition is the window after the TTL during which only the owner may renew.
@@ -115,6 +118,13 @@ type Holder interface {
 	Holds(k Kind) bool
 }
 
+// ValueKeeper is implemented by backends that keep owner values (Participant.Value). simba
+// refuses, at construction, a value for a backend that keeps none.
+type ValueKeeper interface {
+	// KeepsValues reports whether the backend keeps values for names of kind k.
+	KeepsValues(k Kind) bool
+}
+
 // Contention is a backend's side of one participant's contention.
 type Contention interface {
 	// StopContend ends the contention and frees what it set up (subscriptions, watches,
@@ -179,4 +189,7 @@ type Record struct {
 	Held time.Duration
 	// Token is the tenure's fencing token; zero when the store cannot tell this caller.
 	Token uint64
+	// Value is the owner value of the tenure Token names, read with it: never another
+	// tenure's. Empty when the owner has none or the store cannot tell.
+	Value string
 }

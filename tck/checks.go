@@ -36,6 +36,7 @@ var checks = []check{
 	{name: "panicking_callback", parallel: true, run: checkPanickingCallback},
 	{name: "retriever", parallel: true, run: checkRetriever},
 	{name: "lookup", parallel: true, run: checkLookup},
+	{name: "owner_value", parallel: true, run: checkOwnerValue},
 	{name: "wait_list", parallel: true, run: checkWaitList},
 	{name: "closed_under_waiter", parallel: true, run: checkClosedUnderWaiter},
 	{name: "semaphore_permits", parallel: true, run: checkSemaphorePermits},

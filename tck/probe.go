@@ -40,10 +40,17 @@ func newProbe(inner backend.Backend) *probe {
 }
 
 var (
-	_ backend.Backend   = (*probe)(nil)
-	_ backend.Validator = (*probe)(nil)
-	_ backend.Holder    = (*probe)(nil)
+	_ backend.Backend     = (*probe)(nil)
+	_ backend.Validator   = (*probe)(nil)
+	_ backend.Holder      = (*probe)(nil)
+	_ backend.ValueKeeper = (*probe)(nil)
 )
+
+// KeepsValues forwards to the backend's ValueKeeper: false for a backend that keeps none.
+func (p *probe) KeepsValues(k backend.Kind) bool {
+	v, ok := p.inner.(backend.ValueKeeper)
+	return ok && v.KeepsValues(k)
+}
 
 // Holds forwards to the backend's Holder: false for a backend that keeps only mutexes.
 func (p *probe) Holds(k backend.Kind) bool {

@@ -6,8 +6,9 @@
 // one Store stand in for several processes sharing a server: each contends with its own
 // calls, and one can be closed (a process that dies) while the others go on.
 //
-// Storage: one record per mutex with owner ID, acquiredAt, ttlAt and transitionAt, as in
-// the SQL table, and a FIFO list of waiting contenders, as in the Redis waiting set.
+// Storage: one record per mutex with owner ID, acquiredAt, ttlAt, transitionAt, token and
+// owner value (Participant.Value, replaced with the token at every new tenure), as in the
+// SQL table, and a FIFO list of waiting contenders, as in the Redis waiting set.
 // Acquire takes a free mutex (its transition window has ended) or renews the caller's own;
 // Release frees the caller's mutex and wakes the oldest waiter at once, so a hand-over
 // costs no polling delay.
@@ -49,6 +50,7 @@ type record struct {
 	ttlAt        time.Time
 	transitionAt time.Time
 	token        uint64
+	value        string        // the owner's value, set with token: the tenure's
 	waiters      []*contention // contenders that found the mutex owned, oldest first
 	watchers     []*contention // retrievers
 }
@@ -102,6 +104,10 @@ func (b *Backend) Close() error {
 	return nil
 }
 
+// KeepsValues reports that the backend keeps owner values (Participant.Value) for
+// mutexes; see backend.ValueKeeper.
+func (b *Backend) KeepsValues(k backend.Kind) bool { return k == backend.Mutex }
+
 // StartContend registers a participant; see simba.Backend.
 func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
 	if err := b.check(ctx); err != nil {
@@ -115,6 +121,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		transition: p.Transition,
 		wake:       p.Wake,
 		hold:       p.Hold,
+		value:      p.Value,
 	}
 	forget, ok := b.open.Add(p.Closed)
 	if !ok {
@@ -148,6 +155,7 @@ type contention struct {
 	ttl, transition time.Duration
 	wake            func()
 	hold            backend.Hold // a semaphore's or read-write lock's (holds.go); zero for a mutex
+	value           string       // the owner value of the participant's tenures
 	asked           bool         // a hold's: Acquire has been called (holds.go)
 	forget          func()       // forgets the participant's Closed: at StopContend
 }
@@ -176,6 +184,7 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		if free {
 			s.tokens++
 			r.token = s.tokens
+			r.value = c.value
 			r.acquiredAt = now
 			r.owner = c.id
 			r.waiters = remove(r.waiters, c)
@@ -308,6 +317,7 @@ func (r *record) answer(now time.Time) backend.Record {
 		Transition: r.transitionAt.Sub(now),
 		Held:       now.Sub(r.acquiredAt),
 		Token:      r.token,
+		Value:      r.value,
 	}
 }
 
