@@ -13,7 +13,8 @@
 -- ARGV[7]  fresh   '1' for the first call of a contention: finding its own ID owning, it
 --                  begins a new tenure; finding the mutex owned, it goes to the back of
 --                  the queue (an entry an earlier lifecycle of the ID left keeps no place)
--- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
+-- ARGV[8]  value   optional, '' for none: the owner value of the caller's tenures
+-- Returns {'<owner>@@<remaining ms>' or '@@', '<token>', '<value>'} (see prelude.lua).
 --
 -- Beyond JVM Simba's acquire (SET NX PX, else ZADD NX): a caller that finds itself the
 -- owner renews (a lost answer, or a grant it has not heard of), a new owner leaves the
@@ -26,6 +27,7 @@ local nonce = ARGV[4]
 local ttl = ARGV[5]
 local heard = ARGV[6]
 local fresh = ARGV[7] == '1'
+local value = ARGV[8] or ''
 
 -- The owner is read first, with the token: under contention most attempts find the
 -- mutex owned.
@@ -38,12 +40,12 @@ if not owner then
   end
   local now = redis.call('time')
   local token = newToken(fence, now)
-  writeToken(id, lease, token, millis(now))
+  writeToken(id, lease, token, millis(now), value)
   redis.call('publish', ownerKey, 'acquired@@' .. id)
   if listed then
     leave(id)
   end
-  return { id .. '@@' .. lease, token }
+  return { id .. '@@' .. lease, token, value }
 end
 if owner == id and fresh then
   -- A new contention that finds its own ID owning: a key an earlier lifecycle left, or
@@ -52,18 +54,18 @@ if owner == id and fresh then
   -- believe.
   local now = redis.call('time')
   local token = newToken(fence, now)
-  beginTenure(id, lease, token, millis(now))
+  beginTenure(id, lease, token, millis(now), value)
   if listed then
     leave(id)
   end
-  return { id .. '@@' .. lease, token }
+  return { id .. '@@' .. lease, token, value }
 end
 if owner == id then
-  local token = renew(id, lease, fence)
+  local token, kept = renew(id, lease, fence)
   if listed then
     leave(id)
   end
-  return { id .. '@@' .. lease, token }
+  return { id .. '@@' .. lease, token, kept }
 end
 
 -- First come, first served with JVM Simba, which scores a waiter with the server's time
@@ -90,7 +92,7 @@ if added == 1 then
   end
 end
 local nowMs = millis(now)
-local token, expires = tokenOf(owner, fence)
+local token, expires, ownerValue = tokenOf(owner, fence)
 local left = remaining(expires, nowMs)
-register(id, nowMs, nonce, tonumber(lease), ttl, left, heard)
-return { owner .. '@@' .. left, token }
+register(id, nowMs, nonce, tonumber(lease), ttl, left, heard, value)
+return { owner .. '@@' .. left, token, ownerValue }

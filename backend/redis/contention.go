@@ -22,6 +22,7 @@ type contention struct {
 	b          *Backend
 	forget     func()   // forgets the participant's Closed: at StopContend
 	mutex, id  string   // id is empty for a retriever
+	value      string   // the owner value of the contender's tenures (Participant.Value)
 	keys       []string // {"{mutex}"}: the key argument of every script
 	lease      string   // ttl + transition in ms: the PX of the owner key
 	leaseDur   time.Duration
@@ -156,6 +157,7 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		listed:     listed,
 		fresh:      true,
 		hold:       newHolding(p),
+		value:      p.Value,
 	}
 	if c.grant != nil && c.id != "" {
 		c.nonces = rand.Text()[:8] + "-"
@@ -247,7 +249,7 @@ func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	if c.fresh {
 		fresh = "1"
 	}
-	v, err := acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard, fresh).Result()
+	v, err := acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard, fresh, c.value).Result()
 	// Whatever the outcome, the call may have queued the contender, until an answer names
 	// it the owner: the script took it off then.
 	c.listed = listed
@@ -319,7 +321,7 @@ func (c *contention) granted(nonce string, token uint64) {
 	c.grantedSeq = max(c.grantedSeq, seq)
 	c.checkToken(token)
 	c.mu.Unlock()
-	c.grant(backend.Record{Owner: c.id, TTL: c.ttlDur, Transition: c.leaseDur, Token: token}, sent)
+	c.grant(backend.Record{Owner: c.id, TTL: c.ttlDur, Transition: c.leaseDur, Token: token, Value: c.value}, sent)
 }
 
 // Lookup runs the lookup script, which reads the owner without contending.
@@ -413,7 +415,11 @@ func (c *contention) durations(a answer, tok uint64) backend.Record {
 	if left < 0 {
 		left = c.leaseDur // a key without expiry, set by hand: as long as one lease of ours
 	}
-	return backend.Record{Owner: a.owner, TTL: left - c.transition, Transition: left, Token: tok}
+	value := a.value
+	if a.owner == c.id && c.id != "" {
+		value = c.value // its tenure's, whose token the answer may not show (the token key lapsed)
+	}
+	return backend.Record{Owner: a.owner, TTL: left - c.transition, Transition: left, Token: tok, Value: value}
 }
 
 // checkToken notices a token smaller than the last one this contention saw: tokens of

@@ -43,19 +43,25 @@
 //
 // This backend's:
 //
-//   - simba:{mutex}:token, a string: "<token>@@<expires>@@<owner>", the fencing token of
-//     the latest tenure a Go contender began, the server time in ms at which the owner key
-//     expires while that tenure holds the mutex (a renewal moves it along), and the
-//     owner's ID. It is written with the owner key and expires with it; it lingers for up
-//     to a lease after a release. Versions before this one kept the token in a hash,
-//     simba:{mutex}:fence, which this one neither reads nor writes (see Mixing versions).
+//   - simba:{mutex}:token, a string: "<token>@@<expires>@@<owner>[@@<value>]", the
+//     fencing token of the latest tenure a Go contender began, the server time in ms at
+//     which the owner key expires while that tenure holds the mutex (a renewal moves it
+//     along), the owner's ID, and, for a tenure that has one, its owner value
+//     (simba.WithOwnerValue): everything after the "@@" that ends the ID (which contains
+//     none and does not end with "@"), "@@" included. Written at the tenure's start, the
+//     value is only ever read with the token beside it, and only while the key names the
+//     owner: a lookup never shows one tenure's owner with another's value. The key is
+//     written with the owner key and expires with it; it lingers for up to a lease after
+//     a release. Versions before this one kept the token in a hash, simba:{mutex}:fence,
+//     which this one neither reads nor writes (see Mixing versions).
 //   - simba:{mutex}:grant, a hash: for each Go waiter, the registration its latest attempt
-//     made, "<nonce>@@<at>@@<lease>@@<ttl>@@<until>@@<heard>": the attempt's nonce (empty
-//     for a waiter that takes no grants, a Quorum's), the server time of the registration
-//     in ms, the waiter's lease and ttl in ms, the server time in ms until which it counts
-//     as waiting without registering again (the owner key's remaining time, when it will
-//     try again, plus its jitter and a lease), and 1 if it listened on its channel when it
-//     registered. The waiting set and this hash expire together, twice that long after the
+//     made, "<nonce>@@<at>@@<lease>@@<ttl>@@<until>@@<heard>[@@<value>]": the attempt's
+//     nonce (empty for a waiter that takes no grants, a Quorum's), the server time of the
+//     registration in ms, the waiter's lease and ttl in ms, the server time in ms until
+//     which it counts as waiting without registering again (the owner key's remaining
+//     time, when it will try again, plus its jitter and a lease), 1 if it listened on its
+//     channel when it registered, and the waiter's owner value if it has one, which a
+//     release that grants it the mutex writes to the token key. The waiting set and this hash expire together, twice that long after the
 //     latest registration that needed it. A release that takes a waiter off the waiting
 //     set deletes its registration.
 //   - nonces, "<8 random characters>-<n>": a prefix drawn per contention and the number of
@@ -80,12 +86,12 @@
 // is otherwise told to try again (TRYAGAIN). The arguments:
 //
 //	Script   Run by                    ARGV[1], ARGV[2], ...                        Answer
-//	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh  owner
-//	guard    Acquire (the owner)       id, lease                                    owner
-//	release  Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]       1 or 0
-//	lookup   Lookup (a retriever)      none                                         owner
-//	waiting  OthersWaiting             id, exact                                    1 or 0
-//	raise    a Quorum's first renewal  id, token                                    1 or 0
+//	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
+//	guard    Acquire (the owner)       id, lease                                           owner
+//	release  Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]              1 or 0
+//	lookup   Lookup (a retriever)      none                                                owner
+//	waiting  OthersWaiting             id, exact                                           1 or 0
+//	raise    a Quorum's first renewal  id, token                                           1 or 0
 //
 //	id       the contender ID
 //	lease    ttl + transition, in ms: the owner key's PX
@@ -107,9 +113,11 @@
 //	raiseTo  a Quorum tenure's token to raise the contender's token key to first, or ""
 //	tenure   ReleaseOwner's: the token of the tenure to free ("0": one that shows none)
 //	token    a Quorum tenure's token, for the token key
-//	owner    {"<owner>@@<remaining ms>" or "@@" for no owner, the owner's token}: JVM
-//	         Simba's reply and the fencing token ("0" when no Go tenure of that owner
-//	         shows one)
+//	value    the contender's owner value, "" for none; written only when a tenure begins
+//	owner    {"<owner>@@<remaining ms>" or "@@" for no owner, the owner's token, its
+//	         value}: JVM Simba's reply, the fencing token ("0" when no Go tenure of that
+//	         owner shows one) and the tenure's owner value ("" when it has none or the
+//	         token is "0")
 //	1 or 0   release: the caller owned the mutex and released it; waiting: someone else
 //	         waits; raise: the token key is the caller's
 //
@@ -373,6 +381,14 @@
 // followed, within a lease, by a tenure of the same ID under the other is shown, by
 // processes of the first version, with the earlier tenure's token (and, by this version,
 // its expiry); the owner it names is right.
+//
+// Owner values came later: a tenure without one writes the token key as before; one with
+// a value adds a fourth field. Versions before values read it as part of the owner's ID,
+// so they show that owner with token 0 (as a JVM one) and read its key's time left with
+// PTTL, while its token still counts for the next tenure's; and they cannot read the
+// registration of a waiter with a value, so instead of granting it the mutex they wake it
+// (JVM Simba's hand-over) and it takes the mutex itself. A Quorum keeps no values (it does
+// not implement backend.ValueKeeper): simba refuses WithOwnerValue for one.
 //
 // # Semaphores and read-write locks
 //

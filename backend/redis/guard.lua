@@ -5,15 +5,17 @@
 -- KEYS     see prelude.lua
 -- ARGV[1]  id     the contender ID
 -- ARGV[2]  lease  ttl + transition in ms: the owner key's PX
--- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
+-- Returns {'<owner>@@<remaining ms>' or '@@', '<token>', '<value>'} (see prelude.lua).
 local id = ARGV[1]
 local lease = ARGV[2]
 
 local owner, fence = readOwner()
 if not owner then
-  return { '@@', '0' }
+  return { '@@', '0', '' }
 end
 if owner == id then
-  return { id .. '@@' .. lease, renew(id, lease, fence) }
+  local token, value = renew(id, lease, fence)
+  return { id .. '@@' .. lease, token, value }
 end
-return { owner .. '@@' .. redis.call('pttl', ownerKey), (tokenOf(owner, fence)) }
+local token, _, value = tokenOf(owner, fence)
+return { owner .. '@@' .. redis.call('pttl', ownerKey), token, value }

@@ -2,9 +2,10 @@
 --
 -- KEYS  see prelude.lua
 -- ARGV  none
--- Returns {'<owner>@@<remaining ms>' or '@@', '<token>'} (see prelude.lua).
+-- Returns {'<owner>@@<remaining ms>' or '@@', '<token>', '<value>'} (see prelude.lua).
 local owner, fence = readOwner()
 if not owner then
-  return { '@@', '0' }
+  return { '@@', '0', '' }
 end
-return { owner .. '@@' .. redis.call('pttl', ownerKey), (tokenOf(owner, fence)) }
+local token, _, value = tokenOf(owner, fence)
+return { owner .. '@@' .. redis.call('pttl', ownerKey), token, value }

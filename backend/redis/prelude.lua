@@ -53,8 +53,9 @@ end
 
 -- readOwner reads the owner key and the token key in one call: the owner's ID (false
 -- when there is none) and the token key's value (false when it is gone),
--- '<token>@@<expires>@@<id>': the token of the latest tenure a Go contender began, when
--- the owner key expires if that contender owns it (server ms), and its ID.
+-- '<token>@@<expires>@@<id>[@@<value>]': the token of the latest tenure a Go contender
+-- began, when the owner key expires if that contender owns it (server ms), its ID, and
+-- the tenure's owner value, when it has one.
 local function readOwner()
   local v = redis.call('mget', ownerKey, tokenKey)
   if not v[2] then
@@ -66,24 +67,44 @@ local function readOwner()
   return v[1], v[2]
 end
 
--- splitFence returns the token, the expiry and the contender ID of a token key's value,
--- or nil.
+-- splitFence returns the token, the expiry, the contender ID and the owner value ('' for
+-- none) of a token key's value, or nil. The ID ends at the first '@@' after the expiry (a
+-- Go contender's ID contains none and does not end with '@'); the value is the rest,
+-- whatever it holds.
 local function splitFence(fence)
   if not fence then
     return nil
   end
-  return string.match(fence, '^([^@]*)@@(%d*)@@(.*)$')
+  local token, expires, rest = string.match(fence, '^([^@]*)@@(%d*)@@(.*)$')
+  if not token then
+    return nil
+  end
+  local cut = string.find(rest, '@@', 1, true)
+  if not cut then
+    return token, expires, rest, ''
+  end
+  return token, expires, string.sub(rest, 1, cut - 1), string.sub(rest, cut + 2)
+end
+
+-- joinFence makes a token key's value; a tenure without an owner value keeps the format
+-- of versions before values.
+local function joinFence(token, expires, id, value)
+  if value == '' then
+    return table.concat({ token, expires, id }, '@@')
+  end
+  return table.concat({ token, expires, id, value }, '@@')
 end
 
 -- tokenOf returns the fencing token of owner's tenure from the token key's value, or '0'
 -- when it names someone else (owner is a JVM contender, which keeps no token) or is gone;
--- and when the owner key expires if the value is owner's (nil otherwise).
+-- when the owner key expires if the value is owner's (nil otherwise); and the tenure's
+-- owner value ('' unless the value is owner's): a value is only ever read with its token.
 local function tokenOf(owner, fence)
-  local token, expires, holder = splitFence(fence)
+  local token, expires, holder, value = splitFence(fence)
   if holder == owner then
-    return token, tonumber(expires)
+    return token, tonumber(expires), value
   end
-  return '0', nil
+  return '0', nil, ''
 end
 
 -- remaining returns how long the owner key has left at server time nowMs (ms): until
@@ -113,14 +134,14 @@ end
 -- token if that is greater, keeping the key's expiry. It returns the key's value
 -- afterwards, or nil when the key does not name id.
 local function raiseFence(id, fence, token)
-  local current, expires, holder = splitFence(fence)
+  local current, expires, holder, value = splitFence(fence)
   if holder ~= id then
     return nil
   end
   if isToken(current) and not isGreater(token, current) then
     return fence
   end
-  local raised = table.concat({ token, expires, id }, '@@')
+  local raised = joinFence(token, expires, id, value)
   local px = redis.call('pttl', tokenKey)
   if px > 0 then
     redis.call('set', tokenKey, raised, 'px', px)
@@ -131,30 +152,30 @@ local function raiseFence(id, fence, token)
 end
 
 -- writeToken records id's tenure, whose owner key the caller has just set to expire px ms
--- from server time nowMs (ms), with token in the token key, which expires with it.
-local function writeToken(id, px, token, nowMs)
-  local fence = table.concat({ token, string.format('%.0f', nowMs + px), id }, '@@')
-  redis.call('set', tokenKey, fence, 'px', px)
+-- from server time nowMs (ms), with token and its owner value in the token key, which
+-- expires with it.
+local function writeToken(id, px, token, nowMs, value)
+  redis.call('set', tokenKey, joinFence(token, string.format('%.0f', nowMs + px), id, value), 'px', px)
 end
 
--- beginTenure makes id the owner for px ms from server time nowMs with a new token, and
--- announces it on simba:{mutex}.
-local function beginTenure(id, px, token, nowMs)
+-- beginTenure makes id the owner for px ms from server time nowMs with a new token and
+-- owner value, and announces it on simba:{mutex}.
+local function beginTenure(id, px, token, nowMs, value)
   redis.call('set', ownerKey, id, 'px', px)
-  writeToken(id, px, token, nowMs)
+  writeToken(id, px, token, nowMs, value)
   redis.call('publish', ownerKey, 'acquired@@' .. id)
 end
 
 -- renew extends id's tenure, which the owner key names, to px ms (a string) from now, and
--- returns its token, or '0' when the token key has lapsed (it is not brought back: the
--- contender knows its token).
+-- returns its token and owner value, or '0' and '' when the token key has lapsed (it is not
+-- brought back: the contender knows its token).
 local function renew(id, px, fence)
   redis.call('set', ownerKey, id, 'xx', 'px', px)
-  local token = tokenOf(id, fence)
+  local token, _, value = tokenOf(id, fence)
   if token ~= '0' then
-    writeToken(id, px, token, millis(redis.call('time')))
+    writeToken(id, px, token, millis(redis.call('time')), value)
   end
-  return token
+  return token, value
 end
 
 -- register records id's registration in the grant hash at server time now (ms) for an owner
@@ -162,10 +183,13 @@ end
 -- its jitter of at most a second, so it is taken for gone a lease later still. The
 -- registrations and the waiting set expire together, twice that far ahead, whenever
 -- they would expire sooner: keys of waiters that are all gone do not stay.
-local function register(id, now, nonce, lease, ttl, left, heard)
+local function register(id, now, nonce, lease, ttl, left, heard, value)
   local live = math.max(left, 0) + lease + 1000
-  redis.call('hset', grantKey, id, table.concat({ nonce, string.format('%.0f', now), lease, ttl,
-    string.format('%.0f', now + live), heard }, '@@'))
+  local reg = { nonce, string.format('%.0f', now), lease, ttl, string.format('%.0f', now + live), heard }
+  if value ~= '' then
+    reg[7] = value -- for the release that grants id the mutex to write
+  end
+  redis.call('hset', grantKey, id, table.concat(reg, '@@'))
   if redis.call('pttl', grantKey) < live then
     redis.call('pexpire', grantKey, 2 * live)
     redis.call('pexpire', waitKey, 2 * live)
@@ -185,13 +209,13 @@ local function registration(waiter)
   if not reg then
     return nil, false
   end
-  local nonce, at, lease, ttl, untilMs, heard =
-    string.match(reg, '^([^@]*)@@(%d+)@@(%d+)@@(%d+)@@(%d+)@@([01])$')
-  if not at then
+  local nonce, at, lease, ttl, untilMs, heard, rest =
+    string.match(reg, '^([^@]*)@@(%d+)@@(%d+)@@(%d+)@@(%d+)@@([01])(.*)$')
+  if not at or (rest ~= '' and string.sub(rest, 1, 2) ~= '@@') then
     return nil, true
   end
   return { nonce = nonce, at = tonumber(at), lease = tonumber(lease), ttl = tonumber(ttl),
-    untilMs = tonumber(untilMs), heard = heard == '1' }, true
+    untilMs = tonumber(untilMs), heard = heard == '1', value = string.sub(rest, 3) }, true
 end
 
 -- silenceMeansGone reports whether nobody hearing on waiter's channel at server time nowMs
@@ -210,5 +234,6 @@ local function silenceMeansGone(exact, reg, known, nowMs)
   return exact and (not known or (reg ~= nil and (reg.heard or nowMs - reg.at > confirmWindow)))
 end
 
--- The scripts return {'<owner id>@@<remaining ms of the owner key>', '<token>'}, or
--- {'@@', '0'} when there is no owner: JVM Simba's reply and the fencing token.
+-- The scripts return {'<owner id>@@<remaining ms of the owner key>', '<token>', '<value>'},
+-- or {'@@', '0', ''} when there is no owner: JVM Simba's reply, the fencing token and the
+-- owner value of the tenure the token names.

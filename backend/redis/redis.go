@@ -219,6 +219,10 @@ func (b *Backend) ValidateContenderID(id string) error {
 	return nil
 }
 
+// KeepsValues reports that the backend keeps owner values (Participant.Value) for mutexes,
+// in the token key (see the package doc, Keys and channels); see backend.ValueKeeper.
+func (b *Backend) KeepsValues(k backend.Kind) bool { return k == backend.Mutex }
+
 // StartContend opens a participant's contention; see simba.Backend. Until a call of the
 // backend has succeeded, each checks that the server answers and accepts the client (a
 // PING and a script), bounded by ctx, and fails with an error wrapping ErrUnreachable (an

@@ -56,7 +56,7 @@ local function serve(waiter, reg, known)
       if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and unheardIsGone then
         return false
       end
-      beginTenure(waiter, reg.lease - age, token, nowMs)
+      beginTenure(waiter, reg.lease - age, token, nowMs, reg.value)
       return true
     end
   end

@@ -23,17 +23,19 @@ type answer struct {
 	owner string        // empty: no owner
 	left  time.Duration // the owner key's PTTL; negative: the key has no expiry
 	token uint64        // zero: unknown (no token key for this owner)
+	value string        // the owner value of the tenure token names; empty: none or unknown
 }
 
-// parseAnswer decodes a script's reply: {"<owner>@@<ms>" or "@@", "<token>"}.
+// parseAnswer decodes a script's reply: {"<owner>@@<ms>" or "@@", "<token>", "<value>"}.
 func parseAnswer(v any) (answer, error) {
 	list, ok := v.([]any)
-	if !ok || len(list) != 2 {
+	if !ok || len(list) != 3 {
 		return answer{}, fmt.Errorf("%w: %#v", ErrUnexpectedReply, v)
 	}
 	owned, ok1 := list[0].(string)
 	token, ok2 := list[1].(string)
-	if !ok1 || !ok2 {
+	value, ok3 := list[2].(string)
+	if !ok1 || !ok2 || !ok3 {
 		return answer{}, fmt.Errorf("%w: %#v", ErrUnexpectedReply, v)
 	}
 	owner, left, err := parseOwner(owned)
@@ -44,10 +46,10 @@ func parseAnswer(v any) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	if owner == "" && tok != 0 {
-		return answer{}, fmt.Errorf("%w: token %d without an owner", ErrUnexpectedReply, tok)
+	if owner == "" && (tok != 0 || value != "") {
+		return answer{}, fmt.Errorf("%w: token %d or value %q without an owner", ErrUnexpectedReply, tok, value)
 	}
-	return answer{owner: owner, left: left, token: tok}, nil
+	return answer{owner: owner, left: left, token: tok, value: value}, nil
 }
 
 // parseOwner parses JVM Simba's reply "<owner>@@<remaining ms>", or "@@" for no owner.

@@ -50,16 +50,20 @@ func TestParseOwner(t *testing.T) {
 }
 
 func TestParseAnswer(t *testing.T) {
-	a, err := parseAnswer([]any{"c@@1500", "1795253251350913"})
+	a, err := parseAnswer([]any{"c@@1500", "1795253251350913", ""})
 	require.NoError(t, err)
 	assert.Equal(t, answer{owner: "c", left: 1500 * time.Millisecond, token: 1795253251350913}, a)
-	a, err = parseAnswer([]any{"@@", "0"})
+	a, err = parseAnswer([]any{"c@@1500", "1795253251350913", "10.0.0.1:80@@v"})
+	require.NoError(t, err)
+	assert.Equal(t, answer{owner: "c", left: 1500 * time.Millisecond, token: 1795253251350913, value: "10.0.0.1:80@@v"}, a)
+	a, err = parseAnswer([]any{"@@", "0", ""})
 	require.NoError(t, err)
 	assert.Equal(t, answer{}, a)
 	for _, bad := range []any{
-		nil, "c@@1", []any{}, []any{"c@@1"}, []any{"c@@1", "1", "x"}, []any{"c@@1", int64(1)},
-		[]any{int64(1), "1"}, []any{"c@@1", "-1"}, []any{"c@@1", "18446744073709551616"},
-		[]any{"@@", "5"}, []any{"c", "1"},
+		nil, "c@@1", []any{}, []any{"c@@1"}, []any{"c@@1", "1"}, []any{"c@@1", "1", "x", "y"},
+		[]any{"c@@1", int64(1), ""}, []any{"c@@1", "1", int64(1)},
+		[]any{int64(1), "1", ""}, []any{"c@@1", "-1", ""}, []any{"c@@1", "18446744073709551616", ""},
+		[]any{"@@", "5", ""}, []any{"@@", "0", "v"}, []any{"c", "1", ""},
 	} {
 		_, err := parseAnswer(bad)
 		assert.ErrorIs(t, err, ErrUnexpectedReply, "%#v", bad)
@@ -151,24 +155,26 @@ func FuzzReplyRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzParseAnswer: any pair of strings, as a script could return, parses without
+// FuzzParseAnswer: any three strings, as a script could return, parse without
 // panicking; an error always wraps ErrUnexpectedReply.
 func FuzzParseAnswer(f *testing.F) {
-	f.Add("c@@1500", "1795253251350913")
-	f.Add("@@", "0")
-	f.Add("@@", "7")
-	f.Add("c@@1", "-1")
-	f.Add("c@@1", "18446744073709551615")
-	f.Fuzz(func(t *testing.T, owner, token string) {
-		a, err := parseAnswer([]any{owner, token})
+	f.Add("c@@1500", "1795253251350913", "")
+	f.Add("c@@1500", "1795253251350913", "v@@w")
+	f.Add("@@", "0", "")
+	f.Add("@@", "7", "")
+	f.Add("@@", "0", "v")
+	f.Add("c@@1", "-1", "")
+	f.Add("c@@1", "18446744073709551615", "")
+	f.Fuzz(func(t *testing.T, owner, token, value string) {
+		a, err := parseAnswer([]any{owner, token, value})
 		if err != nil {
 			if !errors.Is(err, ErrUnexpectedReply) {
 				t.Fatalf("error %v does not wrap ErrUnexpectedReply", err)
 			}
 			return
 		}
-		if a.owner == "" && a.token != 0 {
-			t.Fatalf("a token without an owner: %+v", a)
+		if a.owner == "" && (a.token != 0 || a.value != "") {
+			t.Fatalf("a token or value without an owner: %+v", a)
 		}
 	})
 }
