@@ -345,6 +345,21 @@ func ExampleObserve() {
 	// leader: true
 }
 
+// ExampleWithOwnerValue: the leader publishes its address with its tenure; a follower
+// that looks the leader up learns where to send its requests.
+func ExampleWithOwnerValue() {
+	b, _ := memory.New(memory.NewStore())
+	ctx := context.Background()
+	l, _ := simba.NewLocker(b, "leader", simba.WithContenderID("pod-a"), simba.WithOwnerValue("10.0.0.7:8080"))
+	defer l.Close()
+	lease, _ := l.Acquire(ctx)
+
+	leader, _ := simba.Lookup(ctx, b, "leader")
+	fmt.Println(leader.ID, "at", leader.Value)
+	_ = lease.Release(ctx)
+	// Output: pod-a at 10.0.0.7:8080
+}
+
 // ExampleWithObserver counts tenures with a plain function.
 func ExampleWithObserver() {
 	b, _ := memory.New(memory.NewStore())

@@ -59,4 +59,12 @@
 // Fencing tokens: Record.Token is the same for every renewal of a tenure and strictly
 // greater for every later tenure of the mutex. Derive it from what the store keeps
 // monotonic, and document what it is derived from and when it could go back.
+//
+// Owner values: a backend that implements ValueKeeper is given a contender's
+// Participant.Value (at most 1 KiB of UTF-8 without control characters; simba checks
+// it) and keeps it with each tenure the contender begins, a grant included, replacing
+// the value of the tenure before. Every Record names the value of the tenure it names,
+// read with its token in one atomic read: never a value of another tenure, and the empty
+// one when it cannot tell. simba refuses a value, at construction, for a backend that
+// keeps none for the kind of name, so a backend without ValueKeeper is never given one.
 package backend
