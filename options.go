@@ -159,8 +159,7 @@ func WithContenderID(id string) IDOption {
 	return idOption(func(c *config) { c.contenderID, c.contenderIDSet = id, true })
 }
 
-// WithOwnerValue publishes v, an address say, as Owner.Value of each tenure: at most
-// 1 KiB of UTF-8, no control characters.
+// WithOwnerValue publishes v, at most 1 KiB of text, as tenures' Owner.Value.
 func WithOwnerValue(v string) ValueOption {
 	return valueOption(func(c *config) { c.ownerValue = v })
 }

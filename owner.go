@@ -6,7 +6,7 @@ import (
 )
 
 // Owner is a mutex's owner record; the zero Owner means "no owner". Its instants are
-// local (send time plus the store's durations).
+// local (send time plus the store's durations): compare them with time.Now().
 type Owner struct {
 	ID           string    // the owner's contender ID; empty: no owner
 	AcquiredAt   time.Time // when the tenure began, as far as the store tells
