@@ -24,7 +24,7 @@ type contention struct {
 	p   backend.Participant
 	log *slog.Logger
 	dir string // <prefix><mutex>/; a semaphore's or read-write lock's: see holdDirs
-	n   uint64 // its number in the backend, part of its key
+	n   uint64 // its number under dir, part of its key (Backend.takeNumber)
 
 	// A semaphore's or read-write lock's (holds.go); empty for a mutex.
 	queue string // the prefix of its key: where it queues
@@ -83,7 +83,9 @@ type look struct {
 	again bool     // something changed: look again at once
 }
 
-func newContention(b *Backend, p backend.Participant, n uint64) *contention {
+// newContention returns p's contention, with the lowest number free under its dir. Called
+// with b.mu held.
+func newContention(b *Backend, p backend.Participant) *contention {
 	log := p.Logger
 	if log == nil {
 		log = b.log
@@ -97,7 +99,7 @@ func newContention(b *Backend, p backend.Participant, n uint64) *contention {
 		dir:     dir,
 		queue:   queue,
 		held:    held,
-		n:       n,
+		n:       b.takeNumber(dir),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		life:    life,
@@ -610,7 +612,12 @@ func (c *contention) leave() {
 		close(c.started)
 	}
 	if closed || c.key == "" || c.keyLease != current {
-		return // Close revokes the lease, and its keys go with it; a lost lease took the key
+		// Close revokes the lease, and its keys go with it; a lost lease took the key. A
+		// key put with an earlier lease had another name.
+		b.mu.Lock()
+		b.freeNumber(c.number())
+		b.mu.Unlock()
+		return
 	}
 	dl := time.Now().Add(b.leaseTTL / 3)
 	if by := c.stopBy.Load(); by != nil {
@@ -618,10 +625,16 @@ func (c *contention) leave() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
-	if err := b.deleteKey(ctx, c.key, c.marker, c.keyLease); err != nil {
+	err := b.deleteKey(ctx, c.key, c.marker, c.keyLease)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
 		c.leaveErr = err
-		b.mu.Lock()
-		b.leaveBehind(c.key, c.marker, c.keyLease)
-		b.mu.Unlock()
+		b.leaveBehind(c.key, c.marker, c.keyLease, c.number())
+		return
 	}
+	b.freeNumber(c.number())
 }
+
+// number returns c's number under its dir.
+func (c *contention) number() number { return number{dir: c.dir, n: c.n} }

@@ -12,7 +12,9 @@
 //
 // attached to that lease, with its contender ID as the value. The prefix is "simba/"
 // unless WithPrefix says otherwise; the number tells apart the contentions of one backend
-// on one mutex. The key whose create revision is the lowest owns the mutex: first come,
+// on one mutex, and is the lowest whose key is gone: a contender's acquisitions put the
+// same key again, so that the names etcd keeps in its index until a compaction, and scans
+// at every read of the mutex, are as many as the contentions at once. The key whose create revision is the lowest owns the mutex: first come,
 // first served. A key is put once (a transaction that puts it only if it does not exist,
 // so a retry after a lost reply finds it) and read back in the same transaction with the
 // mutex's lowest key and the key created just before it. Keys go when their contender

@@ -41,7 +41,7 @@ type Backend struct {
 	lease       lease
 	contentions map[*contention]struct{}
 	orphans     map[string]orphan // keys stopped contentions left behind
-	seq         uint64            // numbers the contentions, in their keys
+	numbers     map[number]bool   // the contentions' numbers whose keys may exist (see number)
 	revision    int64             // the latest revision a linearizable answer carried (see sawRevision)
 	behind      int64             // etcd's revision went back from this one: no lease until it passes it
 	given       clientv3.LeaseID  // a lease given up unproven, maybe alive on the server: revoked before the next grant
@@ -83,6 +83,7 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 		keepWake:    make(chan struct{}, 1),
 		contentions: make(map[*contention]struct{}),
 		orphans:     make(map[string]orphan),
+		numbers:     make(map[number]bool),
 	}, nil
 }
 
@@ -112,8 +113,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		b.mu.Unlock()
 		return nil, fmt.Errorf("simba/etcd: %w", simba.ErrClosed)
 	}
-	b.seq++
-	c := newContention(b, p, b.seq)
+	c := newContention(b, p)
 	b.contentions[c] = struct{}{}
 	if !b.keeping {
 		b.keeping = true
@@ -449,6 +449,7 @@ func (b *Backend) lostLocked(epoch uint64, why string) {
 	for key, o := range b.orphans {
 		if o.lease == b.lease.id {
 			delete(b.orphans, key) // gone with the lease
+			b.freeNumber(o.number)
 		}
 	}
 	b.lease = lease{epoch: epoch + 1}
@@ -459,16 +460,43 @@ func (b *Backend) lostLocked(epoch uint64, why string) {
 	b.wakeKeeper()
 }
 
-// orphan is a key a stopped contention left behind: its lease, and a hold's marker.
+// number is a contention's number in the keys under dir.
+type number struct {
+	dir string
+	n   uint64
+}
+
+// takeNumber returns the lowest number under dir that no key of the backend may carry, and
+// takes it until freeNumber. A contention's key is named after it, so a contender's later
+// contentions put the key of its earlier ones again: etcd keeps every key name put under a
+// mutex's prefix in its index until the history is compacted (never, by default), and
+// every read of the mutex scans them all. A number is free only once its key is deleted,
+// or gone with its lease, so that a join that finds its key put finds its own (a put whose
+// reply was lost), not an earlier contention's. Called with b.mu held.
+func (b *Backend) takeNumber(dir string) uint64 {
+	n := number{dir: dir, n: 1}
+	for b.numbers[n] {
+		n.n++
+	}
+	b.numbers[n] = true
+	return n.n
+}
+
+// freeNumber gives n back once its key is gone. Called with b.mu held.
+func (b *Backend) freeNumber(n number) { delete(b.numbers, n) }
+
+// orphan is a key a stopped contention left behind: its lease, a hold's marker, and the
+// number it carries.
 type orphan struct {
 	lease  clientv3.LeaseID
 	marker string
+	number number
 }
 
 // leaveBehind records a key (and a hold's marker, or "") for the keeper to delete. Called
 // with b.mu held.
-func (b *Backend) leaveBehind(key, marker string, id clientv3.LeaseID) {
-	b.orphans[key] = orphan{lease: id, marker: marker}
+func (b *Backend) leaveBehind(key, marker string, id clientv3.LeaseID, n number) {
+	b.orphans[key] = orphan{lease: id, marker: marker, number: n}
 	b.log.Warn("simba/etcd: key left for the backend to delete", "key", key)
 	b.wakeKeeper()
 }
@@ -492,6 +520,7 @@ func (b *Backend) collect() {
 		b.mu.Lock()
 		if b.orphans[key] == o {
 			delete(b.orphans, key)
+			b.freeNumber(o.number)
 		}
 		b.mu.Unlock()
 	}
