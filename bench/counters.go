@@ -142,6 +142,12 @@ func readCounts(ctx context.Context, e *env, store string) (storeCounts, error) 
 			return nil, err
 		}
 		c[countRequests] = n
+	case storeEtcd:
+		m, err := etcdMetrics(ctx, e.Etcd, etcdRequests, etcdCommits)
+		if err != nil {
+			return nil, err
+		}
+		c[countRequests], c[countCommits] = m[etcdRequests], m[etcdCommits]
 	}
 	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	goredis "github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/simba-go/simba/backend/memory"
 )
@@ -27,6 +28,7 @@ type env struct {
 	db     *sql.DB // MariaDB
 	pg     *sql.DB // PostgreSQL
 	zk     *zk.Conn
+	etcd   *clientv3.Client
 	run    string        // random prefix of this run's mutex names
 	names  *atomic.Int64 // numbers the mutex names
 }
@@ -63,13 +65,21 @@ func newEnv(ep endpoints, need map[string]bool) (*env, error) {
 		}
 		e.zk = conn
 	}
+	if need[storeEtcd] {
+		c, err := newEtcdClient(ep.Etcd)
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("admin connection: %w", err)
+		}
+		e.etcd = c
+	}
 	return e, nil
 }
 
 // via returns an env whose clients reach the stores at ep (proxies in front of them) and
 // that shares everything else with e: the admin connections, the memory store, the names.
 func (e *env) via(ep endpoints) *env {
-	return &env{endpoints: ep, memory: e.memory, redis: e.redis, db: e.db, pg: e.pg, zk: e.zk, run: e.run, names: e.names}
+	return &env{endpoints: ep, memory: e.memory, redis: e.redis, db: e.db, pg: e.pg, zk: e.zk, etcd: e.etcd, run: e.run, names: e.names}
 }
 
 func (e *env) close() {
@@ -84,6 +94,9 @@ func (e *env) close() {
 	}
 	if e.zk != nil {
 		e.zk.Close()
+	}
+	if e.etcd != nil {
+		_ = e.etcd.Close()
 	}
 }
 

@@ -139,6 +139,9 @@ func newFloor(ctx context.Context, e *env, store string) (name string, _ stepper
 			return err
 		}
 		return "exists", &opStepper{op: op, closeFn: conn.Close}, nil
+	case storeEtcd:
+		f, err := etcdFloor(ctx, e)
+		return "Get", f, err
 	}
 	return "", nil, fmt.Errorf("no floor for store %q", store)
 }

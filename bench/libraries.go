@@ -14,9 +14,10 @@ const (
 	storeSQL       = "sql"
 	storePostgres  = "postgres"
 	storeZooKeeper = "zookeeper"
+	storeEtcd      = "etcd"
 )
 
-var allStores = []string{storeMemory, storeRedis, storeSQL, storePostgres, storeZooKeeper}
+var allStores = []string{storeMemory, storeRedis, storeSQL, storePostgres, storeZooKeeper, storeEtcd}
 
 // storeTitle names a store in the results.
 func storeTitle(store string) string {
@@ -31,6 +32,8 @@ func storeTitle(store string) string {
 		return "PostgreSQL"
 	case storeZooKeeper:
 		return "ZooKeeper"
+	case storeEtcd:
+		return "etcd"
 	}
 	return store
 }
@@ -104,7 +107,7 @@ type keeper interface {
 
 // libraries returns every library the benchmark knows, in the order of the results.
 func libraries() []library {
-	return []library{
+	return append([]library{
 		{
 			id: "simba-memory", name: "simba", store: storeMemory, simba: true,
 			settings: "Locker on backend/memory, one backend per client on one Store; ttl 10s, transition 6s (defaults)",
@@ -178,7 +181,7 @@ func libraries() []library {
 			open:     openZKLock,
 			bound:    zkSession + zkTick,
 		},
-	}
+	}, etcdLibraries()...)
 }
 
 // simbaFailoverBound is when the next simba owner on a lease store takes over at the

@@ -22,6 +22,7 @@ type machine struct {
 	MariaDB   string            `json:"mariadb,omitempty"`
 	Postgres  string            `json:"postgres,omitempty"`
 	ZooKeeper string            `json:"zookeeper,omitempty"`
+	Etcd      string            `json:"etcd,omitempty"`
 	Modules   map[string]string `json:"modules"` // the peers' and clients' module versions
 }
 

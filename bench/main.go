@@ -1,12 +1,12 @@
 // Command bench measures simba against the lock libraries its users would otherwise
 // pick, side by side, in one run, on the same real servers: every simba backend (memory,
-// Redis, MariaDB, PostgreSQL, ZooKeeper) through its Locker, go-redsync/redsync,
-// bsm/redislock, go-zookeeper's lock recipe, MariaDB's GET_LOCK and PostgreSQL's
-// pg_advisory_lock, and one raw round trip per store as the floor.
+// Redis, MariaDB, PostgreSQL, ZooKeeper, etcd) through its Locker, go-redsync/redsync,
+// bsm/redislock, go-zookeeper's lock recipe, etcd's concurrency.Mutex, MariaDB's GET_LOCK
+// and PostgreSQL's pg_advisory_lock, and one raw round trip per store as the floor.
 //
-// It starts redis-server, MariaDB, PostgreSQL and ZooKeeper on free loopback ports with
-// private directories (internal/testserver, as simba's tests do), or uses the ones given
-// with -redis, -mysql, -postgres and -zookeeper, and stops what it started when it ends or is
+// It starts redis-server, MariaDB, PostgreSQL, ZooKeeper and etcd on free loopback ports
+// with private directories (internal/testserver, as simba's tests do), or uses the ones
+// given with -redis, -mysql, -postgres, -zookeeper and -etcd, and stops what it started when it ends or is
 // interrupted. It prints the results, writes them with SVG plots to the results
 // directory (results.md, handover-<store>.svg, scale.svg; runs/ keeps the raw data of
 // every run), and, with -readme, replaces the README's performance section.
@@ -14,6 +14,7 @@
 //	make bench                   # everything, several minutes
 //	go run . -quick              # a smoke run, seconds per figure
 //	go run . -stores redis -figures handover,contended
+//	go run . -stores etcd -quick -figures uncontended,handover,contended,failover
 //
 // A module of its own, so that the peers never become dependencies of the library.
 package main
@@ -87,13 +88,14 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: small samples, short windows, 1,000 contenders with ttl 2s")
 	fs.StringVar(&stores, "stores", strings.Join(allStores, ","), "stores to measure")
 	fs.StringVar(&figures, "figures", strings.Join(allFigures, ","), "figures to measure")
-	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, reference-redis, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock; the holds figure's: simba-<store>-holds, simba-sql-holds-1b, simba-postgres-holds-1b, advisory-shared); empty: all")
+	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, reference-redis, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock, simba-etcd, etcd-mutex; the holds figure's: simba-<store>-holds, simba-sql-holds-1b, simba-postgres-holds-1b, advisory-shared); empty: all")
 	fs.StringVar(&o.from, "from", "", "render the results, plots and README section from the raw data of an earlier run instead of measuring (results/runs/*.json; a quick run's: results/quick/runs/*.json)")
 	fs.StringVar(&o.profile, "profile", "", "directory for a CPU profile of every measurement and heap profiles of the scale runs (profiling slows the run down)")
 	fs.StringVar(&o.reuse.Redis, "redis", "", "use this Redis (host:port) instead of starting one")
 	fs.StringVar(&o.reuse.DSN, "mysql", "", "use this MySQL/MariaDB (go-sql-driver DSN, with interpolateParams=true) instead of starting one")
 	fs.StringVar(&o.reuse.PgDSN, "postgres", "", "use this PostgreSQL (pgx DSN of a database simba's role may create its table in) instead of starting one")
 	fs.StringVar(&o.reuse.ZooKeeper, "zookeeper", "", "use this ZooKeeper (host:port) instead of starting one")
+	fs.StringVar(&o.reuse.Etcd, "etcd", "", "use this etcd member (host:port of its client URL) instead of starting one")
 	s := &o.sizes
 	fs.IntVar(&s.Cycles, "cycles", 2000, "uncontended cycles per library")
 	fs.IntVar(&s.HandOvers, "handovers", 300, "hand-overs per library")
@@ -209,6 +211,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer srv.stop()
 	res.Machine.Redis, res.Machine.MariaDB, res.Machine.Postgres, res.Machine.ZooKeeper = srv.redisVersion, srv.mariaVersion, srv.pgVersion, srv.zkVersion
+	res.Machine.Etcd = srv.etcdVersion
 	e, err := newEnv(srv.endpoints, need)
 	if err != nil {
 		return err

@@ -31,6 +31,8 @@ func storeAddr(ep endpoints, store string) (string, error) {
 		return u.Host, nil
 	case storeZooKeeper:
 		return ep.ZooKeeper, nil
+	case storeEtcd:
+		return ep.Etcd, nil
 	}
 	return "", fmt.Errorf("store %s has no address", store)
 }
@@ -56,6 +58,8 @@ func withAddr(ep endpoints, store, addr string) (endpoints, error) {
 		ep.PgDSN = u.String()
 	case storeZooKeeper:
 		ep.ZooKeeper = addr
+	case storeEtcd:
+		ep.Etcd = addr
 	default:
 		return ep, fmt.Errorf("store %s has no address", store)
 	}

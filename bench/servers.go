@@ -37,6 +37,7 @@ type endpoints struct {
 	DSN       string `json:"dsn"`       // go-sql-driver DSN of the simba database
 	PgDSN     string `json:"pgdsn"`     // pgx DSN of the simba database on PostgreSQL
 	ZooKeeper string `json:"zookeeper"` // host:port
+	Etcd      string `json:"etcd"`      // host:port of the member's client URL
 }
 
 // servers are the stores of one run, started on free loopback ports with private
@@ -46,7 +47,7 @@ type servers struct {
 	dir     string
 	started []*testserver.Server
 	// Versions of the servers, as they report them.
-	redisVersion, mariaVersion, pgVersion, zkVersion string
+	redisVersion, mariaVersion, pgVersion, zkVersion, etcdVersion string
 }
 
 // startServers starts what stores need and is not given. reuse holds the endpoints passed
@@ -106,6 +107,16 @@ func startServers(ctx context.Context, need map[string]bool, reuse endpoints) (*
 			return nil, err
 		}
 		s.ZooKeeper = srv.Addr()
+	}
+	if need[storeEtcd] && s.Etcd == "" {
+		srv, err := testserver.Etcd(filepath.Join(dir, "etcd"), testserver.EtcdOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("etcd: %w", err)
+		}
+		if err := s.start(ctx, srv); err != nil {
+			return nil, err
+		}
+		s.Etcd = srv.Addr()
 	}
 	if err := s.prepare(ctx, need); err != nil {
 		return nil, err
@@ -184,6 +195,13 @@ func (s *servers) prepare(ctx context.Context, need map[string]bool) error {
 		if err := warmZooKeeper(ctx, s.ZooKeeper, 3000); err != nil {
 			return fmt.Errorf("zookeeper warm-up: %w", err)
 		}
+	}
+	if need[storeEtcd] {
+		v, err := etcdVersion(ctx, s.Etcd)
+		if err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		s.etcdVersion = v
 	}
 	return nil
 }
