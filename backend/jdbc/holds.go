@@ -253,7 +253,7 @@ type holdContention struct {
 	ttl, lease, patience int64 // ms
 	wake, closed         func()
 	log                  *slog.Logger
-	asked                bool    // an Acquire was made: a hold found under its ID is its own
+	asked                bool    // an Acquire was answered: a hold found under its ID is its own
 	db                   dbClock // the database's clock as the last decision read it
 	mark, parkSQL        string  // the cross-process wake's (holds_wake.go)
 	parking              holdPark
@@ -288,8 +288,10 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
+	// Only a decision that was answered makes the contention's next calls renew what it
+	// finds under its ID: after a call that failed, a hold found there may still be an
+	// earlier contention's (its release lost), which must not pass on its token.
 	fresh := !c.asked
-	c.asked = true
 	for created := false; ; created = true {
 		var rec backend.Record
 		var queued *parkGuard
@@ -310,9 +312,11 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 		case err != nil:
 			return backend.Record{}, refused(fmt.Errorf("simba/jdbc: acquire %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
 		case found && queued != nil:
+			c.asked = true
 			c.park(*queued)
 			return rec, nil
 		case found:
+			c.asked = true
 			c.unpark(false) // it holds, or holds no more after a clock step: nothing to wait for
 			return rec, nil
 		case created:

@@ -170,6 +170,44 @@ func TestHoldFreshContentionNewToken(t *testing.T) {
 	})
 }
 
+// TestHoldFreshAfterAFailedFirstCall: a new contention that finds its ID holding begins a
+// new hold even when its first call failed (the store restarting after the earlier
+// contention's release was lost): the call that failed decided nothing, so the next one is
+// still the contention's first, and must not renew the earlier hold and its token.
+func TestHoldFreshAfterAFailedFirstCall(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend
+		open func(t testing.TB, params ...string) *sql.DB
+		lock string
+	}{
+		{"mariadb", newBackend, openDB, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = ? AND holder = '' FOR UPDATE"},
+		{"postgres", newPGBackend, openPG, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = $1 AND holder = '' FOR UPDATE"},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			name := mutexName(t)
+			b := d.newB(t)
+			permit := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+			first := acquire(t, holdOf(t, b, name, "c", permit, 10*time.Second))
+			again := holdOf(t, b, name, "c", permit, 10*time.Second)
+
+			tx, err := d.open(t).BeginTx(t.Context(), nil) // the store cannot decide meanwhile
+			require.NoError(t, err)
+			var one int
+			require.NoError(t, tx.QueryRowContext(t.Context(), d.lock, name).Scan(&one))
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			_, err = again.Acquire(ctx)
+			require.Error(t, err, "an acquisition decided while another session held the name's row")
+			require.NoError(t, tx.Rollback())
+
+			second := acquire(t, again)
+			require.Equal(t, "c", second.Owner)
+			assert.Greater(t, second.Token, first.Token, "the earlier contention's hold renewed, token and all")
+		})
+	}
+}
+
 // TestHoldLockWaitKeepsTheDeadline: while another session holds the name's row locked (a
 // decider stalled in its transaction), an acquisition ends by its deadline with an outage,
 // not a refusal: the server gives the wait up a little before the deadline, so that the
