@@ -15,9 +15,11 @@ import (
 type Interval struct {
 	Proc     string
 	Token    uint64
-	From, To int64 // CLOCK_MONOTONIC ns
-	Killed   bool  // ended by the kill of its process
-	Open     bool  // had not ended when the history ended
+	From, To int64  // CLOCK_MONOTONIC ns
+	Killed   bool   // ended by the kill of its process
+	Open     bool   // had not ended when the history ended
+	Mode     string // a hold's mode (modePermit, modeRead, modeWrite); empty for a mutex
+	Call     int64  // when the hold's Acquire was called; zero for a mutex
 }
 
 // Overlap is the time two contenders both believed they owned the mutex.
@@ -38,6 +40,13 @@ type Options struct {
 	// OnContext ends a belief interval when the tenure context ended rather than when
 	// OnReleased returned: exclusion measured on ownership, for callbacks that block.
 	OnContext bool
+	// Hold, for a semaphore's or read-write lock's holders, checks capacity rather than
+	// exclusion (see checkCapacity) and the fence of the holds (holdFence).
+	Hold *HoldModel
+	// WakeBound, if set, bounds how long a holder may wait while capacity is free in
+	// belief (C6): a hold that ended still keeps its permit in the store until it lapses
+	// if it was not released, so the bound is a failover bound.
+	WakeBound time.Duration
 }
 
 // Findings are what the checker found over one history.
@@ -60,6 +69,10 @@ type Findings struct {
 	RefereeLinearizable bool            // C10, over the referee's writes
 	Residue             []string        // C8: what the store still held after every contender stopped
 	Errors              []string
+	Crowds              []string // C2 for holds: more believed holders than the capacity
+	Deadlines           []string // C9: an Acquire that returned after its deadline
+	FreeWaits           []string // C6: a waiter asleep beside free capacity
+	MaxFreeWait         time.Duration
 }
 
 // Check runs C1, C2, C3, C4, C7 and C10 over the events of one mutex.
@@ -69,13 +82,25 @@ func Check(events []Event, o Options) Findings {
 	if len(events) > 0 {
 		end = events[len(events)-1].At
 	}
-	f.Intervals = intervals(events, end, o.OnContext, &f)
-	f.checkOverlaps(o)
-	f.checkTokens()
+	f.Intervals = intervals(events, end, o.OnContext || o.Hold != nil, &f)
+	if o.Hold != nil {
+		f.checkCapacity(*o.Hold, o)
+		f.checkHoldTokens()
+		f.checkHoldFence(events, *o.Hold)
+		f.checkDeadlines(events, o)
+		f.checkFreeWaits(events, *o.Hold, o)
+		f.LockLinearizable = holdLinearizable(f.Intervals, *o.Hold, o.Epsilon)
+		// The referee's holds are judged by checkHoldFence, which replays their fence.
+		f.RefereeLinearizable = true
+	} else {
+		f.checkOverlaps(o)
+		f.checkTokens()
+		f.checkMutexFence(events)
+		f.LockLinearizable = lockLinearizable(f.Intervals, o.Epsilon)
+		f.RefereeLinearizable = refereeLinearizable(events)
+	}
 	f.checkReferee(events, o)
 	f.checkStops(events)
-	f.LockLinearizable = lockLinearizable(f.Intervals, o.Epsilon)
-	f.RefereeLinearizable = refereeLinearizable(events)
 	for _, e := range events {
 		if e.Kind == KindError {
 			f.Errors = append(f.Errors, e.Proc+": "+e.Note)
@@ -107,6 +132,9 @@ func (f Findings) Violations(o Options) []string {
 		if !f.LockLinearizable {
 			v = append(v, "C10 the lock history is not linearizable")
 		}
+		add("C2 capacity", f.Crowds)
+		add("C9 deadline", f.Deadlines)
+		add("C6 wake-up", f.FreeWaits)
 	}
 	add("C3 tokens", f.Tokens)
 	add("C4 referee", f.Referee)
@@ -122,6 +150,7 @@ func (f Findings) Violations(o Options) []string {
 func intervals(events []Event, end int64, onContext bool, f *Findings) []Interval {
 	type state struct {
 		open    *Interval
+		call    int64 // when the last Acquire of a hold was called
 		lostAt  int64 // when the open interval's tenure context ended
 		stopped bool  // between Stop returning and the next Start
 	}
@@ -139,6 +168,8 @@ func intervals(events []Event, end int64, onContext bool, f *Findings) []Interva
 		switch e.Kind {
 		case KindStart:
 			get(e.Proc).stopped = false
+		case KindAcquire:
+			get(e.Proc).call = e.At
 		case KindStopped:
 			s := get(e.Proc)
 			if s.open != nil {
@@ -157,7 +188,7 @@ func intervals(events []Event, end int64, onContext bool, f *Findings) []Interva
 			if e.Token == 0 {
 				f.Alternation = append(f.Alternation, fmt.Sprintf("%s: OnAcquired without a fencing token", e.Proc))
 			}
-			s.open, s.lostAt = &Interval{Proc: e.Proc, Token: e.Token, From: e.At}, 0
+			s.open, s.lostAt = &Interval{Proc: e.Proc, Token: e.Token, From: e.At, Mode: e.Mode, Call: s.call}, 0
 		case KindLost:
 			if s := get(e.Proc); s.open != nil && s.lostAt == 0 {
 				s.lostAt = e.At
@@ -234,24 +265,15 @@ func (f *Findings) checkTokens() {
 	}
 }
 
-// checkReferee checks the referee's accepted writes (C4): in-model, every accepted write
-// lies within its writer's belief; always, a tenure's write after the first accepted write
-// of a later tenure must have been rejected. It also counts the shadow counter's losses.
-func (f *Findings) checkReferee(events []Event, o Options) {
+// checkMutexFence checks that a tenure's write after the first accepted write of a later
+// tenure was rejected (C4).
+func (f *Findings) checkMutexFence(events []Event) {
 	firstOK := map[uint64]int64{} // token -> first accepted write
 	var tokens []uint64
 	for _, e := range events {
-		switch e.Kind {
-		case KindWriteOK:
-			f.WritesAccepted++
-			if _, ok := firstOK[e.Token]; !ok {
-				firstOK[e.Token] = e.At
-				tokens = append(tokens, e.Token)
-			}
-		case KindWriteStale:
-			f.WritesRejected++
-		case KindIncrement:
-			f.Increments++
+		if _, ok := firstOK[e.Token]; e.Kind == KindWriteOK && !ok {
+			firstOK[e.Token] = e.At
+			tokens = append(tokens, e.Token)
 		}
 	}
 	sort.Slice(tokens, func(i, j int) bool { return tokens[i] < tokens[j] })
@@ -266,6 +288,27 @@ func (f *Findings) checkReferee(events []Event, o Options) {
 				f.Referee = append(f.Referee, fmt.Sprintf("%s wrote with token %d after token %d had written: a stale write was accepted", e.Proc, e.Token, t))
 				break
 			}
+		}
+	}
+}
+
+// checkReferee checks the referee's accepted writes (C4): in-model, every accepted write
+// lies within its writer's belief, with the token of that belief. It also counts the
+// writes and the shadow counter's losses.
+func (f *Findings) checkReferee(events []Event, o Options) {
+	for _, e := range events {
+		switch e.Kind {
+		case KindWriteOK:
+			f.WritesAccepted++
+		case KindWriteStale:
+			f.WritesRejected++
+		case KindIncrement:
+			f.Increments++
+		}
+	}
+	for _, e := range events {
+		if e.Kind != KindWriteOK {
+			continue
 		}
 		in, ok := f.covering(e, o.Epsilon)
 		switch {

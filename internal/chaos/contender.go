@@ -40,6 +40,12 @@ type ContenderConfig struct {
 	WorkPause    time.Duration // the time between checking the tenure context and writing
 	SlowAcquired time.Duration // OnAcquired blocks this long after it begins (scenario 6)
 	Panics       bool          // the callbacks panic after logging (scenario 6)
+
+	// Hold, if set, makes the contender a holder of a semaphore or read-write lock of the
+	// name Mutex instead of a mutex's service: see holder.
+	Hold *HoldModel
+	// HoldFor is how long a holder keeps each hold before it releases it.
+	HoldFor time.Duration
 }
 
 // roleEnv and configEnv carry a contender process's role and configuration.
@@ -109,6 +115,9 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 		return err
 	}
 	defer ref.Close()
+	if cfg.Hold != nil {
+		return runHolder(ctx, cfg, backend, log, ref, commands)
+	}
 
 	c := &contender{cfg: cfg, log: log, ref: ref}
 	opts := []simba.ServiceOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),

@@ -37,6 +37,7 @@ const (
 	KindRetry      Kind = "retry"       // a failed start-up that the contender retries (Note)
 	KindLost       Kind = "lost"        // the tenure context ended (Token)
 	KindWork       Kind = "work"        // a writer checked its context and works before writing
+	KindAcquire    Kind = "acquire"     // a hold's Acquire was called (Mode, Deadline)
 )
 
 // Event is one line of a log.
@@ -47,6 +48,11 @@ type Event struct {
 	Token uint64 `json:"tok,omitempty"`
 	Seq   uint64 `json:"seq,omitempty"`
 	Note  string `json:"n,omitempty"`
+	// Mode is a hold's (see HoldModel): "p" a semaphore's permit, "s" a read hold, "x" a
+	// write hold; empty for a mutex.
+	Mode string `json:"m,omitempty"`
+	// Deadline is the deadline of an Acquire (KindAcquire), on the clock of At.
+	Deadline int64 `json:"dl,omitempty"`
 }
 
 // Now reads CLOCK_MONOTONIC. Go does not export its own monotonic reading, and this clock

@@ -21,6 +21,7 @@ type Referee struct {
 
 	mu      sync.Mutex
 	highest map[string]uint64
+	holds   map[string]*holdFence // by the name of a semaphore or read-write lock
 	shadow  map[string]int64
 	fenced  bool // false only in the mutation run that disables fencing
 	conns   map[net.Conn]struct{}
@@ -34,7 +35,7 @@ func NewReferee(log *Log, fenced bool) (*Referee, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Referee{ln: ln, log: log, highest: map[string]uint64{}, shadow: map[string]int64{}, fenced: fenced, conns: map[net.Conn]struct{}{}}
+	r := &Referee{ln: ln, log: log, highest: map[string]uint64{}, holds: map[string]*holdFence{}, shadow: map[string]int64{}, fenced: fenced, conns: map[net.Conn]struct{}{}}
 	r.wg.Go(r.accept)
 	return r, nil
 }
@@ -85,6 +86,7 @@ func (r *Referee) accept() {
 // serve answers one client. Requests, one per line:
 //
 //	W <mutex> <token> <proc> <seq>   -> OK | STALE <highest>
+//	H <name> <mode> <permits> <token> <proc> <seq>   -> OK | STALE (a hold's act, see holdFence)
 //	G <mutex>                        -> <shadow value>
 //	S <mutex> <value>                -> OK
 func (r *Referee) serve(c net.Conn) {
@@ -102,6 +104,15 @@ func (r *Referee) serve(c net.Conn) {
 				break
 			}
 			reply = r.write(f[1], tok, f[3], seq)
+		case len(f) == 7 && f[0] == "H":
+			permits, err1 := strconv.Atoi(f[3])
+			tok, err2 := strconv.ParseUint(f[4], 10, 64)
+			seq, err3 := strconv.ParseUint(f[6], 10, 64)
+			if err1 != nil || err2 != nil || err3 != nil {
+				reply = "ERR bad number"
+				break
+			}
+			reply = r.hold(f[1], f[2], permits, tok, f[5], seq)
 		case len(f) == 2 && f[0] == "G":
 			r.mu.Lock()
 			reply = strconv.FormatInt(r.shadow[f[1]], 10)
@@ -139,6 +150,25 @@ func (r *Referee) write(mutex string, token uint64, proc string, seq uint64) str
 	return "OK"
 }
 
+// hold judges an act of a hold of name by the name's fence.
+func (r *Referee) hold(name, mode string, permits int, token uint64, proc string, seq uint64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fence := r.holds[name]
+	if fence == nil {
+		fence = newHoldFence(permits)
+		r.holds[name] = fence
+	}
+	e := Event{At: Now(), Proc: proc, Kind: KindWriteOK, Token: token, Seq: seq, Note: name, Mode: mode}
+	if r.fenced && !fence.admit(token, mode, e.At) {
+		e.Kind = KindWriteStale
+		r.log.Put(e)
+		return "STALE"
+	}
+	r.log.Put(e)
+	return "OK"
+}
+
 // RefereeClient talks to a referee over one connection. It is not safe for concurrent use.
 type RefereeClient struct {
 	c  net.Conn
@@ -167,6 +197,17 @@ func (rc *RefereeClient) call(req string) (string, error) {
 // referee accepted it.
 func (rc *RefereeClient) Write(mutex string, token uint64, proc string, seq uint64) (bool, error) {
 	reply, err := rc.call(fmt.Sprintf("W %s %d %s %d", mutex, token, proc, seq))
+	if err != nil {
+		return false, err
+	}
+	return reply == "OK", nil
+}
+
+// Hold acts on the protected resource as a hold of mode (modePermit, modeRead,
+// modeWrite) of a semaphore of permits (zero: a read-write lock); it reports whether the
+// referee accepted the act.
+func (rc *RefereeClient) Hold(name, mode string, permits int, token uint64, proc string, seq uint64) (bool, error) {
+	reply, err := rc.call(fmt.Sprintf("H %s %s %d %d %s %d", name, mode, permits, token, proc, seq))
 	if err != nil {
 		return false, err
 	}
