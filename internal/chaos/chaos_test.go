@@ -68,6 +68,10 @@ type scenario struct {
 	out    bool   // out of model: overlaps are measured, fencing carries the weight
 	run    func(s *S)
 	timing func(Timing) Timing // adjusts DefaultTiming, if set
+	// full keeps a scenario to the full plan (make chaos), but on the stores quickOn
+	// names (letters), where the short plan runs it too.
+	full    bool
+	quickOn string
 }
 
 // S is one scenario run on one store.
@@ -75,7 +79,8 @@ type S struct {
 	*Run
 	sc        scenario
 	result    *Result
-	onContext bool // measure exclusion on tenure contexts (blocking callbacks)
+	onContext bool       // measure exclusion on tenure contexts (blocking callbacks)
+	hold      *HoldModel // what the holders of a hold scenario hold
 }
 
 // Result is what one scenario run on one store reports.
@@ -114,7 +119,7 @@ func TestChaos(t *testing.T) {
 			t.Parallel()
 			for _, sc := range scenarios {
 				name := fmt.Sprintf("%02d_%s", sc.num, sc.name)
-				if !strings.Contains(sc.stores, k.Letter) || !full() && k.Short != nil && !slices.Contains(k.Short, name) {
+				if !strings.Contains(sc.stores, k.Letter) || !full() && !short(sc, k, name) {
 					continue
 				}
 				t.Run(name, func(t *testing.T) {
@@ -140,6 +145,14 @@ func TestChaos(t *testing.T) {
 			}
 		})
 	}
+}
+
+// short reports whether the short plan runs scenario sc, named name, on the store of k.
+func short(sc scenario, k Kit, name string) bool {
+	if sc.full {
+		return strings.Contains(sc.quickOn, k.Letter)
+	}
+	return k.Short == nil || slices.Contains(k.Short, name)
 }
 
 // finish checks the run's history and records the findings.
