@@ -14,6 +14,7 @@ type mutationRun struct {
 	store    string // the store and scenario that must catch it
 	scenario string
 	expected string // the assertion that must fail, as the checker names it
+	full     bool   // only in the full plan (make chaos), to keep make test's time
 	ran      bool   // the mutated scenario ran
 	caught   bool
 }
@@ -26,6 +27,13 @@ var mutations = []*mutationRun{
 	{name: "sequence-token", store: "zookeeper", scenario: "21_container_reaped", expected: "C3"},
 	{name: "queue-second-owns", store: "zookeeper", scenario: "10_churn_soak", expected: "C2"},
 	{name: "follower-heartbeat", store: "zookeeper-ensemble", scenario: "30_follower_cut_from_leader", expected: "C2"},
+	// The holds' mutations: a Redis semaphore that admits one holder too many, a Redis
+	// reader admitted beside a writer, a ZooKeeper semaphore that admits one too many, a
+	// lease whose context outlives its hold.
+	{name: "redis-hold-permit-overflow", store: "redis", scenario: "50_holds_kill_permit_holder", expected: "C2", full: true},
+	{name: "redis-hold-reader-beside-writer", store: "redis", scenario: "50_holds_kill_reader_or_writer", expected: "C2", full: true},
+	{name: "zookeeper-hold-permit-overflow", store: "zookeeper", scenario: "50_holds_kill_permit_holder", expected: "C2", full: true},
+	{name: "hold-lease-outlives", store: "redis", scenario: "53_holds_replies_lost", expected: "C2", full: true},
 }
 
 // testMutations builds, for each mutation, the suite from a copy of the module with the
@@ -38,6 +46,9 @@ func testMutations(t *testing.T) {
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
+			if m.full && !full() {
+				t.Skip("in the full plan only (SIMBA_CHAOS=full)")
+			}
 			bin := filepath.Join(t.TempDir(), "chaos.mutated")
 			if err := mutant.Build(root, t.TempDir(), m.name, "./internal/chaos", bin); err != nil {
 				t.Fatal(err)
