@@ -82,7 +82,9 @@ func Check(events []Event, o Options) Findings {
 	if len(events) > 0 {
 		end = events[len(events)-1].At
 	}
-	f.Intervals = intervals(events, end, o.OnContext || o.Hold != nil, &f)
+	// A holder's belief ends when it stops acting (KindReleased), after the act it had
+	// begun when its lease ended, as a mutex owner's OnReleased waits for its writer.
+	f.Intervals = intervals(events, end, o.OnContext, &f)
 	if o.Hold != nil {
 		f.checkCapacity(*o.Hold, o)
 		f.checkHoldTokens()
