@@ -51,6 +51,9 @@ type Kit struct {
 	// Session reports whether the store ties ownership to a session (ZooKeeper) rather
 	// than to a TTL.
 	Session bool
+	// HoldsPoll reports whether a waiting holder learns of a hold given back in another
+	// process only when it next asks the store (the SQL backends), not at once.
+	HoldsPoll bool
 	// Short names the scenarios ("02_graceful_handover") the short run (make test) runs
 	// on this store, to keep its time; nil: every scenario of the store. The full run
 	// (make chaos) runs them all.

@@ -16,9 +16,10 @@ import (
 
 func init() {
 	register(Kit{
-		Name:   "mariadb",
-		Letter: "M",
-		Server: func(dir string) (ServerProcess, error) { return testserver.NewMariaDB(dir) },
+		Name:      "mariadb",
+		Letter:    "M",
+		HoldsPoll: true,
+		Server:    func(dir string) (ServerProcess, error) { return testserver.NewMariaDB(dir) },
 		Backend: func(ctx context.Context, cfg ContenderConfig) (simba.Backend, func(), error) {
 			db, err := sql.Open("mysql", mariadbDSN(cfg.Addr))
 			if err != nil {

@@ -14,8 +14,9 @@ import (
 
 func init() {
 	register(Kit{
-		Name:   "postgres",
-		Letter: "P",
+		Name:      "postgres",
+		Letter:    "P",
+		HoldsPoll: true,
 		// Commits are not flushed: the scenarios crash the server, which loses nothing
 		// that reached it (the kernel has it), and the machine is shared.
 		Server: func(dir string) (ServerProcess, error) {

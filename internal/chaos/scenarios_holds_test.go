@@ -86,9 +86,13 @@ func (s *S) newHolder(procs []*Proc, t0 int64) (*Proc, Event) {
 
 // wakeBound is how long a holder may wait while a permit is free in belief: a killed
 // holder's permit is free once the store's hold lapses, so the crash bound, with
-// awaitSuccessor's margin.
+// awaitSuccessor's margin. A waiter that polls asks again by the end of the soonest hold's
+// transition window plus a jitter of up to a second, so one more of those.
 func (s *S) wakeBound() time.Duration {
 	b := s.failoverBound()
+	if s.Kit.HoldsPoll {
+		b += s.Timing.TTL + s.Timing.Transition + time.Second
+	}
 	return b + max(b/2, time.Second)
 }
 
