@@ -30,10 +30,10 @@ var mutations = []*mutationRun{
 	// The holds' mutations: a Redis semaphore that admits one holder too many, a Redis
 	// reader admitted beside a writer, a ZooKeeper semaphore that admits one too many, a
 	// lease whose context outlives its hold.
-	{name: "redis-hold-permit-overflow", store: "redis", scenario: "50_holds_kill_permit_holder", expected: "C2", full: true},
-	{name: "redis-hold-reader-beside-writer", store: "redis", scenario: "50_holds_kill_reader_or_writer", expected: "C2", full: true},
-	{name: "zookeeper-hold-permit-overflow", store: "zookeeper", scenario: "50_holds_kill_permit_holder", expected: "C2", full: true},
-	{name: "hold-lease-outlives", store: "redis", scenario: "53_holds_replies_lost", expected: "C2", full: true},
+	{name: "redis-hold-permit-overflow", store: "redis", scenario: "51_holds_kill_permit_holder", expected: "C2", full: true},
+	{name: "redis-hold-reader-beside-writer", store: "redis", scenario: "51_holds_kill_reader_or_writer", expected: "C2", full: true},
+	{name: "zookeeper-hold-permit-overflow", store: "zookeeper", scenario: "51_holds_kill_permit_holder", expected: "C2", full: true},
+	{name: "hold-lease-outlives", store: "redis", scenario: "54_holds_replies_lost", expected: "C2", full: true},
 }
 
 // testMutations builds, for each mutation, the suite from a copy of the module with the

@@ -8,23 +8,23 @@ import (
 	"github.com/simba-go/simba/internal/faultproxy"
 )
 
-// The faults of holds: semaphores and read-write locks, 50–53. Their holders are
+// The faults of holds: semaphores and read-write locks, 51–54. Their holders are
 // contender processes that hold through the Lease API (holder), one hold at a time, and
 // act on the referee, whose fence for holds holdFence documents; the checker judges
-// capacity rather than exclusion. Only 50's semaphore on Redis runs in make test; all in
+// capacity rather than exclusion. Only 51's semaphore on Redis runs in make test; all in
 // make chaos.
 func init() {
 	addScenarios(
-		scenario{num: 50, name: "holds_kill_permit_holder", stores: "RMPZ", full: true, quickOn: "R", run: func(s *S) { holdsKillHolder(s, semaphoreOfTwo) }},
-		scenario{num: 50, name: "holds_kill_reader_or_writer", stores: "RMPZ", full: true, run: func(s *S) { holdsKillHolder(s, HoldModel{}) }},
-		scenario{num: 51, name: "holds_pause_reader_or_writer", stores: "RMPZ", full: true, out: true, run: func(s *S) { holdsPauseHolder(s, HoldModel{}) }},
-		scenario{num: 51, name: "holds_pause_permit_holder", stores: "RMPZ", full: true, out: true, run: func(s *S) { holdsPauseHolder(s, semaphoreOfTwo) }},
-		scenario{num: 52, name: "holds_store_restart", stores: "RMPZ", full: true, run: holdsStoreRestart, timing: sessionOfTwoSeconds},
-		scenario{num: 53, name: "holds_replies_lost", stores: "RMPZ", full: true, run: holdsRepliesLost},
+		scenario{num: 51, name: "holds_kill_permit_holder", stores: "RMPZ", full: true, quickOn: "R", run: func(s *S) { holdsKillHolder(s, semaphoreOfTwo) }},
+		scenario{num: 51, name: "holds_kill_reader_or_writer", stores: "RMPZ", full: true, run: func(s *S) { holdsKillHolder(s, HoldModel{}) }},
+		scenario{num: 52, name: "holds_pause_reader_or_writer", stores: "RMPZ", full: true, out: true, run: func(s *S) { holdsPauseHolder(s, HoldModel{}) }},
+		scenario{num: 52, name: "holds_pause_permit_holder", stores: "RMPZ", full: true, out: true, run: func(s *S) { holdsPauseHolder(s, semaphoreOfTwo) }},
+		scenario{num: 53, name: "holds_store_restart", stores: "RMPZ", full: true, run: holdsStoreRestart, timing: sessionOfTwoSeconds},
+		scenario{num: 54, name: "holds_replies_lost", stores: "RMPZ", full: true, run: holdsRepliesLost},
 	)
 }
 
-// semaphoreOfTwo is what 50, 52 and 53 hold: two permits among four holders.
+// semaphoreOfTwo is what 51, 53 and 54 hold: two permits among four holders.
 var semaphoreOfTwo = HoldModel{Permits: 2}
 
 // spawnHolders starts n holder processes of m, each holding for holdFor at a time (and
@@ -96,7 +96,7 @@ func (s *S) wakeBound() time.Duration {
 	return b + max(b/2, time.Second)
 }
 
-// 50. A holder of a semaphore (2 permits, 4 holders, holds of 2 T) or of a read-write lock
+// 51. A holder of a semaphore (2 permits, 4 holders, holds of 2 T) or of a read-write lock
 // is killed (SIGKILL), again and again, and replaced by a new process: the killed hold
 // lapses and a waiter takes it within the crash bound (C6, checked over the whole
 // history too: nobody waits longer than that while a permit is free in belief); never
@@ -133,7 +133,7 @@ func holdsKillHolder(s *S, m HoldModel) {
 	s.finishHolds(s.wakeBound())
 }
 
-// 51 [out]. A holder of a read-write lock, or of a semaphore's permit, is stopped
+// 52 [out]. A holder of a read-write lock, or of a semaphore's permit, is stopped
 // (SIGSTOP) between checking its lease's context and acting on the referee, for 2 (T + G)
 // (ZooKeeper: 2 S), past its lease, then resumed. The others hold meanwhile; on resume the
 // lease's context has ended (C5), the holder acts at most once more (the act it had
@@ -196,7 +196,7 @@ func holdsPauseHolder(s *S, m HoldModel) {
 	}
 }
 
-// 52. The store is killed and started again while a semaphore's permits are held: Redis
+// 53. The store is killed and started again while a semaphore's permits are held: Redis
 // after T + G (it restarts empty), the SQL servers and ZooKeeper at once. The holders stop
 // believing by their local TTL end (ZooKeeper: at disconnect) (C5), both permits are
 // held again once the store is back, never more than two believed at once (C2), and tokens
@@ -237,7 +237,7 @@ func holdsStoreRestart(s *S) {
 	f.noteLosses()
 }
 
-// 53. Replies lost: a holder's link swallows the store's answers for T (its renewals are
+// 54. Replies lost: a holder's link swallows the store's answers for T (its renewals are
 // applied, their answers never come), then its requests too for 2 (T + G), then heals.
 // The holder stops believing by its local TTL end (C5), which a hold that began just
 // before comes to long before its HoldFor of 4 T ends; the store lets the hold lapse and a
