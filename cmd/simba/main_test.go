@@ -154,6 +154,42 @@ func TestGetAndList(t *testing.T) {
 	}
 }
 
+// TestGetShowsOwnerValue: get shows the owner value of the tenure (WithOwnerValue), in
+// JSON and as a last column of the table, on a store that keeps values.
+func TestGetShowsOwnerValue(t *testing.T) {
+	testserver.Need(t, storesErr)
+	raw, ok := stores.URLs()["redis"]
+	if !ok {
+		t.Skip("no Redis")
+	}
+	const mutex, id, value = "cli-get-value", "holder-value", "10.0.0.7:8080 v1.2.3"
+	s, err := storeurl.Open(raw)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l, err := simba.NewLocker(s.Backend(), mutex, simba.WithContenderID(id), simba.WithOwnerValue(value))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	_, err = l.Acquire(t.Context())
+	require.NoError(t, err)
+
+	r := cli(t, "", "--store", raw, "get", mutex, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var got struct {
+		Owner string `json:"owner"`
+		Value string `json:"value"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	assert.Equal(t, id, got.Owner)
+	assert.Equal(t, value, got.Value)
+
+	r = cli(t, "", "--store", raw, "get", mutex)
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2, r.stdout)
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(lines[0]), "VALUE"), lines[0])
+	assert.True(t, strings.HasSuffix(lines[1], value), lines[1])
+}
+
 func TestRelease(t *testing.T) {
 	testserver.Need(t, storesErr)
 	for scheme, raw := range stores.URLs() {

@@ -324,10 +324,11 @@ type record struct {
 	AcquiredAt   *time.Time `json:"acquired_at,omitempty"`
 	TTLAt        *time.Time `json:"ttl_at,omitempty"`
 	TransitionAt *time.Time `json:"transition_at,omitempty"`
+	Value        string     `json:"value,omitempty"` // the owner value (simba.WithOwnerValue)
 }
 
 func newRecord(mutex string, o simba.Owner) record {
-	r := record{Mutex: mutex, Owner: o.ID, Token: o.Token}
+	r := record{Mutex: mutex, Owner: o.ID, Token: o.Token, Value: o.Value}
 	r.AcquiredAt, r.TTLAt, r.TransitionAt = instant(o.AcquiredAt), instant(o.TTLAt), instant(o.TransitionAt)
 	return r
 }
@@ -428,11 +429,22 @@ func (c *cli) print(records []record, many bool) error {
 		return enc.Encode(v)
 	}
 	now := time.Now()
+	// The VALUE column only where an owner has a value: the table stays as it was for
+	// scripts that read it from stores or services that keep none.
+	values := slices.ContainsFunc(records, func(r record) bool { return r.Value != "" })
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "MUTEX\tOWNER\tTOKEN\tHELD\tTTL LEFT\tTRANSITION LEFT")
+	head := "MUTEX\tOWNER\tTOKEN\tHELD\tTTL LEFT\tTRANSITION LEFT"
+	if values {
+		head += "\tVALUE"
+	}
+	fmt.Fprintln(w, head)
 	for _, r := range records {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Mutex, dash(r.Owner), token(r.Token),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s", r.Mutex, dash(r.Owner), token(r.Token),
 			since(now, r.AcquiredAt), until(now, r.TTLAt), until(now, r.TransitionAt))
+		if values {
+			fmt.Fprintf(w, "\t%s", dash(r.Value))
+		}
+		fmt.Fprintln(w)
 	}
 	return w.Flush()
 }
@@ -514,8 +526,11 @@ func (c *cli) change(mutex string, o simba.Owner) error {
 		}
 		return json.NewEncoder(c.stdout).Encode(event{time.Now().Round(0).Truncate(time.Millisecond), r})
 	}
-	_, err := fmt.Fprintf(c.stdout, "%s  %s  owner %s  token %s\n",
-		time.Now().Format(time.RFC3339Nano), mutex, dash(r.Owner), token(r.Token))
+	line := fmt.Sprintf("%s  %s  owner %s  token %s", time.Now().Format(time.RFC3339Nano), mutex, dash(r.Owner), token(r.Token))
+	if r.Value != "" {
+		line += "  value " + r.Value
+	}
+	_, err := fmt.Fprintln(c.stdout, line)
 	return err
 }
 
