@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 	"go.uber.org/zap"
 
 	"github.com/simba-go/simba"
@@ -77,7 +78,7 @@ func openSimbaEtcd(_ context.Context, e *env, mutex string, o openOptions) (clie
 	}
 	c := &simbaClient{locker: l, ttl: etcdLeaseTTL(o), closers: []func() error{ec.Close, be.Close, l.Close}}
 	if e.etcd != nil {
-		c.check = etcdWaiting(e, be.MutexPrefix(mutex))
+		c.prepare, c.check = etcdWaiting(e, be.MutexPrefix(mutex), 2)
 	}
 	return c, nil
 }
@@ -88,6 +89,7 @@ type etcdMutexClient struct {
 	ec      *clientv3.Client
 	session *concurrency.Session
 	m       *concurrency.Mutex
+	arm     func(context.Context) error
 	check   func(context.Context) (bool, error)
 }
 
@@ -104,7 +106,7 @@ func openEtcdMutex(ctx context.Context, e *env, mutex string, o openOptions) (cl
 	prefix := "bench-mutex/" + mutex
 	c := &etcdMutexClient{ec: ec, session: s, m: concurrency.NewMutex(s, prefix)}
 	if e.etcd != nil {
-		c.check = etcdWaiting(e, prefix+"/")
+		c.arm, c.check = etcdWaiting(e, prefix+"/", 2)
 	}
 	return c, nil
 }
@@ -116,7 +118,12 @@ func (c *etcdMutexClient) acquire(ctx context.Context) (func(context.Context) er
 	return c.m.Unlock, nil
 }
 
-func (c *etcdMutexClient) armWait(context.Context) error { return nil }
+func (c *etcdMutexClient) armWait(ctx context.Context) error {
+	if c.arm == nil {
+		return nil
+	}
+	return c.arm(ctx)
+}
 
 func (c *etcdMutexClient) waiting(ctx context.Context) (bool, error) {
 	if c.check == nil {
@@ -141,18 +148,79 @@ func (c *etcdMutexClient) close() error {
 	return errors.Join(err, c.ec.Close())
 }
 
-// etcdWaiting returns the waiting check of an etcd library whose keys lie under dir: the
-// holder's key and the waiter's have been there for etcdCatchUp, and the server has no
-// watch behind. A watch from a revision already written (concurrency.Mutex's always is:
-// it starts at its read's revision; simba's when a write came between its read and its
-// watch) waits for the server's catch-up loop, every 100ms; a release before that would
-// time the loop, not the library. etcd does not tell whose watches it has, so the check
+// etcdRWMutexClient is etcd's recipe RWMutex (client/v3/experimental/recipes) on a
+// session and client of its own, reading or writing.
+type etcdRWMutexClient struct {
+	giveUpCounter
+	ec      *clientv3.Client
+	session *concurrency.Session
+	m       *recipe.RWMutex
+	write   bool
+}
+
+func openEtcdRWMutex(ctx context.Context, e *env, name, mode string, _ int, _ *simbaBackend) (client, error) {
+	if mode != modeRead && mode != modeWrite {
+		return nil, fmt.Errorf("recipe.RWMutex: no hold mode %q", mode)
+	}
+	ec, err := newEtcdClient(e.Etcd)
+	if err != nil {
+		return nil, fmt.Errorf("recipe.RWMutex: %w", err)
+	}
+	s, err := concurrency.NewSession(ec, concurrency.WithTTL(int(etcdLease/time.Second)), concurrency.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		_ = ec.Close()
+		return nil, fmt.Errorf("recipe.RWMutex: %w", err)
+	}
+	return &etcdRWMutexClient{ec: ec, session: s, m: recipe.NewRWMutex(s, "bench-rwmutex/"+name), write: mode == modeWrite}, nil
+}
+
+// acquire: the recipe's RLock and Lock take no context; they return once the hold is
+// taken, which comes in a contended run as the others release, so ctx is asked only
+// before.
+func (c *etcdRWMutexClient) acquire(ctx context.Context) (func(context.Context) error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	lock, unlock := c.m.RLock, c.m.RUnlock
+	if c.write {
+		lock, unlock = c.m.Lock, c.m.Unlock
+	}
+	if err := lock(); err != nil {
+		return nil, fmt.Errorf("recipe.RWMutex: %w", err)
+	}
+	return func(context.Context) error { return unlock() }, nil
+}
+
+// armWait and waiting: the holds figure times no hand-over of a read-write lock.
+func (c *etcdRWMutexClient) armWait(context.Context) error { return nil }
+
+func (c *etcdRWMutexClient) waiting(context.Context) (bool, error) { return true, nil }
+
+func (c *etcdRWMutexClient) close() error {
+	err := c.session.Close()
+	return errors.Join(err, c.ec.Close())
+}
+
+// etcdWaiting returns the arming and the waiting check of an etcd library whose keys lie
+// under dir: since the wait was armed, the holders' keys and the waiter's, keys in all,
+// have been there for etcdCatchUp, and the server has no watch behind. A watch from a
+// revision already written (concurrency.Mutex's always is: it starts at its read's
+// revision; simba's when a write came between its read and its watch) waits for the
+// server's catch-up loop, every 100ms; a release before that would time the loop, not
+// the library. etcd does not tell whose watches it has, so the check
 // gives the waiter's watch etcdCatchUp to be made and caught up, and then sees none behind.
-func etcdWaiting(e *env, dir string) func(context.Context) (bool, error) {
-	var since time.Time // when both keys were first seen; zero: not both there
-	return func(ctx context.Context) (bool, error) {
+func etcdWaiting(e *env, dir string, keys int64) (arm func(context.Context) error, check func(context.Context) (bool, error)) {
+	// since is when all keys were first seen since the wait was armed; zero: not all
+	// there. The arming forgets the last wait's: the same count of keys stands again once
+	// a hand-over is done and the releaser waits.
+	var since time.Time
+	arm = func(context.Context) error {
+		since = time.Time{}
+		return nil
+	}
+	return arm, func(ctx context.Context) (bool, error) {
 		resp, err := e.etcd.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil || resp.Count != 2 {
+		if err != nil || resp.Count != keys {
 			since = time.Time{}
 			return false, err
 		}

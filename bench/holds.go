@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
+	simbaetcd "github.com/simba-go/simba/backend/etcd"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/backend/memory"
 	simbaredis "github.com/simba-go/simba/backend/redis"
@@ -53,8 +55,8 @@ type holdLib struct {
 
 // holdLibs returns every library of the holds figure, in the order of the results.
 // None of the mutex peers keeps a semaphore (redsync, redislock, go-zookeeper's
-// recipes, GET_LOCK, pg_advisory_lock); PostgreSQL's shared advisory locks are a
-// read-write lock.
+// recipes, GET_LOCK, pg_advisory_lock, concurrency.Mutex); PostgreSQL's shared advisory
+// locks and etcd's recipes' RWMutex are read-write locks.
 func holdLibs() []holdLib {
 	all := []string{modePermit, modeRead, modeWrite}
 	simbaOn := func(store, settings string) holdLib {
@@ -82,6 +84,12 @@ func holdLibs() []holdLib {
 			open:     openAdvisoryHold,
 		},
 		simbaOn(storeZooKeeper, "Semaphore and RWMutex on backend/zookeeper (Curator's InterProcessSemaphoreV2 and InterProcessReadWriteLock nodes), one backend (session) per client; session timeout 3s"),
+		simbaOn(storeEtcd, "Semaphore and RWMutex on backend/etcd, one clientv3 client and backend (lease) per client; lease TTL 10s (the backend's default)"),
+		{
+			id: "etcd-recipes-rwmutex", name: "recipe.RWMutex", store: storeEtcd, modes: []string{modeRead, modeWrite},
+			settings: "etcd client/v3/experimental/recipes NewRWMutex on a concurrency session (lease) of its own per client, one clientv3 client each; session TTL 10s. Its RLock and Lock take no context",
+			open:     openEtcdRWMutex,
+		},
 	}
 }
 
@@ -96,11 +104,12 @@ func holdLibByID(id string) (holdLib, bool) {
 }
 
 // simbaBackend is a simba backend on one store, for one client or for the clients of a
-// measurement; counted is nil on ZooKeeper, a session store.
+// measurement; counted is nil on ZooKeeper and etcd, whose waiters make no attempts.
 type simbaBackend struct {
 	b       simba.Backend
 	counted *counting
 	zk      *zk.Conn
+	etcd    *simbaetcd.Backend
 	closers []func() error // last to first
 }
 
@@ -124,7 +133,7 @@ func (b *counting) Holds(k backend.Kind) bool {
 // attempt found no room.
 func newSimbaBackend(e *env, store string) (*simbaBackend, error) {
 	s, err := dialSimbaBackend(e, store)
-	if err != nil || s.zk != nil {
+	if err != nil || s.zk != nil || s.etcd != nil {
 		return s, err
 	}
 	s.counted = &counting{Backend: s.b}
@@ -176,6 +185,17 @@ func dialSimbaBackend(e *env, store string) (*simbaBackend, error) {
 		}
 		s.b, s.closers = be, []func() error{be.Close}
 		return s, nil
+	case storeEtcd:
+		ec, err := newEtcdClient(e.Etcd)
+		if err != nil {
+			return nil, err
+		}
+		be, err := simbaetcd.New(ec, simbaetcd.WithLeaseTTL(etcdLease))
+		if err != nil {
+			_ = ec.Close()
+			return nil, err
+		}
+		return &simbaBackend{b: be, etcd: be, closers: []func() error{ec.Close, be.Close}}, nil
 	}
 	return nil, fmt.Errorf("no simba backend for store %q", store)
 }
@@ -246,6 +266,11 @@ func openSimbaHold(store string) func(ctx context.Context, e *env, name, mode st
 				watched, err := zkWatches(ctx, e.ZooKeeper, conn.SessionID())
 				return slices.ContainsFunc(watched, func(p string) bool { return strings.HasPrefix(p, path+"/") }), err
 			}
+		}
+		if sb.etcd != nil && e.etcd != nil && mode == modePermit {
+			// A permit's waiter has put its place, permits+1 places in all, and watches the
+			// place before it (see backend/etcd's package doc for the keys).
+			c.prepare, c.check = etcdWaiting(e, sb.etcd.SemaphorePrefix(name)+strconv.Itoa(permits)+"/q/", int64(permits+1))
 		}
 		return c, nil
 	}

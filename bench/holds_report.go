@@ -57,12 +57,13 @@ var holdPeers = map[string]string{
 	storeSQL:       "none in Go: GET_LOCK is exclusive only, and keeps no count",
 	storePostgres:  "semaphore: none in Go; read-write: PostgreSQL's shared advisory locks",
 	storeZooKeeper: "none in Go: go-zookeeper's only recipe is zk.Lock (Curator's are Java)",
+	storeEtcd:      "semaphore: none in Go (concurrency.Mutex is a mutex); read-write: etcd's client/v3/experimental/recipes RWMutex",
 }
 
 // write writes the holds tables under headings of level hd.
 func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 	fmt.Fprintf(b, "Semaphores of %d permits and read-write locks, every client with a backend (and connection, pool or session) of its own unless it says \"one backend\". Peers: %s.\n",
-		h.Settings.Permits, "no Go library this bench reaches keeps a semaphore on Redis, MariaDB, PostgreSQL or ZooKeeper (redsync, redislock, go-zookeeper, GET_LOCK and pg_advisory_lock are mutexes); PostgreSQL's shared advisory locks are a read-write lock and are measured; etcd's recipes (client/v3/experimental/recipes RWMutex) wait for an etcd store in the bench")
+		h.Settings.Permits, "no Go library this bench reaches keeps a semaphore on Redis, MariaDB, PostgreSQL, ZooKeeper or etcd (redsync, redislock, go-zookeeper, GET_LOCK, pg_advisory_lock and etcd's concurrency.Mutex are mutexes); PostgreSQL's shared advisory locks and etcd's recipes' RWMutex (client/v3/experimental/recipes, whose RLock and Lock take no context) are read-write locks and are measured")
 	if len(h.Cycles) > 0 {
 		fmt.Fprintf(b, "\n%s Acquire + release, one client\n\n", hd)
 		fmt.Fprintf(b, "A permit, a read hold and a write hold taken and released %d times after %d untimed cycles; simba's mutex (a Locker) on the same store to compare, the holds taking turns with it in blocks of 100. Store work per cycle over %d more cycles, as in the mutex figures.\n\n",
