@@ -324,9 +324,8 @@ type holdResults struct {
 
 // holdsSettingsNote records the sizes particular to the holds figure.
 type holdsSettingsNote struct {
-	Permits       int `json:"permits"`
-	Writers       int `json:"writers"`
-	CrossHandOver int `json:"cross_process_sql_hand_overs"`
+	Permits int `json:"permits"`
+	Writers int `json:"writers"`
 }
 
 // holdLoopResult is one library's contended run on a semaphore or a read-write lock.
@@ -354,26 +353,9 @@ type holdLoopResult struct {
 	ServerOpsPerSection float64 `json:"server_ops_per_section,omitempty"`
 }
 
-// crossWindow is the least window of the contended holds runs on the SQL stores with a
-// backend per client (in a full run): about twice the longest a waiter waits there to hear
-// of another backend's release, the ttl and the transition of the hold it was told of.
-const crossWindow = 2 * (simba.DefaultTTL + simba.DefaultTransition)
-
-// crossBackend reports whether l's waiters hear of another client's release only when the
-// hold they were told of could end: simba with a backend per client on MariaDB or
-// PostgreSQL.
-func crossBackend(l holdLib) bool {
-	return l.simba && !l.oneBackend && (l.store == storeSQL || l.store == storePostgres)
-}
-
-// crossHandOvers is how many hand-overs between clients of their own backends the holds
-// figure makes on the SQL stores, where a waiter hears of a release by another backend
-// only when the hold it was told of could end (up to ttl + transition): fewer.
-func crossHandOvers(s runSettings) int { return max(s.HandOvers/30, 3) }
-
 // holds measures the holds figure on the stores, into res.Holds.
 func (m *measurer) holds(ctx context.Context, e *env, res *results, stores []string, s runSettings) {
-	h := &holdResults{Settings: holdsSettingsNote{Permits: holdPermits, Writers: rwWriters, CrossHandOver: crossHandOvers(s)}}
+	h := &holdResults{Settings: holdsSettingsNote{Permits: holdPermits, Writers: rwWriters}}
 	res.Holds = h
 	var libs []holdLib
 	for _, l := range holdLibs() {
@@ -389,11 +371,7 @@ func (m *measurer) holds(ctx context.Context, e *env, res *results, stores []str
 			continue
 		}
 		m.do(figHolds, l.id+"-handover", func() error {
-			n := s.HandOvers
-			if crossBackend(l) {
-				n = crossHandOvers(s)
-			}
-			r, err := measureHoldHandOver(ctx, e, l, holdPermits, min(s.HandOverWarm, max(n/3, 1)), n)
+			r, err := measureHoldHandOver(ctx, e, l, holdPermits, s.HandOverWarm, s.HandOvers)
 			if err == nil {
 				h.HandOver = append(h.HandOver, r)
 				logf("  %-24s p50 %s p99 %s", l.id, ms(r.P50), ms(r.P99))
@@ -411,11 +389,7 @@ func (m *measurer) holds(ctx context.Context, e *env, res *results, stores []str
 				name = l.id + "-rw"
 			}
 			m.do(figHolds, name, func() error {
-				window := s.ContendWindow
-				if crossBackend(l) && !m.o.quick {
-					window = max(window, crossWindow)
-				}
-				r, err := measureHoldLoop(ctx, e, l, s.Clients, rw, s.ContendWarm, window)
+				r, err := measureHoldLoop(ctx, e, l, s.Clients, rw, s.ContendWarm, s.ContendWindow)
 				if err != nil {
 					return err
 				}

@@ -46,10 +46,6 @@ func (r *results) holdsMarkdown(links string) string {
 	return b.String()
 }
 
-// crossNote explains the SQL stores' rows with a backend per client in the contended
-// tables.
-const crossNote = "On MariaDB and PostgreSQL with a backend per client a waiter hears of another backend's release only when the hold it was told of could end (the hand-over above), so those rows count over a longer window (a full run's: at least twice ttl + transition, see the window column); a quick run's may count no section.\n\n"
-
 // holdPeers says, for each store, which peers there are.
 var holdPeers = map[string]string{
 	storeMemory:    "none: in-process only",
@@ -95,8 +91,8 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 	}
 	if len(h.HandOver) > 0 {
 		fmt.Fprintf(b, "\n%s Hand-over of a permit\n\n", hd)
-		fmt.Fprintf(b, "%d clients hold the %d permits and one more waits; once the store shows it waiting (a lease store answered its attempt with no room; on ZooKeeper its session watches a node of the semaphore), a holder, each in turn, releases after a random time below %v, and the time runs from that release call to the waiter's acquire returning; the releaser waits next. %d hand-overs after %d untimed (%d on MariaDB and PostgreSQL with a backend per client, where a waiter hears of another backend's release only when the hold it was told of could end).\n\n",
-			h.Settings.Permits, h.Settings.Permits, eventHold, s.HandOvers, s.HandOverWarm, h.Settings.CrossHandOver)
+		fmt.Fprintf(b, "%d clients hold the %d permits and one more waits; once the store shows it waiting (a lease store answered its attempt with no room; on ZooKeeper its session watches a node of the semaphore), a holder, each in turn, releases after a random time below %v, and the time runs from that release call to the waiter's acquire returning; the releaser waits next. %d hand-overs after %d untimed. On MariaDB and PostgreSQL a release wakes the waiters of other backends (processes) too, by ending the statement each has parked on the server.\n\n",
+			h.Settings.Permits, h.Settings.Permits, eventHold, s.HandOvers, s.HandOverWarm)
 		b.WriteString("| store | library | samples | p50 | p99 | max |\n|---|---|---|---|---|---|\n")
 		for _, store := range allStores {
 			rows := 0
@@ -115,7 +111,6 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 		fmt.Fprintf(b, "\n%s %d clients on %d permits\n\n", hd, s.Clients, h.Settings.Permits)
 		fmt.Fprintf(b, "%d clients loop acquire, an empty section, release on one semaphore of %d permits for %v after %v of warm-up. Fairness is the fewest sections of a client over the most; \"most inside\" the most clients seen between their acquire's return and their release call at once, a breach a client entering while all permits were held that way. Server ops per section from the store's counters, as in the mutex figures.\n\n",
 			s.Clients, h.Settings.Permits, s.ContendWindow, s.ContendWarm)
-		b.WriteString(crossNote)
 		b.WriteString("| store | library | window | sections/s | per client (min–max) | fairness | most inside | breaches | errors | server ops / section |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, store := range allStores {
 			rows := 0
@@ -134,7 +129,6 @@ func (h *holdResults) write(b *bytes.Buffer, hd string, s runSettings) {
 		fmt.Fprintf(b, "\n%s Readers and writers\n\n", hd)
 		fmt.Fprintf(b, "%d clients on one read-write lock, %d of them writing and the others reading, loop acquire, an empty section, release for %v after %v of warm-up. Fairness is among the readers; \"most inside\" the most readers at once; a breach a reader entering beside a writer or a writer beside anyone.\n\n",
 			s.Clients, h.Settings.Writers, s.ContendWindow, s.ContendWarm)
-		b.WriteString(crossNote)
 		b.WriteString("| store | library | window | reads/s | writes/s | per reader (min–max) | fairness | most inside | breaches | errors | server ops / section |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, store := range allStores {
 			rows, peers := 0, 0
