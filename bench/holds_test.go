@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -99,4 +100,87 @@ func TestHoldsRunLeavesFullResults(t *testing.T) {
 	if md := r.holdsMarkdown("bench/results"); !strings.Contains(md, "(bench/results/"+holdsDir+"/"+resultsFile+")") {
 		t.Errorf("the holds tables do not link to %s/%s:\n%s", holdsDir, resultsFile, md)
 	}
+}
+
+// TestHoldFiguresOnEtcd runs the holds figure's measurements of simba and of etcd's recipe
+// RWMutex on a private etcd member: the holds keep their rules, every client gets its
+// turn, and the permit's hand-over sees its waiter waiting.
+func TestHoldFiguresOnEtcd(t *testing.T) {
+	ctx := context.Background()
+	e := etcdEnv(t)
+	for _, id := range []string{"simba-etcd-holds", "etcd-recipes-rwmutex"} {
+		lib, ok := holdLibByID(id)
+		if !ok {
+			t.Fatalf("no %s", id)
+		}
+		for _, rw := range []bool{false, true} {
+			if !slices.Contains(lib.modes, modePermit) && !rw {
+				continue
+			}
+			r, err := measureHoldLoop(ctx, e, lib, 8, rw, 300*time.Millisecond, time.Second)
+			if err != nil {
+				t.Fatalf("%s rw %v: %v", id, rw, err)
+			}
+			if r.Breaches != 0 || r.Errors != 0 || r.MostInside > holdPermits {
+				t.Errorf("%s rw %v: %d breaches, %d errors (%s), %d inside at most", id, rw, r.Breaches, r.Errors, r.FirstErr, r.MostInside)
+			}
+			for i, n := range r.PerClient {
+				if n == 0 {
+					t.Errorf("%s rw %v: client %d had no section: %v", id, rw, i, r.PerClient)
+				}
+			}
+		}
+	}
+	lib, _ := holdLibByID("simba-etcd-holds")
+	h, err := measureHoldHandOver(ctx, e, lib, holdPermits, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Samples != 5 {
+		t.Errorf("%d hand-overs, want 5", h.Samples)
+	}
+}
+
+// TestEtcdWaitingForgetsTheLastWait: once armed, the waiting check asks for its keys to
+// stand for etcdCatchUp again, although as many keys stood when the last wait was seen:
+// after a hand-over the new holder's key and the releaser's next place are as many.
+func TestEtcdWaitingForgetsTheLastWait(t *testing.T) {
+	ctx := context.Background()
+	e := etcdEnv(t)
+	dir := e.mutex("ew", "t") + "/"
+	for _, k := range []string{"a", "b"} {
+		if _, err := e.etcd.Put(ctx, dir+k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arm, check := etcdWaiting(e, dir, 2)
+	if err := arm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, 10*time.Second, time.Millisecond, "keys standing", check); err != nil {
+		t.Fatal(err)
+	}
+	if err := arm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := check(ctx); err != nil || ok {
+		t.Errorf("check right after arming: %v, %v; want false: the keys have not stood for %v since", ok, err, etcdCatchUp)
+	}
+}
+
+// etcdEnv starts a private etcd member for the test and returns an env on it.
+func etcdEnv(t *testing.T) *env {
+	t.Helper()
+	need := map[string]bool{storeEtcd: true}
+	srv, err := startServers(context.Background(), need, endpoints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.stop)
+	e, err := newEnv(srv.endpoints, need)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	return e
 }
