@@ -82,7 +82,8 @@ func ContenderMain() (code int, isContender bool) {
 }
 
 // RunContender runs one contender until commands closes or says "exit": "start" starts
-// its service, "stop" stops it. While it believes it owns the mutex, it writes to the
+// its service, "stop" stops it, "yield" steps down and goes on contending (the call's
+// deadline is T + G). While it believes it owns the mutex, it writes to the
 // referee with its token and increments the shadow counter. Every step is logged.
 func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan string) error {
 	k, ok := kits[cfg.Store]
@@ -146,6 +147,12 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 			log.Add(KindStop, 0, 0, "")
 			err := svc.Stop(ctx)
 			log.Add(KindStopped, 0, 0, errText(err))
+		case "yield":
+			log.Add(KindYield, 0, 0, "")
+			yctx, cancel := context.WithTimeout(ctx, cfg.TTL+cfg.Transition)
+			err := svc.Yield(yctx)
+			cancel()
+			log.Add(KindYielded, 0, 0, errText(err))
 		case "exit":
 			if svc.Status() == simba.StatusRunning {
 				log.Add(KindStop, 0, 0, "")

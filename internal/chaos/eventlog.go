@@ -38,6 +38,8 @@ const (
 	KindLost       Kind = "lost"        // the tenure context ended (Token)
 	KindWork       Kind = "work"        // a writer checked its context and works before writing
 	KindAcquire    Kind = "acquire"     // a hold's Acquire was called (Mode, Deadline)
+	KindYield      Kind = "yield"       // Yield called
+	KindYielded    Kind = "yielded"     // Yield returned (Note: error, if any)
 )
 
 // Event is one line of a log.
