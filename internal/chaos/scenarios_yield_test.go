@@ -177,35 +177,56 @@ func yieldSuccessorKilled(s *S) {
 // nothing since its Yield returned, and believes only once it leads again (a stale write
 // of its would be rejected by the referee, a stale belief overlap the new owner's).
 func yielderPausedOrKilled(s *S) {
-	live := []*Proc{s.Spawn("a"), s.Spawn("b"), s.Spawn("c")}
+	// Work between checking the tenure context and writing, during which the owner
+	// yields: Yield waits for it (OnReleased does), while a yielder that still believed
+	// would be paused inside it and write with its token on resume.
+	worker := func(id string) *Proc {
+		return s.SpawnWith(id, func(c *ContenderConfig) { c.WorkPause = s.Timing.TTL / 5 })
+	}
+	live := []*Proc{worker("a"), worker("b"), worker("c")}
 	for _, p := range live {
-		p.Send("start")
+		s.join(p)
 	}
 	var marks []yielded
-	for i := range rounds(2, 6) {
+	n := rounds(2, 6)
+	for i := range n {
 		yielder := s.owner(live, s.failoverBound()+5*time.Second)
+		if _, ok := s.EventAfter(yielder.ID, KindWork, Now(), 5*time.Second); !ok {
+			s.T.Fatalf("the owner %s did not work", yielder.ID)
+		}
 		y := s.awaitYield(yielder, s.ask(yielder))
 		marks = append(marks, y)
+		// The hand-over begins once OnReleased has returned, after the work under way.
+		released, ok := s.EventAfter(yielder.ID, KindReleased, y.asked, 0)
+		if !ok {
+			s.T.Errorf("C1 the Yield of %s returned before OnReleased", yielder.ID)
+			released = y.asked
+		}
+		what := "paused"
 		if i%2 == 1 {
+			what = "killed"
 			s.Kill(yielder)
-			d := s.awaitSuccessor(yielder.ID, y.asked, s.gracefulBound())
-			s.note("yield %d: %s killed as its Yield returned, %v after it was asked for; the next owner led %v after", i, yielder.ID,
-				time.Duration(y.returned-y.asked).Round(time.Millisecond), d.Round(time.Millisecond))
+		} else {
+			s.Pause(yielder)
+		}
+		paused := Now()
+		d := s.awaitSuccessor(yielder.ID, released, s.gracefulBound())
+		s.note("yield %d: %s %s as its Yield returned, %v after it was asked for; the next owner led %v after its OnReleased",
+			i, yielder.ID, what, time.Duration(y.returned-y.asked).Round(time.Millisecond), d.Round(time.Millisecond))
+		if what == "killed" {
 			live = remove(live, yielder)
+			if i == n-1 {
+				break
+			}
 			// The yielder went back in line before it died: a session store keeps its place
 			// until the session expires (the crash bound), and a yield before that would
 			// find it in front of the waiters.
 			time.Sleep(s.failoverBound())
-			p := s.Spawn(fmt.Sprintf("r%d", i))
+			p := worker(fmt.Sprintf("r%d", i))
 			s.join(p) // a waiter in line at the next yield
 			live = append(live, p)
 			continue
 		}
-		paused := Now()
-		s.Pause(yielder)
-		d := s.awaitSuccessor(yielder.ID, y.asked, s.gracefulBound())
-		s.note("yield %d: %s paused as its Yield returned, %v after it was asked for; the next owner led %v after", i, yielder.ID,
-			time.Duration(y.returned-y.asked).Round(time.Millisecond), d.Round(time.Millisecond))
 		time.Sleep(s.lapse() - time.Duration(Now()-paused))
 		s.Resume(yielder)
 		time.Sleep(s.Timing.TTL)
