@@ -34,6 +34,7 @@ var mutations = []*mutationRun{
 	{name: "redis-hold-reader-beside-writer", store: "redis", scenario: "51_holds_kill_reader_or_writer", expected: "C2", full: true},
 	{name: "zookeeper-hold-permit-overflow", store: "zookeeper", scenario: "51_holds_kill_permit_holder", expected: "C2", full: true},
 	{name: "hold-lease-outlives", store: "redis", scenario: "54_holds_replies_lost", expected: "C2", full: true},
+	{name: "yield-keeps-belief", store: "redis", scenario: "62_yielder_paused_or_killed", expected: "C2", full: true},
 }
 
 // testMutations builds, for each mutation, the suite from a copy of the module with the
