@@ -2,7 +2,6 @@ package jdbc_test
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,7 +47,6 @@ func BenchmarkPostgresPermitHandOver(b *testing.B) {
 
 func benchmarkPermitHandOver(b *testing.B, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
 	name := mutexName(b)
-	ctx := context.Background()
 	backends := []*jdbc.Backend{newB(b), newB(b)}
 	sems := make([]*simba.Semaphore, 2)
 	for i, be := range backends {
@@ -58,42 +56,8 @@ func benchmarkPermitHandOver(b *testing.B, newB func(t testing.TB, opts ...jdbc.
 		}
 		b.Cleanup(func() { _ = sems[i].Close() })
 	}
-	held, err := sems[0].Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	type acquired struct {
-		lease *simba.Lease
-		at    time.Time
-		err   error
-	}
-	var latencies []time.Duration
-	i := 0
-	for b.Loop() {
-		w := (i + 1) % 2
-		i++
-		got := make(chan acquired, 1)
-		go func() {
-			l, err := sems[w].Acquire(ctx)
-			got <- acquired{l, time.Now(), err}
-		}()
-		for backends[w].Parked(name) == 0 {
-			runtime.Gosched()
-		}
-		began := time.Now()
-		if err := held.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-		a := <-got
-		if a.err != nil {
-			b.Fatal(a.err)
-		}
-		latencies = append(latencies, a.at.Sub(began))
-		held = a.lease
-	}
-	b.StopTimer()
-	_ = held.Release(ctx)
-	latency.Report(b, latencies)
+	benchHandOvers(b, [2]func(context.Context) (*simba.Lease, error){sems[0].Acquire, sems[1].Acquire},
+		func(w int) bool { return backends[w].Parked(name) > 0 })
 }
 
 // BenchmarkPermits8On3 runs eight contenders, each a Semaphore on a backend with a pool of
