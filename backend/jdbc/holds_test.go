@@ -170,20 +170,24 @@ func TestHoldFreshContentionNewToken(t *testing.T) {
 	})
 }
 
+// semaphoreRowLocks are, per dialect, the backend and pool makers and the statement that
+// locks a semaphore's name row as a decider does, to hold the store's decisions up.
+var semaphoreRowLocks = []struct {
+	name string
+	newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend
+	open func(t testing.TB, params ...string) *sql.DB
+	lock string
+}{
+	{"mariadb", newBackend, openDB, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = ? AND holder = '' FOR UPDATE"},
+	{"postgres", newPGBackend, openPG, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = $1 AND holder = '' FOR UPDATE"},
+}
+
 // TestHoldFreshAfterAFailedFirstCall: a new contention that finds its ID holding begins a
 // new hold even when its first call failed (the store restarting after the earlier
 // contention's release was lost): the call that failed decided nothing, so the next one is
 // still the contention's first, and must not renew the earlier hold and its token.
 func TestHoldFreshAfterAFailedFirstCall(t *testing.T) {
-	for _, d := range []struct {
-		name string
-		newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend
-		open func(t testing.TB, params ...string) *sql.DB
-		lock string
-	}{
-		{"mariadb", newBackend, openDB, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = ? AND holder = '' FOR UPDATE"},
-		{"postgres", newPGBackend, openPG, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = $1 AND holder = '' FOR UPDATE"},
-	} {
+	for _, d := range semaphoreRowLocks {
 		t.Run(d.name, func(t *testing.T) {
 			name := mutexName(t)
 			b := d.newB(t)
@@ -213,15 +217,7 @@ func TestHoldFreshAfterAFailedFirstCall(t *testing.T) {
 // not a refusal: the server gives the wait up a little before the deadline, so that the
 // connection survives. The next one after the lock is let go decides.
 func TestHoldLockWaitKeepsTheDeadline(t *testing.T) {
-	for _, d := range []struct {
-		name string
-		newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend
-		open func(t testing.TB, params ...string) *sql.DB
-		lock string
-	}{
-		{"mariadb", newBackend, openDB, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = ? AND holder = '' FOR UPDATE"},
-		{"postgres", newPGBackend, openPG, "SELECT 1 FROM simba_mutex_hold WHERE kind = 1 AND name = $1 AND holder = '' FOR UPDATE"},
-	} {
+	for _, d := range semaphoreRowLocks {
 		t.Run(d.name, func(t *testing.T) {
 			name := mutexName(t)
 			c := holdOf(t, d.newB(t), name, "c", backend.Hold{Kind: backend.Semaphore, Permits: 1}, 10*time.Second)
