@@ -255,14 +255,21 @@ func (c *config) validate() error {
 		return invalid("logger", nil, "must not be nil")
 	case c.observerSet && isNil(c.observer):
 		return invalid("observer", nil, "must not be nil")
-	case len(c.ownerValue) > maxOwnerValue:
-		return invalid("owner value", c.ownerValue, "must be at most "+strconv.Itoa(maxOwnerValue)+" bytes")
-	case !utf8.ValidString(c.ownerValue):
-		return invalid("owner value", c.ownerValue, "must be valid UTF-8")
-	case strings.IndexFunc(c.ownerValue, unicode.IsControl) >= 0:
-		return invalid("owner value", c.ownerValue, "must not contain control characters")
 	case c.contenderIDSet:
 		return ValidateContenderID(c.contenderID)
+	}
+	return validateOwnerValue(c.ownerValue)
+}
+
+// validateOwnerValue checks a WithOwnerValue value: short text, empty for none.
+func validateOwnerValue(v string) error {
+	switch {
+	case len(v) > maxOwnerValue:
+		return invalid("owner value", v, "must be at most "+strconv.Itoa(maxOwnerValue)+" bytes")
+	case !utf8.ValidString(v):
+		return invalid("owner value", v, "must be valid UTF-8")
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return invalid("owner value", v, "must not contain control characters")
 	}
 	return nil
 }
