@@ -145,15 +145,8 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	if c.holdKind, ok = kinds[c.kind]; !ok {
 		return c.usage(fmt.Sprintf("--kind %q must be mutex, semaphore or rwlock", c.kind))
 	}
-	holds := c.holdKind != backend.Mutex
-	switch {
-	case holds && cmd == "release" && len(pos) != 2:
-		return c.usage(fmt.Sprintf("release --kind %s takes the name and the holder's ID, got %d argument(s)", c.kind, len(pos)))
-	case holds && cmd == "release":
-	case cmd == "exec" && len(pos) < want:
-		return c.usage("exec takes a mutex and a command: exec <mutex> -- <command> [args]")
-	case cmd != "exec" && len(pos) != want:
-		return c.usage(fmt.Sprintf("%s takes %d argument(s), got %d", cmd, want, len(pos)))
+	if msg := c.checkArity(cmd, pos, want); msg != "" {
+		return c.usage(msg)
 	}
 	if msg := c.check(fs, cmd); msg != "" {
 		return c.usage(msg)
@@ -169,17 +162,39 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	if u, err := url.Parse(c.store); err == nil {
 		c.shown = strings.NewReplacer(s.String(), u.Redacted()) // the URL as given, in messages
 	}
+	return c.dispatch(ctx, s, cmd, pos)
+}
+
+// checkArity returns what is wrong with the number of arguments pos of cmd, which takes
+// want, or "".
+func (c *cli) checkArity(cmd string, pos []string, want int) string {
 	switch {
-	case holds && cmd == "get":
-		err = c.getHolds(ctx, s, pos[0])
-	case holds && cmd == "list":
-		err = c.getHolds(ctx, s, "")
-	case holds && cmd == "watch":
-		err = c.watchHolds(ctx, s, pos[0])
-	case holds && cmd == "release":
-		err = c.releaseHold(ctx, s, pos[0], pos[1])
+	case c.holdKind != backend.Mutex && cmd == "release":
+		if len(pos) != 2 {
+			return fmt.Sprintf("release --kind %s takes the name and the holder's ID, got %d argument(s)", c.kind, len(pos))
+		}
+	case cmd == "exec" && len(pos) < want:
+		return "exec takes a mutex and a command: exec <mutex> -- <command> [args]"
+	case cmd != "exec" && len(pos) != want:
+		return fmt.Sprintf("%s takes %d argument(s), got %d", cmd, want, len(pos))
 	}
-	if holds {
+	return ""
+}
+
+// dispatch runs cmd with its arguments pos on store s and returns the exit status.
+func (c *cli) dispatch(ctx context.Context, s *storeurl.Store, cmd string, pos []string) int {
+	var err error
+	if c.holdKind != backend.Mutex {
+		switch cmd {
+		case "get":
+			err = c.getHolds(ctx, s, pos[0])
+		case "list":
+			err = c.getHolds(ctx, s, "")
+		case "watch":
+			err = c.watchHolds(ctx, s, pos[0])
+		case "release":
+			err = c.releaseHold(ctx, s, pos[0], pos[1])
+		}
 		return c.done(err)
 	}
 	switch cmd {
