@@ -40,20 +40,8 @@ func TestMain(m *testing.M) {
 // goroutineLeaks is goleak's verdict after every test ran, for the report.
 var goroutineLeaks = "not checked"
 
-// full reports whether the full plan runs (make chaos): longer phases and more rounds.
-// Otherwise the short version runs, as part of make test.
-func full() bool { return os.Getenv("SIMBA_CHAOS") == "full" }
-
 // phase returns the short or the full length of a phase.
 func phase(short, long time.Duration) time.Duration {
-	if full() {
-		return long
-	}
-	return short
-}
-
-// rounds returns the short or the full number of repetitions.
-func rounds(short, long int) int {
 	if full() {
 		return long
 	}
@@ -79,25 +67,7 @@ type S struct {
 	*Run
 	sc        scenario
 	result    *Result
-	onContext bool       // measure exclusion on tenure contexts (blocking callbacks)
-	hold      *HoldModel // what the holders of a hold scenario hold
-}
-
-// Result is what one scenario run on one store reports.
-type Result struct {
-	Scenario  int
-	Name      string
-	Store     string
-	Out       bool
-	Findings  Findings
-	Faults    map[string]int
-	Failovers []time.Duration // owner gone to next OnAcquired
-	Bound     time.Duration   // the bound failovers are held to
-	Losses    []time.Duration // fault to OnReleased of the owner cut off
-	Notes     []string
-	Failed    bool
-	Failures  []string // what it reported failing, when Failed
-	Took      time.Duration
+	onContext bool // measure exclusion on tenure contexts (blocking callbacks)
 }
 
 // fencedReferee makes the referee check tokens; the mutant unfenced-referee turns it off.
@@ -216,16 +186,6 @@ func (s *S) owner(procs []*Proc, timeout time.Duration) *Proc {
 	return nil
 }
 
-// failoverBound is the crash bound: T + G + J + D + RTT, or S + RTT on a session
-// store; RTT is taken as the call timeout.
-func (s *S) failoverBound() time.Duration {
-	tm := s.Timing
-	if s.Kit.Session {
-		return tm.Session + tm.CallTimeout
-	}
-	return tm.TTL + tm.Transition + time.Second + 2*tm.CallTimeout
-}
-
 // awaitSuccessor waits for a contender other than old to acquire after t0 and returns the
 // failover time, which the report shows next to bound. The assertion
 // is generous (bound plus half of it, at least a second more): scheduling on a loaded
@@ -284,10 +244,7 @@ func (s *S) restart(srv *testserver.Server) {
 	}
 }
 
-func (s *S) note(format string, args ...any) {
-	s.result.Notes = append(s.result.Notes, fmt.Sprintf(format, args...))
-	s.T.Logf(format, args...)
-}
+func (s *S) note(format string, args ...any) { s.record(s.result, format, args...) }
 
 // byStore orders results for the report.
 func byStore(list []*Result) {

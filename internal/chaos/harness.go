@@ -102,6 +102,51 @@ type Timing struct {
 var DefaultTiming = Timing{TTL: time.Second, Transition: 500 * time.Millisecond,
 	CallTimeout: 250 * time.Millisecond, Session: time.Second, Epsilon: 50 * time.Millisecond}
 
+// Result is what one scenario run on one store reports.
+type Result struct {
+	Scenario  int
+	Name      string
+	Store     string
+	Out       bool
+	Findings  Findings
+	Faults    map[string]int
+	Failovers []time.Duration // owner gone to next OnAcquired
+	Bound     time.Duration   // the bound failovers are held to
+	Losses    []time.Duration // fault to OnReleased of the owner cut off
+	Notes     []string
+	Failed    bool
+	Failures  []string // what it reported failing, when Failed
+	Took      time.Duration
+}
+
+// full reports whether the full plan runs (make chaos): longer phases and more rounds.
+// Otherwise the short version runs, as part of make test.
+func full() bool { return os.Getenv("SIMBA_CHAOS") == "full" }
+
+// rounds returns the short or the full number of repetitions.
+func rounds(short, long int) int {
+	if full() {
+		return long
+	}
+	return short
+}
+
+// failoverBound is the crash bound: T + G + J + D + RTT, or S + RTT on a session
+// store; RTT is taken as the call timeout.
+func (r *Run) failoverBound() time.Duration {
+	tm := r.Timing
+	if r.Kit.Session {
+		return tm.Session + tm.CallTimeout
+	}
+	return tm.TTL + tm.Transition + time.Second + 2*tm.CallTimeout
+}
+
+// record records a note in res and logs it.
+func (r *Run) record(res *Result, format string, args ...any) {
+	res.Notes = append(res.Notes, fmt.Sprintf(format, args...))
+	r.T.Logf(format, args...)
+}
+
 // Run is one scenario on one store: its server, referee, contenders and logs.
 type Run struct {
 	T      *Test
@@ -251,17 +296,18 @@ func (r *Run) Spawn(id string) *Proc { return r.SpawnWith(id, nil) }
 // SpawnWith is Spawn with the contender's configuration adjusted by adjust (if not nil).
 func (r *Run) SpawnWith(id string, adjust func(*ContenderConfig)) *Proc {
 	r.T.Helper()
-	return r.spawnVia(id, r.Server.Addr(), adjust)
+	return r.SpawnOnWith(id, r.Server.Addr(), adjust)
 }
 
 // SpawnOn is Spawn with the contender's proxy in front of upstream, one server of a
 // store of several (a member of a ZooKeeper ensemble), rather than the run's server.
 func (r *Run) SpawnOn(id, upstream string) *Proc {
 	r.T.Helper()
-	return r.spawnVia(id, upstream, nil)
+	return r.SpawnOnWith(id, upstream, nil)
 }
 
-func (r *Run) spawnVia(id, upstream string, adjust func(*ContenderConfig)) *Proc {
+// SpawnOnWith is SpawnOn with the contender's configuration adjusted by adjust (if not nil).
+func (r *Run) SpawnOnWith(id, upstream string, adjust func(*ContenderConfig)) *Proc {
 	r.T.Helper()
 	proxy, err := faultproxy.New(upstream)
 	if err != nil {

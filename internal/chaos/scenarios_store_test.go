@@ -943,8 +943,6 @@ func durationSpread(list []time.Duration) string {
 	return fmt.Sprintf("p50 %v, max %v (n %d)", d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond), len(d))
 }
 
-func roundedNs(ns int64) time.Duration { return time.Duration(ns).Round(time.Millisecond) }
-
 // healAt runs heal and returns the times just before and just after it. Contenders may act
 // on the healed store before heal returns (a server accepts before the harness has seen it
 // ready), so what follows a heal is looked for from its beginning.
@@ -952,21 +950,6 @@ func healAt(heal func()) (began, done int64) {
 	began = Now()
 	heal()
 	return began, Now()
-}
-
-func sleepUntilNs(t int64) {
-	if d := time.Duration(t - Now()); d > 0 {
-		time.Sleep(d)
-	}
-}
-
-func procNamed(procs []*Proc, id string) *Proc {
-	for _, p := range procs {
-		if p.ID == id {
-			return p
-		}
-	}
-	return nil
 }
 
 // zookeeperAdmin is a ZooKeeper connection of the scenario's own, to look at the nodes.

@@ -61,16 +61,6 @@ func killOwner(s *S) {
 	s.finish()
 }
 
-func remove(list []*Proc, p *Proc) []*Proc {
-	out := list[:0:0]
-	for _, q := range list {
-		if q != p {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
 func noTransition(t Timing) Timing {
 	t.Transition = 0
 	return t
