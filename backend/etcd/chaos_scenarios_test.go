@@ -363,7 +363,7 @@ func compactionWhileWaiting(r *etcdRun) {
 	admin := r.admin(r.c.Endpoints()...)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		kvs, err := chaosKeys(context.Background(), r.c.Addr(), r.Mutex)
+		kvs, err := chaosKeys(context.Background(), r.c.Addr(), mutexKeys(r.Mutex))
 		if err == nil && len(kvs) == 2 {
 			break
 		}
@@ -487,7 +487,7 @@ func (r *etcdRun) wrote(p *chaos.Proc, t int64) {
 func (r *etcdRun) keyOf(id string, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
-		kvs, err := chaosKeys(context.Background(), r.c.Addr(), r.Mutex)
+		kvs, err := chaosKeys(context.Background(), r.c.Addr(), mutexKeys(r.Mutex))
 		if err == nil && slices.ContainsFunc(kvs, func(kv keyValue) bool { return kv.id == id }) {
 			return true
 		}

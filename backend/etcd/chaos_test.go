@@ -79,25 +79,37 @@ func chaosBackend(_ context.Context, cfg chaos.ContenderConfig) (simba.Backend, 
 	return b, func() { _ = b.Close(); _ = client.Close() }, nil
 }
 
-// chaosKeys returns the keys under mutex's prefix, oldest first, read by a client of the
-// harness's own on the endpoints of addr.
-func chaosKeys(ctx context.Context, addr, mutex string) ([]keyValue, error) {
+// chaosKeys returns the keys under the prefixes of returns for a backend of the default
+// layout, oldest first, read by a client of the harness's own on the endpoints of addr.
+func chaosKeys(ctx context.Context, addr string, of func(*etcd.Backend) []string) ([]keyValue, error) {
 	client, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(addr, ","), DialTimeout: 5 * time.Second,
 		Logger: zap.NewNop()})
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
-	resp, err := client.Get(ctx, etcd.DefaultPrefix+mutex+"/", clientv3.WithPrefix())
+	b, err := etcd.New(client)
 	if err != nil {
 		return nil, err
 	}
+	defer b.Close()
 	var kvs []keyValue
-	for _, kv := range resp.Kvs {
-		kvs = append(kvs, keyValue{key: string(kv.Key), id: string(kv.Value), rev: kv.CreateRevision})
+	for _, prefix := range of(b) {
+		resp, err := client.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range resp.Kvs {
+			kvs = append(kvs, keyValue{key: string(kv.Key), id: string(kv.Value), rev: kv.CreateRevision})
+		}
 	}
 	slices.SortFunc(kvs, func(a, b keyValue) int { return cmp.Compare(a.rev, b.rev) })
 	return kvs, nil
+}
+
+// mutexKeys names the prefix of mutex's keys, for chaosKeys.
+func mutexKeys(mutex string) func(*etcd.Backend) []string {
+	return func(b *etcd.Backend) []string { return []string{b.MutexPrefix(mutex)} }
 }
 
 type keyValue struct {
@@ -105,10 +117,13 @@ type keyValue struct {
 	rev     int64
 }
 
-// chaosResidue reports the keys left under the mutex's prefix, except those of excused
-// contenders (killed, or stopped with an error), which their lease's expiry removes.
+// chaosResidue reports the keys left under the prefixes of the mutex, and of the
+// semaphore and read-write lock of its name, except those of excused contenders (killed,
+// or stopped with an error), which their lease's expiry removes.
 func chaosResidue(ctx context.Context, addr, mutex string, excused []string) error {
-	kvs, err := chaosKeys(ctx, addr, mutex)
+	kvs, err := chaosKeys(ctx, addr, func(b *etcd.Backend) []string {
+		return []string{b.MutexPrefix(mutex), b.SemaphorePrefix(mutex), b.RWMutexPrefix(mutex)}
+	})
 	if err != nil {
 		return err
 	}
@@ -119,14 +134,14 @@ func chaosResidue(ctx context.Context, addr, mutex string, excused []string) err
 		}
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("etcd: keys left under %s%s/: %v", etcd.DefaultPrefix, mutex, left)
+		return fmt.Errorf("etcd: keys left of %s: %v", mutex, left)
 	}
 	return nil
 }
 
 // chaosOwner returns the contender ID of the mutex's oldest key.
 func chaosOwner(ctx context.Context, addr, mutex string) (string, error) {
-	kvs, err := chaosKeys(ctx, addr, mutex)
+	kvs, err := chaosKeys(ctx, addr, mutexKeys(mutex))
 	if err != nil || len(kvs) == 0 {
 		return "", err
 	}
