@@ -141,6 +141,15 @@ func (r *Run) failoverBound() time.Duration {
 	return tm.TTL + tm.Transition + time.Second + 2*tm.CallTimeout
 }
 
+// beliefBound is how long a contender cut off from the store may believe: to its local
+// TTL end, T (on a session store, S: it stops at disconnect).
+func (r *Run) beliefBound() time.Duration {
+	if r.Kit.Session {
+		return r.Timing.Session
+	}
+	return r.Timing.TTL
+}
+
 // record records a note in res and logs it.
 func (r *Run) record(res *Result, format string, args ...any) {
 	res.Notes = append(res.Notes, fmt.Sprintf(format, args...))

@@ -209,10 +209,7 @@ func HoldsRepliesLost(h *Holds) {
 		victim, began := h.newHolder(procs, Now())
 		t0 := Now()
 		heal := h.Fault("blackhole", "replies of "+victim.ID, func() { victim.Proxy.Blackhole(faultproxy.Down) }, victim.Proxy.Heal)
-		bound := h.Timing.TTL
-		if h.Kit.Session {
-			bound = h.Timing.Session
-		}
+		bound := h.beliefBound()
 		if at, ok := h.EventAfter(victim.ID, KindLost, t0, bound+time.Second); ok {
 			d := time.Duration(at - t0)
 			h.Result.Losses = append(h.Result.Losses, d)

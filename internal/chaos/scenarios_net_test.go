@@ -29,10 +29,7 @@ func (s *S) partition(procs []*Proc, dir faultproxy.Direction, what string) {
 	owner := s.owner(procs, s.failoverBound()+2*time.Second)
 	t0 := Now()
 	heal := s.Fault("blackhole", what+" of "+owner.ID, func() { owner.Proxy.Blackhole(dir) }, owner.Proxy.Heal)
-	bound := s.Timing.TTL
-	if s.Kit.Session {
-		bound = s.Timing.Session
-	}
+	bound := s.beliefBound()
 	if at, ok := s.EventAfter(owner.ID, KindLost, t0, bound+time.Second); ok {
 		d := time.Duration(at - t0)
 		s.result.Losses = append(s.result.Losses, d)
