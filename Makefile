@@ -39,7 +39,7 @@ unit:
 
 ## chaos: the fault suite's full plan, every mutation included; prints the
 ## table of figures and writes it to chaos-report.md. The etcd scenarios and mutations run
-## in the etcd module's tests (all of them here, two scenarios in make
+## in the etcd module's tests (all of them here, four scenarios in make
 ## test), their verdicts in its output.
 chaos: setup
 	SIMBA_REQUIRE_SERVERS=1 SIMBA_CHAOS=full SIMBA_CHAOS_REPORT=$(CURDIR)/chaos-report.md \
