@@ -294,7 +294,7 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 	fresh := !c.asked
 	for created := false; ; created = true {
 		var rec backend.Record
-		var queued *parkGuard
+		var queued bool
 		found, err := c.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 			var one int
 			lock, args := c.b.dialect.bound(c.sql.server, limit(ctx), c.sql.lock, c.kind, c.name)
@@ -311,9 +311,9 @@ func (c *holdContention) Acquire(ctx context.Context) (backend.Record, error) {
 		switch {
 		case err != nil:
 			return backend.Record{}, refused(fmt.Errorf("simba/jdbc: acquire %v %q: %w", c.hold.Kind, c.name, err), c.sql.table.String())
-		case found && queued != nil:
+		case found && queued:
 			c.asked = true
-			c.park(*queued)
+			c.park()
 			return rec, nil
 		case found:
 			c.asked = true
@@ -355,25 +355,25 @@ func ignoreDone(err error) error {
 
 // decide reads the name's rows, with its row locked in tx, drops the holds and waiters
 // that have ended, and admits, renews or queues the contender; for a queued one it
-// returns what the decision leaves in the table (parkGuard).
-func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (backend.Record, *parkGuard, error) {
+// reports true for a queued one.
+func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (backend.Record, bool, error) {
 	sent := time.Now()
 	head, rows, err := c.readRows(ctx, tx)
 	if err != nil {
-		return backend.Record{}, nil, err
+		return backend.Record{}, false, err
 	}
 	stepped := c.db.check(c.b, c.log, sent, time.Now(), uint64(head.now)) > 0
 	now := head.now
 	live := slices.DeleteFunc(slices.Clone(rows), func(r holdRow) bool { return r.expiresAt <= now })
 	if len(live) < len(rows) {
 		if _, err := tx.ExecContext(ctx, c.sql.prune, c.kind, c.name, now); err != nil {
-			return backend.Record{}, nil, err
+			return backend.Record{}, false, err
 		}
 	}
 	headChanged := false
 	if c.hold.Kind == backend.Semaphore && head.permits != c.hold.Permits {
 		if len(live) > 0 {
-			return backend.Record{}, nil, fmt.Errorf("semaphore %q has %d permits, not %d: %w",
+			return backend.Record{}, false, fmt.Errorf("semaphore %q has %d permits, not %d: %w",
 				c.name, head.permits, c.hold.Permits, simba.ErrRefused)
 		}
 		head.permits, headChanged = c.hold.Permits, true // nobody holds or waits: a new count
@@ -400,7 +400,7 @@ func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (ba
 			// hold up at once, as a mutex's owner does (see When the database's clock
 			// steps); its next acquisition begins a new hold.
 			_, err := tx.ExecContext(ctx, c.sql.remove, c.kind, c.name, c.id)
-			return backend.Record{}, nil, err
+			return backend.Record{}, false, err
 		}
 		if fresh {
 			// A new contention that finds its ID holding (an earlier one's release was
@@ -422,25 +422,21 @@ func (c *holdContention) decide(ctx context.Context, tx *sql.Tx, fresh bool) (ba
 				own.expiresAt = max(now, first.expiresAt) + c.patience
 			}
 			if err := c.write(ctx, tx, own, head, headChanged); err != nil {
-				return backend.Record{}, nil, err
-			}
-			guard := &parkGuard{place: head.place, rows: len(live)}
-			if !own.stored {
-				guard.rows++
+				return backend.Record{}, false, err
 			}
 			if first == nil {
-				return backend.Record{}, guard, nil
+				return backend.Record{}, true, nil
 			}
 			first.now = now
-			return first.record(), guard, nil
+			return first.record(), true, nil
 		}
 		own.token, own.acquiredAt = newToken(), now
 	}
 	own.ttlAt, own.expiresAt, own.now = now+c.ttl, now+c.lease, now
 	if err := c.write(ctx, tx, own, head, headChanged); err != nil {
-		return backend.Record{}, nil, err
+		return backend.Record{}, false, err
 	}
-	return own.record(), nil, nil
+	return own.record(), false, nil
 }
 
 // readRows reads the name's row (head, with the database's now) and its holders' and

@@ -1,8 +1,8 @@
 package jdbc
 
 // Parked returns how many of the backend's contentions for name wait in a parked
-// statement whose guard was checked, so that tests and benchmarks release only once a
-// waiter of another process can be woken by it.
+// statement after checking the name's rows, so that tests and benchmarks release only
+// once a waiter of another process can be woken by it.
 func (b *Backend) Parked(name string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

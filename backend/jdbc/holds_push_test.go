@@ -377,3 +377,44 @@ func TestHoldWakeRefusedLeavesTheWaiterToPoll(t *testing.T) {
 	assert.Contains(t, msgs, "simba/jdbc: could not wake the waiters of other processes; they poll")
 	assert.Equal(t, "waiter", acquire(t, waiter).Owner, "admitted when it asks")
 }
+
+// TestHoldParkedWaiterSleepsOnWhenOthersQueue: a waiter parked behind a held permit is not
+// woken when another waiter queues behind it, though the name's rows changed: it fits no
+// better. Its parking runs out (its lease, 1.5s here) and parks again after checking the
+// rows, which already hold the second waiter. Waking it there made every queuing wake
+// every parked waiter into a retry, each ending its own sleep with a KILL.
+func TestHoldParkedWaiterSleepsOnWhenOthersQueue(t *testing.T) {
+	eachDialect(t, func(t *testing.T, newB func(t testing.TB, opts ...jdbc.Option) *jdbc.Backend) {
+		name := mutexName(t)
+		one := backend.Hold{Kind: backend.Semaphore, Permits: 1}
+		holder, _ := wokenHold(t, newB(t), name, "holder", one)
+		require.Equal(t, "holder", acquire(t, holder).Owner)
+		wb := newB(t)
+		const lease = 1500 * time.Millisecond // the parking's length
+		woken := make(chan struct{}, 1)
+		c, err := wb.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "w1", TTL: lease * 2 / 3,
+			Transition: lease / 3, Hold: one, Wake: func() {
+				select {
+				case woken <- struct{}{}:
+				default:
+				}
+			}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+		w1 := c.(backend.LeaseContention)
+		require.Equal(t, "holder", acquire(t, w1).Owner)
+		awaitParked(t, wb, name)
+		b2 := newB(t)
+		w2, _ := wokenHold(t, b2, name, "w2", one)
+		require.Equal(t, "holder", acquire(t, w2).Owner)
+		awaitParked(t, b2, name)
+		select {
+		case <-woken:
+			t.Fatal("w1 was woken by a waiter queuing behind it")
+		case <-time.After(3 * lease): // w1's parking ran out and parked again meanwhile
+		}
+		require.NoError(t, holder.Release(t.Context()))
+		awaitWake(t, woken, "w1, after the release")
+		assert.Equal(t, "w1", acquire(t, w1).Owner)
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,27 +38,17 @@ func wakeMark(t tableName, kind int64, name, holder string) string {
 	return wakeTag + hex.EncodeToString(sum[:16]) + "*/"
 }
 
-// parkGuard is what a queued decision left in the table: the name's row's place counter
-// and the number of holders' and waiters' rows. Every admission and every new waiter
-// moves the counter on, and every other change deletes a row, so a read that finds both
-// unchanged finds nothing changed since that the waiter could fit by.
-type parkGuard struct {
-	place int64
-	rows  int
-}
-
 // holdPark is a waiter's parking: the parked statement runs on a connection of its own,
 // pinned from the hand-over's budget, in a goroutine (parkLoop) that lives from the first
 // queued answer to the contention's admission or end.
 type holdPark struct {
 	mu      sync.Mutex
-	guard   parkGuard
-	gen     uint64        // counts the guards given; the loop parks with the latest
-	kick    chan struct{} // a new guard was given
+	gen     uint64        // counts the queued answers; the loop parks after the latest
+	kick    chan struct{} // a queued answer came
 	stop    chan struct{} // closed to end the running loop; nil when none runs
 	gone    bool          // the contention ended: no more parking
 	blind   bool          // the server never showed a parked statement running: no more parking
-	parked  bool          // a parked statement runs, its guard checked
+	parked  bool          // a parked statement runs, the rows checked
 	running sync.WaitGroup
 }
 
@@ -66,22 +57,22 @@ type parkOutcome int
 
 const (
 	sleptOut parkOutcome = iota // the sleep ran its length: park again
-	woken                       // a release ended it, or the guard found a change: try now
+	woken                       // a release ended it, or the contention fits now: try now
 	stopped                     // the contention asked the loop to end
 	broken                      // the connection failed: polling until the next queued answer
 	unseen                      // the server does not show it running: polling only, for good
 )
 
-// park parks the contention, queued by a decision that left g, unless the hand-over's
-// budget has no connection for it (then it polls only, as without the wake).
-func (c *holdContention) park(g parkGuard) {
+// park parks the contention, queued by a decision, unless the hand-over's budget has no
+// connection for it (then it polls only, as without the wake).
+func (c *holdContention) park() {
 	p := &c.parking
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gone || p.blind {
 		return
 	}
-	p.guard, p.gen = g, p.gen+1
+	p.gen++
 	if p.stop == nil {
 		if !c.b.pin() {
 			c.log.Debug("simba/jdbc: the hand-over's connections are all in use; waiting by polling only")
@@ -120,20 +111,20 @@ func (c *holdContention) endParking() {
 	c.parking.running.Wait()
 }
 
-// latest returns the latest guard given and its generation, waiting for one newer than
+// latest returns the generation of the latest queued answer, waiting for one newer than
 // after; false when stop closes first.
-func (c *holdContention) latest(stop <-chan struct{}, after uint64) (parkGuard, uint64, bool) {
+func (c *holdContention) latest(stop <-chan struct{}, after uint64) (uint64, bool) {
 	p := &c.parking
 	for {
 		p.mu.Lock()
-		g, gen := p.guard, p.gen
+		gen := p.gen
 		p.mu.Unlock()
 		if gen > after {
-			return g, gen, true
+			return gen, true
 		}
 		select {
 		case <-stop:
-			return parkGuard{}, 0, false
+			return 0, false
 		case <-p.kick:
 		}
 	}
@@ -163,17 +154,17 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 	defer discard(conn)
 	var used uint64
 	for {
-		g, gen, ok := c.latest(stop, used)
+		gen, ok := c.latest(stop, used)
 		if !ok {
 			return
 		}
-		switch c.parkOnce(ctx, cancel, conn, session, g, stop) {
+		switch c.parkOnce(ctx, cancel, conn, session, stop) {
 		case sleptOut:
-			used = gen - 1 // park again with the latest guard, this one if no other came
+			used = gen - 1 // park again
 		case woken:
-			used = gen // a newer guard, if one came meanwhile, parks again at once
+			used = gen // a newer queued answer, if one came meanwhile, parks again at once
 			if c.generation() == gen && c.wake != nil {
-				c.wake() // no decision since that guard: the service tries now
+				c.wake() // no decision since: the service tries now
 			}
 		case broken, unseen:
 			if c.wake != nil {
@@ -186,7 +177,7 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 	}
 }
 
-// generation returns the generation of the latest guard given.
+// generation returns the generation of the latest queued answer.
 func (c *holdContention) generation() uint64 {
 	p := &c.parking
 	p.mu.Lock()
@@ -220,10 +211,10 @@ func (c *holdContention) parkingConn(ctx context.Context, stop <-chan struct{}) 
 
 // parkOnce runs one parked statement on conn (session) and waits for its end. It first
 // waits until the server shows the statement running, and only then reads the name's
-// rows for g: a release that committed before that read is seen there (the guard finds
-// the change), and one that committed after it finds the statement running when it looks
-// for it. cancel ends ctx, closing conn, when the statement cannot be interrupted.
-func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, session int64, g parkGuard,
+// rows: a release that committed before that read is seen there (the contention fits
+// now), and one that committed after it finds the statement running when it looks for
+// it. cancel ends ctx, closing conn, when the statement cannot be interrupted.
+func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, session int64,
 	stop <-chan struct{}) parkOutcome {
 	var (
 		slept  int64
@@ -273,7 +264,7 @@ func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc
 		return end(unseen)
 	}
 	head, rows, err2 := c.readRows(ctx, c.b.db)
-	if err2 != nil || head.place != g.place || len(rows) != g.rows {
+	if err2 != nil || c.mayEnter(head, rows) {
 		return end(woken)
 	}
 	c.setParked(true)
@@ -286,7 +277,15 @@ func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc
 	}
 }
 
-// setParked records whether a parked statement runs with its guard checked.
+// mayEnter reports whether the contention's next attempt could be admitted, by the rows
+// read: it fits now, or its row is missing or ended (the attempt tells why).
+func (c *holdContention) mayEnter(head holdRow, rows []holdRow) bool {
+	holders, waiters := holdersAndWaiters(head, rows)
+	i := slices.IndexFunc(waiters, func(r holdRow) bool { return r.holder == c.id })
+	return i < 0 || c.admits(holders, waiters, i)
+}
+
+// setParked records whether a parked statement runs with the rows checked.
 func (c *holdContention) setParked(on bool) {
 	c.parking.mu.Lock()
 	c.parking.parked = on
@@ -335,21 +334,8 @@ func (c *holdContention) wakeOthers(ctx context.Context) {
 		return
 	}
 	local := c.b.localHolders(c)
-	var holders, waiters []holdRow
-	for _, r := range rows {
-		switch {
-		case r.expiresAt <= head.now:
-		case r.token > 0:
-			holders = append(holders, r)
-		default:
-			waiters = append(waiters, r)
-		}
-	}
 	var marks []any
-	for i, w := range waiters {
-		if !fitsBeside(c.hold.Kind, head.permits, holders, waiters[:i+1]) {
-			break
-		}
+	for _, w := range c.letIn(head, rows) {
 		if _, ok := local[w.holder]; !ok {
 			marks = append(marks, wakeMark(c.sql.table, c.kind, c.name, w.holder))
 		}
@@ -360,6 +346,33 @@ func (c *holdContention) wakeOthers(ctx context.Context) {
 	if err := c.sql.wakeParked(ctx, c.b.db, marks); err != nil {
 		c.log.Debug("simba/jdbc: could not wake the waiters of other processes; they poll", "err", err)
 	}
+}
+
+// letIn returns the waiters among the name's rows that fit beside its holders now, in
+// order: those a release wakes.
+func (c *holdContention) letIn(head holdRow, rows []holdRow) []holdRow {
+	holders, waiters := holdersAndWaiters(head, rows)
+	for i := range waiters {
+		if !fitsBeside(c.hold.Kind, head.permits, holders, waiters[:i+1]) {
+			return waiters[:i]
+		}
+	}
+	return waiters
+}
+
+// holdersAndWaiters returns the holders and the waiters, in order, among the name's rows
+// that have not ended.
+func holdersAndWaiters(head holdRow, rows []holdRow) (holders, waiters []holdRow) {
+	for _, r := range rows {
+		switch {
+		case r.expiresAt <= head.now:
+		case r.token > 0:
+			holders = append(holders, r)
+		default:
+			waiters = append(waiters, r)
+		}
+	}
+	return holders, waiters
 }
 
 // localHolders returns the contender IDs of the backend's contentions of c's name.
