@@ -720,11 +720,11 @@
 //     /*simba-wake:<digest>*/ SLEEP(s), on PostgreSQL SELECT /*simba-wake:<digest>*/ 0
 //     FROM pg_sleep(s), for its ttl + transition (at most 30s), and again after that.
 //   - Once the server shows the sleep running (information_schema.PROCESSLIST,
-//     pg_stat_activity), the waiter reads the name's rows. If the name's row's counter or
-//     the number of rows moved since its decision (every admission and every new waiter
-//     moves the counter on; every other change deletes a row), it ends the sleep and tries
-//     at once. A release that committed after that read finds the sleep running, so no
-//     wake is lost between a decision and its parking.
+//     pg_stat_activity), the waiter reads the name's rows. If it fits now, by the rule a
+//     release wakes by (below), it ends the sleep and tries at once; other changes, a
+//     waiter queuing behind it say, leave it asleep. A release that committed after that
+//     read finds the sleep running, so no wake is lost between a decision and its
+//     parking.
 //   - A release that removed a row reads the name's rows and ends the sleeps of the
 //     waiters that fit now, in order (a semaphore's up to the permits free; a read-write
 //     lock's readers up to the first writer, or that writer), found by their mark: KILL
