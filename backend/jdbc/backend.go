@@ -33,7 +33,9 @@ type Backend struct {
 	holds       map[*holdContention]struct{} // semaphores' and read-write locks' (holds.go)
 	holdSQL     *holdStatements              // the hold table's, once checked; nil until then
 
-	sweeps sync.WaitGroup // rows to check after abandoned acquisitions (stray.go)
+	background sync.WaitGroup  // sweeps of abandoned acquisitions (stray.go), holds' wakes (wakeLater)
+	wakes      context.Context // the holds' wakes' (wakeLater): ended by Close
+	stopWakes  context.CancelFunc
 }
 
 var (
@@ -56,7 +58,10 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if cfg.pins > 0 {
 		pins = make(chan struct{}, cfg.pins)
 	}
+	wakes, stopWakes := context.WithCancel(context.Background())
 	return &Backend{
+		wakes:       wakes,
+		stopWakes:   stopWakes,
 		pins:        pins,
 		db:          db,
 		dialect:     cfg.dialect,
@@ -72,8 +77,9 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 // what). Later calls of the backend's contentions, and StartContend, fail with an error
 // matching simba.ErrClosed, and acquisitions waiting for their turn end at once
 // (Participant.Closed). Close waits for the sweeps that stopped contentions left behind
-// (see Bounded statements): at most the call timeout and a little more. It is idempotent
-// and returns nil.
+// (see Bounded statements): at most the call timeout and a little more; it ends the wakes
+// that releases of holds sent to other processes' waiters. It is idempotent and returns
+// nil.
 func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil
@@ -94,7 +100,8 @@ func (b *Backend) Close() error {
 			c.closed() // an acquisition waiting for its turn ends now, not at its next attempt
 		}
 	}
-	b.sweeps.Wait()
+	b.stopWakes() // a wake still under way ends: its waiters poll, if any are left
+	b.background.Wait()
 	return nil
 }
 

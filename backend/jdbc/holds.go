@@ -545,7 +545,7 @@ func (c *holdContention) Release(ctx context.Context) error {
 	}
 	c.b.wakeHolds(c)
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
-		c.wakeOthers(ctx)
+		c.wakeLater()
 	}
 	return nil
 }

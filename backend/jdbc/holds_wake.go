@@ -321,6 +321,31 @@ func (c *holdContention) parked(ctx context.Context, session int64, ended, stop 
 	}
 }
 
+// wakeTimeout bounds the wake that follows a release (wakeLater): a KILL QUERY on MariaDB
+// waits, under load, up to 2s for a lock that every sleeping statement takes.
+const wakeTimeout = 5 * time.Second
+
+// wakeLater runs wakeOthers off the release's call, so that a slow KILL costs the
+// releaser neither its deadline nor, through it, the wakes of the waiters after it. Close
+// ends it and waits for it.
+func (c *holdContention) wakeLater() {
+	b := c.b
+	b.mu.Lock()
+	if b.holds == nil {
+		// Closed, or closing: the pool may be closed once Close returns; the waiters poll.
+		b.mu.Unlock()
+		return
+	}
+	b.background.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.background.Done()
+		ctx, cancel := context.WithTimeout(b.wakes, wakeTimeout)
+		defer cancel()
+		c.wakeOthers(ctx)
+	}()
+}
+
 // wakeOthers, after the contention left the name, ends the parked statements of the
 // waiters that fit now, other than this backend's own (wakeHolds woke those). Failures
 // only cost those waiters time; they are logged, not returned.

@@ -50,10 +50,10 @@ func (c *contention) sweepLater() bool {
 		b.mu.Unlock()
 		return false
 	}
-	b.sweeps.Add(1)
+	b.background.Add(1)
 	b.mu.Unlock()
 	go func() {
-		defer b.sweeps.Done()
+		defer b.background.Done()
 		defer b.floors.leave(c.mutex)
 		t := time.NewTimer(time.Until(c.stray))
 		<-t.C
