@@ -149,7 +149,11 @@ func (b *Backend) pipeline(ctx context.Context, calls ...rawCall) (errs []error,
 func (b *Backend) create2(ctx context.Context, path string, data []byte, flags int32) (create2Response, error) {
 	return ask(ctx, b, func() (create2Response, error) {
 		var res create2Response
-		_, err := connRequest(b.conn, opCreate2, &zk.CreateRequest{Path: path, Data: data, Acl: b.acl, Flags: flags}, &res, nil)
-		return res, err
+		if _, err := connRequest(b.conn, opCreate2, &zk.CreateRequest{Path: path, Data: data, Acl: b.acl, Flags: flags}, &res, nil); err != nil {
+			// Not res: after a failure (the connection closing) go-zookeeper's receiver may
+			// still be decoding an answer into it.
+			return create2Response{}, err
+		}
+		return res, nil
 	})
 }
