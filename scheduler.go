@@ -223,8 +223,8 @@ func (s *Scheduler) instant(t time.Time) (next time.Time, ok bool) {
 			ok = false
 		}
 	}()
-	// The wall clock only: a Timetable's instants carry no monotonic reading, and an
-	// instant compared with one that does would be compared on the monotonic clock.
+	// The wall clock only: an instant a Timetable derives from t (t.Add, say) would keep
+	// t's monotonic reading, and be compared with now on that clock, not on the wall's.
 	t = t.Round(0)
 	switch next = s.schedule.Timetable.Next(t); {
 	case next.IsZero():
