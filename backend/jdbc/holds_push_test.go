@@ -164,7 +164,8 @@ func TestSemaphoreHandOverAcrossProcesses(t *testing.T) {
 		first, err := simba.NewSemaphore(newB(t), name, 1, opts...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = first.Close() })
-		second, err := simba.NewSemaphore(newB(t), name, 1, opts...)
+		secondB := newB(t)
+		second, err := simba.NewSemaphore(secondB, name, 1, opts...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = second.Close() })
 
@@ -180,8 +181,7 @@ func TestSemaphoreHandOverAcrossProcesses(t *testing.T) {
 			}
 			got <- err
 		}()
-		// Give the second a place in the queue first; the test holds either way.
-		time.Sleep(200 * time.Millisecond)
+		awaitParked(t, secondB, name) // the second waits in the other process, its wake parked
 		require.NoError(t, held.Release(t.Context()))
 		select {
 		case err := <-got:
