@@ -26,6 +26,8 @@ var (
 	// ErrNotOwner is returned by a release of what the caller does not hold, and by
 	// backends when the store names another owner.
 	ErrNotOwner = errors.New("simba: not the owner")
+	// ErrNotWaiting is returned by a hand-off to a contender that does not wait for the mutex.
+	ErrNotWaiting = errors.New("simba: not waiting")
 	// ErrOwnershipLost is the cause (context.Cause) of a tenure context ended by a loss.
 	ErrOwnershipLost = errors.New("simba: ownership lost")
 	// ErrOwnerChanged is the loss by a store answer naming another owner, or none.

@@ -125,6 +125,46 @@ type ValueKeeper interface {
 	KeepsValues(k Kind) bool
 }
 
+// SlotRecorder is implemented by contentions whose store records, per mutex, the last
+// slot a Scheduler started, so that a new leader does not run a slot again.
+type SlotRecorder interface {
+	// LastSlot returns the slot recorded for the mutex; the zero Slot when none is.
+	LastSlot(ctx context.Context) (Slot, error)
+	// ClaimSlot records s in one atomic step with the check that s.At is later than the
+	// recorded slot's and s.Token not less than its token; it reports whether it did, and
+	// changes nothing when it did not. A retry after a lost reply answers false.
+	ClaimSlot(ctx context.Context, s Slot) (bool, error)
+}
+
+// Slot is a run of a Scheduler as a store records it.
+type Slot struct {
+	// At is the instant the run was scheduled for; stores keep its Unix nanoseconds.
+	At time.Time
+	// Token is the fencing token of the tenure that started the run.
+	Token uint64
+}
+
+// HandOffer is implemented by contentions whose store can give a mutex from its owner to
+// a contender waiting for it, in one step (Service.HandOff).
+type HandOffer interface {
+	// Waiters lists the contenders that wait for the mutex, first come first; a Waiter's
+	// Value is the one its contender would keep (empty on a store that keeps none).
+	Waiters(ctx context.Context) ([]Waiter, error)
+	// HandOff is called by the owner after its belief ended. In one atomic step with the
+	// checks that the caller owns the mutex and that to waits, it makes to the owner with
+	// a new tenure (a greater token, to's value) and puts the caller behind those waiting;
+	// to learns it as it learns any tenure (a Grant, a Report, its next Acquire). When a
+	// check fails it changes nothing and returns an error wrapping simba.ErrNotOwner (the
+	// caller does not own the mutex) or simba.ErrNotWaiting (to does not wait).
+	HandOff(ctx context.Context, to string) error
+}
+
+// Waiter is a contender waiting for a mutex.
+type Waiter struct {
+	ID    string
+	Value string
+}
+
 // Contention is a backend's side of one participant's contention.
 type Contention interface {
 	// StopContend ends the contention and frees what it set up (subscriptions, watches,
