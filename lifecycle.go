@@ -952,6 +952,15 @@ func (l *lifecycle) attemptNow(ctx context.Context) error {
 	}
 }
 
+// slotRecorder returns the contention's backend.SlotRecorder; nil when its store records
+// no slots.
+func (l *lifecycle) slotRecorder() backend.SlotRecorder {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, _ := l.contention.(backend.SlotRecorder)
+	return r
+}
+
 // othersWaiting asks the store whether other contenders wait for the mutex. known is false
 // when the store cannot tell or did not answer.
 func (l *lifecycle) othersWaiting(ctx context.Context) (waiting, known bool) {

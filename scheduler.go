@@ -149,7 +149,15 @@ func (s *Scheduler) lead(t *tenure, leader Owner) {
 		defer s.guard("leadership stopped hook", func() { h(t.record(), context.Cause(ctx)) })
 	}
 	clock := s.clock
-	next, ok := s.first(clock.Now().Add(s.schedule.InitialDelay))
+	from := clock.Now().Add(s.schedule.InitialDelay)
+	slots := s.slotsOf(t)
+	if slots != nil {
+		var known bool
+		if from, known = slots.after(ctx, from); !known {
+			return
+		}
+	}
+	next, ok := s.first(from)
 	if !ok {
 		<-ctx.Done()
 		return
@@ -173,7 +181,9 @@ func (s *Scheduler) lead(t *tenure, leader Owner) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.guard("scheduled work", func() { s.work(ctx, t.record()) })
+		if slots == nil || slots.claim(ctx, next) {
+			s.guard("scheduled work", func() { s.work(ctx, t.record()) })
+		}
 		if ctx.Err() != nil {
 			return
 		}

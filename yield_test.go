@@ -126,7 +126,7 @@ func TestYieldFromACallback(t *testing.T) {
 }
 
 // TestSchedulerYield: a Scheduler that yields stops its work as a loss does, and another
-// Scheduler leads.
+// Scheduler leads (its first run is an hour after a's, the slot a ran being recorded).
 func TestSchedulerYield(t *testing.T) {
 	store := memory.NewStore()
 	ba, _ := memory.New(store)
@@ -149,7 +149,8 @@ func TestSchedulerYield(t *testing.T) {
 	a, err := simba.NewScheduler(ba, "ys", schedule, work("a"), simba.WithContenderID("a"))
 	require.NoError(t, err)
 	defer a.Close()
-	b, err := simba.NewScheduler(bb, "ys", schedule, work("b"), simba.WithContenderID("b"))
+	bLeads := func(ctx context.Context, _ simba.Owner) { runs <- run{"b", ctx} }
+	b, err := simba.NewScheduler(bb, "ys", schedule, work("b"), simba.WithContenderID("b"), simba.WithLeaderHooks(bLeads, nil))
 	require.NoError(t, err)
 	defer b.Close()
 	require.NoError(t, a.Start(t.Context()))

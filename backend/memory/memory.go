@@ -13,6 +13,10 @@
 // Release frees the caller's mutex and wakes the oldest waiter at once, so a hand-over
 // costs no polling delay.
 //
+// Slots (backend.SlotRecorder): per mutex, the last slot a Scheduler started, its instant
+// in Unix nanoseconds and its tenure's token, apart from the owner record. Nothing removes
+// it: it stays in the Store, a few bytes per mutex, uncounted by Len.
+//
 // Clock: the local monotonic clock (time.Now), the only clock there is in one process.
 //
 // Fencing token: a counter of the Store, incremented for every new tenure of any mutex, so
@@ -40,6 +44,7 @@ type Store struct {
 	mu      sync.Mutex
 	records map[string]*record
 	groups  map[groupKey]*group // semaphores and read-write locks (holds.go)
+	slots   map[groupKey]slot   // per mutex, the last slot a Scheduler started (slots.go)
 	tokens  uint64              // the last fencing token handed out
 }
 
@@ -57,7 +62,7 @@ type record struct {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{records: make(map[string]*record), groups: make(map[groupKey]*group)}
+	return &Store{records: make(map[string]*record), groups: make(map[groupKey]*group), slots: make(map[groupKey]slot)}
 }
 
 // Len returns the number of records the store holds: mutexes with a live owner or with
