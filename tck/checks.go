@@ -37,6 +37,7 @@ var checks = []check{
 	{name: "retriever", parallel: true, run: checkRetriever},
 	{name: "lookup", parallel: true, run: checkLookup},
 	{name: "owner_value", parallel: true, run: checkOwnerValue},
+	{name: "slots", parallel: true, run: checkSlots},
 	{name: "wait_list", parallel: true, run: checkWaitList},
 	{name: "closed_under_waiter", parallel: true, run: checkClosedUnderWaiter},
 	{name: "semaphore_permits", parallel: true, run: checkSemaphorePermits},
