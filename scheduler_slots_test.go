@@ -2,6 +2,8 @@ package simba_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,4 +158,77 @@ func slotContention(t *testing.T, store *memory.Store) backend.SlotRecorder {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
 	return c.(backend.SlotRecorder)
+}
+
+// A Scheduler whose store fails to read the last slot retries and runs nothing until it
+// answers; a slot whose claim fails is skipped. Each call has the call timeout.
+func TestSchedulerSlotsOnAFailingStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(300 * time.Millisecond)
+		store := memory.NewStore()
+		recorded := time.Now().Truncate(time.Second).Add(5 * time.Second)
+		won, err := slotContention(t, store).ClaimSlot(t.Context(), backend.Slot{At: recorded})
+		require.NoError(t, err)
+		require.True(t, won)
+		mb, _ := memory.New(store)
+		b := &slotFaults{Backend: mb}
+		b.lastFails.Store(3)
+		b.claimFails.Store(1)
+		runs := make(chan slotRun, 16)
+		a := slotScheduler(t, b, "a", simba.Schedule{Timetable: every(time.Second)}, clock.System, runs)
+		require.NoError(t, a.Start(t.Context()))
+		ran := nextRun(t, runs, "of a")
+		// The slot at 6s: its claim failed; the slot at 7s: won.
+		assert.Equal(t, recorded.Add(2*time.Second), ran.at, "the slot recorded last is at %v", recorded)
+		assert.EqualValues(t, 4, b.lastCalls.Load(), "LastSlot calls: three failed, one answered")
+		assert.EqualValues(t, 2, b.claimCalls.Load())
+		assert.Zero(t, b.noDeadline.Load(), "slot calls without a deadline")
+		require.NoError(t, a.Stop(t.Context()))
+	})
+}
+
+var errSlotOutage = errors.New("slot store outage")
+
+// slotFaults fails the first slot calls of its contentions, as many as its counters say.
+type slotFaults struct {
+	simba.Backend
+	lastFails, claimFails atomic.Int32
+	lastCalls, claimCalls atomic.Int32
+	noDeadline            atomic.Int32
+}
+
+func (f *slotFaults) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	c, err := f.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return faultySlots{c.(backend.LeaseContention), c.(backend.SlotRecorder), f}, nil
+}
+
+type faultySlots struct {
+	backend.LeaseContention
+	rec backend.SlotRecorder
+	f   *slotFaults
+}
+
+func (c faultySlots) LastSlot(ctx context.Context) (backend.Slot, error) {
+	c.f.lastCalls.Add(1)
+	if _, ok := ctx.Deadline(); !ok {
+		c.f.noDeadline.Add(1)
+	}
+	if c.f.lastFails.Add(-1) >= 0 {
+		return backend.Slot{}, errSlotOutage
+	}
+	return c.rec.LastSlot(ctx)
+}
+
+func (c faultySlots) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error) {
+	c.f.claimCalls.Add(1)
+	if _, ok := ctx.Deadline(); !ok {
+		c.f.noDeadline.Add(1)
+	}
+	if c.f.claimFails.Add(-1) >= 0 {
+		return false, errSlotOutage
+	}
+	return c.rec.ClaimSlot(ctx, s)
 }
