@@ -31,7 +31,9 @@ type Timetable interface {
 }
 
 // Scheduler runs work on a Schedule while it leads; on a loss or Stop the work's context
-// ends and no run starts. It has a Service's lifecycle and must not be copied.
+// ends and no run starts. On a store that records slots (backend.SlotRecorder) it claims
+// each run's slot first and starts after the slot claimed last: no slot runs twice.
+// It has a Service's lifecycle and must not be copied.
 type Scheduler struct {
 	svc      *Service
 	schedule Schedule
@@ -85,7 +87,7 @@ func NewScheduler(b Backend, mutex string, schedule Schedule, work func(ctx cont
 // Start begins contending for leadership; see Service.Start.
 func (s *Scheduler) Start(ctx context.Context) error { return s.svc.Start(ctx) }
 
-// Stop ends the work's context and waits for it before releasing; see Service.Stop.
+// Stop ends the work's context, waits for it, then releases; see Service.Stop.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
@@ -93,7 +95,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return s.svc.stopFrom(ctx, !s.inSchedule() && !s.svc.inCallback())
 }
 
-// Yield stops the work as a loss does and goes on contending; see Service.Yield.
+// Yield stops the work as a loss does, and contends on; see Service.Yield.
 func (s *Scheduler) Yield(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
