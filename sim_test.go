@@ -80,9 +80,10 @@ func simulate(t *testing.T, seed uint64, keep []int, trace bool) sim.Result {
 	return res
 }
 
-// The core's bugs that the issue "Trustworthy core" lists, and bugs of semaphores and
+// The core's bugs that the issue "Trustworthy core" lists, bugs of semaphores and
 // read-write locks (a permit too many, a reader beside a writer, a token handed out twice,
-// a downgrade that lets go of the write hold first), each built back in by a patch
+// a downgrade that lets go of the write hold first) and of a Scheduler's slots (a run
+// whose claim failed, a new leader that ignores the slot recorded last), each built back in by a patch
 // (internal/mutant) in a copy of the module: the simulation must find every one within
 // -sim.mutation-seeds seeds. Most are found within the first ten; grant-ending-tenure
 // needs a tenure given back while holders queue, and scheduling decides which seeds reach
@@ -91,7 +92,7 @@ func simulate(t *testing.T, seed uint64, keep []int, trace bool) sim.Result {
 var coreMutations = []string{
 	"unchecked-belief", "blocking-calls", "timeout-as-deadline", "start-once", "run-ignores-stop",
 	"stop-waits-in-callback", "tryacquire-adopts", "reenter-lost", "close-no-wait",
-	"grant-ending-tenure", "try-no-wait",
+	"grant-ending-tenure", "try-no-wait", "slot-unclaimed", "slot-last-ignored",
 	"hold-permit-overflow", "hold-reader-beside-writer", "hold-token-reuse", "downgrade-release-first",
 }
 

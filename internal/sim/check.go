@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/goroutine"
 )
 
@@ -45,6 +46,26 @@ func (w *world) handOut(l *lease) {
 	w.maxToken[l.mutex] = max(w.maxToken[l.mutex], l.token)
 	w.leases = append(w.leases, l)
 	w.exclusive("the hand-out of " + key + " to " + l.owner)
+}
+
+// slotRun checks a Scheduler's run against the slot the store records (read past the
+// links' faults): the run's tenure claimed it, a Period or more after the slot of the
+// mutex's last run, whoever led: no slot runs twice.
+func (w *world) slotRun(l *lease) {
+	last, err := w.watch[w.mutexIndex(l.mutex)].(backend.SlotRecorder).LastSlot(context.Background())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil || l.ctx.Err() != nil {
+		return // a run on an ended tenure is handOut's to judge
+	}
+	prev := w.ranSlot[l.mutex]
+	switch {
+	case last.Token != l.token:
+		w.violate("a Scheduler run of %s by %s (token %d) began with the slot at %v recorded for token %d", l.mutex, l.owner, l.token, last.At, last.Token)
+	case !prev.IsZero() && last.At.Sub(prev) < schedPeriod:
+		w.violate("a Scheduler run of %s by %s (token %d) has the slot at %v, %v after the last run's at %v", l.mutex, l.owner, l.token, last.At, last.At.Sub(prev), prev)
+	}
+	w.ranSlot[l.mutex] = last.At
 }
 
 // exclusive checks that, per mutex, at most one tenure is believed: the live contexts all

@@ -18,6 +18,8 @@
 //   - tokens: a newly believed token is never below one believed before;
 //   - belief is checked where it is used: a lease or a Scheduler run is handed out only on
 //     a live tenure, and a context ends by its owner's own call, a close, or a loss;
+//   - slots: a Scheduler run's slot is the one its tenure claimed on the store, a Period
+//     or more after the slot of the mutex's last run, whoever led;
 //   - deadlines: every call returns by its context's deadline, matches a context error
 //     only when its context ended, and an Acquire with a live context returns a lease or
 //     ErrClosed;

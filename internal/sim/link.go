@@ -197,6 +197,7 @@ type linkedContention struct {
 var (
 	_ backend.LeaseContention = (*linkedContention)(nil)
 	_ backend.WaitList        = (*linkedContention)(nil)
+	_ backend.SlotRecorder    = (*linkedContention)(nil)
 )
 
 func (c *linkedContention) Acquire(ctx context.Context) (rec backend.Record, err error) {
@@ -228,6 +229,22 @@ func (c *linkedContention) OthersWaiting(ctx context.Context) (waiting bool, err
 		return err
 	})
 	return waiting, err
+}
+
+func (c *linkedContention) LastSlot(ctx context.Context) (last backend.Slot, err error) {
+	err = c.link.call(ctx, func() error {
+		last, err = c.inner.(backend.SlotRecorder).LastSlot(ctx)
+		return err
+	})
+	return last, err
+}
+
+func (c *linkedContention) ClaimSlot(ctx context.Context, s backend.Slot) (won bool, err error) {
+	err = c.link.call(ctx, func() error {
+		won, err = c.inner.(backend.SlotRecorder).ClaimSlot(ctx, s)
+		return err
+	})
+	return won && err == nil, err
 }
 
 // StopContend frees the contention's local resources whatever the link's faults, as a

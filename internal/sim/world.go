@@ -26,6 +26,8 @@ const (
 	// calm is how long after a fault, a pause or a crash the liveness checks wait: by
 	// then every contender has retried and seen the store as it is.
 	calm = 3*(ttl+transition) + 2*time.Second
+	// schedPeriod is the Period of every Scheduler.
+	schedPeriod = 200 * time.Millisecond
 )
 
 // world is one run of the simulation: the store, the processes and the checker's view.
@@ -42,6 +44,7 @@ type world struct {
 	calls      []*call
 	violations []string
 	maxToken   map[string]uint64
+	ranSlot    map[string]time.Time // per mutex: the slot of the last Scheduler run checked
 	// raceClosing: the contender IDs of hand-over race objects whose Close has been
 	// called. A lease such an object hands out afterwards may have been granted before
 	// the Close began, which then ends it: that is no loss.
@@ -139,6 +142,7 @@ func newWorld(cfg Config) *world {
 		store:       memory.NewStore(),
 		names:       []string{"a", "b", raceMutex},
 		maxToken:    map[string]uint64{},
+		ranSlot:     map[string]time.Time{},
 		raceClosing: map[string]bool{},
 		tokenOwner:  map[string]string{},
 		epoch:       map[string]int{},
@@ -199,7 +203,7 @@ func (p *process) boot() {
 		a.svc = svc
 		p.services[i] = a
 		sa := &actor{kind: "scheduler", mutex: m, id: p.contenderID("sched-" + m)}
-		sched, err := simba.NewScheduler(p.link, m, simba.Schedule{Period: 200 * time.Millisecond},
+		sched, err := simba.NewScheduler(p.link, m, simba.Schedule{Period: schedPeriod},
 			func(ctx context.Context, leader simba.Owner) { p.work(sa, ctx, leader) },
 			options[simba.SchedulerOption](p, simba.WithContenderID(sa.id))...)
 		if err != nil {
@@ -242,9 +246,12 @@ func (p *process) acquired(a *actor, ctx context.Context, st simba.State) {
 	}
 }
 
-// work is a Scheduler's work: a run is a hand-out of the tenure, checked as such.
+// work is a Scheduler's work: a run is a hand-out of the tenure, checked as such, and of
+// the slot the store recorded for it.
 func (p *process) work(a *actor, ctx context.Context, leader simba.Owner) {
-	p.w.handOut(&lease{proc: p, inc: p.incarnation, kind: "scheduler", mutex: a.mutex, token: leader.Token, owner: a.id, ctx: ctx})
+	l := &lease{proc: p, inc: p.incarnation, kind: "scheduler", mutex: a.mutex, token: leader.Token, owner: a.id, ctx: ctx}
+	p.w.handOut(l)
+	p.w.slotRun(l)
 }
 
 // paused reports whether p is paused.
