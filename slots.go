@@ -2,6 +2,7 @@ package simba
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -56,7 +57,11 @@ func (sl *slots) after(ctx context.Context, from time.Time) (time.Time, bool) {
 			return from, true
 		}
 		d := svc.period.retry(failures, true)
-		svc.log.Warn("simba: reading the scheduler's last slot failed; no run until it is known, retrying", "err", err, "retry_in", d)
+		level := slog.LevelWarn
+		if errors.Is(err, ErrRefused) {
+			level = slog.LevelError // no outage explains it: retried all the same, loudly
+		}
+		svc.log.Log(ctx, level, "simba: reading the scheduler's last slot failed; no run until it is known, retrying", "err", err, "retry_in", d)
 		if sleep(ctx, svc, d, nil) != nil {
 			return time.Time{}, false
 		}
