@@ -30,6 +30,15 @@ type Timetable interface {
 	Next(t time.Time) time.Time
 }
 
+// ScheduledAt returns the instant a Scheduler's run was scheduled for (its slot), given
+// the run's context; false for another context.
+func ScheduledAt(ctx context.Context) (time.Time, bool) {
+	at, ok := ctx.Value(scheduledAtKey{}).(time.Time)
+	return at, ok
+}
+
+type scheduledAtKey struct{}
+
 // Scheduler runs work on a Schedule while it leads; on a loss or Stop the work's context
 // ends and no run starts. On a store that records slots (backend.SlotRecorder) it claims
 // each run's slot first and starts after the slot claimed last: no slot runs twice.
@@ -184,7 +193,7 @@ func (s *Scheduler) lead(t *tenure, leader Owner) {
 			return
 		}
 		if slots == nil || slots.claim(ctx, next) {
-			s.guard("scheduled work", func() { s.work(ctx, t.record()) })
+			s.guard("scheduled work", func() { s.work(context.WithValue(ctx, scheduledAtKey{}, next), t.record()) })
 		}
 		if ctx.Err() != nil {
 			return

@@ -83,3 +83,32 @@ func TestTimetableExcludesPeriod(t *testing.T) {
 	_, err = simba.NewScheduler(b, "job", simba.Schedule{}, work)
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
 }
+
+// A run's context tells the instant the run was scheduled for, its slot; the slot a run
+// overran is skipped, not told to the next run.
+func TestScheduledAtIsTheRunsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(300 * time.Millisecond)
+		start := time.Now()
+		b, err := memory.New(memory.NewStore())
+		require.NoError(t, err)
+		slots := make(chan time.Time, 4)
+		work := func(ctx context.Context, _ simba.Owner) {
+			at, ok := simba.ScheduledAt(ctx)
+			assert.True(t, ok)
+			slots <- at
+			time.Sleep(1500 * time.Millisecond) // overruns the slot at 2s
+		}
+		s, err := simba.NewScheduler(b, "job", simba.Schedule{Timetable: every(time.Second)}, work)
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.Start(t.Context()))
+		first, second := <-slots, <-slots
+		whole := start.Truncate(time.Second)
+		assert.True(t, first.Equal(whole.Add(time.Second)), "first run's slot %v", first.Sub(whole))
+		assert.True(t, second.Equal(whole.Add(3*time.Second)), "second run's slot %v", second.Sub(whole))
+		_, ok := simba.ScheduledAt(t.Context())
+		assert.False(t, ok, "a context that is no run's")
+		require.NoError(t, s.Stop(t.Context()))
+	})
+}
