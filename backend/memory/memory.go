@@ -11,7 +11,8 @@
 // SQL table, and a FIFO list of waiting contenders, as in the Redis waiting set.
 // Acquire takes a free mutex (its transition window has ended) or renews the caller's own;
 // Release frees the caller's mutex and wakes the oldest waiter at once, so a hand-over
-// costs no polling delay.
+// costs no polling delay. HandOff (backend.HandOffer) gives the owner's mutex to a waiting
+// contender, with a new token, by a Participant.Grant, and queues the caller last.
 //
 // Slots (backend.SlotRecorder): per mutex, the last slot a Scheduler started, its instant
 // in Unix nanoseconds and its tenure's token, apart from the owner record. Nothing removes
@@ -125,6 +126,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		ttl:        p.TTL,
 		transition: p.Transition,
 		wake:       p.Wake,
+		grant:      p.Grant,
 		hold:       p.Hold,
 		value:      p.Value,
 	}
@@ -159,10 +161,11 @@ type contention struct {
 	mutex, id       string
 	ttl, transition time.Duration
 	wake            func()
-	hold            backend.Hold // a semaphore's or read-write lock's (holds.go); zero for a mutex
-	value           string       // the owner value of the participant's tenures
-	asked           bool         // a hold's: Acquire has been called (holds.go)
-	forget          func()       // forgets the participant's Closed: at StopContend
+	grant           func(backend.Record, time.Time) // may be nil (a Participant without one)
+	hold            backend.Hold                    // a semaphore's or read-write lock's (holds.go); zero for a mutex
+	value           string                          // the owner value of the participant's tenures
+	asked           bool                            // a hold's: Acquire has been called (holds.go)
+	forget          func()                          // forgets the participant's Closed: at StopContend
 }
 
 var (
@@ -187,16 +190,9 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	switch {
 	case free || mine:
 		if free {
-			s.tokens++
-			r.token = s.tokens
-			r.value = c.value
-			r.acquiredAt = now
-			r.owner = c.id
-			r.waiters = remove(r.waiters, c)
-			r.wakeWatchers()
+			s.take(r, c, now)
 		}
-		r.ttlAt = now.Add(c.ttl)
-		r.transitionAt = r.ttlAt.Add(c.transition)
+		r.extend(c, now)
 	case !slices.Contains(r.waiters, c):
 		r.waiters = append(r.waiters, c)
 	}
@@ -300,6 +296,21 @@ func (s *Store) record(mutex string) *record {
 		s.records[mutex] = r
 	}
 	return r
+}
+
+// take makes c the owner of r with a new tenure (a new token, c's value) from now, and
+// tells r's watchers. Called with s.mu held.
+func (s *Store) take(r *record, c *contention, now time.Time) {
+	s.tokens++
+	r.token, r.value, r.acquiredAt, r.owner = s.tokens, c.value, now, c.id
+	r.waiters = remove(r.waiters, c)
+	r.wakeWatchers()
+}
+
+// extend sets the TTL and transition ends of owner c's tenure from now.
+func (r *record) extend(c *contention, now time.Time) {
+	r.ttlAt = now.Add(c.ttl)
+	r.transitionAt = r.ttlAt.Add(c.transition)
 }
 
 // drop deletes a record that protects no one and that no one waits for or watches.
