@@ -39,6 +39,7 @@ var checks = []check{
 	{name: "owner_value", parallel: true, run: checkOwnerValue},
 	{name: "slots", parallel: true, run: checkSlots},
 	{name: "wait_list", parallel: true, run: checkWaitList},
+	{name: "hand_off", parallel: true, run: checkHandOff},
 	{name: "closed_under_waiter", parallel: true, run: checkClosedUnderWaiter},
 	{name: "semaphore_permits", parallel: true, run: checkSemaphorePermits},
 	{name: "semaphore_order", parallel: true, run: checkSemaphoreOrder},
