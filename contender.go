@@ -3,10 +3,9 @@ package simba
 import "context"
 
 // Contender takes part in the contention for a mutex, for NewService; Mutex and
-// ContenderID must not change. OnAcquired and OnReleased alternate, starting with
-// OnAcquired; callbacks run one at a time, in order, off the goroutine that talks to the
-// store, and a panic is recovered and logged. A callback may call Stop or Close of its own
-// service: belief ends at once, and OnReleased follows its return.
+// ContenderID must not change. Its callbacks alternate, OnAcquired first, one at a time,
+// off the store's goroutine; a panic is recovered and logged. One may call Stop or Close of
+// its own service: belief ends at once, and OnReleased follows its return.
 type Contender interface {
 	Mutex() string
 	// ContenderID is unique among the mutex's contenders on the store (see HostContenderID).

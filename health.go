@@ -55,7 +55,7 @@ func (s *Service) Health() Health {
 // Health returns the scheduler's state now.
 func (s *Scheduler) Health() Health { return s.svc.Health() }
 
-// HealthReporter is what HealthHandler asks: Service, Scheduler, Locker, Mutexes.
+// HealthReporter (Service, Scheduler, Locker, Mutexes) feeds HealthHandler.
 type HealthReporter interface {
 	Health() Health
 }

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// Lease is a hold on a mutex, semaphore or read-write lock; it renews itself until Release.
+// Lease holds a mutex, semaphore or read-write lock; it renews until Release.
 type Lease struct {
 	mutex    string
 	owner    Owner
@@ -19,7 +19,7 @@ type Lease struct {
 // Token returns the tenure's fencing token.
 func (l *Lease) Token() uint64 { return l.owner.Token }
 
-// Owner returns the owner record as acquired; whether it is still held, Context says.
+// Owner returns the owner record as acquired; Context tells if it is held.
 func (l *Lease) Owner() Owner { return l.owner }
 
 // Context returns the tenure context, ended by Release or a loss (ErrOwnershipLost, as

@@ -23,7 +23,8 @@ import (
 //	  answer     the owner the store named: apply it
 //	  apply      begin a tenure, renew it, or end it; tell a retriever of a new owner
 //	  expire     the local TTL end passed without a renewal: belief ends
-//	yield        step down: belief ends, the mutex goes back to the store, contention goes on
+//	yield        step down: belief ends, the mutex goes back to the store (or, a hand-off, to a
+//	             waiting contender), contention goes on
 //	halt         Stop: belief ends at once, answers are dropped from now on
 //	finish       the callbacks are delivered, then Release and StopContend
 //
@@ -114,9 +115,10 @@ type lifecycle struct {
 	gaveUp       bool                    // no attempt can succeed (giveUp)
 }
 
-// yielding is a step-down under way (Service.Yield).
+// yielding is a step-down under way (Service.Yield, Service.HandOff).
 type yielding struct {
-	done chan struct{} // closed once the mutex is back on the store
+	to   string        // the waiting contender the mutex is handed to; empty: back to the store
+	done chan struct{} // closed once the mutex is back on the store, or handed off
 	err  error         // the store's error; read after done
 }
 
@@ -305,7 +307,13 @@ func (l *lifecycle) round() (time.Duration, bool) {
 	case y != nil:
 		return l.giveBack(y), true
 	}
-	return l.attempt(), true
+	d := l.attempt()
+	if to := l.preferred(); to != "" {
+		if _, err := l.yield(to); err == nil {
+			return 0, true // the next round hands off
+		}
+	}
+	return d, true
 }
 
 // attempt makes one acquire (or, for a retriever, lookup) call and applies its answer. It
@@ -698,18 +706,23 @@ func (l *lifecycle) leaveIfOver() bool {
 // queued), and, once OnReleased has been delivered, the mutex goes back to the store as by
 // a release, which wakes the next waiter; contention then goes on from behind those
 // already waiting (a session store's contention is opened anew, at the end of the queue).
-// It returns the step-down under way, or ErrNotOwner when this contender does not believe
-// it owns the mutex.
-func (l *lifecycle) yield() (*yielding, error) {
+// With to set, a hand-off, the store gives the mutex to the waiting contender to instead
+// (backend.HandOffer), and the mutex goes back as above only if it did not. It returns the
+// step-down under way, ErrNotOwner when this contender does not believe it owns the mutex,
+// or, before belief ends, errors.ErrUnsupported for a hand-off the store cannot make.
+func (l *lifecycle) yield(to string) (*yielding, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.yielding != nil:
+	case l.yielding != nil && to == "":
 		return l.yielding, nil
-	case l.tenure == nil || l.phase != phaseRunning:
+	case l.tenure == nil || l.phase != phaseRunning || l.yielding != nil:
 		return nil, fmt.Errorf("%w: %q does not lead %q", ErrNotOwner, l.svc.id, l.svc.mutex)
 	}
-	y := &yielding{done: make(chan struct{})}
+	if _, ok := l.contention.(backend.HandOffer); to != "" && !ok {
+		return nil, fmt.Errorf("simba: hand-off of %q: the store's contention (%T) cannot: %w", l.svc.mutex, l.contention, errors.ErrUnsupported)
+	}
+	y := &yielding{to: to, done: make(chan struct{})}
 	l.yielding = y
 	l.endTenure(context.Canceled, Owner{})
 	if l.lease != nil {
@@ -720,29 +733,83 @@ func (l *lifecycle) yield() (*yielding, error) {
 	return y, nil
 }
 
+// preferred returns the first waiting contender whose value the preference
+// (WithPreference) accepts, when this contender leads and its own value it does not; ""
+// when none, or when the store cannot tell.
+func (l *lifecycle) preferred() string {
+	svc := l.svc
+	prefer := svc.cfg.prefer
+	if prefer == nil || prefer(svc.cfg.ownerValue) || l.believed() == nil {
+		return ""
+	}
+	l.mu.Lock()
+	h, ok := l.contention.(backend.HandOffer)
+	l.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, svc.cfg.callTimeout)
+	defer cancel()
+	waiters, err := h.Waiters(ctx)
+	if err != nil {
+		if l.ctx.Err() == nil {
+			svc.log.Warn("simba: asking the store for waiters failed", "err", err)
+		}
+		return ""
+	}
+	for _, w := range waiters {
+		if w.ID != svc.id && prefer(w.Value) {
+			return w.ID
+		}
+	}
+	return ""
+}
+
 // yieldGrace is the least time a contender that gave its mutex back waits before it tries
 // again. Where the store frees the mutex and wakes the oldest waiter instead of naming it
 // owner (a Quorum, JVM Simba's waiters), the woken waiter must hear the message and
 // acquire; a yielder that tried again at once would often take the mutex back first.
 const yieldGrace = 250 * time.Millisecond
 
-// giveBack releases the mutex of a step-down, in a round, once OnReleased has been
-// delivered, and returns the delay until the next attempt, as for a non-owner, and at
+// giveBack hands off or releases the mutex of a step-down, in a round, once OnReleased has
+// been delivered, and returns the delay until the next attempt, as for a non-owner, and at
 // least yieldGrace.
 func (l *lifecycle) giveBack(y *yielding) time.Duration {
 	l.delivered()
-	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
-	err := l.svc.call(ctx, l.ctx, observe.OpRelease, l.lease.Release)
-	cancel()
+	err := l.handOff(y)
+	if y.to == "" || err != nil {
+		ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+		err = errors.Join(err, l.svc.call(ctx, l.ctx, observe.OpRelease, l.lease.Release))
+		cancel()
+	}
 	l.yielded(y, err)
 	return max(l.svc.period.next(l.svc.id, Owner{}, l.svc.cfg.now()), yieldGrace)
 }
 
-// reopen gives a session contention up once OnReleased has been delivered, then opens it
-// anew, at the end of the queue, retrying with backoff until it opens or the lifecycle is
-// halted.
+// handOff asks the store to give the mutex to y.to, if set: the store then keeps this
+// contender waiting. Observed as a release, which it is for this contender.
+func (l *lifecycle) handOff(y *yielding) error {
+	if y.to == "" {
+		return nil
+	}
+	l.mu.Lock()
+	h := l.contention.(backend.HandOffer) // checked by yield
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
+	defer cancel()
+	return l.svc.call(ctx, l.ctx, observe.OpRelease, func(ctx context.Context) error { return h.HandOff(ctx, y.to) })
+}
+
+// reopen hands a session contention's mutex off (y.to set) once OnReleased has been
+// delivered; else, or if that failed, gives the contention up and opens it anew, at the
+// end of the queue, retrying with backoff until it opens or the lifecycle is halted.
 func (l *lifecycle) reopen(y *yielding) {
 	l.delivered()
+	handOffErr := l.handOff(y)
+	if y.to != "" && handOffErr == nil {
+		l.yielded(y, nil) // the store queued this contention behind those waiting
+		return
+	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
 	l.mu.Lock()
 	old := l.contention
@@ -750,7 +817,7 @@ func (l *lifecycle) reopen(y *yielding) {
 	l.mu.Unlock()
 	err := l.svc.call(ctx, l.ctx, observe.OpStop, old.StopContend)
 	cancel()
-	l.yielded(y, err)
+	l.yielded(y, errors.Join(handOffErr, err))
 	for failures := 1; l.ctx.Err() == nil; failures++ {
 		ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
 		err := l.startContend(l.ctx, ctx, l.p)

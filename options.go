@@ -73,11 +73,18 @@ type ValueOption interface {
 	SchedulerOption
 }
 
+// LeaderOption configures NewService and NewScheduler.
+type LeaderOption interface {
+	ServiceOption
+	SchedulerOption
+}
+
 // option is an Option; the func types below it are the options of fewer constructors.
 type (
 	option          func(*config)
 	idOption        func(*config)
 	valueOption     func(*config)
+	leaderOption    func(*config)
 	serviceOption   func(*config)
 	schedulerOption func(*config)
 	mutexesOption   func(*config)
@@ -93,6 +100,8 @@ func (o idOption) applyMutexes(c *config)          { o(c) }
 func (o valueOption) applyService(c *config)       { o(c) }
 func (o valueOption) applyLocker(c *config)        { o(c) }
 func (o valueOption) applyScheduler(c *config)     { o(c) }
+func (o leaderOption) applyService(c *config)      { o(c) }
+func (o leaderOption) applyScheduler(c *config)    { o(c) }
 func (o serviceOption) applyService(c *config)     { o(c) }
 func (o schedulerOption) applyScheduler(c *config) { o(c) }
 func (o mutexesOption) applyMutexes(c *config)     { o(c) }
@@ -104,15 +113,16 @@ type config struct {
 	renewalLead  time.Duration // zero: ttl / renewalLeadDivisor
 	initialDelay time.Duration
 	logger       *slog.Logger
-	contenderID  string // Locker, Scheduler and Mutexes only; empty: HostContenderID()
-	ownerValue   string // published with each tenure (WithOwnerValue); empty: none
+	contenderID  string                  // Locker, Scheduler and Mutexes only; empty: HostContenderID()
+	ownerValue   string                  // published with each tenure (WithOwnerValue); empty: none
+	prefer       func(value string) bool // WithPreference; nil: none
 
 	observer       observe.Observer // nil: none
 	localHandOvers int              // Mutexes only
 	leaderHooks    leaderHooks      // Scheduler only
 
 	// explicitly set, to be validated rather than defaulted
-	callTimeoutSet, renewalLeadSet, loggerSet, contenderIDSet, observerSet bool
+	callTimeoutSet, renewalLeadSet, loggerSet, contenderIDSet, observerSet, preferSet bool
 
 	// for tests and the simulation: where time is read and timers are set, and the jitter
 	clock  clock.Clock
@@ -162,6 +172,12 @@ func WithContenderID(id string) IDOption {
 // WithOwnerValue publishes v, at most 1 KiB of text, as tenures' Owner.Value.
 func WithOwnerValue(v string) ValueOption {
 	return valueOption(func(c *config) { c.ownerValue = v })
+}
+
+// WithPreference makes a leader whose owner value prefer rejects hand off, at a renewal,
+// to the first waiter whose value prefer accepts.
+func WithPreference(prefer func(value string) bool) LeaderOption {
+	return leaderOption(func(c *config) { c.prefer, c.preferSet = prefer, true })
 }
 
 // maxOwnerValue bounds an owner value, in bytes: a value is stored and read with every
@@ -255,6 +271,8 @@ func (c *config) validate() error {
 		return invalid("logger", nil, "must not be nil")
 	case c.observerSet && isNil(c.observer):
 		return invalid("observer", nil, "must not be nil")
+	case c.preferSet && c.prefer == nil:
+		return invalid("preference", nil, "must not be nil")
 	case c.contenderIDSet:
 		return ValidateContenderID(c.contenderID)
 	}

@@ -109,7 +109,15 @@ func (s *Scheduler) Yield(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
 	}
-	return s.svc.yield(ctx, !s.inSchedule() && !s.svc.inCallback())
+	return s.svc.yield(ctx, "", !s.inSchedule() && !s.svc.inCallback())
+}
+
+// HandOff stops the work as Yield does; see Service.HandOff.
+func (s *Scheduler) HandOff(ctx context.Context, to string) error {
+	if err := s.svc.checkHandOff(ctx, to); err != nil {
+		return err
+	}
+	return s.svc.yield(ctx, to, !s.inSchedule() && !s.svc.inCallback())
 }
 
 // Close stops the scheduler if it runs; see Service.Close.

@@ -287,26 +287,55 @@ func (s *Service) Yield(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx", nil, "must not be nil")
 	}
-	return s.yield(ctx, !s.inCallback())
+	return s.yield(ctx, "", !s.inCallback())
 }
 
-func (s *Service) yield(ctx context.Context, wait bool) error {
+// HandOff steps down as Yield does, but the store gives the mutex to waiting contender to;
+// if to does not wait (ErrNotWaiting), it goes back as by Yield. ErrUnsupported if the
+// store cannot: nothing happens then.
+func (s *Service) HandOff(ctx context.Context, to string) error {
+	if err := s.checkHandOff(ctx, to); err != nil {
+		return err
+	}
+	return s.yield(ctx, to, !s.inCallback())
+}
+
+// checkHandOff checks HandOff's arguments.
+func (s *Service) checkHandOff(ctx context.Context, to string) error {
+	if ctx == nil {
+		return invalid("ctx", nil, "must not be nil")
+	}
+	if err := ValidateContenderID(to); err != nil {
+		return err
+	}
+	if to == s.id {
+		return invalid("contender ID", to, "must not be the leader's own")
+	}
+	return nil
+}
+
+// yield is Yield, or, with to set, HandOff.
+func (s *Service) yield(ctx context.Context, to string, wait bool) error {
 	l := s.current()
 	if l == nil {
 		return fmt.Errorf("%w: status %s", ErrNotRunning, s.Status())
 	}
-	y, err := l.yield()
+	y, err := l.yield(to)
 	if err != nil || !wait {
 		return err
+	}
+	what := "yield"
+	if to != "" {
+		what = "hand-off"
 	}
 	select {
 	case <-y.done:
 		if y.err != nil {
-			return wrapf(y.err, "simba: yield %q", s.mutex)
+			return wrapf(y.err, "simba: %s %q", what, s.mutex)
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("simba: yield %q: the release is still under way: %w", s.mutex, ctx.Err())
+		return fmt.Errorf("simba: %s %q: the release is still under way: %w", what, s.mutex, ctx.Err())
 	}
 }
 

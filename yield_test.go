@@ -125,45 +125,54 @@ func TestYieldFromACallback(t *testing.T) {
 	e.await(t, "a released")
 }
 
-// TestSchedulerYield: a Scheduler that yields stops its work as a loss does, and another
-// Scheduler leads (its first run is an hour after a's, the slot a ran being recorded).
+// TestSchedulerYield: a Scheduler that yields, or hands off, stops its work as a loss
+// does, and another Scheduler leads (its first run is an hour after a's, the slot a ran
+// being recorded: its leader hook tells).
 func TestSchedulerYield(t *testing.T) {
-	store := memory.NewStore()
-	ba, _ := memory.New(store)
-	bb, _ := memory.New(store)
-	type run struct {
-		who string
-		ctx context.Context
-	}
-	runs := make(chan run, 16)
-	work := func(who string) func(context.Context, simba.Owner) {
-		return func(ctx context.Context, _ simba.Owner) {
-			select {
-			case runs <- run{who, ctx}:
-			default:
+	for name, stepDown := range map[string]func(context.Context, *simba.Scheduler) error{
+		"yield":    func(ctx context.Context, s *simba.Scheduler) error { return s.Yield(ctx) },
+		"hand-off": func(ctx context.Context, s *simba.Scheduler) error { return s.HandOff(ctx, "b") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := memory.NewStore()
+			ba, _ := memory.New(store)
+			bb, _ := memory.New(store)
+			type run struct {
+				who string
+				ctx context.Context
 			}
-			<-ctx.Done()
-		}
+			runs := make(chan run, 16)
+			work := func(who string) func(context.Context, simba.Owner) {
+				return func(ctx context.Context, _ simba.Owner) {
+					select {
+					case runs <- run{who, ctx}:
+					default:
+					}
+					<-ctx.Done()
+				}
+			}
+			schedule := simba.Schedule{Period: time.Hour}
+			a, err := simba.NewScheduler(ba, "ys", schedule, work("a"), simba.WithContenderID("a"))
+			require.NoError(t, err)
+			defer a.Close()
+			bLeads := func(ctx context.Context, _ simba.Owner) { runs <- run{"b", ctx} }
+			b, err := simba.NewScheduler(bb, "ys", schedule, work("b"), simba.WithContenderID("b"), simba.WithLeaderHooks(bLeads, nil))
+			require.NoError(t, err)
+			defer b.Close()
+			require.NoError(t, a.Start(t.Context()))
+			first := <-runs
+			require.Equal(t, "a", first.who)
+			require.NoError(t, b.Start(t.Context()))
+			awaitWaiting(t, store, "ys", "b")
+			require.NoError(t, stepDown(t.Context(), a))
+			assert.ErrorIs(t, first.ctx.Err(), context.Canceled, "the work stopped before the mutex went back")
+			select {
+			case r := <-runs:
+				assert.Equal(t, "b", r.who)
+			case <-time.After(10 * time.Second):
+				t.Fatal("b did not lead")
+			}
+			assert.True(t, errors.Is(stepDown(t.Context(), a), simba.ErrNotOwner))
+		})
 	}
-	schedule := simba.Schedule{Period: time.Hour}
-	a, err := simba.NewScheduler(ba, "ys", schedule, work("a"), simba.WithContenderID("a"))
-	require.NoError(t, err)
-	defer a.Close()
-	bLeads := func(ctx context.Context, _ simba.Owner) { runs <- run{"b", ctx} }
-	b, err := simba.NewScheduler(bb, "ys", schedule, work("b"), simba.WithContenderID("b"), simba.WithLeaderHooks(bLeads, nil))
-	require.NoError(t, err)
-	defer b.Close()
-	require.NoError(t, a.Start(t.Context()))
-	first := <-runs
-	require.Equal(t, "a", first.who)
-	require.NoError(t, b.Start(t.Context()))
-	require.NoError(t, a.Yield(t.Context()))
-	assert.ErrorIs(t, first.ctx.Err(), context.Canceled, "the work stopped before the mutex went back")
-	select {
-	case r := <-runs:
-		assert.Equal(t, "b", r.who)
-	case <-time.After(10 * time.Second):
-		t.Fatal("b did not lead")
-	}
-	assert.True(t, errors.Is(a.Yield(t.Context()), simba.ErrNotOwner))
 }
