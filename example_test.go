@@ -92,6 +92,34 @@ func ExampleService_Yield() {
 	// instance-a no longer leads
 }
 
+// WithPreference moves leadership to a contender whose owner value it accepts: here, to
+// the instance of the new release as soon as it waits, at the old leader's next renewal.
+// Service.HandOff hands leadership to a waiting contender named by its ID.
+func ExampleWithPreference() {
+	ctx := context.Background()
+	store := memory.NewStore()
+	leads := make(chan simba.Owner, 2)
+	onNewRelease := simba.WithPreference(func(value string) bool { return value == "v2" })
+	for _, version := range []string{"v1", "v2"} {
+		b, _ := memory.New(store)
+		svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "billing-leader", ID: "instance-" + version,
+			Acquired: func(_ context.Context, s simba.State) { leads <- s.After },
+		}, simba.WithOwnerValue(version), onNewRelease, simba.WithTTL(time.Second))
+		if err != nil {
+			panic(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			panic(err)
+		}
+		defer svc.Stop(ctx)
+		o := <-leads
+		fmt.Printf("%s leads, running %s (token %d)\n", o.ID, o.Value, o.Token)
+	}
+	// Output:
+	// instance-v1 leads, running v1 (token 1)
+	// instance-v2 leads, running v2 (token 2)
+}
+
 // A Locker protects a critical section: Acquire blocks until this contender owns the
 // mutex, and the lease's token fences the protected resource.
 func ExampleNewLocker() {

@@ -289,6 +289,11 @@ func (l *lifecycle) run(first firstAttempt) {
 		l.rounds.begin(l.round, true, delay)
 	case l.spec.single:
 		l.rounds.begin(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }, false, 0)
+	case l.svc.cfg.prefer != nil:
+		// A session store has no renewals: its leader looks for a preferred waiter as
+		// often as a lease store's leader renews.
+		every := l.svc.cfg.ttl - l.svc.cfg.renewalLead
+		l.rounds.begin(func() (time.Duration, bool) { l.handOffIfPreferred(); return every, true }, true, every)
 	}
 }
 
@@ -308,10 +313,8 @@ func (l *lifecycle) round() (time.Duration, bool) {
 		return l.giveBack(y), true
 	}
 	d := l.attempt()
-	if to := l.preferred(); to != "" {
-		if _, err := l.yield(to); err == nil {
-			return 0, true // the next round hands off
-		}
+	if l.handOffIfPreferred() {
+		return 0, true // the next round hands off
 	}
 	return d, true
 }
@@ -731,6 +734,17 @@ func (l *lifecycle) yield(to string) (*yielding, error) {
 		l.work.Go(func() { l.reopen(y) })
 	}
 	return y, nil
+}
+
+// handOffIfPreferred begins a hand-off to the waiter preferred picks, if any, and reports
+// whether it did.
+func (l *lifecycle) handOffIfPreferred() bool {
+	to := l.preferred()
+	if to == "" {
+		return false
+	}
+	_, err := l.yield(to)
+	return err == nil
 }
 
 // preferred returns the first waiting contender whose value the preference
