@@ -177,29 +177,41 @@ func TestHandOffRefusals(t *testing.T) {
 }
 
 // TestHandOffToAContenderThatDies: the named contender dies (its process: its backend is
-// closed, nothing released) right after the hand-off; its tenure lapses as any dead
-// owner's, and another contender leads, with a greater token, once it has.
+// closed, nothing released) right after the hand-off, or right before, when the store
+// still lists it as waiting; its tenure lapses as any dead owner's, and another contender
+// leads, with a greater token, once it has.
 func TestHandOffToAContenderThatDies(t *testing.T) {
-	g := newHandOffGroup(t)
-	opts := []simba.ServiceOption{simba.WithTTL(time.Second), simba.WithTransition(200 * time.Millisecond)}
-	a := g.add("a", opts...)
-	g.add("b", opts...)
-	g.add("c", opts...)
-	first := g.lead("a", "b", "c")
-
-	require.NoError(t, a.HandOff(t.Context(), "b"))
-	second := g.moved("a", "b", first)
-	require.NoError(t, g.backends["b"].Close())
-	g.e.await(t, "b released") // its renewals fail: belief ends at its local TTL end
-	var next string
-	select {
-	case next = <-g.e.next:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no one leads after b's tenure lapsed")
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("before=%v", before), func(t *testing.T) {
+			g := newHandOffGroup(t)
+			opts := []simba.ServiceOption{simba.WithTTL(time.Second), simba.WithTransition(200 * time.Millisecond)}
+			a := g.add("a", opts...)
+			g.add("b", opts...)
+			g.add("c", opts...)
+			last := g.lead("a", "b", "c")
+			if before {
+				require.NoError(t, g.backends["b"].Close())
+			}
+			require.NoError(t, a.HandOff(t.Context(), "b"))
+			if before {
+				g.e.await(t, "a released") // b never learns of its tenure
+				last++                     // b's token: the store counts tokens up by one
+			} else {
+				last = g.moved("a", "b", last)
+				require.NoError(t, g.backends["b"].Close())
+				g.e.await(t, "b released") // its renewals fail: belief ends at its local TTL end
+			}
+			var next string
+			select {
+			case next = <-g.e.next:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no one leads after b's tenure lapsed")
+			}
+			assert.Contains(t, []string{"a acquired", "c acquired"}, next)
+			assert.Greater(t, <-g.tokens, last)
+			g.noOverlap()
+		})
 	}
-	assert.Contains(t, []string{"a acquired", "c acquired"}, next)
-	assert.Greater(t, <-g.tokens, second)
-	g.noOverlap()
 }
 
 // TestPreference: a leader whose value the preference rejects hands leadership to a
