@@ -289,7 +289,7 @@ func (l *lifecycle) run(first firstAttempt) {
 		l.rounds.begin(l.round, true, delay)
 	case l.spec.single:
 		l.rounds.begin(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }, false, 0)
-	case l.svc.cfg.prefer != nil:
+	case l.svc.cfg.prefer != nil && !l.svc.cfg.prefer(l.svc.cfg.ownerValue):
 		// A session store has no renewals: its leader looks for a preferred waiter as
 		// often as a lease store's leader renews.
 		every := l.svc.cfg.ttl - l.svc.cfg.renewalLead
