@@ -32,6 +32,8 @@ func TestOptionsOfOtherConstructorsDoNotCompile(t *testing.T) {
 		"owner value on a lookup":         `simba.Lookup(context.Background(), b, "m", simba.WithOwnerValue("v"))`,
 		"owner value on a retriever":      `simba.NewRetrievalService(b, simba.RetrieverFunc{MutexName: "m"}, simba.WithOwnerValue("v"))`,
 		"owner value on Mutexes":          `simba.NewMutexes(b, simba.WithOwnerValue("v"))`,
+		"preference on a Locker":          `simba.NewLocker(b, "m", simba.WithPreference(func(string) bool { return true }))`,
+		"preference on a retriever":       `simba.NewRetrievalService(b, simba.RetrieverFunc{MutexName: "m"}, simba.WithPreference(func(string) bool { return true }))`,
 	}
 	dir, err := filepath.Abs("internal/optionscheck") // exists only in the overlay
 	require.NoError(t, err)
