@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,4 +272,21 @@ func TestPreferenceIsRequired(t *testing.T) {
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
 	_, err = simba.NewScheduler(b, "p", simba.Schedule{Period: time.Hour}, func(context.Context, simba.Owner) {}, simba.WithPreference(nil))
 	assert.ErrorIs(t, err, simba.ErrInvalidArgument)
+}
+
+// TestPreferenceThatPanics: a preference that panics prefers no one: the leader keeps
+// leading, renews, and the panic is logged, not raised in the service's goroutine.
+func TestPreferenceThatPanics(t *testing.T) {
+	g := newHandOffGroup(t)
+	logs := &syncBuffer{}
+	opts := []simba.ServiceOption{simba.WithOwnerValue("v1"), simba.WithTTL(300 * time.Millisecond),
+		simba.WithPreference(func(v string) bool { panic("bad preference") }),
+		simba.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}
+	a, b := g.add("a", opts...), g.add("b", opts...)
+	g.lead("a")
+	require.NoError(t, b.Start(t.Context()))
+	awaitWaiting(t, g.store, "h", "b")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "bad preference") }, 10*time.Second, 10*time.Millisecond)
+	assert.True(t, a.IsOwner())
+	g.noOverlap()
 }

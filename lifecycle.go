@@ -289,7 +289,7 @@ func (l *lifecycle) run(first firstAttempt) {
 		l.rounds.begin(l.round, true, delay)
 	case l.spec.single:
 		l.rounds.begin(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }, false, 0)
-	case l.svc.cfg.prefer != nil && !l.svc.cfg.prefer(l.svc.cfg.ownerValue):
+	case l.svc.cfg.prefer != nil && !l.svc.prefers(l.svc.cfg.ownerValue):
 		// A session store has no renewals: its leader looks for a preferred waiter as
 		// often as a lease store's leader renews.
 		every := l.svc.cfg.ttl - l.svc.cfg.renewalLead
@@ -752,8 +752,7 @@ func (l *lifecycle) handOffIfPreferred() bool {
 // when none, or when the store cannot tell.
 func (l *lifecycle) preferred() string {
 	svc := l.svc
-	prefer := svc.cfg.prefer
-	if prefer == nil || prefer(svc.cfg.ownerValue) || l.believed() == nil {
+	if svc.cfg.prefer == nil || svc.prefers(svc.cfg.ownerValue) || l.believed() == nil {
 		return ""
 	}
 	l.mu.Lock()
@@ -772,11 +771,23 @@ func (l *lifecycle) preferred() string {
 		return ""
 	}
 	for _, w := range waiters {
-		if w.ID != svc.id && prefer(w.Value) {
+		if w.ID != svc.id && svc.prefers(w.Value) {
 			return w.ID
 		}
 	}
 	return ""
+}
+
+// prefers reports whether the preference (WithPreference) accepts value; a preference that
+// panics accepts nothing, and the panic is logged.
+func (s *Service) prefers(value string) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("simba: the preference panicked; it prefers no one", "panic", v)
+			ok = false
+		}
+	}()
+	return s.cfg.prefer(value)
 }
 
 // yieldGrace is the least time a contender that gave its mutex back waits before it tries
