@@ -72,18 +72,26 @@
 //     that waiter. No contender's channel has this name (IDs never contain "@@"), and JVM
 //     Simba does not subscribe it: on their own channels JVM peers get only JVM Simba's
 //     messages, in JVM Simba's cases.
+//   - simba:{mutex}:slot, a string: "<at>@@<token>", the last slot a Scheduler started
+//     on the mutex (backend.SlotRecorder): its instant in Unix nanoseconds, a signed
+//     decimal, and the fencing token of the tenure that started it. ClaimSlot writes it
+//     (the claim_slot script), LastSlot reads it (GET). Nothing removes it: it has no
+//     expiry and outlives the mutex's other keys, a few bytes per mutex that a Scheduler
+//     ran on. Deleting it by hand forgets the slots, and a Scheduler may then run the
+//     last one again.
 //   - simba:{simba}:@@check, a key and a channel of no mutex: the start-up check (see
 //     below) deletes the key, which never exists, and publishes to the channel, which
 //     nobody hears.
 //
 // # Scripts
 //
-// Every store call of a contention is one Lua script, prefixed with prelude.lua, so
-// every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
+// Every store call of a contention but LastSlot (a GET) is one Lua script, prefixed with
+// prelude.lua, so every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
 // it makes every name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
 // simba:{mutex}:token and simba:{mutex}:grant, which it never reads: they are named so
 // that while a Redis Cluster moves the slot a call runs only where all of them are, and
-// is otherwise told to try again (TRYAGAIN). The arguments:
+// is otherwise told to try again (TRYAGAIN); claim_slot gets KEYS[2] = simba:{mutex}:slot
+// alone. The arguments:
 //
 //	Script   Run by                    ARGV[1], ARGV[2], ...                        Answer
 //	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
@@ -92,6 +100,7 @@
 //	lookup   Lookup (a retriever)      none                                                owner
 //	waiting  OthersWaiting             id, exact                                           1 or 0
 //	raise    a Quorum's first renewal  id, token                                           1 or 0
+//	claim_slot  ClaimSlot              at, token                                           1 or 0
 //
 //	id       the contender ID
 //	lease    ttl + transition, in ms: the owner key's PX
@@ -118,8 +127,10 @@
 //	         value}: JVM Simba's reply, the fencing token ("0" when no Go tenure of that
 //	         owner shows one) and the tenure's owner value ("" when it has none or the
 //	         token is "0")
+//	at       a slot's instant in Unix nanoseconds
 //	1 or 0   release: the caller owned the mutex and released it; waiting: someone else
-//	         waits; raise: the token key is the caller's
+//	         waits; raise: the token key is the caller's; claim_slot: the slot was
+//	         recorded (it is later than the recorded slot and its token not less)
 //
 // Acquire runs guard once an answer named the contender the owner, so that an owner
 // whose key lapsed learns that its tenure ended instead of silently starting another.

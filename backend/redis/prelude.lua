@@ -4,9 +4,10 @@
 --
 -- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster
 --             hash tag, so all of them hash to one slot.
--- KEYS[2..5]  simba:{mutex}, simba:{mutex}:contender, simba:{mutex}:token and
---             simba:{mutex}:grant: never read, named so that Redis Cluster sees every
---             key a call touches (see scriptKeys).
+-- KEYS[2..]   the keys the script touches, never read: simba:{mutex},
+--             simba:{mutex}:contender, simba:{mutex}:token and simba:{mutex}:grant, or
+--             simba:{mutex}:slot for the slot scripts; named so that Redis Cluster sees
+--             every key a call touches (see scriptKeys).
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -19,6 +20,7 @@ local waitKey = ownerKey .. ':contender'
 local tokenKey = ownerKey .. ':token'
 local grantKey = ownerKey .. ':grant'
 local releaseChannel = ownerKey .. ':@@released'
+local slotKey = ownerKey .. ':slot'
 
 -- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
 local function millis(t)
@@ -32,6 +34,25 @@ local function isGreater(a, b)
     return #a > #b
   end
   return a > b
+end
+
+-- isLater compares two signed decimal strings without leading zeros (Unix nanoseconds)
+-- as numbers: whether a is greater than b.
+local function isLater(a, b)
+  local negA, negB = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if negA ~= negB then
+    return negB
+  end
+  if negA then
+    return isGreater(string.sub(b, 2), string.sub(a, 2))
+  end
+  return isGreater(a, b)
+end
+
+-- isSlotNumber reports whether s is a signed decimal without leading zeros, as Go writes
+-- a slot's instant and token.
+local function isSlotNumber(s)
+  return s ~= nil and (s == '0' or string.match(s, '^%-?[1-9]%d*$') ~= nil)
 end
 
 -- isToken reports whether s is a token: a decimal number without leading zeros.
