@@ -68,29 +68,8 @@ if owner == id then
   return { id .. '@@' .. lease, token, kept }
 end
 
--- First come, first served with JVM Simba, which scores a waiter with the server's time
--- in whole seconds: s for any time within second s. A Go waiter that comes at s + f is
--- scored s - 1 + f, before every JVM waiter that comes later within second s (score s)
--- and after every waiter of earlier seconds; the JVM waiters that came earlier within
--- second s, which are in the set with score s now, are moved to just before it.
 local now = redis.call('time')
-local sec, us = tonumber(now[1]), tonumber(now[2])
-local score = string.format('%d.%06d', sec - 1, us)
-local added
-if fresh then
-  added = redis.call('zadd', waitKey, 'ch', score, id)
-else
-  added = redis.call('zadd', waitKey, 'nx', score, id)
-end
-if added == 1 then
-  local earlier = redis.call('zrangebyscore', waitKey, now[1], now[1])
-  if #earlier > 0 then
-    local before = string.format('%d.%06d', sec - 1, math.max(us - 1, 0))
-    for _, waiter in ipairs(earlier) do
-      redis.call('zadd', waitKey, 'xx', before, waiter)
-    end
-  end
-end
+enqueue(id, now, fresh)
 local nowMs = millis(now)
 local token, expires, ownerValue = tokenOf(owner, fence)
 local left = remaining(expires, nowMs)

@@ -237,14 +237,8 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 // runAcquire runs the acquire script for a contender that does not own the mutex, and
 // returns its answer and the sequence number of the nonce it registered.
 func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
-	if !c.joined && c.b.hub.joinIfLive(c) {
-		c.joined = true // its channels are still subscribed: listen from before the call
-	}
+	heard := c.hearing()
 	nonce, seq := c.nextNonce()
-	heard := "0"
-	if c.joined && c.b.hub.hears(c.inbox) {
-		heard = "1"
-	}
 	fresh := "0"
 	if c.fresh {
 		fresh = "1"
@@ -257,6 +251,19 @@ func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 		c.fresh = false
 	}
 	return v, seq, err
+}
+
+// hearing returns the scripts' heard argument for a call about to be sent: whether the
+// contender's own channel is subscribed. A contention that has not joined the hub joins
+// at once when its channels are still subscribed (see hub.joinIfLive).
+func (c *contention) hearing() string {
+	if !c.joined && c.b.hub.joinIfLive(c) {
+		c.joined = true // its channels are still subscribed: listen from before the call
+	}
+	if c.joined && c.b.hub.hears(c.inbox) {
+		return "1"
+	}
+	return "0"
 }
 
 // Release runs the release script: the owner hands the mutex over (see the package doc,

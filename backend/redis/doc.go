@@ -39,7 +39,8 @@
 //   - channel simba:{mutex}:<id>, one per contender: "released@@<former owner>" when a
 //     release took <id> off the waiting set and left the mutex free for it (JVM Simba's
 //     only message to a waiter), or, from this backend, "granted@@<nonce>@@<token>@@<former
-//     owner>" when the release made <id> the owner.
+//     owner>" when the release made <id> the owner; a hand-off (see Hand-offs) sends
+//     either to the waiter it makes the owner.
 //
 // This backend's:
 //
@@ -93,14 +94,17 @@
 // is otherwise told to try again (TRYAGAIN); claim_slot gets KEYS[2] = simba:{mutex}:slot
 // alone. The arguments:
 //
-//	Script   Run by                    ARGV[1], ARGV[2], ...                        Answer
-//	acquire  Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
-//	guard    Acquire (the owner)       id, lease                                           owner
-//	release  Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]              1 or 0
-//	lookup   Lookup (a retriever)      none                                                owner
-//	waiting  OthersWaiting             id, exact                                           1 or 0
-//	raise    a Quorum's first renewal  id, token                                           1 or 0
-//	claim_slot  ClaimSlot              at, token                                           1 or 0
+//	Script      Run by                    ARGV[1], ARGV[2], ...                           Answer
+//	acquire     Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
+//	guard       Acquire (the owner)       id, lease                                           owner
+//	release     Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]              1 or 0
+//	lookup      Lookup (a retriever)      none                                                owner
+//	waiting     OthersWaiting             id, exact                                           1 or 0
+//	raise       a Quorum's first renewal  id, token                                           1 or 0
+//	claim_slot  ClaimSlot                 at, token                                           1 or 0
+//	waiters     Waiters                   none                                                waiters
+//	hand_off    HandOff                   id, tenure, to, exact, nonce, lease, ttl, heard,    1, 0 or -1
+//	                                      value
 //
 //	id       the contender ID
 //	lease    ttl + transition, in ms: the owner key's PX
@@ -120,7 +124,9 @@
 //	         every subscriber; "0" for any other client, which may reach Redis Cluster
 //	         nodes, each of which counts only its own
 //	raiseTo  a Quorum tenure's token to raise the contender's token key to first, or ""
-//	tenure   ReleaseOwner's: the token of the tenure to free ("0": one that shows none)
+//	tenure   ReleaseOwner's: the token of the tenure to free ("0": one that shows none);
+//	         HandOff's: the caller's tenure's
+//	to       the waiter a hand-off makes the owner
 //	token    a Quorum tenure's token, for the token key
 //	value    the contender's owner value, "" for none; written only when a tenure begins
 //	owner    {"<owner>@@<remaining ms>" or "@@" for no owner, the owner's token, its
@@ -131,6 +137,10 @@
 //	1 or 0   release: the caller owned the mutex and released it; waiting: someone else
 //	         waits; raise: the token key is the caller's; claim_slot: the slot was
 //	         recorded (it is later than the recorded slot and its token not less)
+//	waiters  {"<waiter>", "<value>", ...}: the waiters a hand-off can serve, first come
+//	         first, each with its owner value
+//	1, 0 or -1  hand_off: the mutex was handed to the waiter; the caller's tenure does not
+//	         hold it; the waiter does not wait
 //
 // Acquire runs guard once an answer named the contender the owner, so that an owner
 // whose key lapsed learns that its tenure ended instead of silently starting another.
@@ -249,6 +259,46 @@
 // least served got 0.6 of the sections of the most served in a test, 0 in a 10-second
 // benchmark. With grants, every waiter gets its turn.
 //
+// # Hand-offs
+//
+// A contention is a backend.HandOffer: the owner may give the mutex to a waiter it names
+// (simba's Service.HandOff, WithPreference) instead of the one that waited longest.
+//
+// Waiters runs the waiters script, which changes nothing: the waiting set, first come
+// first (TIME, ZRANGE), with each waiter's owner value from its registration (an HGET
+// per waiter). It leaves out the waiters a hand-off cannot serve: those whose
+// registration has lapsed (gone), JVM Simba's (which register nothing, and would not
+// learn that they own the mutex), and those of versions before this one whose
+// registration it cannot read (see Mixing versions). They still wait, and releases serve
+// them in their turn.
+//
+// HandOff runs the hand_off script, with the token of the caller's tenure:
+//
+//  1. It checks that the owner key names the caller and the token key that tenure's token
+//     (otherwise ErrNotOwner: a later tenure of the same ID does not count), and that to
+//     is another contender, in the waiting set with a registration Waiters would list
+//     (otherwise ErrNotWaiting).
+//  2. It makes to the owner with a new token and to's owner value, as a release grants the
+//     mutex (see Hand-over, end to end): a registration younger than nine tenths of its
+//     ttl gets "granted@@<nonce>@@<token>@@<caller>" on to's channel and an owner key that
+//     expires a lease after the registration; an older one a tenure of a lease from now
+//     and "released@@<caller>", which makes to attempt at once: its acquire finds it the
+//     owner and renews, and answers the token. Either way "acquired@@<to>" goes out on
+//     simba:{mutex}. When nobody heard the message although to would have (see
+//     silenceMeansGone in prelude.lua: never on a Cluster), to is gone: ErrNotWaiting,
+//     and nothing is written.
+//  3. It takes to off the waiting set and deletes its registration, and puts the caller at
+//     the back of the waiting set (scored as an attempt would be), registered for a grant
+//     with a nonce of its own, so that the release that serves it later grants it the
+//     mutex at once. A caller that never renewed subscribes its channels then, as a
+//     waiter's first attempt does.
+//
+// The check and the change are one script: a failed check writes nothing. A hand-off is
+// one script of 17 commands (TestHandOffCommands), Waiters one of 3 and an HGET per
+// waiter. If to dies after the hand-off, its tenure lapses as any crashed owner's: its key
+// expires a lease after its registration (or after the hand-off), and the other waiters
+// take the mutex then. A Quorum hands nothing off (see Quorum).
+//
 // # Subscriptions
 //
 // Each Backend has one subscription connection, opened the first time one of its
@@ -302,6 +352,9 @@
 //     (WRONGTYPE), as MGET reads it as nothing.
 //   - A renewal is one guard script of 5 commands (MGET, SET XX PX, TIME, SET PX); a
 //     retriever looks up (MGET, PTTL) at every message.
+//   - A Scheduler's slot claim is one claim_slot script of 3 commands (GET, SET; 2 when
+//     it records nothing), LastSlot a GET (TestClaimSlotCommands); a hand-off: see
+//     Hand-offs.
 //   - Under contention, with grants, each critical section costs one attempt that finds
 //     the mutex owned and registers (7 commands: MGET, TIME, ZADD, ZRANGEBYSCORE, HSET,
 //     PTTL) and one release that grants (10: MGET, ZPOPMIN, TIME, HGET, HDEL, PUBLISH,
@@ -492,10 +545,10 @@
 // unreachable: dial tcp ..."; a server still loading: "server 127.0.0.1:6380
 // unavailable: LOADING ..."), and the client's error. An ACL user needs EVAL, EVALSHA and
 // the commands the scripts call (GET, MGET, SET, DEL, PTTL, PEXPIRE, TIME, PUBLISH,
-// PUBSUB, HGET, HSET, HDEL, ZADD, ZPOPMIN, ZRANGE, ZRANGEBYSCORE, ZREM), the keys
-// "simba:*" and the channels "simba:*", and SUBSCRIBE. The check is remembered after its
-// first success, so later starts cost no I/O; a failed check is not, so a start after the
-// configuration was fixed succeeds. A Quorum checks each instance it has not left out,
+// PUBSUB, HGET, HSET, HDEL, ZADD, ZPOPMIN, ZRANGE, ZRANGEBYSCORE, ZREM, and ZSCORE for
+// hand-offs), the keys "simba:*" and the channels "simba:*", and SUBSCRIBE. The check is
+// remembered after its first success, so later starts cost no I/O; a failed check is
+// not, so a start after the configuration was fixed succeeds. A Quorum checks each instance it has not left out,
 // leaves out those that do not answer, and fails when one refuses the client or fewer
 // than WithMinAvailable remain.
 //

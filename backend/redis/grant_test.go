@@ -18,7 +18,7 @@ import (
 )
 
 // registration returns a waiter's registration: nonce, server ms, lease ms, ttl ms, until
-// ms, heard; ok false when there is none.
+// ms, heard, and the owner value if it has one; ok false when there is none.
 func registration(t testing.TB, admin goredis.UniversalClient, mutex, id string) (fields []string, ok bool) {
 	t.Helper()
 	v, err := admin.HGet(t.Context(), "simba:{"+mutex+"}:grant", id).Result()
@@ -26,8 +26,8 @@ func registration(t testing.TB, admin goredis.UniversalClient, mutex, id string)
 		return nil, false
 	}
 	require.NoError(t, err)
-	fields = strings.Split(v, "@@")
-	require.Len(t, fields, 6, "registration %q", v)
+	fields = strings.SplitN(v, "@@", 7)
+	require.GreaterOrEqual(t, len(fields), 6, "registration %q", v)
 	return fields, true
 }
 

@@ -255,6 +255,69 @@ local function silenceMeansGone(exact, reg, known, nowMs)
   return exact and (not known or (reg ~= nil and (reg.heard or nowMs - reg.at > confirmWindow)))
 end
 
+-- grantable reports whether a waiter whose registration is reg (nil: none readable) can
+-- be granted the mutex at server time nowMs (ms). The waiter believes for its ttl from the
+-- send time of the attempt that registered, which came before reg.at: it is granted the
+-- mutex only while more than a tenth of that ttl is left after reg.at. The key expires a
+-- lease after reg.at, after that.
+local function grantable(reg, nowMs)
+  if not reg or reg.nonce == '' then
+    return false
+  end
+  local age = nowMs - reg.at
+  return age >= 0 and age * 10 < reg.ttl * 9
+end
+
+-- grant makes waiter, whose registration reg is grantable, the owner with a new token
+-- (from the token key's value fence and now, a TIME reply; nowMs in ms) and its owner
+-- value, and tells it on its channel that from handed it the mutex. It returns how long
+-- the owner key lives (ms, a lease after reg.at), or nil when nobody heard although
+-- unheardIsGone (see silenceMeansGone): a grant nobody got is void, and nothing of it is
+-- written.
+local function grant(from, waiter, reg, fence, now, nowMs, unheardIsGone)
+  local token = newToken(fence, now)
+  local message = table.concat({ 'granted', reg.nonce, token, from }, '@@')
+  if redis.call('publish', ownerKey .. ':' .. waiter, message) == 0 and unheardIsGone then
+    return nil
+  end
+  local px = reg.lease - (nowMs - reg.at)
+  beginTenure(waiter, px, token, nowMs, reg.value)
+  return px
+end
+
+-- wake tells waiter on its channel that from released the mutex (JVM Simba's only
+-- message to a waiter), and reports whether it was heard or unheardIsGone is false.
+local function wake(from, waiter, unheardIsGone)
+  return redis.call('publish', ownerKey .. ':' .. waiter, 'released@@' .. from) > 0 or not unheardIsGone
+end
+
+-- enqueue adds id to the waiting set at server time now (a TIME reply): at the back, or,
+-- unless fresh, at the place it has. First come, first served with JVM Simba, which
+-- scores a waiter with the server's time in whole seconds: s for any time within second
+-- s. A Go waiter that comes at s + f is scored s - 1 + f, before every JVM waiter that
+-- comes later within second s (score s) and after every waiter of earlier seconds; the
+-- JVM waiters that came earlier within second s, which are in the set with score s now,
+-- are moved to just before it.
+local function enqueue(id, now, fresh)
+  local sec, us = tonumber(now[1]), tonumber(now[2])
+  local score = string.format('%d.%06d', sec - 1, us)
+  local added
+  if fresh then
+    added = redis.call('zadd', waitKey, 'ch', score, id)
+  else
+    added = redis.call('zadd', waitKey, 'nx', score, id)
+  end
+  if added == 1 then
+    local earlier = redis.call('zrangebyscore', waitKey, now[1], now[1])
+    if #earlier > 0 then
+      local before = string.format('%d.%06d', sec - 1, math.max(us - 1, 0))
+      for _, waiter in ipairs(earlier) do
+        redis.call('zadd', waitKey, 'xx', before, waiter)
+      end
+    end
+  end
+end
+
 -- The scripts return {'<owner id>@@<remaining ms of the owner key>', '<token>', '<value>'},
 -- or {'@@', '0', ''} when there is no owner: JVM Simba's reply, the fencing token and the
 -- owner value of the tenure the token names.

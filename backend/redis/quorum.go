@@ -70,6 +70,11 @@ const quorumDrift = 2 * time.Millisecond
 // of the majority with it: restart such an instance only after ttl + transition, as
 // Redlock prescribes, or a contender may make a quorum while the owner still believes.
 //
+// A Quorum's contentions neither record a Scheduler's slots nor hand the mutex off (they
+// implement neither backend.SlotRecorder nor backend.HandOffer): either would need a
+// majority of instances to agree on a compare-and-set, which the single-instance scripts
+// do not make: a Scheduler on a Quorum records no slots, and it hands nothing off.
+//
 // A Quorum is safe for concurrent use. Close it when done: it owns one subscription
 // connection per instance, never the clients.
 type Quorum struct {

@@ -22,3 +22,15 @@ func TestQuorumNewTenureExceedsTheLast(t *testing.T) {
 		t.Fatalf("tokens %d then %d: a new tenure must have a greater one", first.Token, second.Token)
 	}
 }
+
+// A Quorum's contentions neither record slots nor hand off (see Quorum): a Scheduler or
+// a hand-off on a Quorum finds neither contract.
+func TestQuorumRecordsNoSlotsAndHandsNothingOff(t *testing.T) {
+	var c backend.Contention = &quorumContention{}
+	if _, ok := c.(backend.SlotRecorder); ok {
+		t.Error("a Quorum's contention is a SlotRecorder")
+	}
+	if _, ok := c.(backend.HandOffer); ok {
+		t.Error("a Quorum's contention is a HandOffer")
+	}
+}

@@ -44,25 +44,13 @@ local now, nowMs -- the server's time, read once a waiter is found
 -- when nobody heard the message although the waiter would have (see silenceMeansGone),
 -- which makes a grant void: nobody got its token, and nothing of it is written.
 local function serve(waiter, reg, known)
-  local channel = ownerKey .. ':' .. waiter
   local unheardIsGone = silenceMeansGone(exact, reg, known, nowMs)
-  if reg and reg.nonce ~= '' then
-    -- The waiter believes for its ttl from the send time of the attempt that registered,
-    -- which came before reg.at: it is granted the mutex only while more than a tenth of
-    -- that ttl is left after reg.at. The key expires a lease after reg.at, after that.
-    local age = nowMs - reg.at
-    if age >= 0 and age * 10 < reg.ttl * 9 then
-      local token = newToken(fence, now)
-      if redis.call('publish', channel, table.concat({ 'granted', reg.nonce, token, id }, '@@')) == 0 and unheardIsGone then
-        return false
-      end
-      beginTenure(waiter, reg.lease - age, token, nowMs, reg.value)
-      return true
-    end
+  if grantable(reg, nowMs) then
+    return grant(id, waiter, reg, fence, now, nowMs, unheardIsGone) ~= nil
   end
   -- JVM Simba's hand-over, for a waiter that cannot be granted the mutex: a JVM one, a
   -- Quorum's, or one whose registration is too old (or unreadable).
-  if redis.call('publish', channel, 'released@@' .. id) == 0 and unheardIsGone then
+  if not wake(id, waiter, unheardIsGone) then
     return false
   end
   redis.call('del', ownerKey)
