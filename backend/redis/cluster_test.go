@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/internal/testserver"
 	"github.com/simba-go/simba/tck"
 )
@@ -103,7 +104,7 @@ func TestClusterKeysShareOneSlot(t *testing.T) {
 
 		slot, err := client.ClusterKeySlot(ctx, "simba:{"+mutex+"}").Result()
 		require.NoError(t, err)
-		for _, k := range []string{"{" + mutex + "}", "simba:{" + mutex + "}:contender", "simba:{" + mutex + "}:token"} {
+		for _, k := range []string{"{" + mutex + "}", "simba:{" + mutex + "}:contender", "simba:{" + mutex + "}:token", "simba:{" + mutex + "}:slot"} {
 			s, err := client.ClusterKeySlot(ctx, k).Result()
 			require.NoError(t, err)
 			assert.Equal(t, slot, s, "slot of %s", k)
@@ -235,4 +236,53 @@ func goredisSlot(t *testing.T, c *goredis.ClusterClient, key string) int64 {
 	slot, err := c.ClusterKeySlot(t.Context(), key).Result()
 	require.NoError(t, err)
 	return slot
+}
+
+// Through Cluster clients, on mutexes whose slots are on each of the three masters: a
+// hand-off grants the named waiter, which hears it on a subscription that may be to
+// another node, and a slot record lives on the node of the mutex's slot.
+func TestClusterHandOffAndSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster; skipped with -short")
+	}
+	addrs := startCluster(t)
+	admin := newClusterClient(t, addrs)
+	ctx := t.Context()
+	nodesUsed := map[string]bool{}
+	for i := range 6 {
+		m := &handOffMutex{admin: admin, name: "handoff-" + strconv.Itoa(i),
+			connect: func() goredis.UniversalClient { return newClusterClient(t, addrs) }}
+		a := m.contender(t, "a", "")
+		b := m.contender(t, "b", "vb")
+		c := m.contender(t, "c", "vc")
+		first := a.own(t)
+		b.queue(t)
+		c.queue(t)
+		waiters, err := a.offer().Waiters(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []backend.Waiter{{ID: "b", Value: "vb"}, {ID: "c", Value: "vc"}}, waiters)
+		require.NoError(t, a.offer().HandOff(ctx, "c"))
+		rec := c.granted(t)
+		assert.Equal(t, "vc", rec.Value)
+		assert.Greater(t, rec.Token, first.Token)
+		assert.Equal(t, []string{"b", "a"}, waitingIDs(t, admin, m.name))
+
+		r := c.LeaseContention.(backend.SlotRecorder)
+		slot := backend.Slot{At: time.Now(), Token: rec.Token}
+		ok, err := r.ClaimSlot(ctx, slot)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = a.LeaseContention.(backend.SlotRecorder).ClaimSlot(ctx, slot)
+		require.NoError(t, err)
+		assert.False(t, ok, "a retry")
+		last, err := r.LastSlot(ctx)
+		require.NoError(t, err)
+		assert.True(t, last.At.Equal(slot.At))
+		assert.Equal(t, slot.Token, last.Token)
+		node, err := admin.MasterForKey(ctx, "simba:{"+m.name+"}")
+		require.NoError(t, err)
+		nodesUsed[node.Options().Addr] = true
+		assert.EqualValues(t, 1, node.Exists(ctx, "simba:{"+m.name+"}:slot").Val(), "on the node of the mutex's slot")
+	}
+	assert.Len(t, nodesUsed, 3, "six names should spread over the three masters")
 }

@@ -26,15 +26,16 @@ type handee struct {
 	grants chan backend.Record
 }
 
-// handOffMutex is a mutex of a server, with a client that inspects the store.
+// handOffMutex is a mutex of a server or cluster, with a client that inspects the store.
 type handOffMutex struct {
-	srv   *testserver.Server
-	admin *goredis.Client
-	name  string
+	admin   goredis.UniversalClient
+	name    string
+	connect func() goredis.UniversalClient // a new client, closed when the test ends
 }
 
 func newHandOffMutex(t *testing.T, srv *testserver.Server) *handOffMutex {
-	return &handOffMutex{srv: srv, admin: newClient(t, srv.Addr()), name: uniqueName(t, "m")}
+	return &handOffMutex{admin: newClient(t, srv.Addr()), name: uniqueName(t, "m"),
+		connect: func() goredis.UniversalClient { return newClient(t, srv.Addr()) }}
 }
 
 // contender opens a contention of the mutex for id with owner value value, on a client
@@ -42,7 +43,7 @@ func newHandOffMutex(t *testing.T, srv *testserver.Server) *handOffMutex {
 func (m *handOffMutex) contender(t *testing.T, id, value string) *handee {
 	t.Helper()
 	h := &handee{id: id, grants: make(chan backend.Record, 4)}
-	c, err := newBackend(t, newClient(t, m.srv.Addr())).StartContend(t.Context(), backend.Participant{
+	c, err := newBackend(t, m.connect()).StartContend(t.Context(), backend.Participant{
 		Mutex: m.name, ContenderID: id, Value: value, TTL: 30 * time.Second, Transition: time.Second,
 		Logger: slog.New(slog.DiscardHandler), Wake: h.wakes.wake, Report: func(backend.Record, time.Time) {},
 		Grant: func(rec backend.Record, _ time.Time) { h.grants <- rec },
@@ -201,7 +202,7 @@ func TestHandOffChecks(t *testing.T) {
 		err := h.offer().HandOff(ctx, "c")
 		assert.ErrorIs(t, err, simba.ErrNotOwner, "by %s", h.id)
 	}
-	retriever, err := newBackend(t, newClient(t, m.srv.Addr())).StartContend(ctx, backend.Participant{
+	retriever, err := newBackend(t, m.connect()).StartContend(ctx, backend.Participant{
 		Mutex: mutex, TTL: testTTL, Transition: testTransition, Logger: slog.New(slog.DiscardHandler), Wake: func() {},
 	})
 	require.NoError(t, err)
@@ -315,7 +316,7 @@ func TestHandOffToAWaitingLocker(t *testing.T) {
 	a := m.contender(t, "a", "")
 	first := a.own(t)
 	acquire := func(id, value string) <-chan *simba.Lease {
-		l, err := simba.NewLocker(newBackend(t, newClient(t, m.srv.Addr())), mutex, simba.WithContenderID(id),
+		l, err := simba.NewLocker(newBackend(t, m.connect()), mutex, simba.WithContenderID(id),
 			simba.WithOwnerValue(value), simba.WithTTL(30*time.Second), simba.WithTransition(time.Second))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = l.Close() })
@@ -364,7 +365,7 @@ func waiters(t *testing.T, h *handee) []backend.Waiter {
 // Cost), and held to a bound.
 func TestHandOffCommands(t *testing.T) {
 	m := newHandOffMutex(t, ownServer(t)) // no other test's commands
-	admin, ctx := m.admin, t.Context()
+	admin, ctx := m.admin.(*goredis.Client), t.Context()
 	a := m.contender(t, "a", "va")
 	b := m.contender(t, "b", "vb")
 	a.own(t)
