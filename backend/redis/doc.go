@@ -79,7 +79,9 @@
 //     (the claim_slot script), LastSlot reads it (GET). Nothing removes it: it has no
 //     expiry and outlives the mutex's other keys, a few bytes per mutex that a Scheduler
 //     ran on. Deleting it by hand forgets the slots, and a Scheduler may then run the
-//     last one again.
+//     last one again; so may a restart without persistence, or a failover to a replica
+//     that had not received the last claim (replication is asynchronous: see Fencing
+//     tokens).
 //   - simba:{simba}:@@check, a key and a channel of no mutex: the start-up check (see
 //     below) deletes the key, which never exists, and publishes to the channel, which
 //     nobody hears.

@@ -74,3 +74,24 @@ func TestStaleAnswerAfterGrant(t *testing.T) {
 	assert.False(t, c.owner.Load())
 	assert.Zero(t, c.token)
 }
+
+// A grant that answers a hand-off's registration before the hand-off's own answer is
+// applied (the waiter handed the mutex released it at once) is not undone by that answer:
+// the contender renews next, with the grant's token.
+func TestGrantBeforeTheHandOffAnswer(t *testing.T) {
+	c, log := grantedContention(t)
+	c.owner.Store(true)
+	c.token = 5
+	nonce, seq := c.nextNonce() // the hand-off's registration
+	c.granted(nonce, 9)
+	require.Len(t, log.grants, 1)
+	c.handedOff(seq)
+	assert.True(t, c.owner.Load())
+	assert.Equal(t, uint64(9), c.token)
+
+	// Without that grant, the contender waits after the hand-off.
+	_, seq = c.nextNonce()
+	c.handedOff(seq)
+	assert.False(t, c.owner.Load())
+	assert.Zero(t, c.token)
+}

@@ -82,16 +82,21 @@ func (c *contention) HandOff(ctx context.Context, to string) error {
 	case -1:
 		return wrap(what, simba.ErrNotWaiting)
 	}
-	c.mu.Lock()
-	if seq == 0 || c.grantedSeq < seq {
-		// Unless a grant answering this call's registration came first (to released at
-		// once): that tenure is this contender's.
-		c.owner.Store(false)
-		c.token = 0
-	}
-	c.mu.Unlock()
+	c.handedOff(seq)
 	if !c.joined {
 		c.join() // as a waiter's first attempt does: it hears its grant
 	}
 	return nil
+}
+
+// handedOff notes that the hand-off whose registration has nonce number seq (0: none)
+// gave the mutex away: the contender waits now, unless a grant answering that
+// registration came first (to released at once), which made it the owner again.
+func (c *contention) handedOff(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq == 0 || c.grantedSeq < seq {
+		c.owner.Store(false)
+		c.token = 0
+	}
 }
