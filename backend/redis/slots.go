@@ -77,15 +77,16 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 	case int64(0):
 		return false, nil
 	}
-	return false, wrap("claim a slot", fmt.Errorf("%w: %s holds %#v", ErrUnexpectedReply, slotKey(c.mutex), v))
+	return false, wrap("claim a slot", fmt.Errorf("%w: slot %q", ErrUnexpectedReply, fmt.Sprint(v)))
 }
 
-// parseSlot parses a slot record, "<Unix ns>@@<token>".
+// parseSlot parses a slot record, "<Unix ns>@@<token>", as ClaimSlot writes it (no
+// leading zeros, as claim_slot.lua reads it).
 func parseSlot(v string) (backend.Slot, error) {
 	at, token, ok := strings.Cut(v, separator)
 	ns, err1 := strconv.ParseInt(at, 10, 64)
 	tok, err2 := strconv.ParseUint(token, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
+	if !ok || err1 != nil || err2 != nil || strconv.FormatInt(ns, 10) != at || strconv.FormatUint(tok, 10) != token {
 		return backend.Slot{}, fmt.Errorf("%w: slot %q", ErrUnexpectedReply, v)
 	}
 	return backend.Slot{At: time.Unix(0, ns), Token: tok}, nil

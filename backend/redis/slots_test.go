@@ -156,13 +156,15 @@ func TestClaimSlotForeignData(t *testing.T) {
 		assert.ErrorIs(t, err, redis.ErrUnexpectedReply, "over %q", v)
 		assert.Equal(t, v, admin.Get(ctx, key).Val(), "left alone")
 	}
-	require.NoError(t, admin.Set(ctx, key, "garbage", 0).Err())
-	_, err := r.LastSlot(ctx)
-	assert.ErrorIs(t, err, redis.ErrUnexpectedReply)
+	for _, v := range []string{"garbage", "012@@3", "-0@@3", "12@@+3"} {
+		require.NoError(t, admin.Set(ctx, key, v, 0).Err())
+		_, err := r.LastSlot(ctx)
+		assert.ErrorIs(t, err, redis.ErrUnexpectedReply, "%q", v)
+	}
 
 	require.NoError(t, admin.Del(ctx, key).Err())
 	require.NoError(t, admin.HSet(ctx, key, "at", "1").Err())
-	_, err = r.ClaimSlot(ctx, slot)
+	_, err := r.ClaimSlot(ctx, slot)
 	assert.ErrorIs(t, err, simba.ErrRefused)
 	_, err = r.LastSlot(ctx)
 	assert.ErrorIs(t, err, simba.ErrRefused)
