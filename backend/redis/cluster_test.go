@@ -252,12 +252,7 @@ func TestClusterHandOffAndSlots(t *testing.T) {
 	for i := range 6 {
 		m := &handOffMutex{admin: admin, name: "handoff-" + strconv.Itoa(i),
 			connect: func() goredis.UniversalClient { return newClusterClient(t, addrs) }}
-		a := m.contender(t, "a", "")
-		b := m.contender(t, "b", "vb")
-		c := m.contender(t, "c", "vc")
-		first := a.own(t)
-		b.queue(t)
-		c.queue(t)
+		a, _, c, first := m.ownedWithTwoWaiting(t, "", "vb", "vc")
 		waiters, err := a.offer().Waiters(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, []backend.Waiter{{ID: "b", Value: "vb"}, {ID: "c", Value: "vc"}}, waiters)

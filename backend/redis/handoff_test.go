@@ -54,6 +54,17 @@ func (m *handOffMutex) contender(t *testing.T, id, value string) *handee {
 	return h
 }
 
+// ownedWithTwoWaiting opens contenders a, b and c with owner values va, vb and vc: a owns
+// the mutex (first is its record), and b, then c, wait with their channels subscribed.
+func (m *handOffMutex) ownedWithTwoWaiting(t *testing.T, va, vb, vc string) (a, b, c *handee, first backend.Record) {
+	t.Helper()
+	a, b, c = m.contender(t, "a", va), m.contender(t, "b", vb), m.contender(t, "c", vc)
+	first = a.own(t)
+	b.queue(t)
+	c.queue(t)
+	return a, b, c, first
+}
+
 func (h *handee) offer() backend.HandOffer { return h.LeaseContention.(backend.HandOffer) }
 
 // own has h acquire the free mutex and returns its record.
@@ -122,12 +133,7 @@ func waitingIDs(t *testing.T, admin goredis.UniversalClient, mutex string) []str
 func TestHandOffGrantsTheNamedWaiter(t *testing.T) {
 	m := newHandOffMutex(t, server(t))
 	admin, mutex, ctx := m.admin, m.name, t.Context()
-	a := m.contender(t, "a", "value of a")
-	b := m.contender(t, "b", "value of b")
-	c := m.contender(t, "c", "")
-	first := a.own(t)
-	b.queue(t)
-	c.queue(t)
+	a, b, c, first := m.ownedWithTwoWaiting(t, "value of a", "value of b", "")
 
 	waiters, err := a.offer().Waiters(ctx)
 	require.NoError(t, err)
@@ -184,12 +190,7 @@ func TestHandOffGrantsTheNamedWaiter(t *testing.T) {
 func TestHandOffChecks(t *testing.T) {
 	m := newHandOffMutex(t, server(t))
 	admin, mutex, ctx := m.admin, m.name, t.Context()
-	a := m.contender(t, "a", "")
-	b := m.contender(t, "b", "")
-	c := m.contender(t, "c", "")
-	a.own(t)
-	b.queue(t)
-	c.queue(t)
+	a, b, c, _ := m.ownedWithTwoWaiting(t, "", "", "")
 	outsider := m.contender(t, "outsider", "")
 	before := stateOf(t, admin, mutex)
 
