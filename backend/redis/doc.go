@@ -96,7 +96,7 @@
 // is otherwise told to try again (TRYAGAIN); claim_slot gets KEYS[2] = simba:{mutex}:slot
 // alone. The arguments:
 //
-//	Script      Run by                    ARGV[1], ARGV[2], ...                           Answer
+//	Script      Run by                    ARGV[1], ARGV[2], ...                               Answer
 //	acquire     Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
 //	guard       Acquire (the owner)       id, lease                                           owner
 //	release     Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]              1 or 0
