@@ -46,6 +46,9 @@ type ContenderConfig struct {
 	Hold *HoldModel
 	// HoldFor is how long a holder keeps each hold before it releases it.
 	HoldFor time.Duration
+	// SlotEvery, if set, makes the contender a simba.Scheduler whose slots are the
+	// multiples of SlotEvery: see runScheduled.
+	SlotEvery time.Duration
 }
 
 // roleEnv and configEnv carry a contender process's role and configuration.
@@ -82,8 +85,9 @@ func ContenderMain() (code int, isContender bool) {
 }
 
 // RunContender runs one contender until commands closes or says "exit": "start" starts
-// its service, "stop" stops it, "yield" steps down and goes on contending (the call's
-// deadline is T + G). While it believes it owns the mutex, it writes to the
+// its service, "stop" stops it, "yield" steps down and goes on contending, "handoff ID"
+// hands the mutex to the waiting contender ID and goes on contending (the deadline of
+// both is T + G). While it believes it owns the mutex, it writes to the
 // referee with its token and increments the shadow counter. Every step is logged.
 func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan string) error {
 	k, ok := kits[cfg.Store]
@@ -119,6 +123,9 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 	if cfg.Hold != nil {
 		return runHolder(ctx, cfg, backend, log, ref, commands)
 	}
+	if cfg.SlotEvery > 0 {
+		return runScheduled(ctx, cfg, backend, log, commands)
+	}
 
 	c := &contender{cfg: cfg, log: log, ref: ref}
 	opts := []simba.ServiceOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
@@ -138,6 +145,14 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 	c.svc = svc
 	defer svc.Close()
 	for cmd := range commands {
+		if to, ok := strings.CutPrefix(cmd, "handoff "); ok {
+			log.Add(KindHandOff, 0, 0, to)
+			hctx, cancel := context.WithTimeout(ctx, cfg.TTL+cfg.Transition)
+			err := svc.HandOff(hctx, to)
+			cancel()
+			log.Add(KindHandedOff, 0, 0, errText(err))
+			continue
+		}
 		switch cmd {
 		case "start":
 			log.Add(KindStart, 0, 0, "")
@@ -168,7 +183,7 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 // startRetrying starts svc, retrying a failed start-up (Start fails fast, and a server
 // restarted by the previous fault may still be warming up), as a service would at its
 // own start.
-func startRetrying(ctx context.Context, svc *simba.Service, log *Log) error {
+func startRetrying(ctx context.Context, svc interface{ Start(context.Context) error }, log *Log) error {
 	return retrying(log, func() error {
 		if err := svc.Start(ctx); !errors.Is(err, simba.ErrAlreadyStarted) {
 			return err

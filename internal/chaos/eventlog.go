@@ -40,6 +40,9 @@ const (
 	KindAcquire    Kind = "acquire"     // a hold's Acquire was called (Mode, Deadline)
 	KindYield      Kind = "yield"       // Yield called
 	KindYielded    Kind = "yielded"     // Yield returned (Note: error, if any)
+	KindHandOff    Kind = "handoff"     // HandOff called (Note: to whom)
+	KindHandedOff  Kind = "handed_off"  // HandOff returned (Note: error, if any)
+	KindSlotRun    Kind = "slot_run"    // a Scheduler's run began (Token; Note: the slot's Unix ns)
 )
 
 // Event is one line of a log.
