@@ -4,24 +4,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/simba-go/simba"
 )
 
-// every is a Timetable of the multiples of d since the Unix epoch: the same instants on
-// every process.
-type every time.Duration
-
-func (d every) Next(t time.Time) time.Time {
-	return t.Truncate(time.Duration(d)).Add(time.Duration(d))
-}
-
-// runScheduled runs a contender as a simba.Scheduler on a Timetable of SlotEvery until
-// commands closes or says "exit": "start" starts it, "stop" stops it. Its leadership is
-// logged as a service's tenure (acquired, lost, released), and each run it starts as a
-// slot run (Token, Note: the slot's Unix nanoseconds), WorkPause before the run ends.
+// runScheduled runs a contender as a simba.Scheduler of period SlotEvery until commands
+// closes or says "exit": "start" starts it, "stop" stops it, "yield" steps down and goes
+// on contending. Its leadership is logged as a service's tenure (acquired, lost,
+// released), and each run as it starts (Token; Note: the slot's Unix nanoseconds), a
+// WorkPause before the run ends.
 func runScheduled(ctx context.Context, cfg ContenderConfig, b simba.Backend, log *Log, commands <-chan string) error {
 	opts := []simba.SchedulerOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
 		simba.WithContenderID(cfg.ID), simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
@@ -42,7 +36,7 @@ func runScheduled(ctx context.Context, cfg ContenderConfig, b simba.Backend, log
 		case <-time.After(cfg.WorkPause):
 		}
 	}
-	s, err := simba.NewScheduler(b, cfg.Mutex, simba.Schedule{Timetable: every(cfg.SlotEvery)}, work, opts...)
+	s, err := simba.NewScheduler(b, cfg.Mutex, simba.Schedule{Period: cfg.SlotEvery}, work, opts...)
 	if err != nil {
 		return err
 	}
@@ -56,6 +50,12 @@ func runScheduled(ctx context.Context, cfg ContenderConfig, b simba.Backend, log
 		case "stop":
 			log.Add(KindStop, 0, 0, "")
 			log.Add(KindStopped, 0, 0, errText(s.Stop(ctx)))
+		case "yield":
+			log.Add(KindYield, 0, 0, "")
+			yctx, cancel := context.WithTimeout(ctx, cfg.TTL+cfg.Transition)
+			err := s.Yield(yctx)
+			cancel()
+			log.Add(KindYielded, 0, 0, errText(err))
 		case "exit":
 			return nil
 		}
@@ -63,20 +63,31 @@ func runScheduled(ctx context.Context, cfg ContenderConfig, b simba.Backend, log
 	return nil
 }
 
-// SlotsRunTwice returns the slots (Unix nanoseconds) that more than one run started, with
-// how many did, and the number of slots run.
-func SlotsRunTwice(events []Event) (twice map[string]int, slots int) {
-	runs := map[string]int{}
+// slotRun is a Scheduler's run as its contender logged it.
+type slotRun struct {
+	proc string
+	slot time.Time // the instant it was scheduled for (wall clock)
+}
+
+// SlotsTooClose returns the runs of a Scheduler of period p (its events) that were scheduled
+// less than p after the run before them, each with the run before, and the number of runs.
+func SlotsTooClose(events []Event, p time.Duration) (near [][2]slotRun, runs int) {
+	var all []slotRun
 	for _, e := range events {
-		if e.Kind == KindSlotRun {
-			runs[e.Note]++
+		if e.Kind != KindSlotRun {
+			continue
+		}
+		ns, err := strconv.ParseInt(e.Note, 10, 64)
+		if err != nil {
+			continue
+		}
+		all = append(all, slotRun{proc: e.Proc, slot: time.Unix(0, ns)})
+	}
+	slices.SortFunc(all, func(a, b slotRun) int { return a.slot.Compare(b.slot) })
+	for i := 1; i < len(all); i++ {
+		if all[i].slot.Sub(all[i-1].slot) < p {
+			near = append(near, [2]slotRun{all[i-1], all[i]})
 		}
 	}
-	twice = map[string]int{}
-	for slot, n := range runs {
-		if n > 1 {
-			twice[slot] = n
-		}
-	}
-	return twice, len(runs)
+	return near, len(all)
 }
