@@ -17,11 +17,11 @@ func init() {
 const slotPeriod = 2 * time.Second
 
 // 66. Each slot once across leader changes: three Scheduler processes of period 2s, whose
-// runs take a tenth of it; the leader yields, is killed (SIGKILL), or is paused past its
-// lease and resumed, again and again at a random phase of the period (a run under way, a
-// claim in flight, between runs). The store records each slot a leader starts, so a new
-// leader runs a period or more after the last run, whoever ran it (S1); a resumed leader
-// believes beside no one (C2).
+// runs take a tenth of it; the leader yields or is killed (SIGKILL), again and again at a
+// random phase of the period (a run under way, a claim in flight, between runs), and the
+// next leader takes over within the period. The store records each slot a leader starts,
+// so a new leader runs a period or more after the last run, whoever ran it (S1). (A
+// leader paused past its lease is out of the model: the simulation covers its slots.)
 func slotsAcrossLeaderChanges(s *S) {
 	spawn := func(id string) *Proc {
 		return s.SpawnWith(id, func(c *ContenderConfig) { c.SlotEvery, c.WorkPause = slotPeriod, slotPeriod/10 })
@@ -38,23 +38,17 @@ func slotsAcrossLeaderChanges(s *S) {
 		}
 		time.Sleep(rand.N(slotPeriod / 4))
 		t0 := Now()
-		switch i % 3 {
-		case 0:
+		if i%2 == 0 {
 			s.awaitYield(leader, s.ask(leader))
 			s.awaitSuccessor(leader.ID, t0, s.failoverBound())
-		case 1:
-			s.Kill(leader)
-			s.awaitSuccessor(leader.ID, t0, s.failoverBound())
-			live = remove(live, leader)
-			p := spawn(fmt.Sprintf("r%d", i))
-			p.Send("start")
-			live = append(live, p)
-		case 2:
-			s.Pause(leader)
-			s.awaitSuccessor(leader.ID, t0, s.failoverBound())
-			time.Sleep(s.lapse() - time.Duration(Now()-t0))
-			s.Resume(leader)
+			continue
 		}
+		s.Kill(leader)
+		s.awaitSuccessor(leader.ID, t0, s.failoverBound())
+		live = remove(live, leader)
+		p := spawn(fmt.Sprintf("r%d", i))
+		p.Send("start")
+		live = append(live, p)
 	}
 	leader := s.owner(live, s.failoverBound()+5*time.Second)
 	if _, ok := s.EventAfter(leader.ID, KindSlotRun, Now(), slotPeriod+5*time.Second); !ok {
@@ -66,5 +60,5 @@ func slotsAcrossLeaderChanges(s *S) {
 		s.T.Errorf("S1 %s ran the slot at %s only %v after %s ran the slot at %s (period %v)",
 			c[1].proc, c[1].slot.Format("15:04:05.000"), c[1].slot.Sub(c[0].slot), c[0].proc, c[0].slot.Format("15:04:05.000"), slotPeriod)
 	}
-	s.note("%d leader changes (yields, kills, pauses): %d runs, %d within a period of the run before", n, runs, len(near))
+	s.note("%d leader changes (yields, kills): %d runs, %d within a period of the run before", n, runs, len(near))
 }
