@@ -35,6 +35,8 @@ var mutations = []*mutationRun{
 	{name: "zookeeper-hold-permit-overflow", store: "zookeeper", scenario: "51_holds_kill_permit_holder", expected: "C2", full: true},
 	{name: "hold-lease-outlives", store: "redis", scenario: "54_holds_replies_lost", expected: "C2", full: true},
 	{name: "yield-keeps-belief", store: "redis", scenario: "62_yielder_paused_or_killed", expected: "C2", full: true},
+	// A Redis hand-off that grants the head of the line, not the waiter it names.
+	{name: "handoff-grants-head", store: "redis", scenario: "63_handoff_past_the_head", expected: "H1", full: true},
 	// A Scheduler that ignores the slot recorded last runs at once when it leads.
 	{name: "slot-last-ignored", store: "redis", scenario: "66_slots_across_leader_changes", expected: "S1", full: true},
 }
