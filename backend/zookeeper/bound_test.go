@@ -75,6 +75,7 @@ const (
 	opGetData       = 4
 	opSync          = 9
 	opGetChildren2  = 12
+	opMulti         = 14
 	opCreate2       = 15
 	opRemoveWatches = 18
 	opAddWatch      = 106

@@ -40,6 +40,7 @@ type contention struct {
 
 	// Owned by run.
 	node        string // this contender's node; empty when it has none
+	valueNode   string // node's value node (see valueNodeOf); empty when it has none
 	nodeSession int64  // the session that owns node (its ephemeralOwner)
 	czxid       int64  // node's czxid: the fencing token while it owns
 	pending     string // protection prefix of a create whose outcome is unknown
@@ -71,6 +72,7 @@ type view struct {
 	ownerPath string // the owner's node; empty: no owner
 	owner     string // the owner's contender ID (its node's data)
 	token     uint64 // the owner node's czxid
+	value     string // the owner value of the tenure token names
 	watched   []string
 	node      string    // the contender's node it was read with
 	before    string    // the owner's node when it is just before node: its deletion makes node the owner
@@ -473,7 +475,7 @@ func (c *contention) join(ctx context.Context, l *look) error {
 			c.b.mu.Unlock()
 		}
 	}
-	prefix := newProtection()
+	prefix := c.newProtection()
 	c.pending = prefix
 	path, st, err := c.create(ctx, prefix, l.queue)
 	if err != nil {
@@ -498,7 +500,9 @@ func (c *contention) create(ctx context.Context, prefix string, withStat bool) (
 		var path string
 		var st *zk.Stat
 		var err error
-		if withStat {
+		if c.p.Value != "" {
+			path, st, err = c.createWithValue(ctx, prefix)
+		} else if withStat {
 			var res create2Response
 			res, err = c.b.create2(ctx, p, c.data, zk.FlagEphemeralSequential)
 			path, st = res.Path, &res.Stat
@@ -512,8 +516,14 @@ func (c *contention) create(ctx context.Context, prefix string, withStat bool) (
 			return path, st, nil
 		}
 		// ErrNoNode: the server reaped /simba, empty, before the mutex node was made under
-		// it. Both are made again.
+		// it (or /simba-value, before the values' node). Both are made again.
 		if err := c.b.makeParents(ctx, c.parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return "", nil, err
+		}
+		if c.p.Value == "" {
+			continue
+		}
+		if err := c.b.makeContainers(ctx, valuesPath(c.p.Mutex)); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return "", nil, err
 		}
 	}
@@ -584,7 +594,7 @@ func (c *contention) locate(l *look) outcome {
 // own makes the view of the owner: the contender's node, whose czxid is the token.
 func (c *contention) own(l *look) {
 	token := uint64(c.czxid)
-	l.v = view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: token,
+	l.v = view{self: true, ownerPath: c.node, owner: c.p.ContenderID, token: token, value: c.p.Value,
 		watched: []string{c.node}, node: c.node}
 }
 
@@ -629,7 +639,7 @@ func (c *contention) wait(ctx context.Context, l *look) (outcome, error) {
 	case r.predErr != nil:
 		return failed, storeError("watch", pred, r.predErr)
 	}
-	l.v = view{ownerPath: r.path, owner: string(r.data), token: uint64(r.st.Czxid),
+	l.v = view{ownerPath: r.path, owner: string(r.data), token: uint64(r.st.Czxid), value: r.value,
 		watched: watched, node: c.node, before: before}
 	if l.v.owner == c.p.ContenderID {
 		return c.sharedID(ctx, l, r.st)
@@ -642,6 +652,7 @@ type ownerRead struct {
 	path    string // the owner's node: the first node of the queue that still exists
 	data    []byte
 	st      *zk.Stat
+	value   string // the owner value of the tenure the node is
 	err     error
 	pred    bool // the node before the contender's exists
 	predErr error
@@ -651,13 +662,14 @@ type ownerRead struct {
 // the node before the contender's when it is another one.
 func (c *contention) readOwner(ctx context.Context, l *look, waitsOnly bool) ownerRead {
 	r := ownerRead{path: c.child(l.nodes[0].name), pred: true}
-	read := func() { r.data, r.st, r.err = c.get(ctx, r.path) }
+	get := c.watchedRead
 	if waitsOnly {
-		read = func() {
-			var n node
-			n, r.err = c.b.get(ctx, r.path)
-			r.data, r.st = n.data, n.st
-		}
+		get = c.b.get
+	}
+	read := func() {
+		var n node
+		n, r.value, r.err = c.readOwnerNode(ctx, r.path, get)
+		r.data, r.st = n.data, n.st
 	}
 	if l.i == 1 {
 		read() // the owner's node is the one before the contender's
@@ -696,7 +708,7 @@ func (c *contention) sharedID(ctx context.Context, l *look, st *zk.Stat) (outcom
 		return changed, nil
 	}
 	c.log.Warn("simba/zookeeper: the owner's node carries this contender's ID: two contenders share an ID", "node", head)
-	l.v.owner, l.v.token = "", 0
+	l.v.owner, l.v.token, l.v.value = "", 0, ""
 	return seen, nil
 }
 
@@ -768,14 +780,14 @@ func (c *contention) observe(ctx context.Context, l *look) (outcome, error) {
 		return seen, nil
 	}
 	head := c.child(nodes[0].name)
-	data, st, err := c.get(ctx, head)
+	n, value, err := c.readOwnerNode(ctx, head, c.watchedRead)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return changed, nil
 	case err != nil:
 		return failed, storeError("read", head, err)
 	}
-	l.v = view{ownerPath: head, owner: string(data), token: uint64(st.Czxid), watched: []string{head}}
+	l.v = view{ownerPath: head, owner: string(n.data), token: uint64(n.st.Czxid), value: value, watched: []string{head}}
 	return seen, nil
 }
 
@@ -837,13 +849,21 @@ func (c *contention) children(ctx context.Context, path string) ([]string, error
 	return kids, err
 }
 
-// setNode makes path the contender's node (empty: none).
+// setNode makes path the contender's node (empty: none). The value node of the node it
+// replaces, gone (deleted by hand, by a hand-off, by ReleaseOwner), is left to the
+// backend to delete.
 func (c *contention) setNode(path string) {
+	old, oldSession := c.valueNode, c.nodeSession
 	c.node, c.czxid, c.nodeSession = path, 0, 0
+	c.valueNode, _ = c.valueNodeOf(path)
 	c.admitted, c.token = false, 0
 	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
 	c.mine = base(path)
-	c.b.mu.Unlock()
+	if old != "" && old != c.valueNode && (oldSession == 0 || oldSession == c.b.sess.id) {
+		dir, name := splitPath(old)
+		c.b.collectLater(orphan{parent: dir, name: name})
+	}
 }
 
 func (c *contention) forgetNode() { c.setNode("") }
@@ -910,7 +930,7 @@ func (c *contention) publish() {
 	var rec backend.Record
 	if v.valid && v.owner != "" {
 		life := v.timeout - v.timeout/100
-		rec = backend.Record{Owner: v.owner, TTL: life, Transition: life, Held: v.confirmed.Sub(c.since), Token: v.token}
+		rec = backend.Record{Owner: v.owner, TTL: life, Transition: life, Held: v.confirmed.Sub(c.since), Token: v.token, Value: v.value}
 	}
 	if rec == (backend.Record{}) && c.last == (backend.Record{}) {
 		return
@@ -943,11 +963,15 @@ func (c *contention) leave() {
 	var left []orphan
 	if c.pending != "" {
 		left = append(left, orphan{parent: c.parent, name: c.pending, prefix: true})
+		if vpath, ok := c.valueNodeOf(c.child(c.pending + latchName)); ok {
+			dir, name := splitPath(vpath)
+			left = append(left, orphan{parent: dir, name: name})
+		}
 	}
 	for _, n := range []struct {
 		path    string
 		session int64
-	}{{c.node, c.nodeSession}, {c.guard, c.guardSession}} {
+	}{{c.node, c.nodeSession}, {c.valueNode, c.nodeSession}, {c.guard, c.guardSession}} {
 		if n.path == "" || n.session != 0 && n.session != s.id {
 			continue
 		}

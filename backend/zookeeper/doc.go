@@ -17,6 +17,26 @@
 // Watches): sessions that watch differently contend with each other, and with JVM
 // Simba's.
 //
+// # Owner values
+//
+// The backend keeps owner values of mutexes (backend.ValueKeeper, simba.WithOwnerValue)
+// in nodes of its own beside the JVM layout, which JVM contenders never list: the node's
+// data is Curator's, the contender ID. A contender with a value creates its node and an
+// EPHEMERAL value node /simba-value/<mutex>/_c_<uuid>, named after its node's protection
+// prefix and holding the value in UTF-8, in one transaction (a multi); the UUID of such a
+// node carries version 8 (RFC 9562's custom version) instead of Curator's random version
+// 4, so a reader reads a value node only for an owner that has one. /simba-value and
+// /simba-value/<mutex> are container nodes. Both nodes of a multi have the same czxid: a
+// reader, who reads the value node with the owner's node in one round trip, answers its
+// value only when the czxids agree, so a Record never shows another tenure's value. A
+// contender without a value creates its node alone, and pays no request more. With a
+// value, joining is the multi and a read of the value node (ZooKeeper 3.8 answers no
+// Stat to a create inside a multi; the value node's czxid is the token) in one round
+// trip, leaving two deletes. The value node of a node deleted by someone else (a
+// hand-off, ReleaseOwner, by hand) is deleted by the backend of its session when its
+// contention finds the node gone, or with the session. Values need the raw requests of
+// go-zookeeper v1.0.4 (see Watches): with any other version the backend keeps none.
+//
 // # Watches
 //
 // The queue watch (ZooKeeper 3.6 or later). A backend sets one persistent recursive

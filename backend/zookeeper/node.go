@@ -23,6 +23,24 @@ const (
 	seqDigits = 10
 )
 
+// Nodes of simba's own, beside the JVM layout: JVM contenders never list them.
+const (
+	// valueRoot is the parent of every mutex's value nodes: /simba-value/<mutex> holds an
+	// EPHEMERAL node per contender node that marks a value, named after that node's
+	// protection (valueName), made with it in one transaction.
+	valueRoot = "/simba-value"
+	// slotRoot is the parent of every mutex's slot record, /simba-slot/<mutex>.
+	slotRoot = "/simba-slot"
+	// protectedLen is the length of a protection's mark and UUID, "_c_<uuid>".
+	protectedLen = len(protectionMark) + 36
+	// valueVersion is the UUID version digit of a protection whose node has a value node:
+	// 8, RFC 9562's version for custom UUIDs (Curator's, and simba's nodes without a
+	// value, carry random UUIDs, version 4).
+	valueVersion = '8'
+	// versionAt is where the UUID's version digit is in a protected node's name.
+	versionAt = len(protectionMark) + 14
+)
+
 // mutexPath returns the node under which the contenders of mutex create their nodes.
 func mutexPath(mutex string) string { return rootPath + "/" + mutex }
 
@@ -94,6 +112,25 @@ func newProtection() string {
 	u[8] = u[8]&0x3f | 0x80
 	return fmt.Sprintf("%s%x-%x-%x-%x-%x-", protectionMark, u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
+
+// markValue returns the protection prefix p (newProtection's) with its UUID marked as
+// that of a node with a value node.
+func markValue(p string) string { return p[:versionAt] + string(valueVersion) + p[versionAt+1:] }
+
+// valueName returns the name of the value node of the contender node called name, its
+// protection's mark and UUID ("_c_<uuid>"); ok is false when name marks no value.
+func valueName(name string) (string, bool) {
+	if len(name) <= protectedLen || !strings.HasPrefix(name, protectionMark) || name[versionAt] != valueVersion || name[protectedLen] != '-' {
+		return "", false
+	}
+	return name[:protectedLen], true
+}
+
+// valuesPath returns the node under which the value nodes of mutex's contenders are.
+func valuesPath(mutex string) string { return valueRoot + "/" + mutex }
+
+// slotPath returns the node that records mutex's last slot.
+func slotPath(mutex string) string { return slotRoot + "/" + mutex }
 
 // base returns the last element of a node path.
 func base(p string) string { return path.Base(p) }

@@ -68,9 +68,10 @@ const (
 
 // headRead is a read of the node at the head of a queue.
 type headRead struct {
-	name string
-	data []byte
-	st   *zk.Stat
+	name  string
+	data  []byte
+	st    *zk.Stat
+	value string // the owner value of the tenure the node is
 }
 
 // DefaultQueueWatchLimit is the longest queue a session watches whole by default (see
@@ -126,14 +127,26 @@ func (c *contention) watchQueue(ctx context.Context, s session) error {
 		{opGetChildren2, &getChildren2Request{Path: c.parent}, &list},
 	}
 	var created create2Response
+	var createdMulti multiResponse
+	var createdRead getDataResponse
 	join := c.p.ContenderID != "" && c.node == "" && c.pending == "" && !c.served
 	if join {
-		c.pending = newProtection()
-		calls = append(calls, rawCall{opCreate2, &zk.CreateRequest{Path: c.child(c.pending + latchName), Data: c.data,
-			Acl: b.acl, Flags: zk.FlagEphemeralSequential}, &created})
+		c.pending = c.newProtection()
+		if c.p.Value != "" {
+			calls = append(calls, c.createValueCalls(c.pending, &createdMulti, &createdRead)...)
+		} else {
+			calls = append(calls, rawCall{opCreate2, &zk.CreateRequest{Path: c.child(c.pending + latchName), Data: c.data,
+				Acl: b.acl, Flags: zk.FlagEphemeralSequential}, &created})
+		}
 	}
 	errs, err := b.pipeline(ctx, calls...)
 	if err == nil && join {
+		if c.p.Value != "" {
+			var st *zk.Stat
+			if created.Path, st, errs[2] = createdWithValue(errs[2:], &createdMulti, &createdRead); st != nil {
+				created.Stat = *st
+			}
+		}
 		switch err := errs[2]; {
 		case err == nil:
 			c.pending = ""
@@ -498,27 +511,28 @@ func (c *contention) place(ctx context.Context, l *look) (outcome, error) {
 	return c.locate(l), nil
 }
 
-// readHead returns the data and Stat of the node name at the head of the queue: read
-// once per owner for all the mutex's contentions in this backend, without a watch (the
-// queue's watch tells when it goes).
-func (c *contention) readHead(ctx context.Context, name string) ([]byte, *zk.Stat, error) {
+// readHead reads the node name at the head of the queue, and its owner value: once per
+// owner for all the mutex's contentions in this backend, without a watch (the queue's
+// watch tells when it goes).
+func (c *contention) readHead(ctx context.Context, name string) (headRead, error) {
 	b, q := c.b, c.q
 	b.mu.Lock()
 	h := q.head
 	b.mu.Unlock()
 	if h.name == name {
-		return h.data, h.st, nil
+		return h, nil
 	}
-	n, err := b.get(ctx, c.child(name))
+	n, value, err := c.readOwnerNode(ctx, c.child(name), b.get)
 	if err != nil {
-		return nil, nil, err
+		return headRead{}, err
 	}
+	h = headRead{name: name, data: n.data, st: n.st, value: value}
 	b.mu.Lock()
 	if q.state == live {
-		q.head = headRead{name: name, data: n.data, st: n.st}
+		q.head = h
 	}
 	b.mu.Unlock()
-	return n.data, n.st, nil
+	return h, nil
 }
 
 // readQueueOwner makes the view of who owns the mutex from the head of the live queue,
@@ -530,16 +544,16 @@ func (c *contention) readQueueOwner(ctx context.Context, l *look) (outcome, erro
 		return seen, nil
 	}
 	head := c.child(l.nodes[0].name)
-	data, st, err := c.readHead(ctx, l.nodes[0].name)
+	h, err := c.readHead(ctx, l.nodes[0].name)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return changed, nil // gone since: its deletion is in the queue already
 	case err != nil:
 		return failed, storeError("read", head, err)
 	}
-	l.v = view{ownerPath: head, owner: string(data), token: uint64(st.Czxid), node: c.node}
+	l.v = view{ownerPath: head, owner: string(h.data), token: uint64(h.st.Czxid), value: h.value, node: c.node}
 	if c.node != "" && l.v.owner == c.p.ContenderID {
-		return c.sharedID(ctx, l, st)
+		return c.sharedID(ctx, l, h.st)
 	}
 	return seen, nil
 }

@@ -57,6 +57,7 @@ var rawRequests = func() bool {
 
 // ZooKeeper's operation codes and request fields for the raw requests.
 const (
+	opGetData       = 4
 	opGetChildren2  = 12
 	opCreate2       = 15
 	opRemoveWatches = 18
@@ -78,6 +79,16 @@ type removeWatchesRequest struct {
 
 type create2Response struct {
 	Path string
+	Stat zk.Stat
+}
+
+type getDataRequest struct {
+	Path  string
+	Watch bool
+}
+
+type getDataResponse struct {
+	Data []byte
 	Stat zk.Stat
 }
 

@@ -451,6 +451,14 @@ func (b *Backend) leaveBehind(o orphan) {
 	b.wakeKeeper()
 }
 
+// collectLater records a node for the keeper to delete that nobody needs, without the
+// warning of leaveBehind: the value node of a contender's node that is gone. Called with
+// b.mu held.
+func (b *Backend) collectLater(o orphan) {
+	b.orphans[o] = struct{}{}
+	b.wakeKeeper()
+}
+
 func (b *Backend) wakeKeeper() {
 	select {
 	case b.keepWake <- struct{}{}:
