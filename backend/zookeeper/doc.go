@@ -37,6 +37,17 @@
 // contention finds the node gone, or with the session. Values need the raw requests of
 // go-zookeeper v1.0.4 (see Watches): with any other version the backend keeps none.
 //
+// # Slot records
+//
+// A contention records a Scheduler's slots (backend.SlotRecorder) in the PERSISTENT node
+// /simba-slot/<mutex>, beside the JVM layout, under the container node /simba-slot. Its
+// data is "<At in Unix nanoseconds> <token>" in decimal ASCII. LastSlot reads it;
+// ClaimSlot reads it, compares, and writes it with a setData on the version it read (or
+// creates it when there is none), and reads again when another claim wrote first (a
+// version conflict, or a create that finds the node). Nothing removes a slot record: it
+// is a few bytes per mutex that a Scheduler ran on, kept for good, like the mutex names
+// SQL stores keep.
+//
 // # Watches
 //
 // The queue watch (ZooKeeper 3.6 or later). A backend sets one persistent recursive
