@@ -45,8 +45,7 @@
 // ClaimSlot reads it, compares, and writes it with a setData on the version it read (or
 // creates it when there is none), and reads again when another claim wrote first (a
 // version conflict, or a create that finds the node). Nothing removes a slot record: it
-// is a few bytes per mutex that a Scheduler ran on, kept for good, like the mutex names
-// SQL stores keep.
+// is a few bytes per mutex that a Scheduler ran on, kept until someone deletes it.
 //
 // # Watches
 //
