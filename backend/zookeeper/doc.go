@@ -47,6 +47,31 @@
 // version conflict, or a create that finds the node). Nothing removes a slot record: it
 // is a few bytes per mutex that a Scheduler ran on, kept until someone deletes it.
 //
+// # Hand-off
+//
+// A contention hands the mutex to a waiting contender (backend.HandOffer). Waiters lists
+// the nodes after the owner's and reads each (its data, the contender ID, and its value
+// node when it has one) in one round trip. HandOff(to) finds the first of them whose ID
+// is to and sends one multi: a check that to's node is still there, the deletes of the
+// waiters' nodes ahead of it, then the delete of the caller's node, so that to's node is
+// the lowest and to owns, with its node's czxid as the token: greater than the caller's,
+// as its node was made later. A failed check changes nothing: the caller's node gone is
+// simba.ErrNotOwner, to's gone and no other node of to's is simba.ErrNotWaiting (a
+// waiter ahead that left meanwhile makes HandOff list again).
+//
+// The caller's node goes last: the server sends the deletions' events in the order of the
+// operations, and a session that keeps the queue from them, or a waiter that owns when
+// the owner's node just before its own goes (see Watches), never sees a deleted waiter at
+// the head. The caller's contention hears its node's deletion before the multi's answer,
+// stops believing and joins again at the back, with a new node; so does every Go waiter
+// whose node was deleted, as when its node vanishes for any reason (a Locker's waiter
+// too: it never owned). A JVM (Curator LeaderLatch) waiter whose node is deleted reacts
+// as Curator does: the deletion of the node before its own, which goes in the same multi,
+// wakes it; it lists the children, does not find its node and resets, creating a new
+// node at the back. to learns of its tenure as of any: a Report, from the deletion of the
+// node before its own. If to's session ends after the hand-off, its node goes with it
+// and the next waiter owns, as after any owner that crashed.
+//
 // # Watches
 //
 // The queue watch (ZooKeeper 3.6 or later). A backend sets one persistent recursive
