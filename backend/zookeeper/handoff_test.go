@@ -151,3 +151,36 @@ func TestHandOffRefused(t *testing.T) {
 	assert.Equal(t, []string{"b", "c"}, ids(ws), "nothing changed")
 	a.waitFor(t, "owning still", func(r backend.Record) bool { return r.Owner == "a" })
 }
+
+// A Curator LeaderLatch waits between the Go owner a and c, to whom a hands the mutex: its
+// node goes in the multi with a's, the deletion of the node before its own wakes it, it
+// does not find its node and resets, with a new node at the back; it is never the leader
+// meanwhile, and becomes it once the Go contenders are gone.
+func TestCuratorLatchHandOff(t *testing.T) {
+	cp := curatorClasspath(t)
+	for name, opts := range map[string][]zookeeper.Option{"queue": nil, "per node": {perNode}} {
+		t.Run(name, func(t *testing.T) {
+			mutex := mutexName(t)
+			a := startReporter(t, mutex, "a", "", false, opts...)
+			a.waitFor(t, "owning", func(r backend.Record) bool { return r.Owner == "a" })
+			j := startCurator(t, cp, "latch", "/simba/"+mutex, "j")
+			j.expect("connected")
+			j.expect("started")
+			waitersOf(t, a.Contention, func(ws []backend.Waiter) bool { return len(ws) == 1 })
+			c := startReporter(t, mutex, "c", "", false, opts...)
+			ws := waitersOf(t, a.Contention, func(ws []backend.Waiter) bool { return len(ws) == 2 })
+			require.Equal(t, []string{"j", "c"}, ids(ws))
+
+			require.NoError(t, a.Contention.(backend.HandOffer).HandOff(t.Context(), "c"))
+			c.waitFor(t, "owning", func(r backend.Record) bool { return r.Owner == "c" })
+			ws = waitersOf(t, c.Contention, func(ws []backend.Waiter) bool { return len(ws) == 2 })
+			assert.ElementsMatch(t, []string{"a", "j"}, ids(ws), "a and the latch joined again")
+			j.quiet("after the hand-off")
+
+			require.NoError(t, c.StopContend(t.Context()))
+			require.NoError(t, a.StopContend(t.Context()))
+			j.expect("leader")
+			j.release()
+		})
+	}
+}

@@ -2,6 +2,8 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -10,6 +12,9 @@ import org.apache.curator.retry.RetryOneTime;
 
 // Holds <connect> read|write|semaphore <path> [permits]: acquires, prints "held", gives
 // the hold back at the next line (or end) of stdin, prints "released".
+// Holds <connect> latch <path> <id>: starts a LeaderLatch, prints "started", then
+// "leader" and "notleader" as its leadership changes, and closes it at the next line (or
+// end) of stdin, printing "released".
 public class Holds {
     public static void main(String[] args) throws Exception {
         CuratorFramework client = CuratorFrameworkFactory.newClient(args[0], 10000, 5000, new RetryOneTime(100));
@@ -17,7 +22,17 @@ public class Holds {
         client.blockUntilConnected();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         System.out.println("connected");
-        if (args[1].equals("semaphore")) {
+        if (args[1].equals("latch")) {
+            LeaderLatch latch = new LeaderLatch(client, args[2], args[3]);
+            latch.addListener(new LeaderLatchListener() {
+                public void isLeader() { System.out.println("leader"); }
+                public void notLeader() { System.out.println("notleader"); }
+            });
+            latch.start();
+            System.out.println("started");
+            in.readLine();
+            latch.close();
+        } else if (args[1].equals("semaphore")) {
             InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(client, args[2], Integer.parseInt(args[3]));
             Lease lease = s.acquire();
             System.out.println("held " + lease.getNodeName());
