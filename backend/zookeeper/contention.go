@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -969,20 +970,23 @@ func (c *contention) leave() {
 		}
 	}
 	for _, n := range []struct {
-		path    string
+		paths   []string
 		session int64
-	}{{c.node, c.nodeSession}, {c.valueNode, c.nodeSession}, {c.guard, c.guardSession}} {
-		if n.path == "" || n.session != 0 && n.session != s.id {
+	}{{[]string{c.node, c.valueNode}, c.nodeSession}, {[]string{c.guard}, c.guardSession}} {
+		paths := slices.DeleteFunc(n.paths, func(p string) bool { return p == "" })
+		if len(paths) == 0 || n.session != 0 && n.session != s.id {
 			continue
 		}
-		dir, name := splitPath(n.path)
-		switch err := c.deleteNode(s, n.path); {
-		case err == nil:
-		case transient(err) || !s.up:
-			left = append(left, orphan{parent: dir, name: name})
-			c.leaveErr = err
-		default:
-			c.leaveErr = err
+		for i, err := range c.deleteNodes(s, paths...) {
+			dir, name := splitPath(paths[i])
+			switch {
+			case err == nil:
+			case transient(err) || !s.up:
+				left = append(left, orphan{parent: dir, name: name})
+				c.leaveErr = err
+			default:
+				c.leaveErr = err
+			}
 		}
 	}
 	if len(left) == 0 {
@@ -995,9 +999,15 @@ func (c *contention) leave() {
 	b.mu.Unlock()
 }
 
-func (c *contention) deleteNode(s session, node string) error {
+// deleteNodes deletes the nodes, in order, in one round trip, and returns the error of
+// each: none when it is gone.
+func (c *contention) deleteNodes(s session, nodes ...string) []error {
+	errs := make([]error, len(nodes))
 	if !s.up {
-		return fmt.Errorf("simba/zookeeper: delete %s: %w", node, ErrNoSession)
+		for i, node := range nodes {
+			errs[i] = fmt.Errorf("simba/zookeeper: delete %s: %w", node, ErrNoSession)
+		}
+		return errs
 	}
 	dl := time.Now().Add(c.b.bound())
 	if by := c.stopBy.Load(); by != nil {
@@ -1005,11 +1015,27 @@ func (c *contention) deleteNode(s session, node string) error {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
-	err := c.b.delete(ctx, node)
-	if err == nil || errors.Is(err, zk.ErrNoNode) {
-		return nil
+	if len(nodes) == 1 {
+		errs[0] = c.b.delete(ctx, nodes[0])
+	} else {
+		// Only a contender with a value has two nodes, and values need the raw requests.
+		calls := make([]rawCall, len(nodes))
+		for i, node := range nodes {
+			calls[i] = rawCall{opDelete, &zk.DeleteRequest{Path: node, Version: -1}, &emptyResponse{}}
+		}
+		var err error
+		if errs, err = c.b.pipeline(ctx, calls...); err != nil {
+			errs = slices.Repeat([]error{err}, len(nodes))
+		}
 	}
-	return c.b.explain(storeError("delete", node, err))
+	for i, err := range errs {
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			errs[i] = nil
+			continue
+		}
+		errs[i] = c.b.explain(storeError("delete", nodes[i], err))
+	}
+	return errs
 }
 
 // together runs f and g at once and returns when both have: two independent requests on

@@ -32,7 +32,9 @@
 // contender without a value creates its node alone, and pays no request more. With a
 // value, joining is the multi and a read of the value node (ZooKeeper 3.8 answers no
 // Stat to a create inside a multi; the value node's czxid is the token) in one round
-// trip, leaving two deletes. The value node of a node deleted by someone else (a
+// trip, and leaving two deletes in one. When the server has reaped /simba-value/<mutex>
+// (a container, once empty), the join makes it again, as it makes /simba/<mutex>. The
+// value node of a node deleted by someone else (a
 // hand-off, ReleaseOwner, by hand) is deleted by the backend of its session when its
 // contention finds the node gone, or with the session. Values need the raw requests of
 // go-zookeeper v1.0.4 (see Watches): with any other version the backend keeps none.

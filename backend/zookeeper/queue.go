@@ -394,6 +394,9 @@ func (b *Backend) adopted(q *queue, n latch) {
 		if strings.HasPrefix(n.name, prefix) {
 			q.abandoned = slices.Delete(q.abandoned, i, i+1)
 			b.leaveBehind(orphan{parent: q.parent, name: n.name})
+			if vname, ok := valueName(n.name); ok { // made with it, in its multi
+				b.leaveBehind(orphan{parent: valueRoot + strings.TrimPrefix(q.parent, rootPath), name: vname})
+			}
 			return
 		}
 	}

@@ -57,6 +57,7 @@ var rawRequests = func() bool {
 
 // ZooKeeper's operation codes and request fields for the raw requests.
 const (
+	opDelete        = 2
 	opGetData       = 4
 	opGetChildren2  = 12
 	opCreate2       = 15

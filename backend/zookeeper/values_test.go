@@ -83,9 +83,19 @@ func TestOwnerValueOfAnotherTransaction(t *testing.T) {
 // A Locker cycle with a value: the multi that makes both nodes, a read of the value node
 // for the token (ZooKeeper 3.8 answers no Stat inside a multi) in the same round trip,
 // and the two deletes.
+// The server reaps the containers once empty (the test server every 100ms): the test
+// keeps them, as keepMutexNode does.
 func TestLockerCycleRequestsWithValue(t *testing.T) {
 	mutex := mutexName(t)
 	keepMutexNode(t, mutex)
+	admin := adminConn(t)
+	for _, p := range []string{"/simba-value", "/simba-value/" + mutex} {
+		if _, err := admin.CreateContainer(p, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
+			require.ErrorIs(t, err, zk.ErrNodeExists)
+		}
+	}
+	_, err := admin.Create("/simba-value/"+mutex+"/keep", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
 	count := newRequestCount()
 	l, err := simba.NewLocker(spied(t, count.seen), mutex, simba.WithOwnerValue("v"))
 	require.NoError(t, err)
