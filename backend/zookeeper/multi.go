@@ -1,7 +1,6 @@
 package zookeeper
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,39 +8,30 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// go-zookeeper v1.0.4's Multi knows neither create2 inside a multi (it cannot decode its
-// answer, which carries the node's Stat) nor per-operation errors beyond the first. The
-// backend encodes its multis itself, in ZooKeeper's wire format (jute), and sends them
-// as raw requests (see raw.go): a contender's node and its value node are created in one
-// transaction (create2, for the token), and a hand-off deletes nodes in one.
+// go-zookeeper v1.0.4's Multi cannot decode the answer of a create2 inside a multi,
+// which carries the node's Stat from some servers. The backend encodes the multi that
+// creates a contender's node and its value node in one transaction itself, in
+// ZooKeeper's wire format (jute), and sends it as a raw request (see raw.go), pipelined
+// with the read that follows it.
 
 const opMulti = 14
 
-// ZooKeeper's operation codes inside a multi, besides opCreate2.
+// ZooKeeper's operation codes in a multi's answer, besides opCreate2.
 const (
 	opMultiCreate = 1
-	opMultiDelete = 2
-	opMultiCheck  = 13
 	opMultiError  = -1
 )
 
-// multiOp is one operation of a multi: a create2 (data and flags), a delete or a check
-// (version; -1 matches any).
+// multiOp is one operation of a multi: a create2.
 type multiOp struct {
-	op      int32
-	path    string
-	data    []byte
-	flags   int32
-	version int32
+	path  string
+	data  []byte
+	flags int32
 }
 
 func create2Op(path string, data []byte, flags int32) multiOp {
-	return multiOp{op: opCreate2, path: path, data: data, flags: flags}
+	return multiOp{path: path, data: data, flags: flags}
 }
-
-func deleteOp(path string) multiOp { return multiOp{op: opMultiDelete, path: path, version: -1} }
-
-func checkOp(path string) multiOp { return multiOp{op: opMultiCheck, path: path, version: -1} }
 
 // multiRequest is a multi's request body, encoded by its Encode method (go-zookeeper
 // calls it for any request that has one).
@@ -55,21 +45,16 @@ type multiRequest struct {
 func (r *multiRequest) Encode(buf []byte) (int, error) {
 	var w juteWriter
 	for _, o := range r.ops {
-		w.header(o.op, false)
+		w.header(opCreate2, false)
 		w.string(o.path)
-		switch o.op {
-		case opCreate2:
-			w.bytes(o.data)
-			w.int32(int32(len(r.acl)))
-			for _, a := range r.acl {
-				w.int32(a.Perms)
-				w.string(a.Scheme)
-				w.string(a.ID)
-			}
-			w.int32(o.flags)
-		default:
-			w.int32(o.version)
+		w.bytes(o.data)
+		w.int32(int32(len(r.acl)))
+		for _, a := range r.acl {
+			w.int32(a.Perms)
+			w.string(a.Scheme)
+			w.string(a.ID)
 		}
+		w.int32(o.flags)
 	}
 	w.header(-1, true)
 	if len(w.b) > len(buf) {
@@ -108,7 +93,6 @@ func (r *multiResponse) Decode(buf []byte) (int, error) {
 		case opCreate2:
 			path = rd.string()
 			rd.take(statLen)
-		case opMultiDelete, opMultiCheck:
 		default:
 			return rd.n, fmt.Errorf("simba/zookeeper: multi answered operation %d, which it did not send: %w", typ, zk.ErrAPIError)
 		}
@@ -123,15 +107,15 @@ func (r *multiResponse) Decode(buf []byte) (int, error) {
 	return rd.n, nil
 }
 
-// failed returns the error of the operation that failed the multi, and its index; -1 and
-// nil when every operation succeeded.
-func (r *multiResponse) failed() (int, error) {
-	for i, err := range r.errs {
+// failed returns the error of the operation that failed the multi; nil when every
+// operation succeeded.
+func (r *multiResponse) failed() error {
+	for _, err := range r.errs {
 		if err != nil && !errors.Is(err, errRuntimeInconsistency) {
-			return i, err
+			return err
 		}
 	}
-	return -1, nil
+	return nil
 }
 
 // errRuntimeInconsistency is RUNTIMEINCONSISTENCY (-2): in a failed multi, an operation
@@ -167,19 +151,6 @@ func codeError(code int32) error {
 		return zk.ErrSessionMoved
 	}
 	return fromZK(fmt.Errorf("unknown error: %d", code)) // as go-zookeeper reports a code it does not name
-}
-
-// multi sends ops as one transaction: all of them or none. err is the failing
-// operation's error (see multiResponse.failed) or the request's; res tells each one's.
-func (b *Backend) multi(ctx context.Context, ops ...multiOp) (multiResponse, error) {
-	return ask(ctx, b, func() (multiResponse, error) {
-		var res multiResponse
-		if _, err := connRequest(b.conn, opMulti, &multiRequest{ops: ops, acl: b.acl}, &res, nil); err != nil {
-			return multiResponse{}, err // not res: see create2
-		}
-		_, err := res.failed()
-		return res, err
-	})
 }
 
 // juteWriter encodes ZooKeeper's wire format: big-endian integers, byte strings after

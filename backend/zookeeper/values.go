@@ -95,7 +95,7 @@ func createdWithValue(errs []error, res *multiResponse, read *getDataResponse) (
 	if errs[0] != nil {
 		return "", nil, errs[0]
 	}
-	if _, err := res.failed(); err != nil {
+	if err := res.failed(); err != nil {
 		return "", nil, err
 	}
 	if errs[1] != nil || read.Stat.Czxid == 0 {
