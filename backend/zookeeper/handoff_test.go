@@ -184,3 +184,38 @@ func TestCuratorLatchHandOff(t *testing.T) {
 		})
 	}
 }
+
+// Rounds of hand-offs among five services, each to the last waiter, so that every other
+// waiter's node goes too: each tenure's token is greater than the one before, and a
+// contender is reported the owner only of the tenures handed to it (or the first).
+func TestHandOffRounds(t *testing.T) {
+	for name, opts := range map[string][]zookeeper.Option{"queue": nil, "per node": {perNode}} {
+		t.Run(name, func(t *testing.T) {
+			mutex := mutexName(t)
+			byID := map[string]*reporter{}
+			var all []*reporter
+			for i := range 5 {
+				id := string(rune('a' + i))
+				r := startReporter(t, mutex, id, "v"+id, false, opts...)
+				byID[id] = r
+				all = append(all, r)
+			}
+			owner := all[0]
+			rec := owner.waitFor(t, "owning", func(r backend.Record) bool { return r.Owner == owner.id })
+			granted := map[string][]uint64{owner.id: {rec.Token}}
+			for round := range 12 {
+				ws := waitersOf(t, owner.Contention, func(ws []backend.Waiter) bool { return len(ws) == 4 })
+				to := byID[ws[len(ws)-1].ID]
+				require.NoError(t, owner.Contention.(backend.HandOffer).HandOff(t.Context(), to.id), "round %d", round)
+				next := to.waitFor(t, "owning", func(r backend.Record) bool { return r.Owner == to.id && r.Token > rec.Token })
+				assert.Equal(t, "v"+to.id, next.Value)
+				granted[to.id] = append(granted[to.id], next.Token)
+				owner, rec = to, next
+			}
+			for _, r := range all {
+				assert.Subset(t, granted[r.id], r.ownedTokens(), "%s was reported the owner of tenures not handed to it", r.id)
+				assert.Subset(t, r.ownedTokens(), granted[r.id], "%s was not reported the owner of tenures handed to it", r.id)
+			}
+		})
+	}
+}
