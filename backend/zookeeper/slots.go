@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -27,14 +28,17 @@ func (c *contention) LastSlot(ctx context.Context) (backend.Slot, error) {
 // reads the record and writes it with the version read (a setData), or creates it when
 // there is none; when another claim wrote first, it reads again.
 func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error) {
-	b, path := c.b, slotPath(c.p.Mutex)
-	data := []byte(strconv.FormatInt(s.At.UnixNano(), 10) + " " + strconv.FormatUint(s.Token, 10))
+	if s.At.Before(minSlot) || s.At.After(maxSlot) {
+		return false, simba.InvalidArgument("slot instant", s.At, "must lie between 1678 and 2262 (Unix nanoseconds)")
+	}
+	b, path, at := c.b, slotPath(c.p.Mutex), s.At.UnixNano()
+	data := []byte(strconv.FormatInt(at, 10) + " " + strconv.FormatUint(s.Token, 10))
 	for {
 		rec, version, err := c.readSlot(ctx)
 		switch {
 		case err != nil:
 			return false, err
-		case !s.At.After(rec.At) || s.Token < rec.Token:
+		case version >= 0 && (at <= rec.At.UnixNano() || s.Token < rec.Token):
 			return false, nil
 		case version < 0:
 			err = b.createSlot(ctx, path, data)
@@ -53,6 +57,12 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 		return true, nil
 	}
 }
+
+// The instants whose Unix nanoseconds an int64 holds.
+var (
+	minSlot = time.Unix(0, math.MinInt64)
+	maxSlot = time.Unix(0, math.MaxInt64)
+)
 
 // readSlot reads the slot record and its data version; -1 when there is none.
 func (c *contention) readSlot(ctx context.Context) (backend.Slot, int32, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 )
 
@@ -109,4 +110,18 @@ func TestSlotRecordMalformed(t *testing.T) {
 	assert.ErrorContains(t, err, "yesterday")
 	_, err = rec.ClaimSlot(t.Context(), backend.Slot{At: time.Now(), Token: 1})
 	assert.ErrorContains(t, err, "yesterday")
+}
+
+// A slot whose instant Unix nanoseconds cannot hold is bad input, and recorded nowhere.
+func TestSlotInstantOutOfRange(t *testing.T) {
+	mutex := mutexName(t)
+	rec := startContention(t, newBackend(t), mutex, "a").(backend.SlotRecorder)
+	for _, at := range []time.Time{{}, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		ok, err := rec.ClaimSlot(t.Context(), backend.Slot{At: at, Token: 1})
+		assert.ErrorIs(t, err, simba.ErrInvalidArgument, "at %v", at)
+		assert.False(t, ok)
+	}
+	last, err := rec.LastSlot(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, backend.Slot{}, last, "recorded")
 }
