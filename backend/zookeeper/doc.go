@@ -46,7 +46,9 @@
 // data is "<At in Unix nanoseconds> <token>" in decimal ASCII. LastSlot reads it;
 // ClaimSlot reads it, compares, and writes it with a setData on the version it read (or
 // creates it when there is none), and reads again when another claim wrote first (a
-// version conflict, or a create that finds the node). Nothing removes a slot record: it
+// version conflict, or a create that finds the node); an instant whose Unix nanoseconds
+// an int64 cannot hold is refused (simba.ErrInvalidArgument), and a record that is not
+// of this form is a refusal (simba.ErrRefused). Nothing removes a slot record: it
 // is a few bytes per mutex that a Scheduler ran on, kept until someone deletes it.
 //
 // # Hand-off
