@@ -62,6 +62,8 @@ type contention struct {
 	sincePath string              // the owner node since refers to
 	interest  map[string]struct{} // nodes whose events concern this contention
 	lastErr   error               // the last failure, for StartContend's error
+	holdJoin  bool                // a hand-off holds the contender's join back (see HandOff)
+	rejoined  chan struct{}       // closed when the contender has a node again after a hand-off
 	mine      string              // the name of node, for OthersWaiting
 	ownerGone string              // view.before, deleted since (see promote)
 }
@@ -251,8 +253,8 @@ func (c *contention) run() {
 //	                        was deleted
 //	                 woken: its node was made in a session now ended  expired
 //	                 woken: it has a node                             listing
-//	                 woken: it has none                               joining, or served
-//	expired          dropped: it forgot its node                      joining, or served
+//	                 woken: it has none                               joining, served or held
+//	expired          dropped: it forgot its node                      joining, served or held
 //	joining          joined: it has a node                            listing
 //	listing          first: its node is the lowest                    owning
 //	                 behind: other nodes come before its own          waiting, or queued
@@ -273,10 +275,11 @@ const (
 	queued                 // a Locker's waiter (watching per node: behind another waiter): reads no owner (per node: watches only the node before its own)
 	expired                // its node was made in a session that has ended, and ended with it
 	served                 // a one-tenure participant (WaitsOnly) whose node is gone after it owned: waits for its stop
+	held                   // its node is gone in a hand-off it made: it joins again once the waiters sent back with it have (see HandOff)
 	left                   // stopped: its node is deleted, or left to the backend
 )
 
-var stateNames = [...]string{"observing", "joining", "listing", "owning", "waiting", "queued", "expired", "served", "left"}
+var stateNames = [...]string{"observing", "joining", "listing", "owning", "waiting", "queued", "expired", "served", "held", "left"}
 
 func (s state) String() string {
 	if int(s) < len(stateNames) {
@@ -386,6 +389,9 @@ func (c *contention) transition(o outcome, l *look) state {
 			// a new node would make it the owner again meanwhile, for nobody.
 			return served
 		}
+		if c.joinHeld() {
+			return held
+		}
 		return joining
 	case joined:
 		return listing
@@ -432,7 +438,7 @@ func (c *contention) work(ctx context.Context, l *look) (outcome, error) {
 			return seen, nil
 		}
 		return c.waitBehind(ctx, l)
-	case served:
+	case served, held:
 		l.v = view{} // no owner known, nothing watched
 		return seen, nil
 	}
@@ -861,6 +867,10 @@ func (c *contention) setNode(path string) {
 	c.b.mu.Lock()
 	defer c.b.mu.Unlock()
 	c.mine = base(path)
+	if path != "" && c.rejoined != nil {
+		close(c.rejoined)
+		c.rejoined = nil
+	}
 	if old != "" && old != c.valueNode && (oldSession == 0 || oldSession == c.b.sess.id) {
 		dir, name := splitPath(old)
 		c.b.collectLater(orphan{parent: dir, name: name})

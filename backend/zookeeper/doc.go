@@ -66,10 +66,14 @@
 // The caller's node goes last: the server sends the deletions' events in the order of the
 // operations, and a session that keeps the queue from them, or a waiter that owns when
 // the owner's node just before its own goes (see Watches), never sees a deleted waiter at
-// the head. The caller's contention hears its node's deletion before the multi's answer,
-// stops believing and joins again at the back, with a new node; so does every Go waiter
-// whose node was deleted, as when its node vanishes for any reason (a Locker's waiter
-// too: it never owned). A JVM (Curator LeaderLatch) waiter whose node is deleted reacts
+// the head. Every Go waiter whose node was deleted joins again at the back, with a new
+// node, as when its node vanishes for any reason (a Locker's waiter too: it never
+// owned); the waiters ahead of to lose their places, which ZooKeeper cannot keep. The
+// caller's contention hears its node's deletion before the multi's answer and stops
+// believing; it joins again only once each of those waiters has a new node (HandOff
+// watches the mutex node's children for them, for a session timeout at most), so that
+// it is behind those waiting, and HandOff returns once it has (or when its context
+// ends). A JVM (Curator LeaderLatch) waiter whose node is deleted reacts
 // as Curator does: the deletion of the node before its own, which goes in the same multi,
 // wakes it; it lists the children, does not find its node and resets, creating a new
 // node at the back. to learns of its tenure as of any: a Report, from the deletion of the

@@ -98,9 +98,9 @@ func ids(ws []backend.Waiter) []string {
 }
 
 // The owner a hands the mutex to c, behind b; d waits behind c. In one multi, the nodes
-// of a and b go: c owns, with a greater token and its value, and a and b join again at
-// the back, behind d. Neither b nor d is ever reported the owner, and a's contention
-// has stopped believing when HandOff returns.
+// of a and b go: c owns, with a greater token and its value, and b, then a, join again at
+// the back, behind d, before HandOff returns. Neither b nor d is ever reported the
+// owner, and a's contention has stopped believing when HandOff returns.
 func TestHandOff(t *testing.T) {
 	for name, opts := range map[string][]zookeeper.Option{"queue": nil, "per node": {perNode}} {
 		t.Run(name, func(t *testing.T) {
@@ -117,12 +117,13 @@ func TestHandOff(t *testing.T) {
 			a.mu.Lock()
 			assert.NotEqual(t, "a", a.last.Owner, "a's contention believes after the hand-off")
 			a.mu.Unlock()
+			// HandOff returns once a joined again, after b: a is behind those waiting.
+			ws, err := c.Contention.(backend.HandOffer).Waiters(t.Context())
+			require.NoError(t, err)
+			assert.Equal(t, []string{"d", "b", "a"}, ids(ws), "b, then a, joined again at the back")
 			rec := c.waitFor(t, "owning", func(r backend.Record) bool { return r.Owner == "c" })
 			assert.Greater(t, rec.Token, held.Token, "c's tenure token")
 			assert.Equal(t, "vc", rec.Value)
-			ws = waitersOf(t, c.Contention, func(ws []backend.Waiter) bool { return len(ws) == 3 })
-			assert.Equal(t, "d", ws[0].ID, "d waits first now: %v", ids(ws))
-			assert.ElementsMatch(t, []string{"a", "b"}, ids(ws[1:]), "a and b joined again at the back")
 			// a's service sees c own (a is a service's contention: told the owner).
 			a.waitFor(t, "seeing c own", func(r backend.Record) bool { return r.Owner == "c" && r.Value == "vc" })
 			assert.Empty(t, b.ownedTokens(), "b was reported the owner")
@@ -173,8 +174,9 @@ func TestCuratorLatchHandOff(t *testing.T) {
 
 			require.NoError(t, a.Contention.(backend.HandOffer).HandOff(t.Context(), "c"))
 			c.waitFor(t, "owning", func(r backend.Record) bool { return r.Owner == "c" })
-			ws = waitersOf(t, c.Contention, func(ws []backend.Waiter) bool { return len(ws) == 2 })
-			assert.ElementsMatch(t, []string{"a", "j"}, ids(ws), "a and the latch joined again")
+			ws, err := c.Contention.(backend.HandOffer).Waiters(t.Context())
+			require.NoError(t, err)
+			assert.Equal(t, []string{"j", "a"}, ids(ws), "the latch, then a, joined again")
 			j.quiet("after the hand-off")
 
 			require.NoError(t, c.StopContend(t.Context()))

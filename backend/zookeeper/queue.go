@@ -129,7 +129,7 @@ func (c *contention) watchQueue(ctx context.Context, s session) error {
 	var created create2Response
 	var createdMulti multiResponse
 	var createdRead getDataResponse
-	join := c.p.ContenderID != "" && c.node == "" && c.pending == "" && !c.served
+	join := c.p.ContenderID != "" && c.node == "" && c.pending == "" && !c.served && !c.joinHeld()
 	if join {
 		c.pending = c.newProtection()
 		if c.p.Value != "" {
