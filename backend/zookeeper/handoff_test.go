@@ -221,3 +221,42 @@ func TestHandOffRounds(t *testing.T) {
 		})
 	}
 }
+
+// Through the root API: a service hands off to a waiting one by ID, and a leader whose
+// value the preference rejects hands off by itself to the waiter whose value it accepts.
+func TestServiceHandOff(t *testing.T) {
+	mutex := mutexName(t)
+	newSvc := func(r *recorder, value string) *simba.Service {
+		s, err := simba.NewService(newBackend(t), r.contender(mutex), simba.WithLogger(testLogger(t)),
+			simba.WithOwnerValue(value), simba.WithPreference(func(v string) bool { return v == "v2" }))
+		require.NoError(t, err)
+		require.NoError(t, s.Start(t.Context()))
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	ra, rb, rc := newRecorder("a"), newRecorder("b"), newRecorder("c")
+	a := newSvc(ra, "v2")
+	got := ra.next(t, true, 10*time.Second)
+	newSvc(rb, "v1")
+	waitersOf(t, startContention(t, newBackend(t), mutex, ""), func(ws []backend.Waiter) bool { return len(ws) == 1 })
+	require.NoError(t, a.HandOff(t.Context(), "b"))
+	ra.next(t, false, 10*time.Second)
+	cb := rb.next(t, true, 10*time.Second)
+	assert.Greater(t, cb.owner.Token, got.owner.Token)
+	assert.Equal(t, "v1", cb.owner.Value)
+	// b's value is not preferred: once a v2 contender waits, b hands off to it.
+	newSvc(rc, "v2")
+	rb.next(t, false, 10*time.Second)
+	winner := ""
+	select {
+	case cb := <-ra.events:
+		winner = "a"
+		assert.True(t, cb.acquired)
+	case cb := <-rc.events:
+		winner = "c"
+		assert.True(t, cb.acquired)
+	case <-time.After(10 * time.Second):
+		t.Fatal("nobody acquired after b's hand-off")
+	}
+	assert.Equal(t, "a", winner, "a waited before c: b hands off to the first waiter it prefers")
+}
