@@ -60,10 +60,10 @@ func (c *contention) HandOff(ctx context.Context, to string) error {
 		c.rejoined = nil
 	}
 	b.mu.Unlock()
+	c.poke() // a contention held meanwhile (its node gone anyway) joins now
 	if err != nil {
 		return err
 	}
-	c.poke()
 	select {
 	case <-rejoined:
 	case <-ctx.Done():
