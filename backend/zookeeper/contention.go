@@ -523,9 +523,13 @@ func (c *contention) create(ctx context.Context, prefix string, withStat bool) (
 			return path, st, nil
 		}
 		// ErrNoNode: the server reaped /simba, empty, before the mutex node was made under
-		// it (or /simba-value, before the values' node). Both are made again.
-		if err := c.b.makeParents(ctx, c.parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return "", nil, err
+		// it (or /simba-value, before the values' node). Both are made again; only the
+		// values' ones when the multi failed at the value node.
+		var failed *multiOpError
+		if !errors.As(err, &failed) || failed.op == 0 {
+			if err := c.b.makeParents(ctx, c.parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return "", nil, err
+			}
 		}
 		if c.p.Value == "" {
 			continue

@@ -107,16 +107,27 @@ func (r *multiResponse) Decode(buf []byte) (int, error) {
 	return rd.n, nil
 }
 
-// failed returns the error of the operation that failed the multi; nil when every
-// operation succeeded.
+// failed returns the error of the operation that failed the multi, a *multiOpError; nil
+// when every operation succeeded.
 func (r *multiResponse) failed() error {
-	for _, err := range r.errs {
+	for i, err := range r.errs {
 		if err != nil && !errors.Is(err, errRuntimeInconsistency) {
-			return err
+			return &multiOpError{op: i, err: err}
 		}
 	}
 	return nil
 }
+
+// multiOpError is the error of the operation of a multi that failed it.
+type multiOpError struct {
+	op  int // its place in the multi
+	err error
+}
+
+func (e *multiOpError) Error() string {
+	return fmt.Sprintf("operation %d of the multi: %v", e.op, e.err)
+}
+func (e *multiOpError) Unwrap() error { return e.err }
 
 // errRuntimeInconsistency is RUNTIMEINCONSISTENCY (-2): in a failed multi, an operation
 // after the one that failed.

@@ -112,3 +112,28 @@ func TestLockerCycleRequestsWithValue(t *testing.T) {
 	}
 	assert.Equal(t, map[int32]int{opMulti: cycles, opGetData: cycles, opDelete: 2 * cycles}, count.take())
 }
+
+// When the server has reaped /simba-value/<mutex> (a container, once empty), a join with
+// a value makes it again, and only it: the multi tells that the contender's node's
+// parent is there.
+func TestValueParentReaped(t *testing.T) {
+	mutex := mutexName(t)
+	keepMutexNode(t, mutex)
+	admin := adminConn(t)
+	count := newRequestCount()
+	l, err := simba.NewLocker(spied(t, count.seen), mutex, simba.WithOwnerValue("v"))
+	require.NoError(t, err)
+	cycle := func() {
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(t.Context()))
+	}
+	cycle()
+	if err := admin.Delete("/simba-value/"+mutex, -1); err != nil {
+		require.ErrorIs(t, err, zk.ErrNoNode) // reaped already
+	}
+	count.take()
+	cycle()
+	const opCreateContainer = 19
+	assert.Equal(t, map[int32]int{opMulti: 2, opGetData: 2, opCreateContainer: 2, opDelete: 2}, count.take())
+}
