@@ -525,8 +525,8 @@ func (c *contention) create(ctx context.Context, prefix string, withStat bool) (
 		// ErrNoNode: the server reaped /simba, empty, before the mutex node was made under
 		// it (or /simba-value, before the values' node). Both are made again; only the
 		// values' ones when the multi failed at the value node.
-		var failed *multiOpError
-		if !errors.As(err, &failed) || failed.op == 0 {
+		var opErr *multiOpError
+		if !errors.As(err, &opErr) || opErr.op == 0 {
 			if err := c.b.makeParents(ctx, c.parent); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return "", nil, err
 			}
