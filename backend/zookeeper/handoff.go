@@ -81,7 +81,7 @@ func (c *contention) joinHeld() bool {
 
 // awaitJoins waits until every waiter ahead of waiting[at] (their nodes deleted by a
 // hand-off) has a new node, for a session timeout at most, or until the caller's
-// contention has a node again (rejoined closed).
+// contention has a node again (rejoined closed) or stops.
 func (c *contention) awaitJoins(ctx context.Context, waiting []waiter, at int, rejoined <-chan struct{}) {
 	if at == 0 {
 		return
@@ -130,6 +130,8 @@ func (c *contention) awaitJoins(ctx context.Context, waiting []waiter, at int, r
 		case <-ctx.Done():
 			return
 		case <-rejoined:
+			return
+		case <-c.stop:
 			return
 		}
 	}
