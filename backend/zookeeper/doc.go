@@ -19,9 +19,9 @@
 //
 // # Owner values
 //
-// The backend keeps owner values of mutexes (backend.ValueKeeper, simba.WithOwnerValue)
-// in nodes of its own beside the JVM layout, which JVM contenders never list: the node's
-// data is Curator's, the contender ID. A contender with a value creates its node and an
+// The backend keeps owner values of mutexes (backend.ValueKeeper, simba.WithOwnerValue) in
+// nodes of its own beside the JVM layout, which JVM contenders never list: the node's data
+// is Curator's, the contender ID. A contender with a value creates its node and an
 // EPHEMERAL value node /simba-value/<mutex>/_c_<uuid>, named after its node's protection
 // prefix and holding the value in UTF-8, in one transaction (a multi); the UUID of such a
 // node carries version 8 (RFC 9562's custom version) instead of Curator's random version
@@ -30,14 +30,14 @@
 // reader, who reads the value node with the owner's node in one round trip, answers its
 // value only when the czxids agree, so a Record never shows another tenure's value. A
 // contender without a value creates its node alone, and pays no request more. With a
-// value, joining is the multi and a read of the value node (ZooKeeper 3.8 answers no
-// Stat to a create inside a multi; the value node's czxid is the token) in one round
-// trip, and leaving two deletes in one. When the server has reaped /simba-value/<mutex>
-// (a container, once empty), the join makes it again, as it makes /simba/<mutex>. The
-// value node of a node deleted by someone else (a
-// hand-off, ReleaseOwner, by hand) is deleted by the backend of its session when its
-// contention finds the node gone, or with the session. Values need the raw requests of
-// go-zookeeper v1.0.4 (see Watches): with any other version the backend keeps none.
+// value, joining is the multi and a read of the value node (ZooKeeper 3.8 answers no Stat
+// to a create inside a multi; the value node's czxid is the token) in one round trip, and
+// leaving two deletes in one. When the server has reaped /simba-value/<mutex> (a
+// container, once empty), the join makes it again, as it makes /simba/<mutex>. The value
+// node of a node deleted by someone else (a hand-off, ReleaseOwner, by hand) is deleted by
+// the backend of its session when its contention finds the node gone, or with the session.
+// Values need the raw requests of go-zookeeper v1.0.4 (see Watches): with any other
+// version the backend keeps none.
 //
 // # Slot records
 //
@@ -46,10 +46,10 @@
 // data is "<At in Unix nanoseconds> <token>" in decimal ASCII. LastSlot reads it;
 // ClaimSlot reads it, compares, and writes it with a setData on the version it read (or
 // creates it when there is none), and reads again when another claim wrote first (a
-// version conflict, or a create that finds the node); an instant whose Unix nanoseconds
-// an int64 cannot hold is refused (simba.ErrInvalidArgument), and a record that is not
-// of this form is a refusal (simba.ErrRefused). Nothing removes a slot record: it
-// is a few bytes per mutex that a Scheduler ran on, kept until someone deletes it.
+// version conflict, or a create that finds the node); an instant whose Unix nanoseconds an
+// int64 cannot hold is refused (simba.ErrInvalidArgument), and a record that is not of
+// this form is a refusal (simba.ErrRefused). Nothing removes a slot record: it is a few
+// bytes per mutex that a Scheduler ran on, kept until someone deletes it.
 //
 // # Hand-off
 //
@@ -64,21 +64,21 @@
 // waiter ahead that left meanwhile makes HandOff list again).
 //
 // The caller's node goes last: the server sends the deletions' events in the order of the
-// operations, and a session that keeps the queue from them, or a waiter that owns when
-// the owner's node just before its own goes (see Watches), never sees a deleted waiter at
-// the head. Every Go waiter whose node was deleted joins again at the back, with a new
-// node, as when its node vanishes for any reason (a Locker's waiter too: it never
-// owned); the waiters ahead of to lose their places, which ZooKeeper cannot keep. The
-// caller's contention hears its node's deletion before the multi's answer and stops
-// believing; it joins again only once each of those waiters has a new node (HandOff
-// watches the mutex node's children for them, for a session timeout at most), so that
-// it is behind those waiting, and HandOff returns once it has (or when its context
-// ends). A JVM (Curator LeaderLatch) waiter whose node is deleted reacts
-// as Curator does: the deletion of the node before its own, which goes in the same multi,
-// wakes it; it lists the children, does not find its node and resets, creating a new
-// node at the back. to learns of its tenure as of any: a Report, from the deletion of the
-// node before its own. If to's session ends after the hand-off, its node goes with it
-// and the next waiter owns, as after any owner that crashed.
+// operations, and a session that keeps the queue from them, or a waiter that owns when the
+// owner's node just before its own goes (see Watches), never sees a deleted waiter at the
+// head. Every Go waiter whose node was deleted joins again at the back, with a new node,
+// as when its node vanishes for any reason (a Locker's waiter too: it never owned); the
+// waiters ahead of to lose their places, which ZooKeeper cannot keep. The caller's
+// contention hears its node's deletion before the multi's answer and stops believing; it
+// joins again only once each of those waiters has a new node (HandOff watches the mutex
+// node's children for them, for a session timeout at most), so that it is behind those
+// waiting, and HandOff returns once it has (or when its context ends). A JVM (Curator
+// LeaderLatch) waiter whose node is deleted reacts as Curator does: the deletion of the
+// node before its own, which goes in the same multi, wakes it; it lists the children, does
+// not find its node and resets, creating a new node at the back. to learns of its tenure
+// as of any: a Report, from the deletion of the node before its own. If to's session ends
+// after the hand-off, its node goes with it and the next waiter owns, as after any owner
+// that crashed.
 //
 // # Watches
 //
