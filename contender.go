@@ -2,10 +2,9 @@ package simba
 
 import "context"
 
-// Contender takes part in the contention for a mutex, for NewService; Mutex and
-// ContenderID must not change. Its callbacks alternate, OnAcquired first, one at a time,
-// off the store's goroutine; a panic is recovered and logged. One may call Stop or Close of
-// its own service: belief ends at once, and OnReleased follows its return.
+// Contender contends for a mutex (NewService); Mutex and ContenderID must not change.
+// Callbacks alternate, OnAcquired first, off the store's goroutine, panics logged; one may
+// Stop or Close its own service (belief ends at once, OnReleased follows).
 type Contender interface {
 	Mutex() string
 	// ContenderID is unique among the mutex's contenders on the store (see HostContenderID).

@@ -22,8 +22,8 @@ func (l *Lease) Token() uint64 { return l.owner.Token }
 // Owner returns the owner record as acquired; Context tells if it is held.
 func (l *Lease) Owner() Owner { return l.owner }
 
-// Context returns the tenure context, ended by Release or a loss (ErrOwnershipLost, as
-// its cause); each read checks the local TTL end, so check it right before acting.
+// Context returns the tenure context, ended by Release or a loss (cause ErrOwnershipLost);
+// check it right before acting.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Done is short for Context().Done().

@@ -28,9 +28,8 @@ func WithLocalHandOvers(n int) MutexesOption {
 	return mutexesOption(func(c *config) { c.localHandOvers = n })
 }
 
-// Mutexes shares mutexes among a process's goroutines: one store contender per mutex, and a
-// local FIFO queue of waiters, to whom a release hands the tenure without a store round
-// trip (see WithLocalHandOvers). Names nobody holds or awaits leave nothing behind.
+// Mutexes shares mutexes among a process's goroutines: one store contender per mutex, a
+// local FIFO queue of waiters handed the tenure without a store round trip.
 type Mutexes struct {
 	backend Backend
 	cfg     config

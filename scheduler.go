@@ -39,9 +39,8 @@ func ScheduledAt(ctx context.Context) (time.Time, bool) {
 
 type scheduledAtKey struct{}
 
-// Scheduler runs work on a Schedule while it leads; on a loss or Stop the work's context
-// ends and no run starts. On a store that records slots (backend.SlotRecorder) it claims
-// each run's slot first and starts after the slot claimed last: no slot runs twice.
+// Scheduler runs work on a Schedule while it leads, until a loss or Stop ends the work's
+// context. Where the store records slots (backend.SlotRecorder), no slot runs twice.
 // It has a Service's lifecycle and must not be copied.
 type Scheduler struct {
 	svc      *Service
