@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Owner is a mutex's owner record; the zero Owner means "no owner". Its instants are
-// local (send time plus the store's durations): compare them with time.Now().
+// Owner is a mutex's owner record (the zero Owner: none); its instants are local (send
+// time plus the store's durations).
 type Owner struct {
 	ID           string    // the owner's contender ID; empty: no owner
 	AcquiredAt   time.Time // when the tenure began, as far as the store tells
