@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,8 @@ type view struct {
 	valid     bool
 	self      bool          // the owner key is this contender's
 	ownerKey  string        // empty: no owner
-	owner     string        // the owner's contender ID (its key's value)
+	owner     string        // the owner's contender ID (from its key's value)
+	value     string        // the owner value of the tenure token names (from the same key)
 	token     uint64        // the owner key's create revision
 	epoch     uint64        // the lease epoch it was read in
 	gen       uint64        // the contention's gen when the look began
@@ -286,7 +288,7 @@ func (c *contention) join(ctx context.Context) (look, error) {
 	floor := c.b.revisionFloor()
 	resp, err := c.b.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
-		Then(clientv3.OpPut(c.key, c.p.ContenderID, clientv3.WithLease(c.keyLease)),
+		Then(clientv3.OpPut(c.key, keyValue(c.p.ContenderID, c.p.Value), clientv3.WithLease(c.keyLease)),
 			clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
 			clientv3.OpGet(c.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))).
 		Else(clientv3.OpGet(c.key)).
@@ -352,9 +354,9 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 	owner := first[0]
 	if string(owner.Key) == c.key {
 		return look{rev: rev, watch: []target{{key: c.key}},
-			v: view{self: true, ownerKey: c.key, owner: c.p.ContenderID, token: uint64(c.rev)}}, nil
+			v: view{self: true, ownerKey: c.key, owner: c.p.ContenderID, value: c.p.Value, token: uint64(c.rev)}}, nil
 	}
-	lk := look{rev: rev, v: view{ownerKey: string(owner.Key), owner: string(owner.Value), token: uint64(owner.CreateRevision)}}
+	lk := look{rev: rev, v: ownerView(owner)}
 	if pred != nil {
 		lk.watch = append(lk.watch, target{key: string(pred.Key)}) // its deletion may make this contender the owner
 	}
@@ -382,7 +384,7 @@ func (c *contention) sharedID(ctx context.Context, lk look, owner *mvccpb.KeyVal
 		return look{again: true}, nil
 	}
 	c.log.Warn("simba/etcd: the owner's key carries this contender's ID: two contenders share an ID", "key", string(owner.Key))
-	lk.v.owner, lk.v.token = "", 0
+	lk.v.owner, lk.v.value, lk.v.token = "", "", 0
 	return lk, nil
 }
 
@@ -399,8 +401,33 @@ func (c *contention) observe(ctx context.Context) (look, error) {
 		return look{rev: resp.Header.Revision, watch: []target{{key: c.dir, prefix: true, puts: true}}}, nil
 	}
 	kv := resp.Kvs[0]
-	return look{rev: resp.Header.Revision, watch: []target{{key: string(kv.Key)}},
-		v: view{ownerKey: string(kv.Key), owner: string(kv.Value), token: uint64(kv.CreateRevision)}}, nil
+	return look{rev: resp.Header.Revision, watch: []target{{key: string(kv.Key)}}, v: ownerView(kv)}, nil
+}
+
+// ownerView is the view of kv as the owner's key: its contender ID and owner value, and
+// its create revision as the token, all read at once.
+func ownerView(kv *mvccpb.KeyValue) view {
+	id, value := parseKeyValue(kv.Value)
+	return view{ownerKey: string(kv.Key), owner: id, value: value, token: uint64(kv.CreateRevision)}
+}
+
+// valueSep separates a contender's ID from its owner value in its key's value. Neither
+// contains a control character (simba checks both), so the first NUL ends the ID.
+const valueSep = "\x00"
+
+// keyValue returns the value of a contender's key: its ID alone, or with an owner value
+// its ID, a NUL and the value.
+func keyValue(id, value string) string {
+	if value == "" {
+		return id
+	}
+	return id + valueSep + value
+}
+
+// parseKeyValue splits the value of a contender's key into its ID and owner value.
+func parseKeyValue(v []byte) (id, value string) {
+	id, value, _ = strings.Cut(string(v), valueSep)
+	return id, value
 }
 
 // setKey gives the contender a key to put with lease id (and, for a hold, a marker), or
@@ -580,7 +607,7 @@ func (c *contention) publish() {
 	var rec backend.Record
 	if v.valid && v.owner != "" {
 		life := v.ttl - v.ttl/100
-		rec = backend.Record{Owner: v.owner, TTL: life, Transition: life, Held: v.confirmed.Sub(c.since), Token: v.token}
+		rec = backend.Record{Owner: v.owner, TTL: life, Transition: life, Held: v.confirmed.Sub(c.since), Token: v.token, Value: v.value}
 	}
 	if rec == (backend.Record{}) && c.last == (backend.Record{}) {
 		return

@@ -10,7 +10,8 @@
 //
 //	<prefix><m>/<lease ID, 16 hex digits>-<contention number, hex>
 //
-// attached to that lease, with its contender ID as the value. The prefix is "simba/"
+// attached to that lease, with its contender ID as the value (followed, for a contender
+// with an owner value, by a NUL and the value: see Owner values). The prefix is "simba/"
 // unless WithPrefix says otherwise; the number tells apart the contentions of one backend
 // on one mutex, and is the lowest whose key is gone: a contender's acquisitions put the
 // same key again, so that the names etcd keeps in its index until a compaction, and scans
@@ -21,6 +22,17 @@
 // stops (a delete), when the lease ends (revoked by Close, or expired on the server), or
 // by ReleaseOwner. The keys under a mutex's prefix are its wait list: contentions
 // implement backend.WaitList.
+//
+// # Owner values
+//
+// The backend keeps owner values (Participant.Value) for mutexes: the value of a
+// contender's key is its ID, a NUL and its value (its ID alone when it has none, so a
+// contender without a value writes and reads what it did before). The join that creates
+// the key writes it, with no request of its own, and every read takes the owner's ID,
+// value and token (the key's create revision) from the one key: a record's value is
+// always the value of the tenure its token names. IDs and values contain no control
+// characters (simba checks both), so the first NUL ends the ID. A backend of an earlier
+// version reads such an owner's ID with the NUL and value attached.
 //
 // Every read that decides ownership is linearizable (a transaction, or a Get without
 // WithSerializable): it reflects every write the cluster committed before it was sent.

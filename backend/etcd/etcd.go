@@ -93,6 +93,12 @@ func (b *Backend) Prefix() string { return b.prefix }
 // MutexPrefix returns the prefix of mutex's keys: <prefix><mutex>/.
 func (b *Backend) MutexPrefix(mutex string) string { return b.prefix + mutex + "/" }
 
+var _ backend.ValueKeeper = (*Backend)(nil)
+
+// KeepsValues reports that the backend keeps owner values (Participant.Value) for
+// mutexes, in their contenders' keys; see the package documentation.
+func (b *Backend) KeepsValues(k backend.Kind) bool { return k == backend.Mutex }
+
 // Lease returns the backend's lease and the TTL the server granted it; zero while it has
 // none (before the first StartContend, and between a loss and the next grant).
 func (b *Backend) Lease() (clientv3.LeaseID, time.Duration) {

@@ -103,7 +103,7 @@ func (b *Backend) ReleaseOwner(ctx context.Context, mutex string, owner simba.Ow
 		return nil
 	}
 	kv := resp.Kvs[0]
-	if string(kv.Value) != owner.ID || uint64(kv.CreateRevision) != owner.Token {
+	if id, _ := parseKeyValue(kv.Value); id != owner.ID || uint64(kv.CreateRevision) != owner.Token {
 		return nil // another tenure
 	}
 	key := string(kv.Key)
