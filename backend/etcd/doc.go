@@ -23,6 +23,9 @@
 // by ReleaseOwner. The keys under a mutex's prefix are its wait list: contentions
 // implement backend.WaitList.
 //
+// Every read that decides ownership is linearizable (a transaction, or a Get without
+// WithSerializable): it reflects every write the cluster committed before it was sent.
+//
 // # Owner values
 //
 // The backend keeps owner values (Participant.Value) for mutexes: the value of a
@@ -33,9 +36,6 @@
 // always the value of the tenure its token names. IDs and values contain no control
 // characters (simba checks both), so the first NUL ends the ID. A backend of an earlier
 // version reads such an owner's ID with the NUL and value attached.
-//
-// Every read that decides ownership is linearizable (a transaction, or a Get without
-// WithSerializable): it reflects every write the cluster committed before it was sent.
 //
 // # Hand-over by watch
 //
