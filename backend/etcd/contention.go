@@ -53,14 +53,15 @@ type contention struct {
 	isStarted bool
 
 	// Guarded by b.mu.
-	gen     uint64              // bumped by every event that may make view stale
-	view    view                // the last view installed
-	last    backend.Record      // the last record reported
-	since   time.Time           // when view.ownerKey was first seen owning
-	sinceOf string              // the owner key since refers to
-	watches map[target]*watcher // by what is watched
-	lastErr error               // the last failure, for StartContend's error
-	mine    string              // key, for OthersWaiting
+	gen      uint64              // bumped by every event that may make view stale
+	view     view                // the last view installed
+	last     backend.Record      // the last record reported
+	since    time.Time           // when view.ownerKey was first seen owning
+	sinceOf  string              // the owner key since refers to
+	watches  map[target]*watcher // by what is watched
+	lastErr  error               // the last failure, for StartContend's error
+	mine     string              // key, for OthersWaiting
+	slotSeen slotRecord          // the slot record last seen, which a claim expects
 }
 
 // view is what one look found: who owns the mutex, and how long that may be believed.

@@ -37,6 +37,21 @@
 // characters (simba checks both), so the first NUL ends the ID. A backend of an earlier
 // version reads such an owner's ID with the NUL and value attached.
 //
+// # Slot records
+//
+// Contentions implement backend.SlotRecorder: a mutex's last slot that a Scheduler
+// started lies in a key of its own, outside the mutex's prefix (no contender lists it),
+// and attached to no lease:
+//
+//	<prefix>/slot/<m>   "<the slot's instant, Unix nanoseconds> <its token>", in decimal
+//
+// LastSlot reads it (a linearizable read). ClaimSlot puts it in a transaction that
+// compares its mod revision with the record's the contention saw last (none: absent), so
+// that nothing was recorded in between; a record that passed the slot, or passes it when
+// read again, answers false. Nothing removes the record (a few bytes per mutex): delete
+// it with etcdctl once the mutex is no longer used. A malformed record is refused
+// (simba.ErrRefused).
+//
 // # Hand-over by watch
 //
 // A contender that does not own watches the key created just before its own, from the
