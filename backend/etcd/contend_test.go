@@ -17,7 +17,8 @@ type contended struct {
 	backend.Contention
 	mu      sync.Mutex
 	last    backend.Record
-	changed chan struct{} // closed at the next report
+	reports []backend.Record // every record reported, from the first that await has not passed
+	changed chan struct{}    // closed at the next report
 }
 
 // startContention starts id's contention for mutex on b, with owner value value (none: ""); a
@@ -45,30 +46,38 @@ func (c *contended) report(rec backend.Record, _ time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last = rec
+	c.reports = append(c.reports, rec)
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
 
-// await waits until the record last reported satisfies ok, and returns it.
+// await waits until a record that satisfies ok is reported, if none was since the one
+// the last await returned, and returns it. It sees every record, even one reported just
+// before another.
 func (c *contended) await(t *testing.T, what string, ok func(backend.Record) bool) backend.Record {
 	t.Helper()
 	deadline := time.After(eventBound)
 	for {
 		c.mu.Lock()
-		rec, changed := c.last, c.changed
-		c.mu.Unlock()
-		if ok(rec) {
-			return rec
+		reports, last, changed := c.reports, c.last, c.changed
+		for i, rec := range reports {
+			if ok(rec) {
+				c.reports = reports[i+1:]
+				c.mu.Unlock()
+				return rec
+			}
 		}
+		c.reports = nil
+		c.mu.Unlock()
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("%s: not reported within %v; the last record: %+v", what, eventBound, rec)
+			t.Fatalf("%s: not reported within %v; the last record: %+v", what, eventBound, last)
 		}
 	}
 }
 
-// owns waits until c reports owner as the owner.
+// owns waits until c reports owner as the owner (see await).
 func (c *contended) owns(t *testing.T, owner string) backend.Record {
 	t.Helper()
 	return c.await(t, owner+" reported the owner", func(r backend.Record) bool { return r.Owner == owner })

@@ -22,12 +22,20 @@ func slots(t *testing.T, c *contended) backend.SlotRecorder {
 	return r
 }
 
+// clearSlot deletes mutex's slot record, which an earlier run of the test left.
+func clearSlot(t *testing.T, b *testBackend, mutex string) {
+	t.Helper()
+	_, err := b.client.Delete(t.Context(), b.SlotKey(mutex))
+	require.NoError(t, err)
+}
+
 // A mutex's slot record is a key of its own, <prefix>/slot/<mutex>, outside the mutex's
 // prefix: a claim records a slot later than the recorded one, with a token not below its
 // token, and says whether it did; a retry of a claim that was made answers false.
 func TestSlotRecord(t *testing.T) {
 	b := newBackend(t)
 	const mutex = "slots"
+	clearSlot(t, b, mutex)
 	c := startContention(t, b, mutex, "a", "")
 	rec := c.owns(t, "a")
 	r := slots(t, c)
@@ -76,7 +84,7 @@ func TestSlotRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, at.Add(2*time.Minute).UnixNano(), last.At.UnixNano())
 	assert.Equal(t, rec.Token+1, last.Token)
-	resp, err := b.client.Get(t.Context(), b.Prefix()+"/slot/"+mutex)
+	resp, err := b.client.Get(t.Context(), b.SlotKey(mutex))
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1)
 	assert.Equal(t, fmt.Sprintf("%d %d", last.At.UnixNano(), last.Token), string(resp.Kvs[0].Value))
@@ -91,6 +99,7 @@ func TestSlotRecord(t *testing.T) {
 // Claims of one slot from contentions on several backends at once: exactly one records it.
 func TestSlotClaimRace(t *testing.T) {
 	const mutex, n = "slot-race", 6
+	clearSlot(t, newBackend(t), mutex)
 	var recorders []backend.SlotRecorder
 	for i := range n {
 		recorders = append(recorders, slots(t, startContention(t, newBackend(t), mutex, fmt.Sprintf("c%d", i), "")))
@@ -119,6 +128,7 @@ func TestSlotRecordCluster(t *testing.T) {
 	c := cluster(t)
 	eps := c.Endpoints()
 	const mutex = "slots-cluster"
+	clearSlot(t, newBackendAt(t, eps), mutex)
 	a := slots(t, startContention(t, newBackendAt(t, eps[:1]), mutex, "a", ""))
 	z := slots(t, startContention(t, newBackendAt(t, eps[2:]), mutex, "z", ""))
 	s := backend.Slot{At: time.Now().Truncate(time.Second), Token: 7}
@@ -138,7 +148,7 @@ func TestSlotRecordMalformed(t *testing.T) {
 	b := newBackend(t)
 	const mutex = "slot-malformed"
 	r := slots(t, startContention(t, b, mutex, "a", ""))
-	_, err := b.client.Put(t.Context(), b.Prefix()+"/slot/"+mutex, "yesterday")
+	_, err := b.client.Put(t.Context(), b.SlotKey(mutex), "yesterday")
 	require.NoError(t, err)
 	_, err = r.LastSlot(t.Context())
 	assert.ErrorIs(t, err, simba.ErrRefused)
