@@ -258,13 +258,15 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 		if c.key == "" {
 			c.setKey(l.id)
 		}
+		jctx, cancel := c.b.unstopped(ctx)
+		defer cancel()
 		switch {
 		case c.p.Hold.Kind != backend.Mutex && c.rev == 0:
-			lk, err = c.joinHold(ctx)
+			lk, err = c.joinHold(jctx)
 		case c.p.Hold.Kind != backend.Mutex:
 			lk, err = c.readHold(ctx)
 		case c.rev == 0:
-			lk, err = c.join(ctx)
+			lk, err = c.join(jctx)
 		default:
 			lk, err = c.read(ctx)
 		}
@@ -280,6 +282,17 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 		return true, nil
 	}
 	return c.install(l, gen, lk), nil
+}
+
+// unstopped returns a context with ctx's deadline that Close ends, not StopContend, for
+// a join. A put cut short on the client may still be applied on the server after leave's
+// delete, and its key would stand until the lease ends, ahead of every later contender;
+// so leave waits for the join's answer. Close revokes the lease, and such a key with it.
+func (b *Backend) unstopped(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(b.life, dl)
+	}
+	return context.WithCancel(b.life)
 }
 
 // join puts the contender's key, if it does not exist, and reads the mutex in the same

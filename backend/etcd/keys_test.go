@@ -3,6 +3,9 @@ package etcd_test
 import (
 	"testing"
 
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,4 +38,22 @@ func TestAcquisitionsReuseTheirKeys(t *testing.T) {
 	assert.NotEqual(t, keys[0], keys[1], "two contentions at once")
 	require.NoError(t, first.Release(t.Context()))
 	require.NoError(t, await(t, other, "b's acquisition").Release(t.Context()))
+}
+
+// A contention that stops while it joins again (its key was deleted: by a hand-off that
+// passed it over, by ReleaseOwner) leaves no key behind: a join that StopContend cut short
+// on the client could still be applied after the delete, and its key stand until the
+// lease ends, ahead of every later contender.
+func TestStopWhileJoiningAgainLeavesNoKey(t *testing.T) {
+	b := newBackend(t)
+	const mutex = "stop-rejoining"
+	dir := b.MutexPrefix(mutex)
+	for i := range 150 {
+		c := startContention(t, b, mutex, "a", "")
+		rec := c.owns(t, "a")
+		require.NoError(t, b.ReleaseOwner(t.Context(), mutex, simba.Owner{ID: "a", Token: rec.Token}))
+		c.await(t, "the key seen gone", func(r backend.Record) bool { return r.Owner == "" }) // it joins again now
+		require.NoError(t, c.StopContend(t.Context()), "stop %d", i)
+		awaitKeys(t, b.client, dir, 0)
+	}
 }
