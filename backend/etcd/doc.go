@@ -64,6 +64,24 @@
 // compacted) makes the contention read again. Each contention has a watch stream of its
 // own, closed when it stops.
 //
+// # Hand-off
+//
+// Contentions implement backend.HandOffer. Waiters lists the keys after the owner's, in
+// create order, with their IDs and values. HandOff(to), by the owner, reads the mutex's
+// keys, then in one transaction, which compares the create revisions of the owner's key
+// (it still exists, so it is still the lowest) and of to's key (the first waiter's with
+// ID to), deletes the owner's key and the keys of the waiters ahead of to's, each if it
+// still has the create revision read. to's key is then the lowest: to owns, with its
+// key's create revision as its token (greater than the owner's) and its key's value, and
+// learns it from its watch on the key before its own. The former owner and the waiters
+// passed over see their keys gone and join again, at the back (a Locker's waiter goes on
+// waiting); the waiters behind to keep their places. A failed comparison changes nothing:
+// simba.ErrNotOwner, or simba.ErrNotWaiting when to's key is gone. etcd takes at most 128
+// operations in a transaction by default (--max-txn-ops): a hand-off that passes over 128
+// waiters or more is refused (simba.ErrRefused). If to dies after the hand-off, its key
+// goes with its lease, as any owner's: its tenure lapses a lease TTL after its last
+// answered keep-alive at the latest, and the next waiter owns.
+//
 // # Fencing token
 //
 // The token of a tenure is the create revision of the owner's key. etcd's revision is
