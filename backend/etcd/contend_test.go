@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +76,14 @@ func (c *contended) await(t *testing.T, what string, ok func(backend.Record) boo
 			t.Fatalf("%s: not reported within %v; the last record: %+v", what, eventBound, last)
 		}
 	}
+}
+
+// as returns c's contention as a T, an optional contract, failing the test when it is none.
+func as[T any](t *testing.T, c *contended) T {
+	t.Helper()
+	v, ok := c.Contention.(T)
+	require.True(t, ok, "the contention is a %v", reflect.TypeFor[T]())
+	return v
 }
 
 // owns waits until c reports owner as the owner (see await).

@@ -10,14 +10,6 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// handOffer returns c's HandOffer, failing the test when it has none.
-func handOffer(t *testing.T, c *contended) backend.HandOffer {
-	t.Helper()
-	h, ok := c.Contention.(backend.HandOffer)
-	require.True(t, ok, "the contention hands off (backend.HandOffer)")
-	return h
-}
-
 // queue starts contenders on backends of their own, in this order (each joins once the one
 // before has its key), with the values given; the first owns the mutex.
 func queue(t *testing.T, bs []*testBackend, mutex string, ids, values []string) []*contended {
@@ -38,7 +30,7 @@ func TestWaiters(t *testing.T) {
 	cs := queue(t, []*testBackend{b, newBackend(t), newBackend(t)}, mutex,
 		[]string{"a", "b", "c"}, []string{"va", "vb", ""})
 	for _, c := range cs {
-		ws, err := handOffer(t, c).Waiters(t.Context())
+		ws, err := as[backend.HandOffer](t, c).Waiters(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, []backend.Waiter{{ID: "b", Value: "vb"}, {ID: "c"}}, ws)
 	}
@@ -69,7 +61,7 @@ func testHandOff(t *testing.T, bs []*testBackend) {
 	a, b, c, d := cs[0], cs[1], cs[2], cs[3]
 	_, _, revs := contenders(t, bs[0].client, dir)
 
-	require.NoError(t, handOffer(t, a).HandOff(t.Context(), "c"))
+	require.NoError(t, as[backend.HandOffer](t, a).HandOff(t.Context(), "c"))
 	a.mu.Lock()
 	assert.NotEqual(t, "a", a.last.Owner, "the former owner's view ends with the hand-off")
 	a.mu.Unlock()
@@ -89,13 +81,13 @@ func testHandOff(t *testing.T, bs []*testBackend) {
 	assert.Equal(t, []string{"c\x00vc", "d\x00vd"}, values[:2])
 	assert.ElementsMatch(t, []string{"a\x00va", "b\x00vb"}, values[2:])
 	assert.Equal(t, revs[2:], newRevs[:2], "c's and d's keys are those they had")
-	ws, err := handOffer(t, b).Waiters(t.Context())
+	ws, err := as[backend.HandOffer](t, b).Waiters(t.Context())
 	require.NoError(t, err)
 	require.Len(t, ws, 3)
 	assert.Equal(t, backend.Waiter{ID: "d", Value: "vd"}, ws[0])
 
 	// c hands back to a, which is behind d: d is passed over and joins again.
-	require.NoError(t, handOffer(t, c).HandOff(t.Context(), "a"))
+	require.NoError(t, as[backend.HandOffer](t, c).HandOff(t.Context(), "a"))
 	got := a.owns(t, "a")
 	assert.Greater(t, got.Token, rec.Token)
 	assert.Equal(t, "va", got.Value)
@@ -111,14 +103,14 @@ func TestHandOffRefused(t *testing.T) {
 	cs := queue(t, []*testBackend{b, newBackend(t)}, mutex, []string{"a", "b"}, []string{"", ""})
 	keys, _, revs := contenders(t, b.client, dir)
 
-	err := handOffer(t, cs[1]).HandOff(t.Context(), "a")
+	err := as[backend.HandOffer](t, cs[1]).HandOff(t.Context(), "a")
 	assert.ErrorIs(t, err, simba.ErrNotOwner, "a waiter hands off")
-	err = handOffer(t, cs[0]).HandOff(t.Context(), "z")
+	err = as[backend.HandOffer](t, cs[0]).HandOff(t.Context(), "z")
 	assert.ErrorIs(t, err, simba.ErrNotWaiting, "to a contender that does not contend")
-	err = handOffer(t, cs[0]).HandOff(t.Context(), "a")
+	err = as[backend.HandOffer](t, cs[0]).HandOff(t.Context(), "a")
 	assert.ErrorIs(t, err, simba.ErrNotWaiting, "to itself")
 	retriever := startContention(t, b, mutex, "", "")
-	err = handOffer(t, retriever).HandOff(t.Context(), "b")
+	err = as[backend.HandOffer](t, retriever).HandOff(t.Context(), "b")
 	assert.ErrorIs(t, err, simba.ErrNotOwner, "a retriever hands off")
 
 	after, _, afterRevs := contenders(t, b.client, dir)
@@ -129,7 +121,7 @@ func TestHandOffRefused(t *testing.T) {
 	// The owner's key went meanwhile (deleted by an operator): no hand-off.
 	_, err = b.client.Delete(t.Context(), keys[0])
 	require.NoError(t, err)
-	err = handOffer(t, cs[0]).HandOff(t.Context(), "b")
+	err = as[backend.HandOffer](t, cs[0]).HandOff(t.Context(), "b")
 	assert.ErrorIs(t, err, simba.ErrNotOwner, "an owner whose key is gone")
 }
 
@@ -146,7 +138,7 @@ func TestHandOffPassesOverALocker(t *testing.T) {
 	c := startContention(t, newBackend(t), mutex, "c", "")
 	awaitKeys(t, b.client, dir, 3)
 
-	require.NoError(t, handOffer(t, a).HandOff(t.Context(), "c"))
+	require.NoError(t, as[backend.HandOffer](t, a).HandOff(t.Context(), "c"))
 	c.owns(t, "c")
 	require.NoError(t, a.StopContend(t.Context())) // a leaves, rather than joining again
 	awaitKeys(t, b.client, dir, 2)
@@ -170,7 +162,7 @@ func TestHandOffToADeadContender(t *testing.T) {
 	const mutex = "handoff-dead"
 	dead := newBackend(t)
 	cs := queue(t, []*testBackend{b, dead, newBackend(t)}, mutex, []string{"a", "c", "d"}, []string{"", "", ""})
-	require.NoError(t, handOffer(t, cs[0]).HandOff(t.Context(), "c"))
+	require.NoError(t, as[backend.HandOffer](t, cs[0]).HandOff(t.Context(), "c"))
 	cs[2].owns(t, "c")
 	revoke(t, dead)
 	cs[2].owns(t, "d")

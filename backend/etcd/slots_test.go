@@ -14,14 +14,6 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// slots returns c's SlotRecorder, failing the test when it has none.
-func slots(t *testing.T, c *contended) backend.SlotRecorder {
-	t.Helper()
-	r, ok := c.Contention.(backend.SlotRecorder)
-	require.True(t, ok, "the contention records slots (backend.SlotRecorder)")
-	return r
-}
-
 // clearSlot deletes mutex's slot record, which an earlier run of the test left.
 func clearSlot(t *testing.T, b *testBackend, mutex string) {
 	t.Helper()
@@ -38,7 +30,7 @@ func TestSlotRecord(t *testing.T) {
 	clearSlot(t, b, mutex)
 	c := startContention(t, b, mutex, "a", "")
 	rec := c.owns(t, "a")
-	r := slots(t, c)
+	r := as[backend.SlotRecorder](t, c)
 
 	last, err := r.LastSlot(t.Context())
 	require.NoError(t, err)
@@ -80,7 +72,7 @@ func TestSlotRecord(t *testing.T) {
 
 	// Another backend reads the record; it lies outside the mutex's prefix.
 	other := startContention(t, newBackend(t), mutex, "", "")
-	last, err = slots(t, other).LastSlot(t.Context())
+	last, err = as[backend.SlotRecorder](t, other).LastSlot(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, at.Add(2*time.Minute).UnixNano(), last.At.UnixNano())
 	assert.Equal(t, rec.Token+1, last.Token)
@@ -102,7 +94,7 @@ func TestSlotClaimRace(t *testing.T) {
 	clearSlot(t, newBackend(t), mutex)
 	var recorders []backend.SlotRecorder
 	for i := range n {
-		recorders = append(recorders, slots(t, startContention(t, newBackend(t), mutex, fmt.Sprintf("c%d", i), "")))
+		recorders = append(recorders, as[backend.SlotRecorder](t, startContention(t, newBackend(t), mutex, fmt.Sprintf("c%d", i), "")))
 	}
 	at := time.Now()
 	for round := range 3 {
@@ -129,8 +121,8 @@ func TestSlotRecordCluster(t *testing.T) {
 	eps := c.Endpoints()
 	const mutex = "slots-cluster"
 	clearSlot(t, newBackendAt(t, eps), mutex)
-	a := slots(t, startContention(t, newBackendAt(t, eps[:1]), mutex, "a", ""))
-	z := slots(t, startContention(t, newBackendAt(t, eps[2:]), mutex, "z", ""))
+	a := as[backend.SlotRecorder](t, startContention(t, newBackendAt(t, eps[:1]), mutex, "a", ""))
+	z := as[backend.SlotRecorder](t, startContention(t, newBackendAt(t, eps[2:]), mutex, "z", ""))
 	s := backend.Slot{At: time.Now().Truncate(time.Second), Token: 7}
 	ok, err := a.ClaimSlot(t.Context(), s)
 	require.NoError(t, err)
@@ -147,7 +139,7 @@ func TestSlotRecordCluster(t *testing.T) {
 func TestSlotRecordMalformed(t *testing.T) {
 	b := newBackend(t)
 	const mutex = "slot-malformed"
-	r := slots(t, startContention(t, b, mutex, "a", ""))
+	r := as[backend.SlotRecorder](t, startContention(t, b, mutex, "a", ""))
 	_, err := b.client.Put(t.Context(), b.SlotKey(mutex), "yesterday")
 	require.NoError(t, err)
 	_, err = r.LastSlot(t.Context())
