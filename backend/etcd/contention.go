@@ -19,7 +19,9 @@ import (
 
 // contention is one participant's contention: for a contender, its key and the watches
 // that tell it when to look again; for a retriever, the watches only. One goroutine (run)
-// makes all its requests, so its key is put, read and deleted in order.
+// puts, reads and deletes its key, in order. Calls through the contention (OthersWaiting,
+// the slot record's, Waiters, HandOff) make their requests in their callers' goroutines;
+// HandOff deletes the key, and run finds it gone, as after ReleaseOwner.
 type contention struct {
 	b   *Backend
 	p   backend.Participant
@@ -45,12 +47,15 @@ type contention struct {
 	watchers sync.WaitGroup   // the watch goroutines
 
 	// Owned by run.
-	key       string           // this contender's key; empty when it has none
-	marker    string           // a hold's marker, put with key's lease at its admission; empty for a mutex
-	keyLease  clientv3.LeaseID // the lease key is put with
-	rev       int64            // key's create revision, the token while it owns; 0 until it is known
-	served    bool             // a one-tenure participant (WaitsOnly) was reported the owner
-	isStarted bool
+	key      string           // this contender's key; empty when it has none
+	marker   string           // a hold's marker, put with key's lease at its admission; empty for a mutex
+	keyLease clientv3.LeaseID // the lease key is put with
+	rev      int64            // key's create revision, the token while it owns; 0 until it is known
+	// The last join failed (StopContend cut it short, say): its put may still be applied,
+	// even after leave's delete.
+	joinUnanswered bool
+	served         bool // a one-tenure participant (WaitsOnly) was reported the owner
+	isStarted      bool
 
 	// Guarded by b.mu.
 	gen      uint64              // bumped by every event that may make view stale
@@ -258,15 +263,15 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 		if c.key == "" {
 			c.setKey(l.id)
 		}
-		jctx, cancel := c.b.unstopped(ctx)
-		defer cancel()
 		switch {
 		case c.p.Hold.Kind != backend.Mutex && c.rev == 0:
-			lk, err = c.joinHold(jctx)
+			lk, err = c.joinHold(ctx)
+			c.joinUnanswered = err != nil
 		case c.p.Hold.Kind != backend.Mutex:
 			lk, err = c.readHold(ctx)
 		case c.rev == 0:
-			lk, err = c.join(jctx)
+			lk, err = c.join(ctx)
+			c.joinUnanswered = err != nil
 		default:
 			lk, err = c.read(ctx)
 		}
@@ -282,17 +287,6 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 		return true, nil
 	}
 	return c.install(l, gen, lk), nil
-}
-
-// unstopped returns a context with ctx's deadline that Close ends, not StopContend, for
-// a join. A put cut short on the client may still be applied on the server after leave's
-// delete, and its key would stand until the lease ends, ahead of every later contender;
-// so leave waits for the join's answer. Close revokes the lease, and such a key with it.
-func (b *Backend) unstopped(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(b.life, dl)
-	}
-	return context.WithCancel(b.life)
 }
 
 // join puts the contender's key, if it does not exist, and reads the mutex in the same
@@ -669,12 +663,18 @@ func (c *contention) leave() {
 	err := b.deleteKey(ctx, c.key, c.marker, c.keyLease)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		c.leaveErr = err
 		b.leaveBehind(c.key, c.marker, c.keyLease, c.number())
-		return
+	case c.joinUnanswered:
+		// The server may apply a put cut short on the client after this delete, and its
+		// key would stand, ahead of every later contender, until the lease ends: the
+		// keeper deletes it again after its next keep-alive, a sixth of the TTL from now.
+		b.orphans[c.key] = orphan{lease: c.keyLease, marker: c.marker, number: c.number()}
+	default:
+		b.freeNumber(c.number())
 	}
-	b.freeNumber(c.number())
 }
 
 // number returns c's number under its dir.
