@@ -237,7 +237,8 @@
 // contention and revokes the lease (within a second; it expires by itself otherwise);
 // close the client after the backend. The backend runs one goroutine that grants the
 // lease, sends keep-alives and deletes keys left behind; one per contention, which makes
-// all of its requests; and one per watch.
+// its requests (those of calls through it, as HandOff or ClaimSlot, go in the caller's
+// goroutine); and one per watch.
 //
 // # Refusals and outages
 //
