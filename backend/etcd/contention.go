@@ -67,6 +67,8 @@ type contention struct {
 	lastErr  error               // the last failure, for StartContend's error
 	mine     string              // key, for OthersWaiting
 	slotSeen slotRecord          // the slot record last seen, which a claim expects
+	// HandOff is queueing this contender's key again: run does not join meanwhile.
+	handingOff bool
 }
 
 // view is what one look found: who owns the mutex, and how long that may be believed.
@@ -239,7 +241,7 @@ func (c *contention) run() {
 // again asks for another step at once: something changed while it looked.
 func (c *contention) step(ctx context.Context) (again bool, err error) {
 	c.b.mu.Lock()
-	l, gen := c.b.lease, c.gen
+	l, gen, handingOff := c.b.lease, c.gen, c.handingOff
 	c.b.mu.Unlock()
 	if l.id == 0 {
 		if errors.Is(l.err, simba.ErrRefused) {
@@ -256,6 +258,8 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 		// it with its key. It does not queue again: its StopContend follows, and a new
 		// key would make it the owner again meanwhile, for nobody.
 		lk = look{}
+	case handingOff && c.rev == 0:
+		return false, nil // HandOff queues the key behind those it passed over, then pokes
 	default:
 		if c.key != "" && c.keyLease != l.id {
 			c.setKey(0) // put with a lease that is gone, and gone with it
@@ -311,7 +315,7 @@ func (c *contention) join(ctx context.Context) (look, error) {
 			return look{again: true}, nil
 		}
 		c.rev = kvs[0].CreateRevision
-		c.log.Info("simba/etcd: found the key of a put whose reply was lost", "key", c.key)
+		c.log.Info("simba/etcd: found the key put: by a put whose reply was lost, or by a hand-off that queued it again", "key", c.key)
 		return c.read(ctx)
 	}
 	c.rev = resp.Header.Revision
@@ -338,6 +342,13 @@ func (c *contention) read(ctx context.Context) (look, error) {
 	}
 	c.b.sawRevision(resp.Header, floor)
 	own := resp.Responses[0].GetResponseRange().Kvs
+	if len(own) > 0 && own[0].CreateRevision != c.rev && clientv3.LeaseID(own[0].Lease) == c.keyLease {
+		// Put again with this contender's lease: a hand-off passed it over (or was its
+		// own) and queued it behind to. Its place is the new key's.
+		c.log.Info("simba/etcd: this contender's key was queued again by a hand-off", "key", c.key)
+		c.rev = own[0].CreateRevision
+		return look{again: true}, nil
+	}
 	if len(own) == 0 || own[0].CreateRevision != c.rev {
 		// Deleted by someone else (ReleaseOwner), or gone with its lease (then the put
 		// of the next join fails, and the backend finds out).
@@ -386,7 +397,7 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 func (c *contention) sharedID(ctx context.Context, lk look, owner *mvccpb.KeyValue) (look, error) {
 	if clientv3.LeaseID(owner.Lease) == c.keyLease {
 		c.log.Info("simba/etcd: deleting a key this contender left behind", "key", string(owner.Key))
-		if err := c.b.deleteKey(ctx, string(owner.Key), "", c.keyLease); err != nil {
+		if _, err := c.b.deleteKey(ctx, string(owner.Key), "", c.keyLease); err != nil {
 			return look{}, err
 		}
 		return look{again: true}, nil
@@ -660,18 +671,20 @@ func (c *contention) leave() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
-	err := b.deleteKey(ctx, c.key, c.marker, c.keyLease)
+	deleted, err := b.deleteKey(ctx, c.key, c.marker, c.keyLease)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case err != nil:
 		c.leaveErr = err
 		b.leaveBehind(c.key, c.marker, c.keyLease, c.number())
-	case c.joinUnanswered:
-		// The server may apply a put cut short on the client after this delete, and its
-		// key would stand, ahead of every later contender, until the lease ends: the
-		// keeper deletes it again after its next keep-alive, a sixth of the TTL from now.
-		b.orphans[c.key] = orphan{lease: c.keyLease, marker: c.marker, number: c.number()}
+	case c.joinUnanswered || !deleted:
+		// A put of the key may still come after this delete: a join cut short on the
+		// client that the server applies late, or, when the key was gone already, a
+		// hand-off that passed this contender over and queues its key again. Its key
+		// would stand ahead of every later contender until the lease ends: the keeper
+		// deletes it again at its keep-alives for a TTL.
+		b.orphans[c.key] = orphan{lease: c.keyLease, marker: c.marker, number: c.number(), until: time.Now().Add(b.leaseTTL)}
 	default:
 		b.freeNumber(c.number())
 	}

@@ -73,14 +73,22 @@
 // ID to), deletes the owner's key and the keys of the waiters ahead of to's, each if it
 // still has the create revision read. to's key is then the lowest: to owns, with its
 // key's create revision as its token (greater than the owner's) and its key's value, and
-// learns it from its watch on the key before its own. The former owner and the waiters
-// passed over see their keys gone and join again, at the back (a Locker's waiter goes on
-// waiting); the waiters behind to keep their places. A failed comparison changes nothing:
-// simba.ErrNotOwner, or simba.ErrNotWaiting when to's key is gone. etcd takes at most 128
-// operations in a transaction by default (--max-txn-ops): a hand-off that passes over 128
-// waiters or more is refused (simba.ErrRefused). If to dies after the hand-off, its key
-// goes with its lease, as any owner's: its tenure lapses a lease TTL after its last
-// answered keep-alive at the latest, and the next waiter owns.
+// learns it from its watch on the key before its own. A failed comparison changes
+// nothing: simba.ErrNotOwner, or simba.ErrNotWaiting when to's key is gone.
+//
+// Then the caller puts the keys it deleted again, one transaction each, each only if it
+// is absent, with its lease and value: first those of the waiters passed over, in their
+// order, then its own, while its own contention holds back from joining. So they wait
+// behind those that waited behind to, the caller last, and each contention takes its new
+// key as its own (a waiter that saw its key gone first joins by itself, at the back, still
+// ahead of the caller). A contention that stops and finds its key gone already may see
+// such a put come after its delete: its backend deletes the key again at its keep-alives
+// for a lease TTL, so that no key outlives its contention for longer.
+//
+// etcd takes at most 128 operations in a transaction by default (--max-txn-ops): a
+// hand-off that passes over 128 waiters or more is refused (simba.ErrRefused). If to dies
+// after the hand-off, its key goes with its lease, as any owner's: its tenure lapses a
+// lease TTL after its last answered keep-alive at the latest, and the next waiter owns.
 //
 // # Fencing token
 //

@@ -497,6 +497,7 @@ type orphan struct {
 	lease  clientv3.LeaseID
 	marker string
 	number number
+	until  time.Time // deleted again until then (see leave); zero: once
 }
 
 // leaveBehind records a key (and a hold's marker, or "") for the keeper to delete. Called
@@ -518,9 +519,9 @@ func (b *Backend) collect() {
 	b.mu.Unlock()
 	for key, o := range keys {
 		ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
-		err := b.deleteKey(ctx, key, o.marker, o.lease)
+		_, err := b.deleteKey(ctx, key, o.marker, o.lease)
 		cancel()
-		if err != nil {
+		if err != nil || time.Now().Before(o.until) {
 			continue
 		}
 		b.mu.Lock()
@@ -534,18 +535,18 @@ func (b *Backend) collect() {
 
 // deleteKey deletes key, and with it a hold's marker (none: ""), if key is attached to
 // lease id: a key of a later incarnation is left alone. Both go in one transaction, so no
-// marker outlives its key.
-func (b *Backend) deleteKey(ctx context.Context, key, marker string, id clientv3.LeaseID) error {
+// marker outlives its key. It reports whether it found the key.
+func (b *Backend) deleteKey(ctx context.Context, key, marker string, id clientv3.LeaseID) (deleted bool, err error) {
 	ops := []clientv3.Op{clientv3.OpDelete(key)}
 	if marker != "" {
 		ops = append(ops, clientv3.OpDelete(marker))
 	}
-	_, err := b.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", id)).
+	resp, err := b.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", id)).
 		Then(ops...).Commit()
 	if err != nil {
-		return storeError("delete", key, err)
+		return false, storeError("delete", key, err)
 	}
-	return nil
+	return resp.Succeeded, nil
 }
 
 // revisionFloor returns the latest revision seen, which the answer to a linearizable

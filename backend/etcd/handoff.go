@@ -36,8 +36,10 @@ func (c *contention) Waiters(ctx context.Context) ([]backend.Waiter, error) {
 // waiters ahead of to's, each if it is still the key read (a key put again under its name
 // since lies behind to's). to's key is then the lowest: to owns, with its key's create
 // revision as its token and its key's value, and learns it from its watch on the key
-// before its own. This contention, and those of the waiters passed over, see their keys
-// gone and join again, at the back.
+// before its own. Then it puts again, one after the other and each if it is absent, the
+// keys of the waiters passed over, in their order, and its own, each with its lease and
+// value: they wait behind those that waited behind to, the caller last, and their
+// contentions take the new keys as theirs.
 func (c *contention) HandOff(ctx context.Context, to string) error {
 	c.b.mu.Lock()
 	v := c.view
@@ -69,6 +71,8 @@ func (c *contention) HandOff(ctx context.Context, to string) error {
 		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{FenceKey(key, uint64(kv.CreateRevision))}, []clientv3.Op{clientv3.OpDelete(key)}, nil))
 	}
 	ops = append(ops, clientv3.OpDelete(v.ownerKey))
+	c.holdJoins(true) // this contention's own join would come before the keys passed over
+	defer c.holdJoins(false)
 	floor := c.b.revisionFloor()
 	resp, err := c.b.client.Txn(ctx).
 		If(FenceKey(v.ownerKey, v.token), FenceKey(string(target.Key), uint64(target.CreateRevision))).
@@ -86,12 +90,42 @@ func (c *contention) HandOff(ctx context.Context, to string) error {
 		return fmt.Errorf("simba/etcd: hand-off of %q to %q: its key is gone: %w", c.p.Mutex, to, simba.ErrNotWaiting)
 	}
 	c.b.mu.Lock()
-	defer c.b.mu.Unlock()
 	if c.view.self && c.view.ownerKey == v.ownerKey && c.view.token == v.token {
 		c.suspend() // no report names this contender now, before its watch tells it
 	}
-	c.poke()
+	c.b.mu.Unlock()
+	for _, kv := range append(passed, kvs[0]) {
+		c.queueAgain(ctx, kv)
+	}
 	return nil
+}
+
+// queueAgain puts kv, a key a hand-off deleted, again if it is absent, with its lease and
+// value. A key that cannot be put (its lease is gone, the request failed) is left to its
+// contention, which joins again by itself, at the back.
+func (c *contention) queueAgain(ctx context.Context, kv *mvccpb.KeyValue) {
+	key := string(kv.Key)
+	floor := c.b.revisionFloor()
+	resp, err := c.b.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).
+		Commit()
+	if err != nil {
+		c.log.Info("simba/etcd: a key the hand-off passed over was not queued again; its contention joins by itself", "key", key, "err", err)
+		return
+	}
+	c.b.sawRevision(resp.Header, floor)
+}
+
+// holdJoins keeps run from joining while HandOff queues the keys it deleted (on), and lets
+// it look again (off).
+func (c *contention) holdJoins(on bool) {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	c.handingOff = on
+	if !on {
+		c.poke()
+	}
 }
 
 // keys reads the mutex's keys in create order (a linearizable read): the owner's first.

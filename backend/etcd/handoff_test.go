@@ -1,10 +1,12 @@
 package etcd_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
@@ -75,23 +77,33 @@ func testHandOff(t *testing.T, bs []*testBackend) {
 		assert.Equal(t, "vc", got.Value)
 	}
 
-	// a and b join again behind d, which kept its place.
-	awaitKeys(t, bs[0].client, dir, 4)
+	// b, then a, wait again behind d, which kept its place.
 	_, values, newRevs := contenders(t, bs[0].client, dir)
-	assert.Equal(t, []string{"c\x00vc", "d\x00vd"}, values[:2])
-	assert.ElementsMatch(t, []string{"a\x00va", "b\x00vb"}, values[2:])
+	assert.Equal(t, []string{"c\x00vc", "d\x00vd", "b\x00vb", "a\x00va"}, values)
 	assert.Equal(t, revs[2:], newRevs[:2], "c's and d's keys are those they had")
 	ws, err := as[backend.HandOffer](t, b).Waiters(t.Context())
 	require.NoError(t, err)
-	require.Len(t, ws, 3)
-	assert.Equal(t, backend.Waiter{ID: "d", Value: "vd"}, ws[0])
+	assert.Equal(t, []backend.Waiter{{ID: "d", Value: "vd"}, {ID: "b", Value: "vb"}, {ID: "a", Value: "va"}}, ws)
 
-	// c hands back to a, which is behind d: d is passed over and joins again.
+	// c hands back to a, the last: d and b are passed over and wait again (in their order,
+	// unless one of them joins by itself first), ahead of c.
 	require.NoError(t, as[backend.HandOffer](t, c).HandOff(t.Context(), "a"))
 	got := a.owns(t, "a")
 	assert.Greater(t, got.Token, rec.Token)
 	assert.Equal(t, "va", got.Value)
-	d.owns(t, "a")
+	for _, w := range []*contended{b, c, d} {
+		w.owns(t, "a")
+	}
+	_, values, _ = contenders(t, bs[0].client, dir)
+	require.Len(t, values, 4)
+	assert.Equal(t, []string{"a\x00va", "c\x00vc"}, []string{values[0], values[3]})
+	assert.ElementsMatch(t, []string{"d\x00vd", "b\x00vb"}, values[1:3])
+	// Each contention took its new key as its own: when a leaves, the next owns.
+	next := map[string]*contended{"d\x00vd": d, "b\x00vb": b}[values[1]]
+	id, _, _ := strings.Cut(values[1], "\x00")
+	require.NoError(t, a.StopContend(t.Context()))
+	next.owns(t, id)
+	c.owns(t, id)
 }
 
 // A hand-off whose checks fail changes nothing: one by a contender that does not own the
@@ -166,4 +178,35 @@ func TestHandOffToADeadContender(t *testing.T) {
 	cs[2].owns(t, "c")
 	revoke(t, dead)
 	cs[2].owns(t, "d")
+}
+
+// A hand-off puts the keys of the waiters it passed over again, with their leases. A
+// waiter that stops meanwhile may find its key gone, and the put come after its delete:
+// its backend deletes the key again for a TTL, rather than leave it ahead of everyone
+// until its lease ends. Here a contention that served its tenure (a Locker's: it does not
+// join again) stops after its key was deleted, and the key is put again after the stop.
+func TestKeyPutAgainAfterTheStopIsDeleted(t *testing.T) {
+	b := newBackend(t)
+	const mutex = "put-after-stop"
+	dir := b.MutexPrefix(mutex)
+	c := &contended{changed: make(chan struct{})}
+	var err error
+	c.Contention, err = b.StartContend(t.Context(), backend.Participant{
+		Mutex: mutex, ContenderID: "l", TTL: testLeaseTTL, Transition: testLeaseTTL / 2,
+		WaitsOnly: true, Wake: func() {}, Report: c.report,
+	})
+	require.NoError(t, err)
+	c.owns(t, "l")
+	keys, values, _ := contenders(t, b.client, dir)
+	require.Len(t, keys, 1)
+	got, err := b.client.Get(t.Context(), keys[0])
+	require.NoError(t, err)
+	lease := got.Kvs[0].Lease
+	_, err = b.client.Delete(t.Context(), keys[0]) // as a hand-off that passes it over
+	require.NoError(t, err)
+	c.await(t, "the key seen gone", func(r backend.Record) bool { return r.Owner == "" })
+	require.NoError(t, c.StopContend(t.Context()))
+	_, err = b.client.Put(t.Context(), keys[0], values[0], clientv3.WithLease(clientv3.LeaseID(lease))) // the hand-off's put, late
+	require.NoError(t, err)
+	awaitKeys(t, b.client, dir, 0)
 }
