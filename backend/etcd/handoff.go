@@ -95,6 +95,9 @@ func (c *contention) HandOff(ctx context.Context, to string) error {
 	}
 	c.b.mu.Unlock()
 	for _, kv := range append(passed, kvs[0]) {
+		if c.halted() {
+			break // stopped: its key must not come back, and the others join by themselves
+		}
 		c.queueAgain(ctx, kv)
 	}
 	return nil
