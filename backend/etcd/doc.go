@@ -19,8 +19,8 @@
 // first served. A key is put once (a transaction that puts it only if it does not exist,
 // so a retry after a lost reply finds it) and read back in the same transaction with the
 // mutex's lowest key and the key created just before it. Keys go when their contender
-// stops (a delete), when the lease ends (revoked by Close, or expired on the server), or
-// by ReleaseOwner. The keys under a mutex's prefix are its wait list: contentions
+// stops (a delete), when the lease ends (revoked by Close, or expired on the server), by
+// ReleaseOwner, or by a hand-off (which puts them again, behind: see Hand-off). The keys under a mutex's prefix are its wait list: contentions
 // implement backend.WaitList.
 //
 // Every read that decides ownership is linearizable (a transaction, or a Get without
