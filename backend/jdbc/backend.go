@@ -128,6 +128,14 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 			return nil, err
 		}
 	}
+	if p.Value != "" && !s.values {
+		if s, err = b.lookForValues(ctx); err != nil {
+			return nil, err
+		}
+		if !s.values {
+			return nil, b.missing(valueTable, "a contender with an owner value")
+		}
+	}
 	c := newContention(b, s, p)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -135,6 +143,9 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		return nil, fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)
 	}
 	b.contentions[c] = struct{}{}
+	if s.slots {
+		return slotContention{c}, nil
+	}
 	return c, nil
 }
 
@@ -207,10 +218,29 @@ func (b *Backend) checkedSchema(ctx context.Context) (schema, error) {
 	case err != nil:
 		return schema{}, b.refused(fmt.Errorf("simba/jdbc: check table %s: %w", b.table, err))
 	}
+	if checked.values, err = b.present(ctx, valueTable); err != nil {
+		return schema{}, err
+	}
+	if checked.slots, err = b.present(ctx, slotTable); err != nil {
+		return schema{}, err
+	}
 	b.mu.Lock()
 	b.schema = &checked
 	b.mu.Unlock()
 	return checked, nil
+}
+
+// lookForValues looks for the value table once more, which Start did not find (it may have
+// been created since), and returns the schema with what it found.
+func (b *Backend) lookForValues(ctx context.Context) (schema, error) {
+	found, err := b.present(ctx, valueTable)
+	if err != nil {
+		return schema{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.schema.values = b.schema.values || found
+	return *b.schema, nil
 }
 
 // refused marks err as a refusal when the store's answer in it is one (see refused).

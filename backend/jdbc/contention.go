@@ -51,6 +51,9 @@ type contention struct {
 	doubt   bool
 	stray   time.Time // until when an abandoned UPDATE may still take the row (stray.go)
 
+	value  string // the owner value of the contender's tenures; "": none (values.go)
+	valued uint64 // the token of the tenure whose value the value table holds; 0: none
+
 	// The database's clock as the last answer that told it read it; stepped is set when
 	// an answer of the current call showed the clock stepping forward.
 	db      dbClock
@@ -76,6 +79,7 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 		wake:   p.Wake,
 		closed: p.Closed,
 		log:    p.Logger,
+		value:  p.Value,
 
 		started: time.Now(),
 	}
@@ -105,12 +109,30 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	open := c.prepareLock(ctx)
 	c.acquiring(true)
 	c.stepped = false
-	rec, err := c.acquireRow(ctx, open)
+	var rec backend.Record
+	var err error
+	if c.value != "" && c.token != 0 {
+		// A tenure whose value is not written yet (the write failed) is not renewed before
+		// it is: a renewal would make the value row of an earlier tenure of this ID look
+		// like this one's.
+		_, err = c.keepValue(ctx)
+	}
+	if err == nil {
+		rec, err = c.acquireRow(ctx, open)
+	}
 	if err == nil && c.stepped && rec.Owner == c.id {
 		rec, err = c.stepAside(ctx)
 	}
 	if err == nil {
 		c.follow(ctx, rec)
+	}
+	if err == nil && c.value != "" && rec.Owner == c.id {
+		// A new tenure's value, written before the tenure is renewed (see above); readers
+		// meanwhile find none.
+		var kept bool
+		if kept, err = c.keepValue(ctx); kept {
+			rec.Value = c.value
+		}
 	}
 	c.acquiring(false)
 	if err != nil {
@@ -241,7 +263,14 @@ func (c *contention) afterUnmatched(ctx context.Context, again bool, known *row)
 	}
 	// The row is this contender's, in a tenure the contention has no token for (an
 	// earlier lifecycle's): renew it at the version read, which begins this contention's
-	// tenure with a token larger than that lifecycle's.
+	// tenure with a token larger than that lifecycle's. A renewal keeps the value row of
+	// the tenure it renews, so a contention with a value first voids that lifecycle's
+	// value: readers find none until this tenure's is written.
+	if c.value != "" {
+		if _, err := c.writeValue(ctx, 0, "", r.version); err != nil {
+			return backend.Record{}, false, err
+		}
+	}
 	res, _, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
 		expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)
 	switch {
@@ -614,6 +643,7 @@ type row struct {
 	owner                           string
 	acquiredAt, ttlAt, transitionAt uint64
 	version, now                    uint64
+	value                           string // the owner value of the row's tenure; "": none, or not told
 	sent, got                       time.Time
 	missing                         bool    // there is no row (told by a statement that reads it in passing)
 	lock                            lockTry // what the read found of the named lock (readLocking)
@@ -630,6 +660,7 @@ func (r row) record() backend.Record {
 		TTL:        span(r.ttlAt, r.now) - clockStep,
 		Transition: span(r.transitionAt, r.now) - clockStep,
 		Held:       max(span(r.now, r.acquiredAt), 0),
+		Value:      r.value,
 	}
 }
 
@@ -695,7 +726,7 @@ func (c *contention) readKnown(ctx context.Context) (*row, error) {
 func (b *Backend) read(ctx context.Context, q querier, s schema, mutex string) (row, error) {
 	var r row
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.read.in(s), mutex)
-	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now)
+	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now, &r.value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}
@@ -710,7 +741,7 @@ func (b *Backend) readLocking(ctx context.Context, q querier, s schema, mutex, l
 	var session int64
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.readLocking.in(s), lock, mutex)
 	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
-		&holder, &session)
+		&r.value, &holder, &session)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}

@@ -85,16 +85,25 @@ type statements struct {
 	settle                             string // lets the named lock go if the session holds it
 	ensureFloor, lockFloor, raiseFloor string
 	deleteText                         string
+	keepValue                          string // writes a tenure's owner value (values.go); "" without room for the value table
+	lastSlot, claimSlot                string // read and claim a mutex's slot (slots.go); "" without room for the slot table
 }
 
 // clocked is a statement that reads the database's clock, in two versions: for sessions
-// whose time zone has no daylight-saving folds, and for the others.
-type clocked struct{ plain, folding string }
+// whose time zone has no daylight-saving folds, and for the others; each in two more, for
+// backends without the value table and with it (a statement that reads a row reads the
+// owner value of its tenure too).
+type clocked struct{ plain, folding, plainValued, foldingValued string }
 
 // in returns the version for a session like s's.
 func (c clocked) in(s schema) string {
-	if s.folds {
+	switch {
+	case s.folds && s.values:
+		return c.foldingValued
+	case s.folds:
 		return c.folding
+	case s.values:
+		return c.plainValued
 	}
 	return c.plain
 }
@@ -138,6 +147,8 @@ type schema struct {
 	// themselves (lockingAcquirer, releaseUnlocker; not where a MySQL session logs
 	// statements as text, for which GET_LOCK and RELEASE_LOCK in an UPDATE are unsafe)
 	locksInUpdates bool
+	values         bool // the value table is there to read (values.go)
+	slots          bool // the slot table is there to read (slots.go)
 }
 
 // column is a string column's capacity.

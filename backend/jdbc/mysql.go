@@ -48,10 +48,20 @@ func (d mysqlDialect) ddl(t tableName) string {
 
 func (d mysqlDialect) statements(t tableName) statements {
 	q := d.quote(t)
+	_, v, _ := valueTable.name(d, t) // "": no room for it, and no values
+	_, sl, _ := slotTable.name(d, t)
 	clocked := func(stmt string) clocked {
-		return clocked{plain: fmt.Sprintf(mysqlPlainClock.Replace(stmt), q), folding: fmt.Sprintf(mysqlFoldingClock.Replace(stmt), q)}
+		render := func(clock *strings.Replacer, value string) string {
+			return fmt.Sprintf(clock.Replace(strings.ReplaceAll(stmt, "{value}", value)), q)
+		}
+		valued := valueColumn(d, q, v)
+		return clocked{plain: render(mysqlPlainClock, noValue), folding: render(mysqlFoldingClock, noValue),
+			plainValued: render(mysqlPlainClock, valued), foldingValued: render(mysqlFoldingClock, valued)}
 	}
 	return statements{
+		keepValue:     sideStatement(mysqlKeepValue, q, v),
+		lastSlot:      sideStatement(mysqlLastSlot, q, sl),
+		claimSlot:     sideStatement(mysqlClaimSlot, q, sl),
 		ensureRow:     fmt.Sprintf(mysqlEnsureRow, q),
 		read:          clocked(mysqlRead),
 		readLocking:   clocked(mysqlReadLocking),
@@ -81,7 +91,13 @@ func (d mysqlDialect) renderAcquire(stmt string, t tableName, s schema, ttl, lea
 	if s.folds {
 		clock = mysqlFoldingClock
 	}
-	return fmt.Sprintf(clock.Replace(stmt), d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
+	q := d.quote(t)
+	v := ""
+	if s.values {
+		_, v, _ = valueTable.name(d, t)
+	}
+	stmt = strings.ReplaceAll(stmt, "{value}", valueColumn(d, q, v))
+	return fmt.Sprintf(clock.Replace(stmt), q, ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
 func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {

@@ -40,11 +40,17 @@ func (d postgresDialect) ddl(t tableName) string {
 
 func (d postgresDialect) statements(t tableName) statements {
 	q := d.quote(t)
+	_, v, _ := valueTable.name(d, t) // "": no room for it, and no values
+	_, sl, _ := slotTable.name(d, t)
 	same := func(stmt string) clocked {
-		s := fmt.Sprintf(stmt, q)
-		return clocked{plain: s, folding: s}
+		plain := fmt.Sprintf(strings.ReplaceAll(stmt, "{value}", noValue), q)
+		valued := fmt.Sprintf(strings.ReplaceAll(stmt, "{value}", valueColumn(d, q, v)), q)
+		return clocked{plain: plain, folding: plain, plainValued: valued, foldingValued: valued}
 	}
 	return statements{
+		keepValue:     sideStatement(pgKeepValue, q, v),
+		lastSlot:      sideStatement(pgLastSlot, q, sl),
+		claimSlot:     sideStatement(pgClaimSlot, q, sl),
 		ensureRow:     fmt.Sprintf(pgEnsureRow, q),
 		read:          same(pgRead),
 		readLocking:   same(pgReadLocking),
@@ -84,8 +90,13 @@ var (
 	_ releaseUnlocker = postgresDialect{}
 )
 
-func (d postgresDialect) lockingAcquireStatement(t tableName, _ schema, ttl, lease time.Duration) string {
-	return fmt.Sprintf(pgAcquireLocking, d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
+func (d postgresDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
+	q, v := d.quote(t), ""
+	if s.values {
+		_, v, _ = valueTable.name(d, t)
+	}
+	stmt := strings.ReplaceAll(pgAcquireLocking, "{value}", valueColumn(d, q, v))
+	return fmt.Sprintf(stmt, q, ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
 // acquireLocking runs pgAcquireLocking: what the try did, and the UPDATE's answer or, when
@@ -94,10 +105,10 @@ func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s sch
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale, lock)
 	var got, session int64
 	var version, mark, now, found sql.NullInt64
-	var owner sql.NullString
+	var owner, value sql.NullString
 	var acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, holder sql.NullInt64
 	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now, &found,
-		&owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &holder); err != nil {
+		&owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &holder); err != nil {
 		return acquireResult{}, lockTry{}, nil, err
 	}
 	try := lockTry{told: true, got: got == 1, other: got != 1, session: session}
@@ -112,7 +123,8 @@ func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s sch
 		try.holder = holder.Int64 // 0 unless the row is free
 	}
 	return acquireResult{}, try, &row{owner: owner.String, acquiredAt: uint64(acquiredAt.Int64), ttlAt: uint64(ttlAt.Int64),
-		transitionAt: uint64(transitionAt.Int64), version: uint64(rowVersion.Int64), now: uint64(rowNow.Int64), lock: try}, nil
+		transitionAt: uint64(transitionAt.Int64), version: uint64(rowVersion.Int64), now: uint64(rowNow.Int64), value: value.String,
+		lock: try}, nil
 }
 
 func (d postgresDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {

@@ -20,8 +20,9 @@ func DDL(opts ...Option) (string, error) {
 	return cfg.dialect.ddl(t), nil
 }
 
-// CreateTable creates the table on db if it is missing, and the hold table of semaphores
-// and read-write locks beside it (HoldDDL), and then checks the table as Start does:
+// CreateTable creates the table on db if it is missing, and beside it the hold table of
+// semaphores and read-write locks (HoldDDL), the value table of owner values (ValueDDL) and
+// the slot table of Schedulers' slots (SlotDDL), and then checks the table as Start does:
 // an existing table that does not match the format is reported as a *SchemaError rather
 // than left for Start to find. It does not close db.
 func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
@@ -42,6 +43,13 @@ func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
 	// StartContend refuses a semaphore or read-write lock on it as an invalid argument.
 	if holds, err := holdSQL(cfg.dialect, t); err == nil {
 		if err := create(ctx, db, holds.ddl, holds.table); err != nil {
+			return err
+		}
+	}
+	// So does one without room for the value table's (no owner values) or the slot
+	// table's (no slots recorded).
+	for _, st := range []sideTable{valueTable, slotTable} {
+		if err := createSide(ctx, db, cfg.dialect, t, st); err != nil {
 			return err
 		}
 	}

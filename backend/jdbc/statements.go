@@ -166,9 +166,10 @@ const (
 	// the database's now, in one statement. Arguments: mutex.
 	mysqlRead = "SELECT " + mysqlRowColumns + " FROM %[1]s WHERE mutex = ?"
 
-	// mysqlRowColumns are a row's columns as mysqlRead reads them.
+	// mysqlRowColumns are a row's columns as mysqlRead reads them, and the owner value of
+	// the row's tenure ({value}: mysqlValue, or '' without the value table).
 	mysqlRowColumns = "owner_id, GREATEST(CAST(acquired_at AS SIGNED) + {behind}, 0), " +
-		"GREATEST(CAST(ttl_at AS SIGNED) + {shift}, 0), GREATEST({end}, 0), version, " + mysqlNow
+		"GREATEST(CAST(ttl_at AS SIGNED) + {shift}, 0), GREATEST({end}, 0), version, " + mysqlNow + ", {value}"
 
 	// mysqlReadLocking is mysqlRead that also tells the session that holds the row's
 	// named lock (IS_USED_LOCK; 0 if none) and the session's own ID (CONNECTION_ID, for
@@ -382,8 +383,10 @@ const (
 	// pgRead reads a row and the database's now. Arguments: limit, mutex.
 	pgRead = "SELECT " + pgRowColumns + " FROM %[1]s WHERE " + pgBound + " AND mutex = $2"
 
-	// pgRowColumns are a row's columns as pgRead reads them.
-	pgRowColumns = "owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " + pgNow
+	// pgRowColumns are a row's columns as pgRead reads them, and the owner value of the
+	// row's tenure ({value}: pgValue, or '' without the value table).
+	pgRowColumns = "owner_id, GREATEST(acquired_at, 0), GREATEST(ttl_at, 0), GREATEST(transition_at, 0), version, " + pgNow +
+		", {value}"
 
 	// pgReadLocking is pgRead that also tells, when the row is free, the session that
 	// holds its advisory lock (0: none; NULL when the row is not free; pgHolderOfK), and

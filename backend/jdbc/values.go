@@ -1,0 +1,126 @@
+package jdbc
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"fmt"
+
+	"github.com/simba-go/simba/backend"
+)
+
+// Owner values: see "Owner values" in the package documentation for the table and the
+// rules that keep a value with its tenure.
+
+var (
+	//go:embed values_mysql.sql
+	mysqlValueDDL string
+	//go:embed values_postgres.sql
+	postgresValueDDL string
+)
+
+// valueTable keeps the owner value of each mutex's tenure.
+var valueTable = sideTable{suffix: "_value", what: "value", columns: "mutex, owner_id, token, value",
+	mysql: mysqlValueDDL, pgsql: postgresValueDDL}
+
+var _ backend.ValueKeeper = (*Backend)(nil)
+
+// KeepsValues reports that the backend keeps owner values for mutexes, in the value table
+// beside the mutex table; see backend.ValueKeeper. A contender with a value is refused at
+// its start when that table is missing.
+func (b *Backend) KeepsValues(k backend.Kind) bool { return k == backend.Mutex }
+
+// ValueDDL returns the statement that creates the value table, beside the mutex table, if
+// it is missing (CREATE TABLE IF NOT EXISTS), for migrations run by other tools. Options
+// as for New: WithTable and WithDialect matter.
+func ValueDDL(opts ...Option) (string, error) { return sideDDL(valueTable, opts) }
+
+// The value a read answers with a row: the value row's, when it names the row's owner and
+// the row's tenure. Its token is that tenure's first version: the row's version when the
+// row's last write began a tenure (an even renewal mark), and below it when that write was
+// a renewal (an odd one). %[1]s stands for the mutex table, %[2]s for the value table.
+const (
+	mysqlValue = "COALESCE((SELECT v.value FROM %[2]s AS v WHERE v.mutex = %[1]s.mutex AND v.owner_id = %[1]s.owner_id " +
+		"AND (v.token = %[1]s.version OR v.token < %[1]s.version " +
+		"AND ((CAST(%[1]s.transition_at AS SIGNED) - CAST(%[1]s.ttl_at AS SIGNED)) & 1) = 1)), '')"
+	pgValue = "COALESCE((SELECT v.value FROM %[2]s AS v WHERE v.mutex = %[1]s.mutex AND v.owner_id = %[1]s.owner_id " +
+		"AND (v.token = %[1]s.version OR v.token < %[1]s.version AND ((%[1]s.transition_at - %[1]s.ttl_at) & 1) = 1)), '')"
+
+	// noValue stands for the value where there is no value table.
+	noValue = "''"
+)
+
+// The value write: a contender with a value writes it, with its tenure's token, while its
+// tenure is on the row at the version its contention last saw, before any renewal (which
+// would make a value row of an earlier tenure of the same ID look like this one's).
+// MySQL's answers, through LAST_INSERT_ID, 1 when the row was there to write from (its
+// rows affected would be 0 for a value row written already, the same, by a write whose
+// answer was lost); PostgreSQL's, its rows affected. Arguments: token, value, mutex,
+// contender, version.
+const (
+	mysqlKeepValue = "INSERT INTO %[2]s (mutex, owner_id, token, value) SELECT mutex, owner_id, LAST_INSERT_ID(1) * ?, ? FROM %[1]s " +
+		"WHERE mutex = ? AND owner_id = ? AND version = ? " +
+		"ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), token = VALUES(token), value = VALUES(value)"
+	pgKeepValue = "INSERT INTO %[2]s AS v (mutex, owner_id, token, value) SELECT mutex, owner_id, $2::bigint, $3::text FROM %[1]s " +
+		"WHERE " + pgBound + " AND mutex = $4 AND owner_id = $5 AND version = $6 " +
+		"ON CONFLICT (mutex) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token, value = EXCLUDED.value"
+)
+
+// valueColumn returns the value expression of dialect d for the mutex table q beside value
+// table v (quoted); "" for v: no value table.
+func valueColumn(d Dialect, q, v string) string {
+	if v == "" {
+		return noValue
+	}
+	expr := mysqlValue
+	if _, ok := d.(postgresDialect); ok {
+		expr = pgValue
+	}
+	return fmt.Sprintf(expr, q, v)
+}
+
+// keepValue writes the contention's value for its tenure (token), while the row holds that
+// tenure at the version the contention last saw, unless it wrote it already; it reports
+// whether the value row is the tenure's now. A row that moved on wrote nothing: its tenure
+// is over, or a renewal whose answer was lost came between (a later write, at the next
+// version, does it).
+func (c *contention) keepValue(ctx context.Context) (bool, error) {
+	if c.valued == c.token {
+		return true, nil
+	}
+	kept, err := c.writeValue(ctx, c.token, c.value, c.version)
+	if kept {
+		c.valued = c.token
+	}
+	return kept, err
+}
+
+// writeValue writes value with token into the value row, while the row holds this
+// contender's tenure at version; it reports whether it did.
+func (c *contention) writeValue(ctx context.Context, token uint64, value string, version uint64) (bool, error) {
+	var kept bool
+	err := c.run(ctx, false, func(q querier) error {
+		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.keepValue, token, value, c.mutex, c.id, version)
+		res, err := q.ExecContext(ctx, query, args...)
+		if err == nil {
+			kept, err = wrote(c.b.dialect, res)
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("write the owner value: %w", err)
+	}
+	return kept, nil
+}
+
+// wrote reports whether a write of a side table took place: on MySQL its LAST_INSERT_ID
+// says 1 (the statement sets it where it writes: rows affected count only the rows that
+// changed, or, with clientFoundRows, those found), elsewhere one row was affected.
+func wrote(d Dialect, res sql.Result) (bool, error) {
+	if _, ok := d.(mysqlDialect); ok {
+		id, err := res.LastInsertId()
+		return id == 1, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
