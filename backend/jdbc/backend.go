@@ -32,6 +32,7 @@ type Backend struct {
 	contentions map[*contention]struct{}
 	holds       map[*holdContention]struct{} // semaphores' and read-write locks' (holds.go)
 	holdSQL     *holdStatements              // the hold table's, once checked; nil until then
+	cleared     map[string]struct{}          // mutex and contender pairs whose value row was cleared (clearValue)
 
 	background sync.WaitGroup  // sweeps of abandoned acquisitions (stray.go), holds' wakes (wakeLater)
 	wakes      context.Context // the holds' wakes' (wakeLater): ended by Close
@@ -135,6 +136,9 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		if !s.values {
 			return nil, b.missing(valueTable, "a contender with an owner value")
 		}
+	}
+	if p.Value == "" && p.ContenderID != "" && s.values {
+		b.clearValue(ctx, s, p.Mutex, p.ContenderID)
 	}
 	c := newContention(b, s, p)
 	b.mu.Lock()

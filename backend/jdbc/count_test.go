@@ -219,11 +219,11 @@ func (st *countingStmt) QueryContext(ctx context.Context, args []driver.NamedVal
 	return st.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 }
 
-// cycleStatements runs cycles uncontended Locker cycles (acquire, release) on b, after one
-// that creates the row, and returns the statements s counted during them.
-func cycleStatements(t *testing.T, b *jdbc.Backend, s *statements, cycles int) map[string]int {
+// cycleStatements runs cycles uncontended Locker cycles (acquire, release) on b, with
+// opts, after one that creates the row, and returns the statements s counted during them.
+func cycleStatements(t *testing.T, b *jdbc.Backend, s *statements, cycles int, opts ...simba.LockerOption) map[string]int {
 	t.Helper()
-	l, err := simba.NewLocker(b, mutexName(t))
+	l, err := simba.NewLocker(b, mutexName(t), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	cycle := func() {

@@ -85,7 +85,7 @@ type statements struct {
 	settle                             string // lets the named lock go if the session holds it
 	ensureFloor, lockFloor, raiseFloor string
 	deleteText                         string
-	keepValue                          string // writes a tenure's owner value (values.go); "" without room for the value table
+	keepValue, clearValue              string // write a tenure's owner value, clear a contender's (values.go); "" without room for the value table
 	lastSlot, claimSlot                string // read and claim a mutex's slot (slots.go); "" without room for the slot table
 }
 

@@ -60,6 +60,7 @@ func (d mysqlDialect) statements(t tableName) statements {
 	}
 	return statements{
 		keepValue:     sideStatement(mysqlKeepValue, q, v),
+		clearValue:    sideStatement(mysqlClearValue, q, v),
 		lastSlot:      sideStatement(mysqlLastSlot, q, sl),
 		claimSlot:     sideStatement(mysqlClaimSlot, q, sl),
 		ensureRow:     fmt.Sprintf(mysqlEnsureRow, q),

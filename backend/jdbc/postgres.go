@@ -49,6 +49,7 @@ func (d postgresDialect) statements(t tableName) statements {
 	}
 	return statements{
 		keepValue:     sideStatement(pgKeepValue, q, v),
+		clearValue:    sideStatement(pgClearValue, q, v),
 		lastSlot:      sideStatement(pgLastSlot, q, sl),
 		claimSlot:     sideStatement(pgClaimSlot, q, sl),
 		ensureRow:     fmt.Sprintf(pgEnsureRow, q),

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	_ "embed"
+	"errors"
 	"fmt"
 
+	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 )
 
@@ -65,6 +67,44 @@ const (
 		"WHERE " + pgBound + " AND mutex = $4 AND owner_id = $5 AND version = $6 " +
 		"ON CONFLICT (mutex) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token, value = EXCLUDED.value"
 )
+
+// The clearing of a value row that names a contender without a value: a contender ID
+// that had a value and comes back without one (a process restarted without it) would
+// otherwise find its earlier tenure's value answered with its own renewals. Arguments:
+// mutex, contender.
+const (
+	mysqlClearValue = "DELETE FROM %[2]s WHERE mutex = ? AND owner_id = ?"
+	pgClearValue    = "DELETE FROM %[2]s WHERE " + pgBound + " AND mutex = $2 AND owner_id = $3"
+)
+
+// maxCleared bounds how many mutex and contender pairs a backend remembers having cleared.
+const maxCleared = 4096
+
+// clearValue deletes, once per backend for a mutex and a contender without a value, a
+// value row that names the contender: the first contention of the pair pays one
+// statement, later ones none. A refusal (no DELETE privilege on the value table) counts
+// as done, as no later try would do better; an outage is tried again by the next
+// contention of the pair. Either way the contention goes on.
+func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
+	key := mutex + "\x00" + id
+	b.mu.Lock()
+	_, done := b.cleared[key]
+	b.mu.Unlock()
+	if done {
+		return
+	}
+	query, args := b.dialect.bound(s, limit(ctx), b.sql.clearValue, mutex, id)
+	_, err := b.db.ExecContext(ctx, query, args...)
+	if err != nil && !errors.Is(b.refused(err), simba.ErrRefused) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cleared == nil || len(b.cleared) >= maxCleared {
+		b.cleared = make(map[string]struct{})
+	}
+	b.cleared[key] = struct{}{}
+}
 
 // valueColumn returns the value expression of dialect d for the mutex table q beside value
 // table v (quoted); "" for v: no value table.
