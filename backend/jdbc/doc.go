@@ -756,6 +756,78 @@
 // would hold the table's metadata lock while it sleeps, so that an ALTER TABLE waiting for
 // it would hold up every statement on the table.
 //
+// # Owner values
+//
+// The backend keeps owner values (simba.WithOwnerValue; backend.ValueKeeper) for mutexes
+// in a table of its own beside the mutex table, never in it: simba_mutex_value (the mutex
+// table's name and "_value", in its schema), which JVM Simba does not know; its columns
+// stay as they are, and JVM contenders keep working. CreateTable creates it; ValueDDL
+// returns its statement for a migration. Its columns: mutex varchar(66), the primary key;
+// owner_id varchar(128), the tenure's owner; token, the tenure's fencing token (the version
+// its first write gave the row); value varchar(1024), the value. One row per mutex, the
+// value of the last tenure begun with one.
+//
+// A contender with a value writes it once per tenure, in one statement after the
+// acquisition that began the tenure and before any renewal of it: mysqlKeepValue (INSERT
+// INTO the value table ... SELECT mutex, owner_id, token, value FROM the mutex table WHERE
+// mutex = ? AND owner_id = ? AND version = ? ON DUPLICATE KEY UPDATE owner_id, token,
+// value), pgKeepValue (the same with ON CONFLICT (mutex) DO UPDATE), with the token, the
+// value, the mutex, the contender and the version of the acquisition's answer: it writes
+// only while the row holds that tenure. A tenure whose write failed is not renewed before
+// the write succeeds. Renewals write nothing more, and a contender without a value writes
+// nothing: its statements are as they were.
+//
+// Every read of the row (mysqlRead, mysqlReadLocking, mysqlReadTrying, pgRead,
+// pgReadLocking, pgAcquireLocking's) reads the value in the same statement, so from the
+// same snapshot, with a scalar subquery (mysqlValue, pgValue): the value row's value when
+// it names the row's owner and the row's tenure, else the empty string. The tenure is
+// told by the renewal mark (see Fencing token): the row's last write began a tenure
+// (even) and the value row's token is the row's version, or it renewed one (odd) and the
+// token is below it. So a value is never answered for another tenure: not for a later
+// tenure of another contender (another owner_id), nor for one of the same ID (a new
+// tenure's first write is at a version above the token, and a contender with a value
+// writes its own before it renews). Between a tenure's first write and its value's, a
+// reader finds no value. Two cases of the same contender ID need one statement more:
+//
+//   - A contender whose earlier lifecycle (a process that stopped without releasing)
+//     still owns the row takes that tenure over with a renewal (see Fencing token). A
+//     contender with a value first voids the earlier lifecycle's value row (token 0, no
+//     value) with mysqlKeepValue at the version it read.
+//   - A contender ID that had a value and comes back without one would find its earlier
+//     value answered with its renewals. The first contention of a mutex and a contender
+//     without a value, in each backend, deletes the value row that names its ID
+//     (mysqlClearValue, pgClearValue: DELETE ... WHERE mutex = ? AND owner_id = ?); later
+//     ones do not. A refusal (no DELETE privilege) is not retried.
+//
+// JVM Simba's writes carry no renewal mark, so a JVM contender's rows read as new tenures
+// and show no value, unless its transition is an odd number of milliseconds and it uses
+// the ID of a simba contender that had a value. The value row is removed by nothing else:
+// Prune leaves the value table alone (a row is at most a kilobyte per mutex). Start looks
+// for the table once per backend; a contender with a value is refused
+// (simba.ErrRefused, saying how to create the table) at its start when it is missing, or
+// the session may not read it, and a backend that did not find it reads no values.
+//
+// # Slots
+//
+// A Scheduler's slots (backend.SlotRecorder) are kept in a table of their own beside the
+// mutex table: simba_mutex_slot (the mutex table's name and "_slot"), which JVM Simba does
+// not know. CreateTable creates it; SlotDDL returns its statement. Its columns: mutex
+// varchar(66), the primary key; at bigint, the Unix nanoseconds of the last slot started;
+// token, the fencing token of the tenure that started it. Nothing removes a row (a few
+// bytes per mutex; Prune leaves the table alone).
+//
+// LastSlot reads the row (mysqlLastSlot, pgLastSlot: SELECT at, token ... WHERE mutex = ?;
+// no row: the zero Slot). ClaimSlot is one statement: on MySQL and MariaDB,
+// mysqlClaimSlot, INSERT ... VALUES (mutex, at, token) ON DUPLICATE KEY UPDATE, whose
+// assignments take the new at and token only if at is later and the token no smaller, and
+// whose LAST_INSERT_ID answers 1 when it recorded the slot (rows affected would not tell,
+// with clientFoundRows, an update from a duplicate left alone); on PostgreSQL,
+// pgClaimSlot, INSERT ... ON CONFLICT (mutex) DO UPDATE ... WHERE the same condition, one
+// row affected when it recorded it. A retry after a lost reply finds its own slot and
+// answers false. Start looks for the table once per backend: where it is missing, the
+// contentions do not implement backend.SlotRecorder, and a Scheduler runs its slots
+// without recording them, as before.
+//
 // # Refusals and outages
 //
 // A store's answer that no retry can cure is a refusal: the error the backend returns for
