@@ -147,10 +147,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		return nil, fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)
 	}
 	b.contentions[c] = struct{}{}
-	if s.slots {
-		return slotContention{c}, nil
-	}
-	return c, nil
+	return c.wrap(s, p.WaitsOnly), nil
 }
 
 // TokenRegressions returns how many times a contention of this backend saw a mutex's row
@@ -226,6 +223,9 @@ func (b *Backend) checkedSchema(ctx context.Context) (schema, error) {
 		return schema{}, err
 	}
 	if checked.slots, err = b.present(ctx, slotTable); err != nil {
+		return schema{}, err
+	}
+	if checked.waits, err = b.present(ctx, waitTable); err != nil {
 		return schema{}, err
 	}
 	b.mu.Lock()

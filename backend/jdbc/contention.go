@@ -54,6 +54,9 @@ type contention struct {
 	value  string // the owner value of the contender's tenures; "": none (values.go)
 	valued uint64 // the token of the tenure whose value the value table holds; 0: none
 
+	waits      waitStatements // the wait table's (waits.go); empty without it, or for a Locker
+	registered time.Time      // when the contention last wrote its row in the wait table; zero: it has none
+
 	// The database's clock as the last answer that told it read it; stepped is set when
 	// an answer of the current call showed the clock stepping forward.
 	db      dbClock
@@ -95,6 +98,9 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 			c.locking = l.lockingAcquireStatement(b.table, s, c.ttl, c.lease)
 		}
 	}
+	if s.waits && c.id != "" && !p.WaitsOnly {
+		c.waits = waitSQL(b.dialect, b.table, s)
+	}
 	b.floors.join(c.mutex)
 	return c
 }
@@ -133,6 +139,9 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		if kept, err = c.keepValue(ctx); kept {
 			rec.Value = c.value
 		}
+	}
+	if err == nil {
+		c.waiting(ctx, rec)
 	}
 	c.acquiring(false)
 	if err != nil {
@@ -531,6 +540,7 @@ func (c *contention) Release(ctx context.Context) error {
 	err := c.releaseRow(ctx)
 	c.letGo(ctx)
 	c.unpin()
+	c.leaveQueue(ctx)
 	if err != nil {
 		return c.b.refused(fmt.Errorf("simba/jdbc: release: %w", err))
 	}
@@ -618,6 +628,7 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 // the pinned connection is closed instead of returned to the pool.
 func (c *contention) StopContend(ctx context.Context) error {
 	c.free(ctx)
+	c.leaveQueue(ctx)
 	c.b.forget(c)
 	if !c.sweepLater() {
 		c.b.floors.leave(c.mutex)

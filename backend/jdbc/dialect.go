@@ -149,6 +149,7 @@ type schema struct {
 	locksInUpdates bool
 	values         bool // the value table is there to read (values.go)
 	slots          bool // the slot table is there to read (slots.go)
+	waits          bool // the wait table is there to read (waits.go)
 }
 
 // column is a string column's capacity.

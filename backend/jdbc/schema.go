@@ -21,8 +21,9 @@ func DDL(opts ...Option) (string, error) {
 }
 
 // CreateTable creates the table on db if it is missing, and beside it the hold table of
-// semaphores and read-write locks (HoldDDL), the value table of owner values (ValueDDL) and
-// the slot table of Schedulers' slots (SlotDDL), and then checks the table as Start does:
+// semaphores and read-write locks (HoldDDL), the value table of owner values (ValueDDL), the
+// slot table of Schedulers' slots (SlotDDL) and the wait table of hand-offs (WaitDDL), and
+// then checks the table as Start does:
 // an existing table that does not match the format is reported as a *SchemaError rather
 // than left for Start to find. It does not close db.
 func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
@@ -46,9 +47,9 @@ func CreateTable(ctx context.Context, db *sql.DB, opts ...Option) error {
 			return err
 		}
 	}
-	// So does one without room for the value table's (no owner values) or the slot
-	// table's (no slots recorded).
-	for _, st := range []sideTable{valueTable, slotTable} {
+	// So does one without room for the value table's (no owner values), the slot table's
+	// (no slots recorded) or the wait table's (no hand-offs).
+	for _, st := range []sideTable{valueTable, slotTable, waitTable} {
 		if err := createSide(ctx, db, cfg.dialect, t, st); err != nil {
 			return err
 		}

@@ -1,0 +1,115 @@
+package jdbc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// handOffParty is a service's contention as the hand-off tests drive it, with a channel
+// its Participant.Wake signals.
+type handOffParty struct {
+	backend.LeaseContention
+	backend.HandOffer
+	woken chan struct{}
+}
+
+// party opens a service's contention of b for mutex under id with value.
+func party(t *testing.T, b *jdbc.Backend, mutex, id, value string) handOffParty {
+	t.Helper()
+	woken := make(chan struct{}, 1)
+	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: id, Value: value,
+		TTL: 10 * time.Second, Transition: 5 * time.Second,
+		Wake: func() {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+	h, ok := c.(backend.HandOffer)
+	require.True(t, ok, "the contention hands nothing off")
+	return handOffParty{LeaseContention: c.(backend.LeaseContention), HandOffer: h, woken: woken}
+}
+
+// TestHandOff: the owner hands the mutex to a waiter of another process: the waiter is
+// woken at once (through the named lock), and its next Acquire finds itself the owner
+// with a larger token and its value; the owner goes behind those waiting. Failed checks
+// change nothing.
+func TestHandOff(t *testing.T) {
+	eachStore(t, func(t *testing.T, s dialectStore) {
+		mutex := mutexName(t)
+		a := party(t, s.backend(t), mutex, "a", "va")
+		b := party(t, s.backend(t), mutex, "b", "vb")
+		c := party(t, s.backend(t), mutex, "c", "")
+		ctx := t.Context()
+
+		first, err := a.Acquire(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "a", first.Owner)
+		for _, p := range []handOffParty{b, c} {
+			rec, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "a", rec.Owner)
+		}
+		waiters, err := a.Waiters(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []backend.Waiter{{ID: "b", Value: "vb"}, {ID: "c"}}, waiters)
+
+		assert.ErrorIs(t, a.HandOff(ctx, "nobody"), simba.ErrNotWaiting)
+		assert.ErrorIs(t, c.HandOff(ctx, "b"), simba.ErrNotOwner, "a waiter hands off")
+		select {
+		case <-b.woken: // a wake before the hand-off: drain it
+		default:
+		}
+
+		require.NoError(t, a.HandOff(ctx, "b"))
+		select {
+		case <-b.woken:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the receiver was not woken")
+		}
+		rec, err := b.Acquire(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "b", rec.Owner)
+		assert.Greater(t, rec.Token, first.Token)
+		assert.Equal(t, "vb", rec.Value)
+		o, err := simba.Lookup(ctx, s.backend(t), mutex)
+		require.NoError(t, err)
+		assert.Equal(t, [2]string{"b", "vb"}, [2]string{o.ID, o.Value})
+
+		waiters, err = b.Waiters(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []backend.Waiter{{ID: "c"}, {ID: "a", Value: "va"}}, waiters, "the giver goes behind those waiting")
+		assert.ErrorIs(t, a.HandOff(ctx, "c"), simba.ErrNotOwner, "the giver hands off again")
+		rec, err = a.Acquire(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "b", rec.Owner, "the giver contends on")
+
+		// The row changed behind the owner's back: the check in the store fails.
+		db := s.db(t)
+		q := "UPDATE simba_mutex SET version = version + 1 WHERE mutex = ?"
+		if s.dialect == jdbc.Postgres {
+			q = "UPDATE simba_mutex SET version = version + 1 WHERE mutex = $1"
+		}
+		_, err = db.ExecContext(ctx, q, mutex)
+		require.NoError(t, err)
+		assert.ErrorIs(t, b.HandOff(ctx, "c"), simba.ErrNotOwner, "an owner whose row moved on")
+		waiters, err = b.Waiters(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []backend.Waiter{{ID: "c"}, {ID: "a", Value: "va"}}, waiters, "a failed hand-off changes nothing")
+
+		require.NoError(t, c.Release(ctx))
+		waiters, err = b.Waiters(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []backend.Waiter{{ID: "a", Value: "va"}}, waiters, "a waiter that released left the queue")
+	})
+}
