@@ -137,9 +137,6 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 			return nil, b.missing(valueTable, "a contender with an owner value")
 		}
 	}
-	if p.Value == "" && p.ContenderID != "" && s.values {
-		b.clearValue(ctx, s, p.Mutex, p.ContenderID)
-	}
 	c := newContention(b, s, p)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -219,13 +216,7 @@ func (b *Backend) checkedSchema(ctx context.Context) (schema, error) {
 	case err != nil:
 		return schema{}, b.refused(fmt.Errorf("simba/jdbc: check table %s: %w", b.table, err))
 	}
-	if checked.values, err = b.present(ctx, valueTable); err != nil {
-		return schema{}, err
-	}
-	if checked.slots, err = b.present(ctx, slotTable); err != nil {
-		return schema{}, err
-	}
-	if checked.waits, err = b.present(ctx, waitTable); err != nil {
+	if checked.values, checked.slots, checked.waits, err = b.presentAll(ctx); err != nil {
 		return schema{}, err
 	}
 	b.mu.Lock()

@@ -117,11 +117,16 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	c.stepped = false
 	var rec backend.Record
 	var err error
-	if c.value != "" && c.token != 0 {
+	switch {
+	case c.token == 0:
+	case c.value != "":
 		// A tenure whose value is not written yet (the write failed) is not renewed before
 		// it is: a renewal would make the value row of an earlier tenure of this ID look
 		// like this one's.
 		_, err = c.keepValue(ctx)
+	case c.schema.values:
+		// The same, for a contender without a value (clearValue).
+		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
 	}
 	if err == nil {
 		rec, err = c.acquireRow(ctx, open)
@@ -129,19 +134,21 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err == nil && c.stepped && rec.Owner == c.id {
 		rec, err = c.stepAside(ctx)
 	}
-	if err == nil {
-		c.follow(ctx, rec)
-	}
+	var valueErr error
 	if err == nil && c.value != "" && rec.Owner == c.id {
 		// A new tenure's value, written before the tenure is renewed (see above); readers
 		// meanwhile find none.
 		var kept bool
-		if kept, err = c.keepValue(ctx); kept {
+		if kept, valueErr = c.keepValue(ctx); kept {
 			rec.Value = c.value
 		}
 	}
 	if err == nil {
+		// The table's statements come first: once the contention follows the answer, it
+		// may wait on its pinned connection, as if the call were over.
 		c.waiting(ctx, rec)
+		c.follow(ctx, rec)
+		err = valueErr
 	}
 	c.acquiring(false)
 	if err != nil {
@@ -274,11 +281,14 @@ func (c *contention) afterUnmatched(ctx context.Context, again bool, known *row)
 	// earlier lifecycle's): renew it at the version read, which begins this contention's
 	// tenure with a token larger than that lifecycle's. A renewal keeps the value row of
 	// the tenure it renews, so a contention with a value first voids that lifecycle's
-	// value: readers find none until this tenure's is written.
-	if c.value != "" {
+	// value (readers find none until this tenure's is written), and one without clears it.
+	switch {
+	case c.value != "":
 		if _, err := c.writeValue(ctx, 0, "", r.version); err != nil {
 			return backend.Record{}, false, err
 		}
+	case c.schema.values:
+		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
 	}
 	res, _, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
 		expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)

@@ -90,6 +90,8 @@ func statementKind(q string) string {
 		return "acquire"
 	case has("INSERT INTO"):
 		return "insert"
+	case has("DELETE FROM"):
+		return "delete"
 	case has("owner_id = '', "):
 		if has("RELEASE_LOCK", "pg_advisory_unlock") {
 			return "release+unlock"

@@ -794,10 +794,12 @@
 //     contender with a value first voids the earlier lifecycle's value row (token 0, no
 //     value) with mysqlKeepValue at the version it read.
 //   - A contender ID that had a value and comes back without one would find its earlier
-//     value answered with its renewals. The first contention of a mutex and a contender
-//     without a value, in each backend, deletes the value row that names its ID
-//     (mysqlClearValue, pgClearValue: DELETE ... WHERE mutex = ? AND owner_id = ?); later
-//     ones do not. A refusal (no DELETE privilege) is not retried.
+//     value answered with its renewals. Before the first renewal of a tenure of a
+//     contender without a value (or its takeover of an earlier lifecycle's tenure), a
+//     backend deletes the value row that names the contender (mysqlClearValue,
+//     pgClearValue: DELETE ... WHERE mutex = ? AND owner_id = ?), once per mutex and
+//     contender: tenures that are never renewed pay nothing, the others one statement
+//     per process. A refusal (no DELETE privilege) is not retried.
 //
 // JVM Simba's writes carry no renewal mark, so a JVM contender's rows read as new tenures
 // and show no value, unless its transition is an odd number of milliseconds and it uses
@@ -827,6 +829,44 @@
 // answers false. Start looks for the table once per backend: where it is missing, the
 // contentions do not implement backend.SlotRecorder, and a Scheduler runs its slots
 // without recording them, as before.
+//
+// # Hand-offs
+//
+// An owner hands the mutex to a contender that waits for it (Service.HandOff;
+// backend.HandOffer) through a table of its own beside the mutex table: simba_mutex_wait
+// (the mutex table's name and "_wait"), which JVM Simba does not know. CreateTable creates
+// it; WaitDDL returns its statement. Its columns: mutex varchar(66) and contender
+// varchar(128), the primary key; value, the owner value the contender would keep; place,
+// its place in the queue; ttl and lease, what its acquisitions ask for (ttl and ttl +
+// transition, ms); expires_at, the end of its patience (epoch ms of the database's clock).
+//
+// A service's contender that finds another owner queues there (waitRegister: INSERT ...
+// SELECT the next place ... ON DUPLICATE KEY UPDATE, on PostgreSQL ON CONFLICT DO UPDATE;
+// a row that outlived its patience goes to the end), with a patience of twice its ttl +
+// transition and 2s, and writes it again once half of that has passed while it waits; it
+// leaves the queue (waitRemove) when it owns the mutex, releases or stops. A Locker's
+// acquisition (Participant.WaitsOnly) never queues there and hands nothing off: its
+// statements are as they were. Waiters lists the rows within their patience, by place
+// (waitList). A waiter that dies is dropped after its patience.
+//
+// HandOff(to) is one transaction: it locks the mutex's row (handOffOwner, SELECT ... FOR
+// UPDATE) and checks that the caller owns it at the version of its last answer with its
+// transition window not ended (else simba.ErrNotOwner); locks to's row in the queue
+// within its patience (handOffWaiter; else simba.ErrNotWaiting); gives the row to to as
+// to's acquisition would write a new tenure (handOffGive: version max(version, floor) + 1,
+// the times from to's ttl and lease, a new tenure's renewal mark); writes to's value with
+// that version as the token (mysqlKeepValue, where the value table is); takes to off the
+// queue and queues the caller at its end, with its own value. Nothing is changed when a
+// check fails. The caller then lets the named lock go, as a release does, which wakes the
+// first contender waiting for it (see Hand-over, end to end): to itself, or a waiter that
+// finds to in the row, an owner without the lock, and passes it on, until it reaches to,
+// within a round trip per waiter ahead; to's contentions in the same backend are woken
+// directly. to's next Acquire finds the row naming it at a version it does not know, and
+// takes it over as its own earlier tenure (see Fencing token): a renewal, whose version is
+// its token, larger than the caller's. If to dies after the hand-off, its tenure lapses at
+// its transition_at as any owner's that crashed. A to without the hand-over's named lock
+// (WithHandOver(false), the budget spent) is not woken: it finds the row its own at its
+// next attempt, up to the caller's ttl + transition later.
 //
 // # Refusals and outages
 //

@@ -79,6 +79,32 @@ func createSide(ctx context.Context, db *sql.DB, d Dialect, t tableName, st side
 	return create(ctx, db, ddl, n)
 }
 
+// presentAll reports whether every side table exists beside the mutex table with every
+// column, and the session may read them: one statement for the common case (CreateTable
+// made them all); where one is missing, present tells which.
+func (b *Backend) presentAll(ctx context.Context) (values, slots, waits bool, err error) {
+	var all []string
+	for _, st := range []sideTable{valueTable, slotTable, waitTable} {
+		_, q, err := st.name(b.dialect, b.table)
+		if err != nil {
+			break
+		}
+		all = append(all, "(SELECT COUNT(*) FROM (SELECT "+st.columns+" FROM "+q+" WHERE 1 = 0) AS none)")
+	}
+	var none int
+	if len(all) == 3 && b.db.QueryRowContext(ctx, "SELECT "+strings.Join(all, " + ")).Scan(&none) == nil {
+		return true, true, true, nil
+	}
+	if values, err = b.present(ctx, valueTable); err != nil {
+		return false, false, false, err
+	}
+	if slots, err = b.present(ctx, slotTable); err != nil {
+		return false, false, false, err
+	}
+	waits, err = b.present(ctx, waitTable)
+	return values, slots, waits, err
+}
+
 // present reports whether st exists beside the mutex table with every column, and the
 // session may read it: a table that is missing, or that the session may not read, is
 // absent (the backend works without it); an outage is an error.

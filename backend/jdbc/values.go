@@ -80,11 +80,13 @@ const (
 // maxCleared bounds how many mutex and contender pairs a backend remembers having cleared.
 const maxCleared = 4096
 
-// clearValue deletes, once per backend for a mutex and a contender without a value, a
-// value row that names the contender: the first contention of the pair pays one
-// statement, later ones none. A refusal (no DELETE privilege on the value table) counts
-// as done, as no later try would do better; an outage is tried again by the next
-// contention of the pair. Either way the contention goes on.
+// clearValue deletes, before the first renewal of a tenure of a contender without a value
+// (a renewal is what would make a value row of an earlier tenure of its ID look like this
+// one's), the value row that names the contender, once per backend for a mutex and a
+// contender: the first such renewal pays one statement, later ones none, and tenures that
+// are never renewed none at all. A refusal (no DELETE privilege on the value table)
+// counts as done, as no later try would do better; an outage is tried again before the
+// next renewal. Either way the renewal goes on.
 func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
 	key := mutex + "\x00" + id
 	b.mu.Lock()

@@ -168,8 +168,8 @@ func TestOwnerValueWithoutTheValueTable(t *testing.T) {
 }
 
 // TestOwnerValueStatements: a contender with a value pays one statement per tenure for it
-// (the value's write), none per renewal; one without pays nothing once its first
-// contention of a mutex has cleared a value of its ID.
+// (the value's write), none per renewal; one without pays nothing, but for one clearing
+// of a value of its ID before its first renewal, once per backend and mutex.
 func TestOwnerValueStatements(t *testing.T) {
 	const cycles = 20
 	for _, tc := range []struct {
@@ -194,23 +194,42 @@ func TestOwnerValueStatements(t *testing.T) {
 			assert.Equal(t, 3*cycles, total(valued), "statements of %d cycles with a value", cycles)
 			assert.Equal(t, cycles, valued["insert"], "the value's writes")
 
-			// Renewals: none writes the value again.
-			l, err := simba.NewLocker(b, mutexName(t), simba.WithOwnerValue("v"),
-				simba.WithTTL(400*time.Millisecond), simba.WithTransition(200*time.Millisecond))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = l.Close() })
-			lease, err := l.Acquire(t.Context())
-			require.NoError(t, err)
-			s.take()
-			select {
-			case <-time.After(2 * time.Second): // several renewals
-			case <-lease.Done():
-				t.Fatal("the lease ended")
+			// Renewals: none writes the value again; without a value, the first renewal
+			// clears a value of the ID, once per backend and mutex.
+			for _, value := range []string{"v", ""} {
+				opts := []simba.LockerOption{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(200 * time.Millisecond)}
+				if value != "" {
+					opts = append(opts, simba.WithOwnerValue(value))
+				}
+				l, err := simba.NewLocker(b, mutexName(t), opts...)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = l.Close() })
+				lease, err := l.Acquire(t.Context()) // the row's first use creates it
+				require.NoError(t, err)
+				require.NoError(t, lease.Release(t.Context()))
+				s.take()
+				for range 2 {
+					lease, err := l.Acquire(t.Context())
+					require.NoError(t, err)
+					select {
+					case <-time.After(2 * time.Second): // several renewals
+					case <-lease.Done():
+						t.Fatal("the lease ended")
+					}
+					require.NoError(t, lease.Release(t.Context()))
+				}
+				counts := s.take()
+				deletes := counts["delete"]
+				t.Logf("two tenures with renewals, value %q: %s", value, perUnit(counts, 1))
+				assert.Greater(t, counts["acquire"]+counts["acquire+lock"], 4, "renewals")
+				if value != "" {
+					assert.Equal(t, 2, counts["insert"], "writes of the value: one per tenure")
+					assert.Zero(t, deletes, "clearings")
+				} else {
+					assert.Zero(t, counts["insert"], "writes of a value")
+					assert.Equal(t, 1, deletes, "clearings: one per backend and mutex")
+				}
 			}
-			renewing := s.take()
-			assert.Zero(t, renewing["insert"], "writes of the value while renewing: %v", renewing)
-			assert.Positive(t, renewing["acquire"], "renewals: %v", renewing)
-			require.NoError(t, lease.Release(t.Context()))
 		})
 	}
 }
