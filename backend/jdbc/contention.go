@@ -611,6 +611,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 }
 
 // Lookup reads the row; see backend.LeaseContention. A mutex without a row has no owner. A
+// contender's lookup tells its own tenure's token, which only its contention knows. A
 // retriever's first lookup (simba.Lookup's only one) is remembered for ReleaseOwner.
 func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
@@ -625,6 +626,9 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: look up: %w", err))
 	}
 	rec := r.record()
+	if c.id != "" && rec.Owner == c.id && c.token != 0 && r.version == c.version {
+		rec.Token = c.token // this contention's tenure, unchanged since its last answer
+	}
 	if c.id == "" && !c.looked && rec.Owner != "" {
 		c.b.lookups.add(lookedUp{mutex: c.mutex, owner: rec.Owner, version: r.version, rec: rec, from: c.started, to: sending})
 	}
@@ -665,6 +669,7 @@ type row struct {
 	acquiredAt, ttlAt, transitionAt uint64
 	version, now                    uint64
 	value                           string // the owner value of the row's tenure; "": none, or not told
+	token                           uint64 // the token of the row's tenure, told with its value; 0: not told
 	sent, got                       time.Time
 	missing                         bool    // there is no row (told by a statement that reads it in passing)
 	lock                            lockTry // what the read found of the named lock (readLocking)
@@ -682,6 +687,7 @@ func (r row) record() backend.Record {
 		Transition: span(r.transitionAt, r.now) - clockStep,
 		Held:       max(span(r.now, r.acquiredAt), 0),
 		Value:      r.value,
+		Token:      r.token,
 	}
 }
 
@@ -747,7 +753,8 @@ func (c *contention) readKnown(ctx context.Context) (*row, error) {
 func (b *Backend) read(ctx context.Context, q querier, s schema, mutex string) (row, error) {
 	var r row
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.read.in(s), mutex)
-	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now, &r.value)
+	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now, &r.value,
+		&r.token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}
@@ -762,7 +769,7 @@ func (b *Backend) readLocking(ctx context.Context, q querier, s schema, mutex, l
 	var session int64
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.readLocking.in(s), lock, mutex)
 	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
-		&r.value, &holder, &session)
+		&r.value, &r.token, &holder, &session)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}

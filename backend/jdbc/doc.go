@@ -779,8 +779,11 @@
 //
 // Every read of the row (mysqlRead, mysqlReadLocking, mysqlReadTrying, pgRead,
 // pgReadLocking, pgAcquireLocking's) reads the value in the same statement, so from the
-// same snapshot, with a scalar subquery (mysqlValue, pgValue): the value row's value when
-// it names the row's owner and the row's tenure, else the empty string. The tenure is
+// same snapshot, with scalar subqueries (mysqlValue, pgValue): the value row's value and
+// token when it names the row's owner and the row's tenure, else the empty string and 0.
+// So a read tells the token of a tenure with a value (Record.Token), which the row alone
+// does not (its version moves with every renewal); a tenure without one reads token 0,
+// unless it is the reading contention's own. The tenure is
 // told by the renewal mark (see Fencing token): the row's last write began a tenure
 // (even) and the value row's token is the row's version, or it renewed one (odd) and the
 // token is below it. So a value is never answered for another tenure: not for a later

@@ -155,7 +155,7 @@ func (c *contention) readTrying(ctx context.Context) (*row, error) {
 	var holder, session int64
 	query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.readTrying.in(c.schema), c.lock, c.lock, c.lock, c.mutex)
 	err := conn.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
-		&r.value, &took, &holder, &session)
+		&r.value, &r.token, &took, &holder, &session)
 	r.got = time.Now()
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -107,9 +107,9 @@ func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s sch
 	var got, session int64
 	var version, mark, now, found sql.NullInt64
 	var owner, value sql.NullString
-	var acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, holder sql.NullInt64
+	var acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, token, holder sql.NullInt64
 	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now, &found,
-		&owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &holder); err != nil {
+		&owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &token, &holder); err != nil {
 		return acquireResult{}, lockTry{}, nil, err
 	}
 	try := lockTry{told: true, got: got == 1, other: got != 1, session: session}
@@ -125,7 +125,8 @@ func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s sch
 	}
 	return acquireResult{}, try, &row{owner: owner.String, acquiredAt: uint64(acquiredAt.Int64), ttlAt: uint64(ttlAt.Int64),
 		transitionAt: uint64(transitionAt.Int64), version: uint64(rowVersion.Int64), now: uint64(rowNow.Int64), value: value.String,
-		lock: try}, nil
+		token: uint64(token.Int64),
+		lock:  try}, nil
 }
 
 func (d postgresDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {

@@ -41,15 +41,17 @@ func ValueDDL(opts ...Option) (string, error) { return sideDDL(valueTable, opts)
 // the row's tenure. Its token is that tenure's first version: the row's version when the
 // row's last write began a tenure (an even renewal mark), and below it when that write was
 // a renewal (an odd one). %[1]s stands for the mutex table, %[2]s for the value table.
+// The same value row's token is the tenure's, which the read answers too (Record.Token).
+// %[3]s stands for the column read: value or token, and %[4]s for what stands for none.
 const (
-	mysqlValue = "COALESCE((SELECT v.value FROM %[2]s AS v WHERE v.mutex = %[1]s.mutex AND v.owner_id = %[1]s.owner_id " +
+	mysqlValue = "COALESCE((SELECT v.%[3]s FROM %[2]s AS v WHERE v.mutex = %[1]s.mutex AND v.owner_id = %[1]s.owner_id " +
 		"AND (v.token = %[1]s.version OR v.token < %[1]s.version " +
-		"AND ((CAST(%[1]s.transition_at AS SIGNED) - CAST(%[1]s.ttl_at AS SIGNED)) & 1) = 1)), '')"
-	pgValue = "COALESCE((SELECT v.value FROM %[2]s AS v WHERE v.mutex = %[1]s.mutex AND v.owner_id = %[1]s.owner_id " +
-		"AND (v.token = %[1]s.version OR v.token < %[1]s.version AND ((%[1]s.transition_at - %[1]s.ttl_at) & 1) = 1)), '')"
+		"AND ((CAST(%[1]s.transition_at AS SIGNED) - CAST(%[1]s.ttl_at AS SIGNED)) & 1) = 1)), %[4]s)"
+	pgValue = "COALESCE((SELECT v.%[3]s FROM %[2]s AS v WHERE v.mutex = %[1]s.mutex AND v.owner_id = %[1]s.owner_id " +
+		"AND (v.token = %[1]s.version OR v.token < %[1]s.version AND ((%[1]s.transition_at - %[1]s.ttl_at) & 1) = 1)), %[4]s)"
 
-	// noValue stands for the value where there is no value table.
-	noValue = "''"
+	// noValue stands for the value and its token where there is no value table.
+	noValue = "'', 0"
 )
 
 // The value write: a contender with a value writes it, with its tenure's token, while its
@@ -108,8 +110,8 @@ func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
 	b.cleared[key] = struct{}{}
 }
 
-// valueColumn returns the value expression of dialect d for the mutex table q beside value
-// table v (quoted); "" for v: no value table.
+// valueColumn returns the value and token columns of dialect d for the mutex table q
+// beside value table v (quoted); "" for v: no value table.
 func valueColumn(d Dialect, q, v string) string {
 	if v == "" {
 		return noValue
@@ -118,7 +120,7 @@ func valueColumn(d Dialect, q, v string) string {
 	if _, ok := d.(postgresDialect); ok {
 		expr = pgValue
 	}
-	return fmt.Sprintf(expr, q, v)
+	return fmt.Sprintf(expr, q, v, "value", "''") + ", " + fmt.Sprintf(expr, q, v, "token", "0")
 }
 
 // keepValue writes the contention's value for its tenure (token), while the row holds that
