@@ -53,6 +53,7 @@ type contention struct {
 
 	value  string // the owner value of the contender's tenures; "": none (values.go)
 	valued uint64 // the token of the tenure whose value the value table holds; 0: none
+	ahead  uint64 // the token whose value the current Acquire wrote ahead (valueAhead); 0: none
 
 	waits      waitStatements // the wait table's (waits.go); empty without it, or for a Locker
 	registered time.Time      // when the contention last wrote its row in the wait table; zero: it has none
@@ -117,7 +118,11 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	c.stepped = false
 	var rec backend.Record
 	var err error
+	c.ahead = 0
 	switch {
+	case c.token == 0 && c.value != "":
+		// An acquisition that may begin a tenure: its value first (valueAhead).
+		c.ahead, err = c.valueAhead(ctx)
 	case c.token == 0:
 	case c.value != "":
 		// A tenure whose value is not written yet (the write failed) is not renewed before
@@ -125,19 +130,26 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		// like this one's.
 		_, err = c.keepValue(ctx)
 	case c.schema.values:
-		// The same, for a contender without a value (clearValue).
+		// The same, for a contender without a value, whose clearing at the tenure's
+		// beginning failed (clearValue; nothing when it succeeded).
 		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
 	}
 	if err == nil {
 		rec, err = c.acquireRow(ctx, open)
+	}
+	if err == nil && c.value == "" && c.schema.values && rec.Owner == c.id {
+		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
 	}
 	if err == nil && c.stepped && rec.Owner == c.id {
 		rec, err = c.stepAside(ctx)
 	}
 	var valueErr error
 	if err == nil && c.value != "" && rec.Owner == c.id {
-		// A new tenure's value, written before the tenure is renewed (see above); readers
-		// meanwhile find none.
+		// A new tenure's value, unless written ahead: before the tenure is renewed (see
+		// above); readers meanwhile find none.
+		if c.ahead != 0 && c.ahead == c.token {
+			c.valued = c.token // written ahead, for the tenure the acquisition began
+		}
 		var kept bool
 		if kept, valueErr = c.keepValue(ctx); kept {
 			rec.Value = c.value
@@ -796,11 +808,17 @@ func (b *Backend) release(ctx context.Context, q querier, s schema, mutex, owner
 // backend has seen for it.
 func (c *contention) ensureRow(ctx context.Context) error {
 	floor := c.b.floors.get(c.mutex)
-	return c.run(ctx, false, func(q querier) error {
+	err := c.run(ctx, false, func(q querier) error {
 		query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.ensureRow, c.mutex, floor)
 		_, err := q.ExecContext(ctx, query, args...)
 		return err
 	})
+	if err == nil && c.value != "" && c.token == 0 {
+		// The value's write ahead found no row: again, on the new one. A failure leaves the
+		// value to be written after the acquisition.
+		c.ahead, _ = c.valueAhead(ctx)
+	}
+	return err
 }
 
 // run runs a statement on the pinned connection when the contention has one that is idle

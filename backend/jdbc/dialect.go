@@ -85,8 +85,9 @@ type statements struct {
 	settle                             string // lets the named lock go if the session holds it
 	ensureFloor, lockFloor, raiseFloor string
 	deleteText                         string
-	keepValue, clearValue              string // write a tenure's owner value, clear a contender's (values.go); "" without room for the value table
-	lastSlot, claimSlot                string // read and claim a mutex's slot (slots.go); "" without room for the slot table
+	keepValue, clearValue              string  // write a tenure's owner value, clear a contender's (values.go); "" without room for the value table
+	valueAhead                         clocked // write a value ahead of an acquisition (values.go)
+	lastSlot, claimSlot                string  // read and claim a mutex's slot (slots.go); "" without room for the slot table
 }
 
 // clocked is a statement that reads the database's clock, in two versions: for sessions

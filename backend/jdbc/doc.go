@@ -767,15 +767,26 @@
 // its first write gave the row); value varchar(1024), the value. One row per mutex, the
 // value of the last tenure begun with one.
 //
-// A contender with a value writes it once per tenure, in one statement after the
-// acquisition that began the tenure and before any renewal of it: mysqlKeepValue (INSERT
-// INTO the value table ... SELECT mutex, owner_id, token, value FROM the mutex table WHERE
-// mutex = ? AND owner_id = ? AND version = ? ON DUPLICATE KEY UPDATE owner_id, token,
-// value), pgKeepValue (the same with ON CONFLICT (mutex) DO UPDATE), with the token, the
-// value, the mutex, the contender and the version of the acquisition's answer: it writes
-// only while the row holds that tenure. A tenure whose write failed is not renewed before
-// the write succeeds. Renewals write nothing more, and a contender without a value writes
-// nothing: its statements are as they were.
+// A contender with a value writes it once per tenure, in one statement just before the
+// acquisition that may begin the tenure (while its contention knows no tenure of its own):
+// mysqlValueAhead (INSERT INTO the value table ... SELECT mutex, the contender,
+// GREATEST(version, floor) + 1, the value FROM the mutex table WHERE mutex = ? AND the row
+// is free or stale, as the acquire statement takes it ... ON DUPLICATE KEY UPDATE
+// owner_id, token, value), pgValueAhead (the same with ON CONFLICT (mutex) DO UPDATE). Its
+// token is the version the acquisition will write if nothing comes between, so the
+// acquisition's commit makes the value its tenure's: no read finds the tenure without it.
+// Where the row is not free it writes nothing; where someone took the row between the
+// two statements, the value row names a version that went to another owner, which no
+// read matches. A tenure whose acquisition found another version than the one written
+// ahead (or the row missing: at the mutex's first use the write ahead is made again once
+// the row is created) gets its value right after the acquisition, before any renewal,
+// with mysqlKeepValue (INSERT ... SELECT mutex, owner_id, token, value FROM the mutex table
+// WHERE mutex = ? AND owner_id = ? AND version = ? ON DUPLICATE KEY UPDATE ...),
+// pgKeepValue, at the version of the acquisition's answer; readers meanwhile find none. A
+// tenure whose write failed is not renewed before the write succeeds. Renewals write
+// nothing more, and a contender without a value writes nothing (but see below): its
+// statements are as they were. A contender with a value that waits pays the write ahead
+// at each attempt that may begin a tenure.
 //
 // Every read of the row (mysqlRead, mysqlReadLocking, mysqlReadTrying, pgRead,
 // pgReadLocking, pgAcquireLocking's) reads the value in the same statement, so from the
@@ -789,20 +800,20 @@
 // token is below it. So a value is never answered for another tenure: not for a later
 // tenure of another contender (another owner_id), nor for one of the same ID (a new
 // tenure's first write is at a version above the token, and a contender with a value
-// writes its own before it renews). Between a tenure's first write and its value's, a
-// reader finds no value. Two cases of the same contender ID need one statement more:
+// writes its own before it renews). Two cases of the same contender ID need one statement
+// more:
 //
 //   - A contender whose earlier lifecycle (a process that stopped without releasing)
 //     still owns the row takes that tenure over with a renewal (see Fencing token). A
 //     contender with a value first voids the earlier lifecycle's value row (token 0, no
 //     value) with mysqlKeepValue at the version it read.
 //   - A contender ID that had a value and comes back without one would find its earlier
-//     value answered with its renewals. Before the first renewal of a tenure of a
-//     contender without a value (or its takeover of an earlier lifecycle's tenure), a
-//     backend deletes the value row that names the contender (mysqlClearValue,
-//     pgClearValue: DELETE ... WHERE mutex = ? AND owner_id = ?), once per mutex and
-//     contender: tenures that are never renewed pay nothing, the others one statement
-//     per process. A refusal (no DELETE privilege) is not retried.
+//     value answered with its renewals. When a contender without a value has begun a
+//     tenure (or before it takes over an earlier lifecycle's), a backend deletes the
+//     value row that names the contender (mysqlClearValue, pgClearValue: DELETE ...
+//     WHERE mutex = ? AND owner_id = ?), once per mutex and contender: one statement per
+//     process and mutex, none for later tenures. A refusal (no DELETE privilege) is not
+//     retried.
 //
 // JVM Simba's writes carry no renewal mark, so a JVM contender's rows read as new tenures
 // and show no value, unless its transition is an odd number of milliseconds and it uses

@@ -60,6 +60,7 @@ func (d mysqlDialect) statements(t tableName) statements {
 	}
 	return statements{
 		keepValue:     sideStatement(mysqlKeepValue, q, v),
+		valueAhead:    clocked(strings.ReplaceAll(mysqlValueAhead, "%[2]s", v)),
 		clearValue:    sideStatement(mysqlClearValue, q, v),
 		lastSlot:      sideStatement(mysqlLastSlot, q, sl),
 		claimSlot:     sideStatement(mysqlClaimSlot, q, sl),

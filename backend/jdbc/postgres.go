@@ -49,6 +49,7 @@ func (d postgresDialect) statements(t tableName) statements {
 	}
 	return statements{
 		keepValue:     sideStatement(pgKeepValue, q, v),
+		valueAhead:    same(strings.ReplaceAll(pgValueAhead, "%[2]s", v)),
 		clearValue:    sideStatement(pgClearValue, q, v),
 		lastSlot:      sideStatement(pgLastSlot, q, sl),
 		claimSlot:     sideStatement(pgClaimSlot, q, sl),

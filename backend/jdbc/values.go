@@ -70,6 +70,64 @@ const (
 		"ON CONFLICT (mutex) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token, value = EXCLUDED.value"
 )
 
+// The value's write ahead of an acquisition that may begin a tenure (the contention has
+// none): it writes the value row for the tenure the acquisition would begin, whose token
+// is the version the acquisition would write, while the row is free (or stale: the
+// acquisition's own conditions), so that the acquisition's commit makes the value the
+// tenure's at once, and no reader finds the tenure without it. Where the row is not free,
+// it writes nothing; where the acquisition then finds another version (someone took the
+// row between the two), the value row names a tenure that never was (no reader can match
+// it: the version went to another owner) and the contention writes its value after the
+// acquisition (keepValue). It answers the token it wrote (MySQL: LAST_INSERT_ID; 0: none).
+// Arguments: contender, floor, value, mutex, floor, stale version (NULL: none); on
+// PostgreSQL: limit, contender, floor, value, mutex, stale version.
+const (
+	mysqlValueAhead = "INSERT INTO %[2]s (mutex, owner_id, token, value) " +
+		"SELECT mutex, ?, LAST_INSERT_ID(GREATEST(version, ?) + 1), ? FROM %[1]s " +
+		"WHERE mutex = ? AND GREATEST(version, ?) < 4294967295 AND (" + mysqlFree + " OR version <=> ?) " +
+		"ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), token = VALUES(token), value = VALUES(value)"
+	pgValueAhead = "INSERT INTO %[2]s AS v (mutex, owner_id, token, value) " +
+		"SELECT mutex, $2::text, GREATEST(version, $3::bigint) + 1, $4::text FROM %[1]s " +
+		"WHERE " + pgBound + " AND mutex = $5 AND GREATEST(version, $3::bigint) < 4294967295 AND (" + pgFree +
+		" OR version IS NOT DISTINCT FROM $6) " +
+		"ON CONFLICT (mutex) DO UPDATE SET owner_id = EXCLUDED.owner_id, token = EXCLUDED.token, value = EXCLUDED.value " +
+		"RETURNING token"
+)
+
+// valueAhead runs the value's write ahead of an acquisition (see mysqlValueAhead) and
+// returns the token it wrote the value for; 0 when the row was not free.
+func (c *contention) valueAhead(ctx context.Context) (uint64, error) {
+	var stale sql.NullInt64
+	if c.stale() {
+		stale = sql.NullInt64{Int64: int64(c.watch.version), Valid: true}
+	}
+	floor := c.b.floors.get(c.mutex)
+	var token uint64
+	err := c.run(ctx, false, func(q querier) error {
+		stmt := c.b.sql.valueAhead.in(c.schema)
+		if _, pg := c.b.dialect.(postgresDialect); pg {
+			query, args := c.b.dialect.bound(c.schema, limit(ctx), stmt, c.id, floor, c.value, c.mutex, stale)
+			err := q.QueryRowContext(ctx, query, args...).Scan(&token)
+			if errors.Is(err, sql.ErrNoRows) {
+				token, err = 0, nil
+			}
+			return err
+		}
+		query, args := c.b.dialect.bound(c.schema, limit(ctx), stmt, c.id, floor, c.value, c.mutex, floor, stale)
+		res, err := q.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		token = uint64(id)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("write the owner value: %w", err)
+	}
+	return token, nil
+}
+
 // The clearing of a value row that names a contender without a value: a contender ID
 // that had a value and comes back without one (a process restarted without it) would
 // otherwise find its earlier tenure's value answered with its own renewals. Arguments:
@@ -82,13 +140,15 @@ const (
 // maxCleared bounds how many mutex and contender pairs a backend remembers having cleared.
 const maxCleared = 4096
 
-// clearValue deletes, before the first renewal of a tenure of a contender without a value
-// (a renewal is what would make a value row of an earlier tenure of its ID look like this
-// one's), the value row that names the contender, once per backend for a mutex and a
-// contender: the first such renewal pays one statement, later ones none, and tenures that
-// are never renewed none at all. A refusal (no DELETE privilege on the value table)
-// counts as done, as no later try would do better; an outage is tried again before the
-// next renewal. Either way the renewal goes on.
+// clearValue deletes the value row that names a contender without a value, once per
+// backend for a mutex and a contender, when it has begun a tenure and before that tenure
+// is renewed (a renewal is what would make a value row of an earlier tenure of its ID
+// look like this one's): the first tenure pays one statement, later ones none. (Before
+// the first renewal instead, tenures never renewed would pay nothing; but the renewal
+// would then wait for it, and a renewal whose statement must go out at once, as the
+// answer of a lost one is awaited, would not.) A refusal (no DELETE privilege on the
+// value table) counts as done, as no later try would do better; an outage is tried again
+// before the next renewal. Either way the acquisition goes on.
 func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
 	key := mutex + "\x00" + id
 	b.mu.Lock()
@@ -96,6 +156,13 @@ func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
 	b.mu.Unlock()
 	if done {
 		return
+	}
+	// A quarter of the call's time at most: the renewal that follows is what the call is
+	// for (a clearing whose answer is slow or lost must not leave it no time).
+	if d := limit(ctx); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d/4)
+		defer cancel()
 	}
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.clearValue, mutex, id)
 	_, err := b.db.ExecContext(ctx, query, args...)

@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,7 +170,7 @@ func TestOwnerValueWithoutTheValueTable(t *testing.T) {
 
 // TestOwnerValueStatements: a contender with a value pays one statement per tenure for it
 // (the value's write), none per renewal; one without pays nothing, but for one clearing
-// of a value of its ID before its first renewal, once per backend and mutex.
+// of a value of its ID in its first tenure, once per backend and mutex.
 func TestOwnerValueStatements(t *testing.T) {
 	const cycles = 20
 	for _, tc := range []struct {
@@ -187,6 +188,9 @@ func TestOwnerValueStatements(t *testing.T) {
 			b, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), &s), tc.opts...)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = b.Close() })
+			other, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), new(statements)), tc.opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = other.Close() })
 			plain := cycleStatements(t, b, &s, cycles)
 			valued := cycleStatements(t, b, &s, cycles, simba.WithOwnerValue("v"))
 			t.Logf("per cycle without a value: %s; with one: %s", perUnit(plain, cycles), perUnit(valued, cycles))
@@ -194,19 +198,24 @@ func TestOwnerValueStatements(t *testing.T) {
 			assert.Equal(t, 3*cycles, total(valued), "statements of %d cycles with a value", cycles)
 			assert.Equal(t, cycles, valued["insert"], "the value's writes")
 
-			// Renewals: none writes the value again; without a value, the first renewal
+			// Renewals: none writes the value again; without a value, the first tenure
 			// clears a value of the ID, once per backend and mutex.
 			for _, value := range []string{"v", ""} {
 				opts := []simba.LockerOption{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(200 * time.Millisecond)}
 				if value != "" {
 					opts = append(opts, simba.WithOwnerValue(value))
 				}
-				l, err := simba.NewLocker(b, mutexName(t), opts...)
+				mutex := mutexName(t)
+				// The row's first use, which creates it, through another process.
+				first, err := simba.NewLocker(other, mutex)
 				require.NoError(t, err)
-				t.Cleanup(func() { _ = l.Close() })
-				lease, err := l.Acquire(t.Context()) // the row's first use creates it
+				lease, err := first.Acquire(t.Context())
 				require.NoError(t, err)
 				require.NoError(t, lease.Release(t.Context()))
+				require.NoError(t, first.Close())
+				l, err := simba.NewLocker(b, mutex, opts...)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = l.Close() })
 				s.take()
 				for range 2 {
 					lease, err := l.Acquire(t.Context())
@@ -232,4 +241,78 @@ func TestOwnerValueStatements(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStartLooksForTheSideTablesInOneStatement: where CreateTable made every side table
+// (values, slots, waits), Start finds them all with one statement, on both dialects.
+func TestStartLooksForTheSideTablesInOneStatement(t *testing.T) {
+	for _, tc := range []struct {
+		name, driver string
+		dsn          func(t *testing.T) string
+		opts         []jdbc.Option
+	}{
+		{name: "mariadb", driver: "mysql", dsn: func(t *testing.T) string { needServer(t); return server.DSN("interpolateParams=true") }},
+		{name: "postgres", driver: "pgx", dsn: func(t *testing.T) string { needPostgres(t); return pgServer.DSN() },
+			opts: []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s statements
+			b, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), &s), tc.opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+			c, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutexName(t), ContenderID: "a", TTL: time.Second,
+				Transition: time.Second, Wake: func() {}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+			_, slots := c.(backend.SlotRecorder)
+			_, handOffs := c.(backend.HandOffer)
+			assert.True(t, slots && handOffs, "the contention records slots and hands off")
+			looks := 0
+			for kind, n := range s.take() {
+				if strings.Contains(kind, "COUNT(*) FROM (SELECT") {
+					looks += n
+				}
+			}
+			assert.Equal(t, 1, looks, "statements that look for side tables")
+		})
+	}
+}
+
+// TestOwnerValueFromTheTenuresFirstRead: a contender with a value takes the mutex again
+// and again while another process reads it; every read that names the contender shows its
+// value: the value is written ahead of the acquisition that begins the tenure, not after.
+func TestOwnerValueFromTheTenuresFirstRead(t *testing.T) {
+	eachStore(t, func(t *testing.T, s dialectStore) {
+		mutex := mutexName(t)
+		l, err := simba.NewLocker(s.backend(t), mutex, simba.WithContenderID("a"), simba.WithOwnerValue("v"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		reader := s.backend(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		var named, without int
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				o, err := simba.Lookup(ctx, reader, mutex)
+				if err != nil || o.ID != "a" {
+					continue
+				}
+				named++
+				if o.Value != "v" {
+					without++
+				}
+			}
+		}()
+		for range 100 {
+			lease, err := l.Acquire(t.Context())
+			require.NoError(t, err)
+			require.NoError(t, lease.Release(t.Context()))
+		}
+		cancel()
+		<-done
+		t.Logf("%d reads named the contender", named)
+		assert.Positive(t, named, "reads that named the contender")
+		assert.Zero(t, without, "reads that named the contender without its value, of %d", named)
+	})
 }
