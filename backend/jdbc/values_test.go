@@ -23,6 +23,32 @@ type dialectStore struct {
 	dialect jdbc.Dialect
 }
 
+// eachCounted runs f on MariaDB and on PostgreSQL, each in a subtest, with a backend whose
+// pool counts its statements in s, and open, which opens another backend on the same
+// server whose pool counts them in the statements it is given.
+func eachCounted(t *testing.T, f func(t *testing.T, b *jdbc.Backend, s *statements, open func(*statements) *jdbc.Backend)) {
+	for _, tc := range []struct {
+		name, driver string
+		dsn          func(t *testing.T) string
+		opts         []jdbc.Option
+	}{
+		{name: "mariadb", driver: "mysql", dsn: func(t *testing.T) string { needServer(t); return server.DSN("interpolateParams=true") }},
+		{name: "postgres", driver: "pgx", dsn: func(t *testing.T) string { needPostgres(t); return pgServer.DSN() },
+			opts: []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			open := func(s *statements) *jdbc.Backend {
+				b, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), s), tc.opts...)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = b.Close() })
+				return b
+			}
+			var s statements
+			f(t, open(&s), &s, open)
+		})
+	}
+}
+
 // eachStore runs f on MariaDB and on PostgreSQL, each in a subtest.
 func eachStore(t *testing.T, f func(t *testing.T, s dialectStore)) {
 	t.Run("mariadb", func(t *testing.T) {
@@ -173,109 +199,78 @@ func TestOwnerValueWithoutTheValueTable(t *testing.T) {
 // of a value of its ID in its first tenure, once per backend and mutex.
 func TestOwnerValueStatements(t *testing.T) {
 	const cycles = 20
-	for _, tc := range []struct {
-		name   string
-		driver string
-		dsn    func(t *testing.T) string
-		opts   []jdbc.Option
-	}{
-		{name: "mariadb", driver: "mysql", dsn: func(t *testing.T) string { needServer(t); return server.DSN("interpolateParams=true") }},
-		{name: "postgres", driver: "pgx", dsn: func(t *testing.T) string { needPostgres(t); return pgServer.DSN() },
-			opts: []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var s statements
-			b, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), &s), tc.opts...)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = b.Close() })
-			other, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), new(statements)), tc.opts...)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = other.Close() })
-			plain := cycleStatements(t, b, &s, cycles)
-			valued := cycleStatements(t, b, &s, cycles, simba.WithOwnerValue("v"))
-			t.Logf("per cycle without a value: %s; with one: %s", perUnit(plain, cycles), perUnit(valued, cycles))
-			assert.Equal(t, 2*cycles, total(plain), "statements of %d cycles without a value", cycles)
-			assert.Equal(t, 3*cycles, total(valued), "statements of %d cycles with a value", cycles)
-			assert.Equal(t, cycles, valued["insert"], "the value's writes")
+	eachCounted(t, func(t *testing.T, b *jdbc.Backend, s *statements, open func(*statements) *jdbc.Backend) {
+		other := open(new(statements))
+		plain := cycleStatements(t, b, s, cycles)
+		valued := cycleStatements(t, b, s, cycles, simba.WithOwnerValue("v"))
+		t.Logf("per cycle without a value: %s; with one: %s", perUnit(plain, cycles), perUnit(valued, cycles))
+		assert.Equal(t, 2*cycles, total(plain), "statements of %d cycles without a value", cycles)
+		assert.Equal(t, 3*cycles, total(valued), "statements of %d cycles with a value", cycles)
+		assert.Equal(t, cycles, valued["insert"], "the value's writes")
 
-			// Renewals: none writes the value again; without a value, the first tenure
-			// clears a value of the ID, once per backend and mutex.
-			for _, value := range []string{"v", ""} {
-				opts := []simba.LockerOption{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(200 * time.Millisecond)}
-				if value != "" {
-					opts = append(opts, simba.WithOwnerValue(value))
-				}
-				mutex := mutexName(t)
-				// The row's first use, which creates it, through another process.
-				first, err := simba.NewLocker(other, mutex)
-				require.NoError(t, err)
-				lease, err := first.Acquire(t.Context())
-				require.NoError(t, err)
-				require.NoError(t, lease.Release(t.Context()))
-				require.NoError(t, first.Close())
-				l, err := simba.NewLocker(b, mutex, opts...)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = l.Close() })
-				s.take()
-				for range 2 {
-					lease, err := l.Acquire(t.Context())
-					require.NoError(t, err)
-					select {
-					case <-time.After(2 * time.Second): // several renewals
-					case <-lease.Done():
-						t.Fatal("the lease ended")
-					}
-					require.NoError(t, lease.Release(t.Context()))
-				}
-				counts := s.take()
-				deletes := counts["delete"]
-				t.Logf("two tenures with renewals, value %q: %s", value, perUnit(counts, 1))
-				assert.Greater(t, counts["acquire"]+counts["acquire+lock"], 4, "renewals")
-				if value != "" {
-					assert.Equal(t, 2, counts["insert"], "writes of the value: one per tenure")
-					assert.Zero(t, deletes, "clearings")
-				} else {
-					assert.Zero(t, counts["insert"], "writes of a value")
-					assert.Equal(t, 1, deletes, "clearings: one per backend and mutex")
-				}
+		// Renewals: none writes the value again; without a value, the first tenure
+		// clears a value of the ID, once per backend and mutex.
+		for _, value := range []string{"v", ""} {
+			opts := []simba.LockerOption{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(200 * time.Millisecond)}
+			if value != "" {
+				opts = append(opts, simba.WithOwnerValue(value))
 			}
-		})
-	}
+			mutex := mutexName(t)
+			// The row's first use, which creates it, through another process.
+			first, err := simba.NewLocker(other, mutex)
+			require.NoError(t, err)
+			lease, err := first.Acquire(t.Context())
+			require.NoError(t, err)
+			require.NoError(t, lease.Release(t.Context()))
+			require.NoError(t, first.Close())
+			l, err := simba.NewLocker(b, mutex, opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			s.take()
+			for range 2 {
+				lease, err := l.Acquire(t.Context())
+				require.NoError(t, err)
+				select {
+				case <-time.After(2 * time.Second): // several renewals
+				case <-lease.Done():
+					t.Fatal("the lease ended")
+				}
+				require.NoError(t, lease.Release(t.Context()))
+			}
+			counts := s.take()
+			deletes := counts["delete"]
+			t.Logf("two tenures with renewals, value %q: %s", value, perUnit(counts, 1))
+			assert.Greater(t, counts["acquire"]+counts["acquire+lock"], 4, "renewals")
+			if value != "" {
+				assert.Equal(t, 2, counts["insert"], "writes of the value: one per tenure")
+				assert.Zero(t, deletes, "clearings")
+			} else {
+				assert.Zero(t, counts["insert"], "writes of a value")
+				assert.Equal(t, 1, deletes, "clearings: one per backend and mutex")
+			}
+		}
+	})
 }
 
 // TestStartLooksForTheSideTablesInOneStatement: where CreateTable made every side table
 // (values, slots, waits), Start finds them all with one statement, on both dialects.
 func TestStartLooksForTheSideTablesInOneStatement(t *testing.T) {
-	for _, tc := range []struct {
-		name, driver string
-		dsn          func(t *testing.T) string
-		opts         []jdbc.Option
-	}{
-		{name: "mariadb", driver: "mysql", dsn: func(t *testing.T) string { needServer(t); return server.DSN("interpolateParams=true") }},
-		{name: "postgres", driver: "pgx", dsn: func(t *testing.T) string { needPostgres(t); return pgServer.DSN() },
-			opts: []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var s statements
-			b, err := jdbc.New(countedDB(t, tc.driver, tc.dsn(t), &s), tc.opts...)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = b.Close() })
-			c, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutexName(t), ContenderID: "a", TTL: time.Second,
-				Transition: time.Second, Wake: func() {}})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.StopContend(context.Background()) })
-			_, slots := c.(backend.SlotRecorder)
-			_, handOffs := c.(backend.HandOffer)
-			assert.True(t, slots && handOffs, "the contention records slots and hands off")
-			looks := 0
-			for kind, n := range s.take() {
-				if strings.Contains(kind, "COUNT(*) FROM (SELECT") {
-					looks += n
-				}
+	eachCounted(t, func(t *testing.T, b *jdbc.Backend, s *statements, _ func(*statements) *jdbc.Backend) {
+		c, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutexName(t), ContenderID: "a", TTL: time.Second,
+			Transition: time.Second, Wake: func() {}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.StopContend(context.Background()) })
+		_, slots := c.(backend.SlotRecorder)
+		_, handOffs := c.(backend.HandOffer)
+		assert.True(t, slots && handOffs, "the contention records slots and hands off")
+		looks := 0
+		for kind, n := range s.take() {
+			if strings.Contains(kind, "COUNT(*) FROM (SELECT") {
+				looks += n
 			}
-			assert.Equal(t, 1, looks, "statements that look for side tables")
-		})
-	}
+		}
+		assert.Equal(t, 1, looks, "statements that look for side tables")
+	})
 }
 
 // TestOwnerValueFromTheTenuresFirstRead: a contender with a value takes the mutex again
