@@ -66,14 +66,28 @@ func TestHandOff(t *testing.T) {
 
 		assert.ErrorIs(t, a.HandOff(ctx, "nobody"), simba.ErrNotWaiting)
 		assert.ErrorIs(t, c.HandOff(ctx, "b"), simba.ErrNotOwner, "a waiter hands off")
-		select {
-		case <-b.woken: // a wake before the hand-off: drain it
-		default:
+		for _, p := range []handOffParty{b, c} {
+			select {
+			case <-p.woken: // a wake before the hand-off: drain it
+			default:
+			}
 		}
 
 		require.NoError(t, a.HandOff(ctx, "b"))
+		// The named lock goes to the first waiter queued for it: b, or c if c's wait was
+		// queued first, which finds b the owner without the lock and passes it on, as
+		// its service would.
 		select {
 		case <-b.woken:
+		case <-c.woken:
+			rec, err := c.Acquire(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "b", rec.Owner, "c, woken first")
+			select {
+			case <-b.woken:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the receiver was not woken after c passed the lock on")
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("the receiver was not woken")
 		}
