@@ -233,3 +233,11 @@ type Record struct {
 	// tenure's. Empty when the owner has none or the store cannot tell.
 	Value string
 }
+
+// DeadlineKeeper is implemented by backends whose calls, their contentions' included,
+// return by their context's deadline whatever the store does. simba then makes the calls
+// a caller waits for on the caller's goroutine, rather than on one of its own.
+type DeadlineKeeper interface {
+	// KeepsDeadlines reports whether every call returns by its context's deadline.
+	KeepsDeadlines() bool
+}
