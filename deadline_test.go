@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/memory"
 )
 
 // Issue 12, finding 2: against a stalled store (a SIGSTOPped server that ignores the
@@ -35,9 +36,8 @@ func within(t *testing.T, what string, call func(ctx context.Context) error) {
 func TestLockerKeepsDeadlineWhenStoreStalls(t *testing.T) {
 	for _, op := range []string{opStart, opAcquire} {
 		t.Run(op, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				store, f := newFaultyStore()
-				l, err := simba.NewLocker(f, "m")
+			eachFaultyKind(t, func(t *testing.T, store *memory.Store, f *faultyBackend, b simba.Backend) {
+				l, err := simba.NewLocker(b, "m")
 				require.NoError(t, err)
 				f.stall(op)
 				for _, try := range []struct {
@@ -65,9 +65,8 @@ func TestLockerKeepsDeadlineWhenStoreStalls(t *testing.T) {
 // release goes on in the background, and the next acquisition waits for it rather than
 // racing it.
 func TestLeaseReleaseKeepsDeadlineWhenStoreStalls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store, f := newFaultyStore()
-		l, err := simba.NewLocker(f, "m")
+	eachFaultyKind(t, func(t *testing.T, store *memory.Store, f *faultyBackend, b simba.Backend) {
+		l, err := simba.NewLocker(b, "m")
 		require.NoError(t, err)
 		lease, err := l.Acquire(t.Context())
 		require.NoError(t, err)
@@ -89,10 +88,9 @@ func TestLeaseReleaseKeepsDeadlineWhenStoreStalls(t *testing.T) {
 }
 
 func TestServiceKeepsDeadlineWhenStoreStalls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store, f := newFaultyStore()
+	eachFaultyKind(t, func(t *testing.T, store *memory.Store, f *faultyBackend, b simba.Backend) {
 		acquired := make(chan struct{}, 1)
-		svc, err := simba.NewService(f, simba.ContenderFuncs{MutexName: "m", ID: "c",
+		svc, err := simba.NewService(b, simba.ContenderFuncs{MutexName: "m", ID: "c",
 			Acquired: func(context.Context, simba.State) { acquired <- struct{}{} }})
 		require.NoError(t, err)
 
@@ -163,16 +161,7 @@ func TestLockerCloseJoinsTheBackground(t *testing.T) {
 		defer cancel()
 		_, err = l.Acquire(ctx)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		closed := make(chan error, 1)
-		go func() { closed <- l.Close() }()
-		synctest.Wait()
-		select {
-		case <-closed:
-			t.Fatal("Close returned while the stalled acquire was under way")
-		default:
-		}
-		f.unstall(opAcquire)
-		require.NoError(t, <-closed)
+		closeWaits(t, l.Close, "the stalled acquire", func() { f.unstall(opAcquire) })
 		assert.Zero(t, store.Len(), "the acquisition that may have been applied was released")
 		_, err = l.Acquire(t.Context())
 		assert.ErrorIs(t, err, simba.ErrClosed)
@@ -193,18 +182,25 @@ func TestMutexesCloseJoinsTheBackground(t *testing.T) {
 		defer cancel()
 		_, err = m.Acquire(ctx, "m")
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		closed := make(chan error, 1)
-		go func() { closed <- m.Close() }()
-		synctest.Wait()
-		select {
-		case <-closed:
-			t.Fatal("Close returned while the stalled start-up was under way")
-		default:
-		}
-		f.unstall(opStart)
-		require.NoError(t, <-closed)
+		closeWaits(t, m.Close, "the stalled start-up", func() { f.unstall(opStart) })
 		assert.Zero(t, store.Len(), "the contention that may have been opened was closed")
 	})
+}
+
+// closeWaits checks, in a synctest bubble, that close does not return while what (store
+// work left in the background) is under way, then calls end and that close returns nil.
+func closeWaits(t *testing.T, close func() error, what string, end func()) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- close() }()
+	synctest.Wait()
+	select {
+	case <-closed:
+		t.Fatalf("Close returned while %s was under way", what)
+	default:
+	}
+	end()
+	require.NoError(t, <-closed)
 }
 
 // A Lookup whose context has ended already does not ask the store.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
+	"testing/synctest"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/memory"
+	"github.com/simba-go/simba/internal/goroutine"
 )
 
 // faultyBackend wraps a backend (the memory store's) and lets a test break its calls: a
@@ -17,12 +20,14 @@ import (
 // reaching the store (a closed port, a refused login).
 type faultyBackend struct {
 	simba.Backend
+	keeps bool // a stalled call still returns when its context ends (keepingBackend)
 
 	mu      sync.Mutex
 	stalled map[string]chan struct{} // op -> closed when the stall ends
 	failing map[string]error         // op -> the error it returns
 	hanging map[string]bool
 	calls   map[string]int
+	callers map[string]uint64 // op -> the goroutine that made its last call
 }
 
 // The operations a faultyBackend can break.
@@ -42,8 +47,46 @@ func newFaultyStore() (*memory.Store, *faultyBackend) {
 	return store, newFaultyBackend(b)
 }
 
+// keepingBackend is a faultyBackend that keeps its calls' deadlines
+// (backend.DeadlineKeeper): its stalled calls return when their context ends, so simba
+// makes the calls a caller waits for on the caller's goroutine.
+type keepingBackend struct{ *faultyBackend }
+
+func (keepingBackend) KeepsDeadlines() bool { return true }
+
+// faultyKind is a kind of faultyBackend: one that keeps deadlines or not.
+type faultyKind struct {
+	name string
+	new  func() (*memory.Store, *faultyBackend, simba.Backend) // the backend to use, and its faults
+}
+
+// faultyKinds are both kinds: the root's calls differ between them.
+var faultyKinds = []faultyKind{
+	{"ignores deadlines", func() (*memory.Store, *faultyBackend, simba.Backend) {
+		store, f := newFaultyStore()
+		return store, f, f
+	}},
+	{"keeps deadlines", func() (*memory.Store, *faultyBackend, simba.Backend) {
+		store, f := newFaultyStore()
+		f.keeps = true
+		return store, f, keepingBackend{f}
+	}},
+}
+
+// eachFaultyKind runs test for each kind of faultyBackend, in a synctest bubble.
+func eachFaultyKind(t *testing.T, test func(t *testing.T, store *memory.Store, f *faultyBackend, b simba.Backend)) {
+	for _, kind := range faultyKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store, f, b := kind.new()
+				test(t, store, f, b)
+			})
+		})
+	}
+}
+
 func newFaultyBackend(b simba.Backend) *faultyBackend {
-	return &faultyBackend{Backend: b, stalled: map[string]chan struct{}{}, failing: map[string]error{}, hanging: map[string]bool{}, calls: map[string]int{}}
+	return &faultyBackend{Backend: b, stalled: map[string]chan struct{}{}, failing: map[string]error{}, hanging: map[string]bool{}, calls: map[string]int{}, callers: map[string]uint64{}}
 }
 
 // stall makes every later call of op block until unstall.
@@ -85,13 +128,27 @@ func (f *faultyBackend) count(op string) int {
 	return f.calls[op]
 }
 
+// caller returns the goroutine that made the last call of op.
+func (f *faultyBackend) caller(op string) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.callers[op]
+}
+
 // enter applies the faults of op to one call.
 func (f *faultyBackend) enter(ctx context.Context, op string) error {
 	f.mu.Lock()
 	f.calls[op]++
+	f.callers[op] = goroutine.ID()
 	ch, err, hang := f.stalled[op], f.failing[op], f.hanging[op]
 	f.mu.Unlock()
-	if ch != nil {
+	if ch != nil && f.keeps {
+		select { // a stalled server, to a client that keeps deadlines
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("no answer: %w", ctx.Err())
+		}
+	} else if ch != nil {
 		<-ch // a stalled server ignores the client's deadline
 	}
 	if hang {

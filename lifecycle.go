@@ -177,7 +177,8 @@ type firstAttempt struct {
 // lifecycle is halted, and the contention, if the backend still opens one, is closed again
 // in the background. A Locker waits for its first attempt anyway: for one, the same
 // goroutine then makes the first attempt of a lease contention, which saves two goroutine
-// hand-offs (with a context that cannot end, the caller's goroutine makes both).
+// hand-offs. The caller's goroutine makes both when ctx cannot end, or when the backend
+// keeps its calls' deadlines (Service.inline): the call timeout, derived from ctx, keeps ctx's.
 func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	svc := l.svc
 	p := backend.Participant{
@@ -203,11 +204,12 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	cctx, cancel := context.WithTimeout(ctx, svc.cfg.callTimeout)
 	// try opens the contention and, for a Locker, makes the first attempt of a lease
 	// contention, unless the caller has given up meanwhile (the lifecycle is halted).
-	try := func() (o opened) {
+	// caller is ctx when the caller's goroutine runs it, else nil (see attempt).
+	try := func(caller context.Context) (o opened) {
 		o.err = l.startContend(ctx, cctx, p)
 		cancel()
 		if o.err == nil && l.spec.single && l.leaseStore() && l.ctx.Err() == nil {
-			o.attempt = firstAttempt{made: true, next: l.attempt()}
+			o.attempt = firstAttempt{made: true, next: l.attempt(caller)}
 		}
 		return o
 	}
@@ -220,17 +222,33 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		}
 		return callError(err, cctx, ctx, svc.cfg.callTimeout)
 	}
-	if ctx.Done() == nil {
-		// A context that cannot end has no deadline to keep: no goroutine is needed to
-		// keep it (the call timeout still bounds a backend that honours contexts).
-		if o := try(); o.err != nil {
+	// gaveUp halts the lifecycle the caller gave up on; what the store did meanwhile is
+	// not known: finish undoes it in the background, and Close waits for that.
+	gaveUp := func(opening <-chan opened) error {
+		cancel()
+		l.halt()
+		svc.bg.Go(func() {
+			if opening != nil {
+				<-opening // the contention, if opened, is the lifecycle's: finish ends it
+			}
+			l.finish(ctx)
+		})
+		return ctx.Err()
+	}
+	if ctx.Done() == nil || svc.inline {
+		// No goroutine is needed to keep ctx: it cannot end, or the call timeout, derived
+		// from it, bounds each call of a backend that keeps deadlines.
+		o := try(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return firstAttempt{}, gaveUp(nil)
+		case o.err != nil:
 			return firstAttempt{}, failed(o.err, false)
-		} else {
-			return o.attempt, nil
 		}
+		return o.attempt, nil
 	}
 	out := make(chan opened, 1)
-	svc.bg.Go(func() { out <- try() })
+	svc.bg.Go(func() { out <- try(nil) })
 	select {
 	case o := <-out:
 		if o.err != nil {
@@ -238,13 +256,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		}
 		return o.attempt, nil
 	case <-ctx.Done():
-		cancel()
-		l.halt()
-		svc.bg.Go(func() {
-			<-out // the contention, if opened, is the lifecycle's: finish ends it
-			l.finish(ctx)
-		})
-		return firstAttempt{}, ctx.Err()
+		return firstAttempt{}, gaveUp(out)
 	}
 }
 
@@ -312,7 +324,7 @@ func (l *lifecycle) round() (time.Duration, bool) {
 	case y != nil:
 		return l.giveBack(y), true
 	}
-	d := l.attempt()
+	d := l.attempt(nil)
 	if l.handOffIfPreferred() {
 		return 0, true // the next round hands off
 	}
@@ -320,8 +332,11 @@ func (l *lifecycle) round() (time.Duration, bool) {
 }
 
 // attempt makes one acquire (or, for a retriever, lookup) call and applies its answer. It
-// returns the delay until the next attempt.
-func (l *lifecycle) attempt() time.Duration {
+// returns the delay until the next attempt. caller, if not nil, is the context of the
+// caller whose goroutine makes the call (open's): the call is bounded by it, not by the
+// lifecycle's (nothing halts a lifecycle that is opening), and an answer that comes after
+// it ended is dropped, as after a halt.
+func (l *lifecycle) attempt(caller context.Context) time.Duration {
 	svc := l.svc
 	sent := svc.cfg.now()
 	l.mu.Lock()
@@ -330,7 +345,11 @@ func (l *lifecycle) attempt() time.Duration {
 	lease := l.lease
 	renewing := l.tenure != nil
 	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	parent := l.ctx
+	if caller != nil {
+		parent = caller
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	var (
 		rec backend.Record
 		err error
@@ -340,12 +359,12 @@ func (l *lifecycle) attempt() time.Duration {
 	} else {
 		rec, err = lease.Acquire(ctx)
 	}
-	err = callError(err, ctx, l.ctx, timeout)
+	err = callError(err, ctx, parent, timeout)
 	cancel()
 	if svc.cfg.observer != nil {
 		svc.observeCall(attemptOp(svc.id, renewing), sent, rec, err)
 	}
-	if l.ctx.Err() != nil {
+	if l.ctx.Err() != nil || parent.Err() != nil {
 		return 0 // stopping: the result belongs to an ended lifecycle; Stop releases
 	}
 	l.mu.Lock()
@@ -903,24 +922,55 @@ func (l *lifecycle) halt() {
 // also undoes an acquisition whose answer was lost or dropped) and ends the contention.
 // Each store call is bounded by the call timeout; values carries the caller's values.
 func (l *lifecycle) finish(values context.Context) {
-	svc := l.svc
 	defer close(l.finished)
 	l.rounds.wait()
 	l.work.Wait()
 	l.events.Close()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), svc.cfg.callTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), l.svc.cfg.callTimeout)
 	defer cancel()
+	l.tellStore(ctx, nil)
+}
+
+// finishWithin is finish on the caller's goroutine, for a backend that keeps deadlines
+// (Service.inline): each store call is bounded by caller's ctx too. It does nothing and
+// reports false when a round is under way or callbacks may be queued (a Locker's
+// lifecycle has none), and reports false when ctx ended before the release was answered:
+// finish then does it all (the release again) in the background.
+func (l *lifecycle) finishWithin(ctx context.Context) bool {
+	h := l.hooks
+	if ctx.Err() != nil || h.acquired != nil || h.released != nil || h.changed != nil || !l.rounds.ended() {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.svc.cfg.callTimeout)
+	defer cancel()
+	if !l.tellStore(cctx, ctx) {
+		return false
+	}
+	l.events.Close() // nothing to deliver: returns at once
+	close(l.finished)
+	return true
+}
+
+// tellStore releases the mutex on the store (which also undoes an acquisition whose
+// answer was lost or dropped) and ends the contention, each call bounded by ctx, and
+// records what the store said as finishErr. With caller set, it stops short, reporting
+// false, when caller ended before the release was answered.
+func (l *lifecycle) tellStore(ctx, caller context.Context) bool {
+	svc := l.svc
 	l.mu.Lock()
 	c, lease, left, started := l.contention, l.lease, l.left, l.started
 	l.mu.Unlock()
 	var errs []error
 	if lease != nil && svc.id != "" {
-		if err := svc.call(ctx, nil, observe.OpRelease, lease.Release); err != nil {
+		if err := svc.call(ctx, caller, observe.OpRelease, lease.Release); err != nil {
+			if caller != nil && caller.Err() != nil {
+				return false // the outcome is unknown: the release must be made again
+			}
 			errs = append(errs, fmt.Errorf("release: %w", err))
 		}
 	}
 	if c != nil && !left {
-		if err := svc.call(ctx, nil, observe.OpStop, c.StopContend); err != nil {
+		if err := svc.call(ctx, caller, observe.OpStop, c.StopContend); err != nil {
 			errs = append(errs, fmt.Errorf("stop contend: %w", err))
 		}
 	}
@@ -933,6 +983,7 @@ func (l *lifecycle) finish(values context.Context) {
 	} else if started && svc.logs(slog.LevelInfo) { // a start-up that failed was no start
 		svc.log.Info("simba: stopped")
 	}
+	return true
 }
 
 // ---- what front-ends ask ------------------------------------------------------------------

@@ -193,6 +193,13 @@ func (q *rounds) halt() {
 	}
 }
 
+// ended reports whether the rounds are over: wait would return at once.
+func (q *rounds) ended() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.state == roundsDone
+}
+
 // wait returns once the rounds are over: after halt, once the round under way, if any,
 // has returned.
 func (q *rounds) wait() {

@@ -26,6 +26,9 @@ type Service struct {
 	cfg     config
 	period  contendPeriod
 	log     *slog.Logger
+	// inline: the backend keeps its calls' deadlines (backend.DeadlineKeeper), so the
+	// calls a caller waits for are made on its goroutine: none is needed to keep ctx.
+	inline bool
 
 	calls   chan struct{}  // a lock held by Start, Stop and Close (see lock)
 	closed  bool           // guarded by calls
@@ -80,6 +83,7 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 	if id != "" {
 		log = log.With("contender", id)
 	}
+	keeper, ok := b.(backend.DeadlineKeeper)
 	return &Service{
 		backend: b,
 		role:    role,
@@ -90,8 +94,9 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 		period: contendPeriod{
 			ttl: cfg.ttl, transition: cfg.transition, lead: cfg.renewalLead, jitter: cfg.jitter,
 		},
-		log:   log,
-		calls: make(chan struct{}, 1),
+		log:    log,
+		inline: ok && keeper.KeepsDeadlines(),
+		calls:  make(chan struct{}, 1),
 	}
 }
 
@@ -383,8 +388,11 @@ func (s *Service) stop(ctx context.Context, wait bool) error {
 	l := s.current()
 	l.halt()
 	s.detach(l)
-	if wait && ctx.Done() == nil {
+	switch {
+	case wait && ctx.Done() == nil:
 		l.finish(ctx) // no deadline to keep: no goroutine is needed to keep it
+		return s.finished(l)
+	case wait && s.inline && l.finishWithin(ctx):
 		return s.finished(l)
 	}
 	s.bg.Go(func() { l.finish(ctx) })
