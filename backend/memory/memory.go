@@ -90,7 +90,10 @@ type Backend struct {
 	open   closing.Set // the Participant.Closed of open contentions
 }
 
-var _ simba.Backend = (*Backend)(nil)
+var (
+	_ simba.Backend          = (*Backend)(nil)
+	_ backend.DeadlineKeeper = (*Backend)(nil)
+)
 
 // New returns a backend on store.
 func New(store *Store) (*Backend, error) {
@@ -113,6 +116,10 @@ func (b *Backend) Close() error {
 // KeepsValues reports that the backend keeps owner values (Participant.Value) for
 // mutexes; see backend.ValueKeeper.
 func (b *Backend) KeepsValues(k backend.Kind) bool { return k == backend.Mutex }
+
+// KeepsDeadlines reports that the backend's calls return by their context's deadline:
+// they never block; see backend.DeadlineKeeper.
+func (b *Backend) KeepsDeadlines() bool { return true }
 
 // StartContend registers a participant; see simba.Backend.
 func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
