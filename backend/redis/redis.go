@@ -44,8 +44,9 @@ type Backend struct {
 }
 
 var (
-	_ simba.Backend     = (*Backend)(nil)
-	_ backend.Validator = (*Backend)(nil)
+	_ simba.Backend          = (*Backend)(nil)
+	_ backend.Validator      = (*Backend)(nil)
+	_ backend.DeadlineKeeper = (*Backend)(nil)
 )
 
 // New returns a backend on client, which may be a standalone, Sentinel (failover) or
@@ -86,6 +87,15 @@ func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
+}
+
+// KeepsDeadlines reports whether the backend's calls return by their context's deadline
+// (backend.DeadlineKeeper): on a standalone or Sentinel client created with
+// ContextTimeoutEnabled, not on a ClusterClient, whose first call looks the server's
+// commands up under a timeout of its own.
+func (b *Backend) KeepsDeadlines() bool {
+	c, ok := b.client.(*goredis.Client)
+	return ok && c.Options().ContextTimeoutEnabled
 }
 
 // unanswered looks at a call that failed: when no server answered it (a connection
