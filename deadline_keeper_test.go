@@ -125,3 +125,26 @@ func TestKeeperReleaseGoesOnInTheBackground(t *testing.T) {
 		require.NoError(t, l.Close())
 	})
 }
+
+// A Release while a renewal is under way waits for it, as long as its deadline lasts, on
+// the caller's goroutine: the halt cuts the renewal short, and the release follows.
+func TestKeeperReleaseWaitsForTheRenewalUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, b, stored := keepingStore()
+		l, err := simba.NewLocker(b, "m")
+		require.NoError(t, err)
+		lease, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		f.stall(opAcquire)
+		for f.count(opAcquire) < 2 { // the renewal began, and stalls
+			time.Sleep(100 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		defer cancel()
+		require.NoError(t, lease.Release(ctx))
+		assert.Equal(t, goroutine.ID(), f.caller(opRelease), "the release was not made on the caller's goroutine")
+		assert.Zero(t, stored())
+		f.unstall(opAcquire)
+		require.NoError(t, l.Close())
+	})
+}

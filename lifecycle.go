@@ -932,14 +932,22 @@ func (l *lifecycle) finish(values context.Context) {
 }
 
 // finishWithin is finish on the caller's goroutine, for a backend that keeps deadlines
-// (Service.inline): each store call is bounded by caller's ctx too. It does nothing and
-// reports false when a round is under way or callbacks may be queued (a Locker's
-// lifecycle has none), and reports false when ctx ended before the release was answered:
-// finish then does it all (the release again) in the background.
+// (Service.inline), ctx's deadline kept: it waits for the round under way as long as ctx
+// lasts, and each store call is bounded by ctx too. It does nothing and reports false
+// when callbacks may be queued (a Locker's lifecycle has none) or ctx ends before the
+// round, and reports false when ctx ended before the release was answered: finish then
+// does it all (the release again) in the background.
 func (l *lifecycle) finishWithin(ctx context.Context) bool {
-	h := l.hooks
-	if ctx.Err() != nil || h.acquired != nil || h.released != nil || h.changed != nil || !l.rounds.ended() {
+	if h := l.hooks; h.acquired != nil || h.released != nil || h.changed != nil {
 		return false
+	}
+	select {
+	case <-l.rounds.ended():
+	case <-ctx.Done():
+		return false
+	}
+	if ctx.Err() != nil {
+		return false // both were ready
 	}
 	cctx, cancel := context.WithTimeout(ctx, l.svc.cfg.callTimeout)
 	defer cancel()

@@ -34,7 +34,7 @@ type rounds struct {
 	timed bool                                   // rounds follow each other after the delay a round returns
 	timer clock.Timer
 	state roundsState
-	over  sync.Cond // broadcast on entering done; its L is mu, set by wait
+	over  chan struct{} // closed on entering done; made by the first to wait for it (over)
 }
 
 type roundsState uint8
@@ -52,10 +52,10 @@ const (
 
 // enter moves the rounds to state s. Called with q.mu held.
 func (q *rounds) enter(s roundsState) {
-	q.state = s
-	if s == roundsDone {
-		q.over.Broadcast()
+	if s == roundsDone && q.state != roundsDone && q.over != nil {
+		close(q.over)
 	}
+	q.state = s
 }
 
 // begin starts the rounds. Timed, the first runs after delay (or at once if poked
@@ -193,20 +193,19 @@ func (q *rounds) halt() {
 	}
 }
 
-// ended reports whether the rounds are over: wait would return at once.
-func (q *rounds) ended() bool {
+// ended returns a channel closed once the rounds are over: after halt, once the round
+// under way, if any, has returned.
+func (q *rounds) ended() <-chan struct{} {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.state == roundsDone
+	if q.over == nil {
+		q.over = make(chan struct{})
+		if q.state == roundsDone {
+			close(q.over)
+		}
+	}
+	return q.over
 }
 
-// wait returns once the rounds are over: after halt, once the round under way, if any,
-// has returned.
-func (q *rounds) wait() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.over.L = &q.mu
-	for q.state != roundsDone {
-		q.over.Wait()
-	}
-}
+// wait returns once the rounds are over (ended).
+func (q *rounds) wait() { <-q.ended() }
