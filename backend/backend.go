@@ -235,8 +235,8 @@ type Record struct {
 }
 
 // DeadlineKeeper is implemented by backends whose calls, their contentions' included,
-// return by their context's deadline whatever the store does. simba then makes the calls
-// a caller waits for on the caller's goroutine, rather than on one of its own.
+// return by their context's deadline whatever the store does. simba then makes the calls a
+// caller waits for on its goroutine; a cancellation ends them when the backend heeds it.
 type DeadlineKeeper interface {
 	// KeepsDeadlines reports whether every call returns by its context's deadline.
 	KeepsDeadlines() bool
