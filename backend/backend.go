@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -143,6 +144,24 @@ type Slot struct {
 	// Token is the fencing token of the tenure that started the run.
 	Token uint64
 }
+
+// Nanos returns s.At in Unix nanoseconds, as stores keep it; false for an instant they
+// cannot hold (before 1678 or after 2262), which a store refuses as bad input with
+// SlotRange. Slot instants are the only wall-clock instants the library converts.
+func (s Slot) Nanos() (int64, bool) {
+	if s.At.Before(earliestSlot) || s.At.After(latestSlot) {
+		return 0, false
+	}
+	return s.At.UnixNano(), true
+}
+
+// SlotAt returns the instant of a slot record's Unix nanoseconds.
+func SlotAt(nanos int64) time.Time { return time.Unix(0, nanos) }
+
+// SlotRange is the rule a slot instant out of range breaks, for simba.InvalidArgument.
+const SlotRange = "must lie between the years 1678 and 2262 (Unix nanoseconds)"
+
+var earliestSlot, latestSlot = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 // HandOffer is implemented by contentions whose store can give a mutex from its owner to
 // a contender waiting for it, in one step (Service.HandOff).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -139,12 +138,13 @@ type slotRecord struct {
 }
 
 // newSlotRecord returns the record of s, whose instant must lie within Unix nanoseconds'
-// range (the years 1678 to 2262).
+// range.
 func newSlotRecord(s backend.Slot) (slotRecord, error) {
-	if s.At.Before(time.Unix(0, -1<<63)) || s.At.After(time.Unix(0, 1<<63-1)) {
-		return slotRecord{}, simba.InvalidArgument("slot", s.At, "must lie within the years 1678 to 2262 (Unix nanoseconds)")
+	at, ok := s.Nanos()
+	if !ok {
+		return slotRecord{}, simba.InvalidArgument("slot instant", s.At, backend.SlotRange)
 	}
-	return slotRecord{at: s.At.UnixNano(), token: s.Token}, nil
+	return slotRecord{at: at, token: s.Token}, nil
 }
 
 // passes reports whether r may be recorded over cur: r is later, with a token not below
@@ -162,7 +162,7 @@ func (r slotRecord) slot() backend.Slot {
 	if r.mod == 0 {
 		return backend.Slot{}
 	}
-	return backend.Slot{At: time.Unix(0, r.at), Token: r.token}
+	return backend.Slot{At: backend.SlotAt(r.at), Token: r.token}
 }
 
 // parseSlotRecord parses a record's value. A malformed one is refused: no retry cures it.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
@@ -85,7 +84,7 @@ func (c slotContention) LastSlot(ctx context.Context) (backend.Slot, error) {
 	case err != nil:
 		return backend.Slot{}, c.b.refused(fmt.Errorf("simba/jdbc: read the last slot: %w", err))
 	}
-	return backend.Slot{At: time.Unix(0, at), Token: token}, nil
+	return backend.Slot{At: backend.SlotAt(at), Token: token}, nil
 }
 
 // ClaimSlot records s in one statement, unless the recorded slot is as late or has a
@@ -94,9 +93,9 @@ func (c slotContention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, er
 	if err := c.b.usable(ctx); err != nil {
 		return false, err
 	}
-	at := s.At.UnixNano()
-	if s.At.IsZero() || !time.Unix(0, at).Equal(s.At) {
-		return false, simba.InvalidArgument("slot", s.At, "must be an instant between the years 1678 and 2262")
+	at, ok := s.Nanos()
+	if !ok || s.At.IsZero() {
+		return false, simba.InvalidArgument("slot instant", s.At, backend.SlotRange)
 	}
 	if s.Token > math.MaxInt64 {
 		return false, simba.InvalidArgument("slot token", s.Token, "must fit a bigint")

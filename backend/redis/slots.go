@@ -5,10 +5,8 @@ import (
 	_ "embed" // the slot script
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -25,12 +23,6 @@ var (
 )
 
 var _ backend.SlotRecorder = (*contention)(nil)
-
-// The instants a slot record can hold: Unix nanoseconds in an int64.
-var (
-	earliestSlot = time.Unix(0, math.MinInt64)
-	latestSlot   = time.Unix(0, math.MaxInt64)
-)
 
 // slotKey returns the name of mutex's slot record, simba:{mutex}:slot.
 func slotKey(mutex string) string { return ownerKey(mutex) + ":slot" }
@@ -62,11 +54,12 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 	if err := c.mutexOnly(ctx, "slots"); err != nil {
 		return false, err
 	}
-	if s.At.Before(earliestSlot) || s.At.After(latestSlot) {
-		return false, simba.InvalidArgument("slot", s.At, "must lie within int64 Unix nanoseconds (1678 to 2262)")
+	ns, ok := s.Nanos()
+	if !ok {
+		return false, simba.InvalidArgument("slot instant", s.At, backend.SlotRange)
 	}
 	keys := []string{c.keys[0], slotKey(c.mutex)}
-	at, token := strconv.FormatInt(s.At.UnixNano(), 10), strconv.FormatUint(s.Token, 10)
+	at, token := strconv.FormatInt(ns, 10), strconv.FormatUint(s.Token, 10)
 	v, err := claimSlotScript.Run(ctx, c.b.client, keys, at, token).Result()
 	if err != nil {
 		return false, c.b.storeError(ctx, "claim a slot", err)
@@ -89,7 +82,7 @@ func parseSlot(v string) (backend.Slot, error) {
 	if !ok || err1 != nil || err2 != nil || strconv.FormatInt(ns, 10) != at || strconv.FormatUint(tok, 10) != token {
 		return backend.Slot{}, fmt.Errorf("%w: slot %q", ErrUnexpectedReply, v)
 	}
-	return backend.Slot{At: time.Unix(0, ns), Token: tok}, nil
+	return backend.Slot{At: backend.SlotAt(ns), Token: tok}, nil
 }
 
 // mutexOnly returns an error for a call that only a mutex's contention makes (what names

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,17 +26,18 @@ func (c *contention) LastSlot(ctx context.Context) (backend.Slot, error) {
 // reads the record and writes it with the version read (a setData), or creates it when
 // there is none; when another claim wrote first, it reads again.
 func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error) {
-	if s.At.Before(minSlot) || s.At.After(maxSlot) {
-		return false, simba.InvalidArgument("slot instant", s.At, "must lie between 1678 and 2262 (Unix nanoseconds)")
+	at, ok := s.Nanos()
+	if !ok {
+		return false, simba.InvalidArgument("slot instant", s.At, backend.SlotRange)
 	}
-	b, path, at := c.b, slotPath(c.p.Mutex), s.At.UnixNano()
+	b, path := c.b, slotPath(c.p.Mutex)
 	data := []byte(strconv.FormatInt(at, 10) + " " + strconv.FormatUint(s.Token, 10))
 	for {
 		rec, version, err := c.readSlot(ctx)
 		switch {
 		case err != nil:
 			return false, err
-		case version >= 0 && (at <= rec.At.UnixNano() || s.Token < rec.Token):
+		case version >= 0 && (!s.At.After(rec.At) || s.Token < rec.Token):
 			return false, nil
 		case version < 0:
 			err = b.createSlot(ctx, path, data)
@@ -57,12 +56,6 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 		return true, nil
 	}
 }
-
-// The instants whose Unix nanoseconds an int64 holds.
-var (
-	minSlot = time.Unix(0, math.MinInt64)
-	maxSlot = time.Unix(0, math.MaxInt64)
-)
 
 // readSlot reads the slot record and its data version; -1 when there is none.
 func (c *contention) readSlot(ctx context.Context) (backend.Slot, int32, error) {
@@ -89,7 +82,7 @@ func parseSlot(data string) (backend.Slot, bool) {
 	if !ok || err1 != nil || err2 != nil {
 		return backend.Slot{}, false
 	}
-	return backend.Slot{At: time.Unix(0, ns), Token: t}, true
+	return backend.Slot{At: backend.SlotAt(ns), Token: t}, true
 }
 
 // createSlot creates the slot record at path, a persistent node, and /simba-slot, a

@@ -233,7 +233,8 @@ func TestBadInputCatalogue(t *testing.T) {
 // jump would move; every instant it compares comes from time.Now and carries the
 // monotonic reading. The service's decisions under an injected clock are tested in the
 // root package; here the library's sources are checked for the calls that would read or
-// build wall-clock instants.
+// build wall-clock instants. (A Scheduler's slot is a wall-clock instant by definition, a
+// Timetable's; its records are converted in package backend only: Slot.Nanos, SlotAt.)
 func TestNoWallClockArithmetic(t *testing.T) {
 	root := filepath.Join("..", "..")
 	forbidden := map[string]bool{"Unix": true, "UnixMilli": true, "UnixMicro": true, "UnixNano": true, "UnixMilliTime": true}
