@@ -22,27 +22,11 @@ func (s *S) askHandOff(p *Proc, to string) int64 {
 	return t
 }
 
-// awaitHandOff waits for p's HandOff asked for at asked to return, within what a Stop may
-// take (C7), and reports its error text.
+// awaitHandOff waits for p's HandOff asked for at asked to return (C7), and reports its
+// error text.
 func (s *S) awaitHandOff(p *Proc, asked int64) string {
 	s.T.Helper()
-	var done Event
-	_, ok := s.Await(10*time.Second, func(events []Event) bool {
-		for _, e := range events {
-			if e.At > asked && e.Proc == p.ID && e.Kind == KindHandedOff {
-				done = e
-				return true
-			}
-		}
-		return false
-	})
-	if !ok {
-		s.T.Fatalf("C7 the HandOff of %s did not return within 10s", p.ID)
-	}
-	if d := time.Duration(done.At - asked); d > s.stopBound() {
-		s.T.Errorf("C7 the HandOff of %s took %v, over %v", p.ID, d, s.stopBound())
-	}
-	return done.Note
+	return s.awaitStepDown(p, asked, KindHandedOff, "HandOff").Note
 }
 
 // removeAll returns procs without those in gone.

@@ -26,10 +26,21 @@ type yielded struct {
 // what a Stop may take (C7; its deadline is T + G).
 func (s *S) awaitYield(p *Proc, asked int64) yielded {
 	s.T.Helper()
+	done := s.awaitStepDown(p, asked, KindYielded, "Yield")
+	if done.Note != "" {
+		s.T.Errorf("C7 the Yield of %s failed: %s", p.ID, done.Note)
+	}
+	return yielded{proc: p.ID, asked: asked, returned: done.At}
+}
+
+// awaitStepDown waits for the event of kind that ends p's step-down (call) asked for at
+// asked, within what a Stop may take (C7), and returns it.
+func (s *S) awaitStepDown(p *Proc, asked int64, kind Kind, call string) Event {
+	s.T.Helper()
 	var done Event
 	_, ok := s.Await(10*time.Second, func(events []Event) bool {
 		for _, e := range events {
-			if e.At > asked && e.Proc == p.ID && e.Kind == KindYielded {
+			if e.At > asked && e.Proc == p.ID && e.Kind == kind {
 				done = e
 				return true
 			}
@@ -37,15 +48,12 @@ func (s *S) awaitYield(p *Proc, asked int64) yielded {
 		return false
 	})
 	if !ok {
-		s.T.Fatalf("C7 the Yield of %s did not return within 10s (its deadline: %v)", p.ID, s.Timing.TTL+s.Timing.Transition)
-	}
-	if done.Note != "" {
-		s.T.Errorf("C7 the Yield of %s failed: %s", p.ID, done.Note)
+		s.T.Fatalf("C7 the %s of %s did not return within 10s (its deadline: %v)", call, p.ID, s.Timing.TTL+s.Timing.Transition)
 	}
 	if d := time.Duration(done.At - asked); d > s.stopBound() {
-		s.T.Errorf("C7 the Yield of %s took %v, over %v", p.ID, d, s.stopBound())
+		s.T.Errorf("C7 the %s of %s took %v, over %v", call, p.ID, d, s.stopBound())
 	}
-	return yielded{proc: p.ID, asked: asked, returned: done.At}
+	return done
 }
 
 // lineUp puts successor next in line behind the owner, and waiters behind it: the waiters
