@@ -90,7 +90,17 @@ func TestPreferenceHandsOff(t *testing.T) {
 func TestSchedulerRecordsSlots(t *testing.T) {
 	srv := server(t)
 	m := newHandOffMutex(t, srv)
-	mutex := m.name
+	schedulerRecordsSlots(t, m.name, func() simba.Backend { return newBackend(t, newClient(t, srv.Addr())) },
+		func() backend.SlotRecorder {
+			return m.contender(t, "reader", "").LeaseContention.(backend.SlotRecorder)
+		})
+}
+
+// schedulerRecordsSlots runs a Scheduler "a" of mutex, then "b" that leads after a's Stop,
+// each on a backend newBackend returns, and checks that their runs have ever later slots
+// and tokens not less, and that the recorder reader returns reads the last run's slot.
+func schedulerRecordsSlots(t *testing.T, mutex string, newBackend func() simba.Backend, reader func() backend.SlotRecorder) {
+	t.Helper()
 	type run struct {
 		who   string
 		at    time.Time
@@ -102,7 +112,7 @@ func TestSchedulerRecordsSlots(t *testing.T) {
 		sig  signal
 	)
 	scheduler := func(who string) *simba.Scheduler {
-		s, err := simba.NewScheduler(newBackend(t, newClient(t, srv.Addr())), mutex, simba.Schedule{Period: 50 * time.Millisecond},
+		s, err := simba.NewScheduler(newBackend(), mutex, simba.Schedule{Period: 50 * time.Millisecond},
 			func(ctx context.Context, leader simba.Owner) {
 				at, ok := simba.ScheduledAt(ctx)
 				assert.True(t, ok)
@@ -141,7 +151,7 @@ func TestSchedulerRecordsSlots(t *testing.T) {
 		assert.GreaterOrEqual(t, runs[i].token, runs[i-1].token)
 	}
 	last := runs[len(runs)-1]
-	slot, err := m.contender(t, "reader", "").LeaseContention.(backend.SlotRecorder).LastSlot(t.Context())
+	slot, err := reader().LastSlot(t.Context())
 	require.NoError(t, err)
 	assert.True(t, slot.At.Equal(last.at), "slot record at %v, last run at %v", slot.At, last.at)
 	assert.Equal(t, last.token, slot.Token)

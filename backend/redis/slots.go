@@ -54,9 +54,9 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 	if err := c.mutexOnly(ctx, "slots"); err != nil {
 		return false, err
 	}
-	ns, ok := s.Nanos()
-	if !ok {
-		return false, simba.InvalidArgument("slot instant", s.At, backend.SlotRange)
+	ns, err := slotNanos(s)
+	if err != nil {
+		return false, err
 	}
 	keys := []string{c.keys[0], slotKey(c.mutex)}
 	at, token := strconv.FormatInt(ns, 10), strconv.FormatUint(s.Token, 10)
@@ -71,6 +71,16 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 		return false, nil
 	}
 	return false, wrap("claim a slot", fmt.Errorf("%w: slot %q", ErrUnexpectedReply, fmt.Sprint(v)))
+}
+
+// slotNanos returns s's instant in Unix nanoseconds; an error wrapping
+// simba.ErrInvalidArgument when they cannot hold it.
+func slotNanos(s backend.Slot) (int64, error) {
+	ns, ok := s.Nanos()
+	if !ok {
+		return 0, simba.InvalidArgument("slot instant", s.At, backend.SlotRange)
+	}
+	return ns, nil
 }
 
 // parseSlot parses a slot record, "<Unix ns>@@<token>", as ClaimSlot writes it (no

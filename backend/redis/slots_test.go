@@ -39,21 +39,8 @@ func TestClaimSlotOrdering(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, backend.Slot{}, last, "no slot recorded yet")
 
-	t0 := time.Date(2026, 11, 27, 22, 0, 0, 123456789, time.UTC)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	for i, step := range []struct {
-		slot backend.Slot
-		want bool
-	}{
-		{backend.Slot{At: at(0), Token: 5}, true},
-		{backend.Slot{At: at(0), Token: 5}, false},              // a retry after a lost reply
-		{backend.Slot{At: at(0), Token: 6}, false},              // not later
-		{backend.Slot{At: at(-time.Minute), Token: 6}, false},   // earlier
-		{backend.Slot{At: at(time.Minute), Token: 4}, false},    // a stale tenure's
-		{backend.Slot{At: at(time.Nanosecond), Token: 5}, true}, // the same tenure, a nanosecond on
-		{backend.Slot{At: at(time.Hour), Token: 1 << 63}, true}, // a later tenure
-		{backend.Slot{At: at(2 * time.Hour), Token: 1<<63 - 1}, false},
-	} {
+	steps, at := orderedClaims()
+	for i, step := range steps {
 		got, err := r.ClaimSlot(ctx, step.slot)
 		require.NoError(t, err, "claim %d", i)
 		assert.Equal(t, step.want, got, "claim %d: %+v", i, step.slot)
@@ -68,6 +55,29 @@ func TestClaimSlotOrdering(t *testing.T) {
 	assert.Equal(t, time.Duration(-1), admin.PTTL(ctx, key).Val(), "a slot record does not expire")
 	// Beside the mutex's keys, not among them: JVM Simba never reads it.
 	assert.Zero(t, admin.Exists(ctx, "simba:{"+mutex+"}", "simba:{"+mutex+"}:token").Val())
+}
+
+// claimStep is a claim and whether it is recorded after the ones before it.
+type claimStep struct {
+	slot backend.Slot
+	want bool
+}
+
+// orderedClaims returns claims in turn, each recorded or not by the rules of a slot record,
+// the last recorded at(time.Hour) with token 1<<63; at gives the instants of the claims.
+func orderedClaims() (steps []claimStep, at func(time.Duration) time.Time) {
+	t0 := time.Date(2026, 11, 27, 22, 0, 0, 123456789, time.UTC)
+	at = func(d time.Duration) time.Time { return t0.Add(d) }
+	return []claimStep{
+		{backend.Slot{At: at(0), Token: 5}, true},
+		{backend.Slot{At: at(0), Token: 5}, false},              // a retry after a lost reply
+		{backend.Slot{At: at(0), Token: 6}, false},              // not later
+		{backend.Slot{At: at(-time.Minute), Token: 6}, false},   // earlier
+		{backend.Slot{At: at(time.Minute), Token: 4}, false},    // a stale tenure's
+		{backend.Slot{At: at(time.Nanosecond), Token: 5}, true}, // the same tenure, a nanosecond on
+		{backend.Slot{At: at(time.Hour), Token: 1 << 63}, true}, // a later tenure
+		{backend.Slot{At: at(2 * time.Hour), Token: 1<<63 - 1}, false},
+	}, at
 }
 
 // Instants before 1970 are negative Unix nanoseconds, compared as numbers; instants that
@@ -105,7 +115,6 @@ func TestClaimSlotRange(t *testing.T) {
 // Of contenders that claim the same slot at once, one records it.
 func TestConcurrentClaimsOneWins(t *testing.T) {
 	srv := server(t)
-	ctx := t.Context()
 	mutex := uniqueName(t, "m")
 	const n = 8
 	recorders := make([]backend.SlotRecorder, n)
@@ -115,28 +124,34 @@ func TestConcurrentClaimsOneWins(t *testing.T) {
 	at := time.Now()
 	for round := range 20 {
 		slot := backend.Slot{At: at.Add(time.Duration(round) * time.Minute), Token: uint64(100 + round)}
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			wins int
-		)
-		start := make(chan struct{})
-		for _, r := range recorders {
-			wg.Go(func() {
-				<-start
-				ok, err := r.ClaimSlot(ctx, slot)
-				assert.NoError(t, err)
-				if ok {
-					mu.Lock()
-					wins++
-					mu.Unlock()
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		require.Equal(t, 1, wins, "round %d: claims that recorded %+v", round, slot)
+		require.Equal(t, 1, claimAtOnce(t, recorders, slot), "round %d: claims that recorded %+v", round, slot)
 	}
+}
+
+// claimAtOnce has every recorder claim slot at once and returns how many recorded it.
+func claimAtOnce(t *testing.T, recorders []backend.SlotRecorder, slot backend.Slot) int {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		wins int
+	)
+	start := make(chan struct{})
+	for _, r := range recorders {
+		wg.Go(func() {
+			<-start
+			ok, err := r.ClaimSlot(t.Context(), slot)
+			assert.NoError(t, err)
+			if ok {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return wins
 }
 
 // Another program's data under the slot key is an error, never overwritten: a string
