@@ -81,7 +81,8 @@
 //     ran on. Deleting it by hand forgets the slots, and a Scheduler may then run the
 //     last one again; so may a restart without persistence, or a failover to a replica
 //     that had not received the last claim (replication is asynchronous: see Fencing
-//     tokens).
+//     tokens). A Quorum keeps one on each instance and claims a slot on each, by majority
+//     (see Quorum).
 //   - simba:{simba}:@@check, a key and a channel of no mutex: the start-up check (see
 //     below) deletes the key, which never exists, and publishes to the channel, which
 //     nobody hears.

@@ -65,15 +65,26 @@ const quorumDrift = 2 * time.Millisecond
 //     that shared instance outlives the gap between the tenures or that the instances'
 //     clocks differ by less than it.
 //   - Waiters hear releases on every instance's subscription connection.
+//   - A Scheduler's slots (backend.SlotRecorder) are recorded by majority: ClaimSlot runs
+//     the single-instance claim on every available instance and succeeds when a quorum
+//     recorded the slot. An instance records a slot at most once, and afterwards only
+//     later ones, so two claims of one slot never both make a quorum; LastSlot answers
+//     the latest record of a quorum of instances, at or after the last slot claimed. A
+//     claim that fell short may stay recorded on a minority, where a later claim of that
+//     slot or an earlier one then fails: slots can be skipped, never run twice. Claims of
+//     one slot at once may all fall short (the instances split their votes): the slot is
+//     skipped. Should a later tenure's token be smaller (see the tokens' assumption
+//     above), its claims fail where the earlier one's are recorded: skipped too.
 //
 // An instance that loses its keys (restarted without persistence) takes the owner's share
 // of the majority with it: restart such an instance only after ttl + transition, as
 // Redlock prescribes, or a contender may make a quorum while the owner still believes.
+// Likewise with a slot record: once the instances left holding the last claimed slot are
+// fewer than a quorum, a Scheduler may run that slot again.
 //
-// A Quorum's contentions neither record a Scheduler's slots nor hand the mutex off (they
-// implement neither backend.SlotRecorder nor backend.HandOffer): either would need a
-// majority of instances to agree on a compare-and-set, which the single-instance scripts
-// do not make: a Scheduler on a Quorum records no slots, and it hands nothing off.
+// A Quorum's contentions do not hand the mutex off (they are no backend.HandOffer): a
+// hand-off changes the owner and the waiting list in one step, and one made on only some
+// instances would split the mutex between the owner and the waiter.
 //
 // A Quorum is safe for concurrent use. Close it when done: it owns one subscription
 // connection per instance, never the clients.

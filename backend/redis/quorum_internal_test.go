@@ -23,13 +23,10 @@ func TestQuorumNewTenureExceedsTheLast(t *testing.T) {
 	}
 }
 
-// A Quorum's contentions neither record slots nor hand off (see Quorum): a Scheduler or
-// a hand-off on a Quorum finds neither contract.
-func TestQuorumRecordsNoSlotsAndHandsNothingOff(t *testing.T) {
+// A Quorum's contentions hand nothing off (see Quorum): a hand-off on a Quorum finds no
+// contract.
+func TestQuorumHandsNothingOff(t *testing.T) {
 	var c backend.Contention = &quorumContention{}
-	if _, ok := c.(backend.SlotRecorder); ok {
-		t.Error("a Quorum's contention is a SlotRecorder")
-	}
 	if _, ok := c.(backend.HandOffer); ok {
 		t.Error("a Quorum's contention is a HandOffer")
 	}
