@@ -62,7 +62,7 @@ func (qc *quorumContention) ClaimSlot(ctx context.Context, s backend.Slot) (bool
 	if err := qc.usable(ctx); err != nil {
 		return false, err
 	}
-	if err := checkSlot(s); err != nil {
+	if _, err := slotNanos(s); err != nil {
 		return false, err
 	}
 	list := qc.q.available(time.Now())
