@@ -244,6 +244,28 @@ func (c *config) ownID() string {
 // validate checks the configuration as a whole. Fields that default from the TTL are only
 // checked when set explicitly: their defaults are valid whenever the TTL is.
 func (c *config) validate() error {
+	if err := c.validateTiming(); err != nil {
+		return err
+	}
+	switch {
+	case c.initialDelay < 0:
+		return invalid("initial delay", c.initialDelay, "must be >= 0")
+	case c.localHandOvers < 0:
+		return invalid("local hand-overs", c.localHandOvers, "must be >= 0")
+	case c.loggerSet && c.logger == nil:
+		return invalid("logger", nil, "must not be nil")
+	case c.observerSet && isNil(c.observer):
+		return invalid("observer", nil, "must not be nil")
+	case c.preferSet && c.prefer == nil:
+		return invalid("preference", nil, "must not be nil")
+	case c.contenderIDSet:
+		return ValidateContenderID(c.contenderID)
+	}
+	return validateOwnerValue(c.ownerValue)
+}
+
+// validateTiming checks the TTL, the transition, the call timeout and the renewal lead.
+func (c *config) validateTiming() error {
 	switch {
 	case c.ttl <= 0:
 		return invalid("ttl", c.ttl, "must be > 0")
@@ -263,20 +285,8 @@ func (c *config) validate() error {
 		return invalid("renewal lead", c.renewalLead, "must be more than 1% of the ttl ("+c.driftMargin().String()+")")
 	case c.renewalLeadSet && c.renewalLead >= c.ttl:
 		return invalid("renewal lead", c.renewalLead, "must be less than the ttl ("+c.ttl.String()+")")
-	case c.initialDelay < 0:
-		return invalid("initial delay", c.initialDelay, "must be >= 0")
-	case c.localHandOvers < 0:
-		return invalid("local hand-overs", c.localHandOvers, "must be >= 0")
-	case c.loggerSet && c.logger == nil:
-		return invalid("logger", nil, "must not be nil")
-	case c.observerSet && isNil(c.observer):
-		return invalid("observer", nil, "must not be nil")
-	case c.preferSet && c.prefer == nil:
-		return invalid("preference", nil, "must not be nil")
-	case c.contenderIDSet:
-		return ValidateContenderID(c.contenderID)
 	}
-	return validateOwnerValue(c.ownerValue)
+	return nil
 }
 
 // validateOwnerValue checks a WithOwnerValue value: short text, empty for none.

@@ -117,7 +117,36 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	c.acquiring(true)
 	c.stepped = false
 	var rec backend.Record
-	var err error
+	err := c.valueBefore(ctx)
+	if err == nil {
+		rec, err = c.acquireRow(ctx, open)
+	}
+	if err == nil && c.value == "" && c.schema.values && rec.Owner == c.id {
+		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
+	}
+	if err == nil && c.stepped && rec.Owner == c.id {
+		rec, err = c.stepAside(ctx)
+	}
+	var valueErr error
+	if err == nil && c.value != "" && rec.Owner == c.id {
+		valueErr = c.valueAfter(ctx, &rec)
+	}
+	if err == nil {
+		// The table's statements come first: once the contention follows the answer, it
+		// may wait on its pinned connection, as if the call were over.
+		c.waiting(ctx, rec)
+		c.follow(ctx, rec)
+		err = valueErr
+	}
+	c.acquiring(false)
+	if err != nil {
+		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
+	}
+	return rec, nil
+}
+
+// valueBefore does, before an acquisition's statement, what the tenure's value needs.
+func (c *contention) valueBefore(ctx context.Context) (err error) {
 	c.ahead = 0
 	switch {
 	case c.token == 0 && c.value != "":
@@ -134,39 +163,21 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		// beginning failed (clearValue; nothing when it succeeded).
 		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
 	}
-	if err == nil {
-		rec, err = c.acquireRow(ctx, open)
+	return err
+}
+
+// valueAfter keeps the value of the tenure rec names, this contender's, and shows it in rec
+// once kept: unless written ahead, before the tenure is renewed (see valueBefore); readers
+// meanwhile find none.
+func (c *contention) valueAfter(ctx context.Context, rec *backend.Record) error {
+	if c.ahead != 0 && c.ahead == c.token {
+		c.valued = c.token // written ahead, for the tenure the acquisition began
 	}
-	if err == nil && c.value == "" && c.schema.values && rec.Owner == c.id {
-		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
+	kept, err := c.keepValue(ctx)
+	if kept {
+		rec.Value = c.value
 	}
-	if err == nil && c.stepped && rec.Owner == c.id {
-		rec, err = c.stepAside(ctx)
-	}
-	var valueErr error
-	if err == nil && c.value != "" && rec.Owner == c.id {
-		// A new tenure's value, unless written ahead: before the tenure is renewed (see
-		// above); readers meanwhile find none.
-		if c.ahead != 0 && c.ahead == c.token {
-			c.valued = c.token // written ahead, for the tenure the acquisition began
-		}
-		var kept bool
-		if kept, valueErr = c.keepValue(ctx); kept {
-			rec.Value = c.value
-		}
-	}
-	if err == nil {
-		// The table's statements come first: once the contention follows the answer, it
-		// may wait on its pinned connection, as if the call were over.
-		c.waiting(ctx, rec)
-		c.follow(ctx, rec)
-		err = valueErr
-	}
-	c.acquiring(false)
-	if err != nil {
-		return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
-	}
-	return rec, nil
+	return err
 }
 
 // stepAside gives up the mutex this contender owns because the database's clock stepped

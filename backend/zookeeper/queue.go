@@ -105,6 +105,43 @@ func (b *Backend) queueMode(q *queue, epoch uint64) queueState {
 	return q.state
 }
 
+// queueJoin is a contender's join made in the pipeline that watches the queue: its node's
+// create (with its value node, for a contender with a value) and the answers.
+type queueJoin struct {
+	created      create2Response
+	createdMulti multiResponse
+	createdRead  getDataResponse
+}
+
+// calls returns the join's requests, the pending protection set.
+func (j *queueJoin) calls(c *contention) []rawCall {
+	c.pending = c.newProtection()
+	if c.p.Value != "" {
+		return c.createValueCalls(c.pending, &j.createdMulti, &j.createdRead)
+	}
+	return []rawCall{{opCreate2, &zk.CreateRequest{Path: c.child(c.pending + latchName), Data: c.data,
+		Acl: c.b.acl, Flags: zk.FlagEphemeralSequential}, &j.created}}
+}
+
+// done applies the join's answers, errs from its first request on.
+func (j *queueJoin) done(c *contention, errs []error) {
+	created := j.created
+	if c.p.Value != "" {
+		var st *zk.Stat
+		if created.Path, st, errs[0] = createdWithValue(errs, &j.createdMulti, &j.createdRead); st != nil {
+			created.Stat = *st
+		}
+	}
+	switch err := errs[0]; {
+	case err == nil:
+		c.pending = ""
+		c.setNode(created.Path)
+		c.czxid, c.nodeSession = created.Stat.Czxid, created.Stat.EphemeralOwner
+	case answered(err):
+		c.pending = "" // the mutex node is missing, say: the next look joins, and makes it
+	}
+}
+
 // watchQueue sets the persistent watch on the mutex node and lists the queue, which then
 // is live for every contention of the mutex in this session; or, when the queue is longer
 // than the limit, removes the watch again and leaves the mutex to watches per node. A
@@ -126,35 +163,14 @@ func (c *contention) watchQueue(ctx context.Context, s session) error {
 		{opAddWatch, &addWatchRequest{Path: c.parent, Mode: addWatchPersistentRecursive}, &emptyResponse{}},
 		{opGetChildren2, &getChildren2Request{Path: c.parent}, &list},
 	}
-	var created create2Response
-	var createdMulti multiResponse
-	var createdRead getDataResponse
+	var j queueJoin
 	join := c.p.ContenderID != "" && c.node == "" && c.pending == "" && !c.served && !c.joinHeld()
 	if join {
-		c.pending = c.newProtection()
-		if c.p.Value != "" {
-			calls = append(calls, c.createValueCalls(c.pending, &createdMulti, &createdRead)...)
-		} else {
-			calls = append(calls, rawCall{opCreate2, &zk.CreateRequest{Path: c.child(c.pending + latchName), Data: c.data,
-				Acl: b.acl, Flags: zk.FlagEphemeralSequential}, &created})
-		}
+		calls = append(calls, j.calls(c)...)
 	}
 	errs, err := b.pipeline(ctx, calls...)
 	if err == nil && join {
-		if c.p.Value != "" {
-			var st *zk.Stat
-			if created.Path, st, errs[2] = createdWithValue(errs[2:], &createdMulti, &createdRead); st != nil {
-				created.Stat = *st
-			}
-		}
-		switch err := errs[2]; {
-		case err == nil:
-			c.pending = ""
-			c.setNode(created.Path)
-			c.czxid, c.nodeSession = created.Stat.Czxid, created.Stat.EphemeralOwner
-		case answered(err):
-			c.pending = "" // the mutex node is missing, say: the next look joins, and makes it
-		}
+		j.done(c, errs[2:])
 	}
 	if err == nil && errs[0] == nil && (errs[1] == nil || errors.Is(errs[1], zk.ErrNoNode)) {
 		c.installQueue(s, list)
