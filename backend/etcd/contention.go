@@ -397,7 +397,7 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 func (c *contention) sharedID(ctx context.Context, lk look, owner *mvccpb.KeyValue) (look, error) {
 	if clientv3.LeaseID(owner.Lease) == c.keyLease {
 		c.log.Info("simba/etcd: deleting a key this contender left behind", "key", string(owner.Key))
-		if _, err := c.b.deleteKey(ctx, string(owner.Key), "", c.keyLease); err != nil {
+		if _, err := c.b.deleteKey(ctx, string(owner.Key), ""); err != nil {
 			return look{}, err
 		}
 		return look{again: true}, nil
@@ -671,7 +671,7 @@ func (c *contention) leave() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dl)
 	defer cancel()
-	deleted, err := b.deleteKey(ctx, c.key, c.marker, c.keyLease)
+	deleted, err := b.deleteKey(ctx, c.key, c.marker)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {

@@ -508,8 +508,7 @@ func (b *Backend) leaveBehind(key, marker string, id clientv3.LeaseID, n number)
 	b.wakeKeeper()
 }
 
-// collect deletes the keys that stopped contentions left behind, each if it is still
-// attached to the lease it was put with.
+// collect deletes the keys that stopped contentions left behind.
 func (b *Backend) collect() {
 	b.mu.Lock()
 	keys := make(map[string]orphan, len(b.orphans))
@@ -519,7 +518,7 @@ func (b *Backend) collect() {
 	b.mu.Unlock()
 	for key, o := range keys {
 		ctx, cancel := context.WithTimeout(b.life, b.leaseTTL/3)
-		_, err := b.deleteKey(ctx, key, o.marker, o.lease)
+		_, err := b.deleteKey(ctx, key, o.marker)
 		cancel()
 		if err != nil || time.Now().Before(o.until) {
 			continue
@@ -533,20 +532,26 @@ func (b *Backend) collect() {
 	}
 }
 
-// deleteKey deletes key, and with it a hold's marker (none: ""), if key is attached to
-// lease id: a key of a later incarnation is left alone. Both go in one transaction, so no
-// marker outlives its key. It reports whether it found the key.
-func (b *Backend) deleteKey(ctx context.Context, key, marker string, id clientv3.LeaseID) (deleted bool, err error) {
-	ops := []clientv3.Op{clientv3.OpDelete(key)}
-	if marker != "" {
-		ops = append(ops, clientv3.OpDelete(marker))
+// deleteKey deletes key, and with it a hold's marker (none: ""), in one transaction, so
+// that no marker outlives its key. It reports whether it found the key. It compares
+// nothing: a key's name carries the lease ID it is put with (keyOf), and every put of a
+// name, a hand-off's included, is with that lease, so whatever stands under the name is
+// the key of the contention the name is of, attached to that lease.
+func (b *Backend) deleteKey(ctx context.Context, key, marker string) (deleted bool, err error) {
+	if marker == "" {
+		// A mutex contender's key: a plain delete, which etcd applies without the read
+		// a transaction's comparison makes.
+		resp, err := b.client.Delete(ctx, key)
+		if err != nil {
+			return false, storeError("delete", key, err)
+		}
+		return resp.Deleted > 0, nil
 	}
-	resp, err := b.client.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", id)).
-		Then(ops...).Commit()
+	resp, err := b.client.Txn(ctx).Then(clientv3.OpDelete(key), clientv3.OpDelete(marker)).Commit()
 	if err != nil {
 		return false, storeError("delete", key, err)
 	}
-	return resp.Succeeded, nil
+	return resp.Responses[0].GetResponseDeleteRange().Deleted > 0, nil
 }
 
 // revisionFloor returns the latest revision seen, which the answer to a linearizable
