@@ -294,23 +294,36 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 }
 
 // join puts the contender's key, if it does not exist, and reads the mutex in the same
-// transaction: the lowest key, and the two latest (its own, just put, and the one before
-// it). A retry after a lost reply finds the key put and reads again.
+// transaction. While the mutex's prefix holds no key (the comparison of a range holds
+// for each of its keys, and for none), it only puts the key, which is then the lowest:
+// the contender owns, with the transaction's revision as its token. Otherwise, in a
+// transaction nested in the same one, it puts the key if it is absent and reads the
+// lowest key and the two latest (its own, just put, and the one before it). A retry
+// after a lost reply finds the key put and reads again.
 func (c *contention) join(ctx context.Context) (look, error) {
 	floor := c.b.revisionFloor()
+	put := clientv3.OpPut(c.key, keyValue(c.p.ContenderID, c.p.Value), clientv3.WithLease(c.keyLease))
 	resp, err := c.b.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
-		Then(clientv3.OpPut(c.key, keyValue(c.p.ContenderID, c.p.Value), clientv3.WithLease(c.keyLease)),
-			clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
-			clientv3.OpGet(c.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))).
-		Else(clientv3.OpGet(c.key)).
+		If(clientv3.Compare(clientv3.CreateRevision(c.dir), "=", 0).WithPrefix()).
+		Then(put).
+		Else(clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)},
+			[]clientv3.Op{put,
+				clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
+				clientv3.OpGet(c.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))},
+			[]clientv3.Op{clientv3.OpGet(c.key)})).
 		Commit()
 	if err != nil {
 		return look{}, storeError("put", c.key, err)
 	}
 	c.b.sawRevision(resp.Header, floor)
-	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
+	if resp.Succeeded {
+		c.rev = resp.Header.Revision
+		return c.decide(ctx, resp.Header.Revision, []*mvccpb.KeyValue{{Key: []byte(c.key)}}, nil)
+	}
+	nested := resp.Responses[0].GetResponseTxn()
+	if !nested.Succeeded {
+		kvs := nested.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
 			return look{again: true}, nil
 		}
@@ -319,8 +332,8 @@ func (c *contention) join(ctx context.Context) (look, error) {
 		return c.read(ctx)
 	}
 	c.rev = resp.Header.Revision
-	first := resp.Responses[1].GetResponseRange().Kvs
-	latest := resp.Responses[2].GetResponseRange().Kvs
+	first := nested.Responses[1].GetResponseRange().Kvs
+	latest := nested.Responses[2].GetResponseRange().Kvs
 	var pred *mvccpb.KeyValue
 	if len(latest) == 2 && string(latest[0].Key) == c.key {
 		pred = latest[1]

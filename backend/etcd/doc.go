@@ -18,7 +18,9 @@
 // at every read of the mutex, are as many as the contentions at once. The key whose create revision is the lowest owns the mutex: first come,
 // first served. A key is put once (a transaction that puts it only if it does not exist,
 // so a retry after a lost reply finds it) and read back in the same transaction with the
-// mutex's lowest key and the key created just before it. Keys go when their contender
+// mutex's lowest key and the key created just before it; when the transaction finds no
+// key under the mutex's prefix (a comparison over the prefix), it only puts the key, which
+// then owns. Keys go when their contender
 // stops (a delete), when the lease ends (revoked by Close, or expired on the server), by
 // ReleaseOwner, or by a hand-off (which puts them again, behind: see Hand-off). The keys under a mutex's prefix are its wait list: contentions
 // implement backend.WaitList.
