@@ -107,7 +107,7 @@
 // gives its lease up: every contention stops believing at once, and a key that came back
 // with the lease goes with the revoke. Then it holds back: it asks for no lease, so none
 // of its contentions holds a key, owns or reports an owner, until etcd's revision has
-// passed the highest it saw before (it reads it again at least every sixth of the TTL).
+// passed the highest it saw before (it reads it again at least every third of the TTL).
 // So no token it reports after the loss repeats or is below one it reported before, and
 // it keeps nobody else out meanwhile; StartContend fails by its deadline, with an error
 // that says why. Other writes raise the revision in time; an operator raises it at once
@@ -140,7 +140,9 @@
 // its member is cut off from the leader. Earlier when it learns that its tenure is over:
 // a keep-alive answered without a TTL (the lease expired or was revoked), a put that
 // finds the lease gone, or a watch that sees its key deleted. A keep-alive goes every
-// sixth of the TTL. For everyone else the same bound says how fresh the view is.
+// third of the TTL, as etcd's own client sends them, and again soon after one fails or
+// goes unanswered for a sixth: a crashed owner's keys outlive it by the TTL less the time
+// since its last keep-alive, so a shorter period would make them outlive it longer. For everyone else the same bound says how fresh the view is.
 //
 // Once no keep-alive has been answered for a TTL, the backend gives the lease up: it stops
 // sending keep-alives and revokes it, as etcd's own client stops keeping alive a lease it

@@ -217,7 +217,7 @@ func (b *Backend) wakeKeeper() {
 }
 
 // keep runs from the first StartContend until Close. It grants the backend's lease when
-// there is none, proves it alive with a keep-alive every sixth of its TTL (beat), gives it
+// there is none, proves it alive with a keep-alive every third of its TTL (beat), gives it
 // up when no keep-alive was answered for a TTL, and deletes the keys that stopped
 // contentions left behind.
 func (b *Backend) keep() {
@@ -254,9 +254,12 @@ func (b *Backend) keep() {
 		default:
 			ok = b.beat(&ka, l)
 		}
-		// A sixth rather than etcd's own third: belief lapses only after five beats in a
-		// row go unanswered, not after two, on a busy host or network.
-		next := max(l.ttl, b.leaseTTL) / 6
+		// A third, as etcd's own client: a crashed owner's lease outlives it by a TTL less
+		// the time since its last keep-alive, which a shorter period makes longer on
+		// average. A beat that fails is tried again within tens of milliseconds, and one
+		// that stalls after a sixth (beat): belief lapses only when four beats in a row
+		// stall.
+		next := max(l.ttl, b.leaseTTL) / 3
 		if ok {
 			failures = 0
 			b.collect()
@@ -317,7 +320,7 @@ func (k *keepAlive) close() {
 	*k = keepAlive{}
 }
 
-// beat sends one keep-alive of lease l on the backend's stream and waits, at most a third
+// beat sends one keep-alive of lease l on the backend's stream and waits, at most a sixth
 // of the TTL, for its answer.
 //
 // Only the leader renews a lease: a follower that receives a keep-alive passes it to the
@@ -343,7 +346,7 @@ func (b *Backend) beat(ka *keepAlive, l lease) bool {
 		}
 		ka.stream, ka.cancel = stream, cancel
 	}
-	bound := time.AfterFunc(l.ttl/3, ka.cancel) // a stalled stream ends, and the next beat opens another
+	bound := time.AfterFunc(l.ttl/6, ka.cancel) // a stalled stream ends, and the next beat opens another
 	defer bound.Stop()
 	sent := time.Now()
 	err := ka.stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(l.id)})
