@@ -142,7 +142,8 @@
 // finds the lease gone, or a watch that sees its key deleted. A keep-alive goes every
 // third of the TTL, as etcd's own client sends them, and again soon after one fails or
 // goes unanswered for a sixth: a crashed owner's keys outlive it by the TTL less the time
-// since its last keep-alive, so a shorter period would make them outlive it longer. For everyone else the same bound says how fresh the view is.
+// since its last keep-alive, so a shorter period would make them outlive it longer. For
+// everyone else the same bound says how fresh the view is.
 //
 // Once no keep-alive has been answered for a TTL, the backend gives the lease up: it stops
 // sending keep-alives and revokes it, as etcd's own client stops keeping alive a lease it
