@@ -109,10 +109,9 @@ func (r lostLockResult) margins() sample {
 // outlives a cut-off owner's connection. The server-session locks (GET_LOCK,
 // pg_advisory_lock: bound 0) stay held while the cut-off connection stays open, so no
 // successor takes over; memory has no connection to cut. The reference lock renews
-// nothing and keeps no deadline: its owner has no notion to time. etcd is not in it yet:
-// a quick run of it with the etcd libraries did not end.
+// nothing and keeps no deadline: its owner has no notion to time.
 func cutsOff(lib library) bool {
-	return lib.store != storeMemory && lib.store != storeEtcd && lib.bound != 0 && !isReference(lib.id)
+	return lib.store != storeMemory && lib.bound != 0 && !isReference(lib.id)
 }
 
 // notionOf describes how an owner of lib learns that it lost the lock, and the most that
@@ -123,8 +122,15 @@ func notionOf(lib library) (string, time.Duration) {
 		// go-zookeeper reports the connection lost after its receive timeout, two
 		// thirds of the session timeout, without a packet; simba's owner stops then.
 		return "lease context (ends when the connection is reported lost)", zkSession * 2 / 3
+	case lib.simba && lib.store == storeEtcd:
+		// Belief lasts a lease TTL from the last answered keep-alive's send time.
+		return "lease context (ends a lease TTL after the last answered keep-alive at the latest)", failoverLease
 	case lib.simba:
 		return "lease context (ends at the local TTL end at the latest)", failoverTTL
+	case lib.store == storeEtcd:
+		// The client closes a keep-alive unanswered for the lease's TTL from its last
+		// answer, which it checks every second, and the session's Done channel with it.
+		return "the session's Done channel (closed once the lease went a TTL without an answered keep-alive)", failoverLease + time.Second
 	case lib.store == storeRedis:
 		return "the lock's TTL as the owner last set it", failoverLease
 	}
@@ -194,8 +200,13 @@ func cutOff(ctx context.Context, e *env, lib library) (lostLockCut, error) {
 		return cut, fmt.Errorf("owner: %w", err)
 	}
 	// The owner's connections are gone when this runs (the proxy is closed first), so
-	// the release fails at once.
-	defer func() { _ = release(context.WithoutCancel(ctx)) }()
+	// the release fails, at once on most stores; etcd's client waits for a connection
+	// until the context ends, so the release has a deadline.
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failoverLease)
+		defer cancel()
+		_ = release(rctx)
+	}()
 	kctx, stopKeeping := context.WithCancel(ctx)
 	defer stopKeeping()
 	if k, ok := owner.(keeper); ok {
@@ -287,7 +298,7 @@ func cutOff(ctx context.Context, e *env, lib library) (lostLockCut, error) {
 
 // writeLostLock writes the lost-lock figure.
 func (r *results) writeLostLock(b *bytes.Buffer) {
-	fmt.Fprintf(b, "An owner, reaching the store through a proxy of its own, holds the mutex (renewing where the library does not on its own, every third of its lease); a waiter, connected directly, waits, verified as in the hand-over figure. After a random time below the lease (%v: simba ttl %v + transition %v, the peers' lock TTL, ZooKeeper's session timeout), so at a random moment of the owner's renewal cycle, the proxy swallows every byte both ways and keeps the connections open: the owner is cut off as by a partition and sees only silence. Both times run from the cut: to the owner's notice (simba: its lease context ends; redsync: its Until(), which it sets at every lock and extension, passes; redislock, which keeps no local deadline: the send time of its last successful Obtain or Refresh plus the TTL, what an owner that tracks it would know; zk.Lock gives its owner no signal), and to the successor's acquire returning. They run from the cut and not from the successor's acquisition because a safe lease ends the owner's belief before a successor may acquire: counted from the acquisition, the notice is negative by design; the margin column is that difference, positive when the owner had stopped first. The bound is the most a notice may take by design: simba on a lease store, its local TTL end (its last renewal before the cut was sent less than ttl before it); simba on ZooKeeper, go-zookeeper's receive timeout (two thirds of the session timeout) after which it reports the connection lost; redsync and redislock, their TTL. \"Past the TTL end\" is, for simba on a lease store, the notice less its local TTL end (the last renewal that found it owning was sent, plus ttl): at most zero, by the margin simba keeps for clock-rate drift. GET_LOCK and pg_advisory_lock are not in it: the server keeps their lock with the owner's session, which stays open while its connection is cut, so no successor acquires (until the server drops the session: hours by default); nor is the reference lock, whose owner renews nothing and keeps no deadline. %d cuts per library.\n\n",
+	fmt.Fprintf(b, "An owner, reaching the store through a proxy of its own, holds the mutex (renewing where the library does not on its own, every third of its lease); a waiter, connected directly, waits, verified as in the hand-over figure. After a random time below the lease (%v: simba ttl %v + transition %v, the peers' lock TTL, ZooKeeper's session timeout), so at a random moment of the owner's renewal cycle, the proxy swallows every byte both ways and keeps the connections open: the owner is cut off as by a partition and sees only silence. Both times run from the cut: to the owner's notice (simba: its lease context ends; redsync: its Until(), which it sets at every lock and extension, passes; redislock, which keeps no local deadline: the send time of its last successful Obtain or Refresh plus the TTL, what an owner that tracks it would know; concurrency.Mutex: its session's Done channel closes; zk.Lock gives its owner no signal), and to the successor's acquire returning. They run from the cut and not from the successor's acquisition because a safe lease ends the owner's belief before a successor may acquire: counted from the acquisition, the notice is negative by design; the margin column is that difference, positive when the owner had stopped first. The bound is the most a notice may take by design: simba on a lease store, its local TTL end (its last renewal before the cut was sent less than ttl before it); simba on ZooKeeper, go-zookeeper's receive timeout (two thirds of the session timeout) after which it reports the connection lost; simba on etcd, the lease TTL (its last answered keep-alive before the cut was sent less than the TTL before it); concurrency.Mutex, the lease TTL and the second between its client's checks of a keep-alive's answer; redsync and redislock, their TTL. \"Past the TTL end\" is, for simba on a lease store, the notice less its local TTL end (the last renewal that found it owning was sent, plus ttl): at most zero, by the margin simba keeps for clock-rate drift. GET_LOCK and pg_advisory_lock are not in it: the server keeps their lock with the owner's session, which stays open while its connection is cut, so no successor acquires (until the server drops the session: hours by default); nor is the reference lock, whose owner renews nothing and keeps no deadline. %d cuts per library.\n\n",
 		failoverLease, failoverTTL, failoverTransition, r.Settings.Cuts)
 	b.WriteString("| store | library | owner's notion | cuts | noticed after the cut: median / max | bound | successor acquired after the cut: median / max | owner stopped before the successor, min | past the TTL end, max |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.LostLock {
