@@ -171,8 +171,9 @@ type HandOffer interface {
 	Waiters(ctx context.Context) ([]Waiter, error)
 	// HandOff is called by the owner after its belief ended. In one atomic step with the
 	// checks that the caller owns the mutex and that to waits, it makes to the owner with
-	// a new tenure (a greater token, to's value) and puts the caller behind those waiting;
-	// to learns it as it learns any tenure (a Grant, a Report, its next Acquire). When a
+	// a new tenure (a greater token, to's value) and puts the caller behind those waiting
+	// (a store whose order is that of arrival may send the waiters ahead of to behind it,
+	// still ahead of the caller); to learns it as it learns any tenure (a Grant, a Report, its next Acquire). When a
 	// check fails it changes nothing and returns an error wrapping simba.ErrNotOwner (the
 	// caller does not own the mutex) or simba.ErrNotWaiting (to does not wait).
 	HandOff(ctx context.Context, to string) error
