@@ -9,7 +9,7 @@ import (
 
 func init() {
 	addScenarios(
-		scenario{num: 63, name: "handoff_past_the_head", stores: "RMPZ", run: handOffPastTheHead, full: true, quickOn: "R"},
+		scenario{num: 63, name: "handoff_past_the_head", stores: "RMPZ", run: handOffPastTheHead, full: true},
 		scenario{num: 64, name: "handoff_target_paused_or_killed", stores: "RMPZ", run: handOffTargetLost, full: true},
 		scenario{num: 65, name: "handoff_owner_killed", stores: "RMPZ", run: handOffOwnerKilled, full: true},
 	)

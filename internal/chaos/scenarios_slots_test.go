@@ -8,7 +8,7 @@ import (
 
 func init() {
 	addScenarios(
-		scenario{num: 66, name: "slots_across_leader_changes", stores: "RMPZ", run: slotsAcrossLeaderChanges, full: true, quickOn: "R"},
+		scenario{num: 66, name: "slots_across_leader_changes", stores: "RMPZ", run: slotsAcrossLeaderChanges, full: true},
 	)
 }
 
