@@ -57,12 +57,13 @@ var rawRequests = func() bool {
 
 // ZooKeeper's operation codes and request fields for the raw requests.
 const (
-	opDelete        = 2
-	opGetData       = 4
-	opGetChildren2  = 12
-	opCreate2       = 15
-	opRemoveWatches = 18
-	opAddWatch      = 106
+	opDelete          = 2
+	opGetData         = 4
+	opGetChildren2    = 12
+	opCreate2         = 15
+	opRemoveWatches   = 18
+	opCreateContainer = 19
+	opAddWatch        = 106
 
 	addWatchPersistentRecursive = 1 // AddWatchMode.PERSISTENT_RECURSIVE
 	watcherTypeAny              = 3 // WatcherType.Any: ZooKeeper 3.8 removes a persistent watch only with it
@@ -101,6 +102,10 @@ type getChildren2Request struct {
 type getChildren2Response struct {
 	Children []string
 	Stat     zk.Stat
+}
+
+type createResponse struct {
+	Path string
 }
 
 type emptyResponse struct{}

@@ -163,10 +163,22 @@ func (b *Backend) getW(ctx context.Context, path string) (node, error) {
 func (b *Backend) create(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	return ask(ctx, b, func() (string, error) {
 		if flags == zk.FlagContainer {
-			return b.conn.CreateContainer(path, data, flags, b.acl)
+			return b.createContainer(path, data)
 		}
 		return b.conn.Create(path, data, flags, b.acl)
 	})
+}
+
+// createContainer is go-zookeeper's CreateContainer, but reads no answer after a failure:
+// once the connection closes under a request, go-zookeeper's receiver may still decode an
+// answer into it (go-zookeeper's own CreateContainer reads it then: a data race).
+func (b *Backend) createContainer(path string, data []byte) (string, error) {
+	var res createResponse
+	req := &zk.CreateRequest{Path: path, Data: data, Acl: b.acl, Flags: zk.FlagContainer}
+	if _, err := connRequest(b.conn, opCreateContainer, req, &res, nil); err != nil {
+		return "", err
+	}
+	return res.Path, nil
 }
 
 func (b *Backend) delete(ctx context.Context, path string) error {
