@@ -40,6 +40,8 @@ var checks = []check{
 	{name: "slots", parallel: true, run: checkSlots},
 	{name: "wait_list", parallel: true, run: checkWaitList},
 	{name: "hand_off", parallel: true, run: checkHandOff},
+	{name: "service_hand_off", parallel: true, run: checkServiceHandOff},
+	{name: "scheduler_slots", parallel: true, run: checkSchedulerSlots},
 	{name: "closed_under_waiter", parallel: true, run: checkClosedUnderWaiter},
 	{name: "semaphore_permits", parallel: true, run: checkSemaphorePermits},
 	{name: "semaphore_order", parallel: true, run: checkSemaphoreOrder},

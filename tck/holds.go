@@ -16,7 +16,7 @@ import (
 
 // errUnsupported ends a check whose backend does not keep what it checks: the subtest
 // is skipped.
-var errUnsupported = errors.New("tck: the backend does not keep this kind")
+var errUnsupported = errors.New("tck: the backend does not support it")
 
 // needs returns errUnsupported unless the backend keeps kind k.
 func needs(b *probe, k backend.Kind) error {

@@ -56,6 +56,10 @@ func TestBrokenBackendsAreCaught(t *testing.T) {
 			[]string{"goroutine_leaks"}},
 		{"does not tell its waiters it closed", func(_ *testing.T, b backend.Backend) backend.Backend { return deafToClose{b} },
 			[]string{"closed_under_waiter"}},
+		{"answers a hand-off as made and makes none", func(_ *testing.T, b backend.Backend) backend.Backend { return handOffIgnored{b} },
+			[]string{"service_hand_off"}},
+		{"records no slot it grants", func(_ *testing.T, b backend.Backend) backend.Backend { return slotsForgotten{b} },
+			[]string{"scheduler_slots"}},
 	}
 	cfg := config{scale: 1, ttl: 1e9, transition: 5e8}
 	for _, c := range cases {
@@ -252,3 +256,39 @@ func (b deafToClose) StartContend(ctx context.Context, p backend.Participant) (b
 }
 
 func (b deafToClose) Close() error { return b.Backend.(interface{ Close() error }).Close() }
+
+// handOffIgnored answers every hand-off as made, and makes none.
+type handOffIgnored struct{ backend.Backend }
+
+func (b handOffIgnored) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return ignoreHandOff{c.(backend.LeaseContention), c.(backend.HandOffer)}, nil
+}
+
+type ignoreHandOff struct {
+	backend.LeaseContention
+	backend.HandOffer
+}
+
+func (ignoreHandOff) HandOff(context.Context, string) error { return nil }
+
+// slotsForgotten grants every slot claim and records none.
+type slotsForgotten struct{ backend.Backend }
+
+func (b slotsForgotten) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	c, err := b.Backend.StartContend(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return forgetSlots{c.(backend.LeaseContention), c.(backend.SlotRecorder)}, nil
+}
+
+type forgetSlots struct {
+	backend.LeaseContention
+	backend.SlotRecorder
+}
+
+func (forgetSlots) ClaimSlot(context.Context, backend.Slot) (bool, error) { return true, nil }

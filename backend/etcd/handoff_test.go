@@ -1,7 +1,6 @@
 package etcd_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
-	"github.com/simba-go/simba/backend/etcd"
 )
 
 // queue starts contenders on backends of their own, in this order (each joins once the one
@@ -211,52 +209,4 @@ func TestKeyPutAgainAfterTheStopIsDeleted(t *testing.T) {
 	_, err = b.client.Put(t.Context(), keys[0], values[0], clientv3.WithLease(clientv3.LeaseID(lease))) // the hand-off's put, late
 	require.NoError(t, err)
 	awaitKeys(t, b.client, dir, 0)
-}
-
-// Service.HandOff to a waiter by ID, and WithPreference handing off to the first waiter
-// whose value it accepts, on etcd.
-func TestServiceHandOff(t *testing.T) {
-	const mutex = "service-handoff"
-	type event struct {
-		acquired bool
-		owner    simba.Owner
-	}
-	start := func(id, value string) (*simba.Service, chan event) {
-		events := make(chan event, 64)
-		s, err := simba.NewService(newBackend(t), simba.ContenderFuncs{
-			MutexName: mutex, ID: id,
-			Acquired: func(_ context.Context, s simba.State) { events <- event{true, s.After} },
-			Released: func(s simba.State) { events <- event{false, s.Before} },
-		}, simba.WithOwnerValue(value), simba.WithPreference(func(v string) bool { return v == "v2" }))
-		require.NoError(t, err)
-		require.NoError(t, s.Start(t.Context()))
-		t.Cleanup(func() { _ = s.Close() })
-		return s, events
-	}
-	next := func(events chan event, acquired bool, who string) event {
-		t.Helper()
-		e := await(t, events, who)
-		require.Equal(t, acquired, e.acquired, "%s: OnAcquired=%v, want %v", who, e.acquired, acquired)
-		return e
-	}
-	a, ea := start("a", "v2")
-	first := next(ea, true, "a acquires")
-	_, eb := start("b", "v1")
-	awaitKeys(t, newClient(t, server.Addr()), etcd.DefaultPrefix+mutex+"/", 2)
-	require.NoError(t, a.HandOff(t.Context(), "b"))
-	next(ea, false, "a releases")
-	got := next(eb, true, "b acquires")
-	assert.Greater(t, got.owner.Token, first.owner.Token)
-	assert.Equal(t, "v1", got.owner.Value)
-	// b's value is not preferred: it hands off to the first waiter whose value is, a (which
-	// waits again since its hand-off), not c, which joins later.
-	_, ec := start("c", "v2")
-	next(eb, false, "b hands off")
-	got = next(ea, true, "a acquires again")
-	assert.Equal(t, "v2", got.owner.Value)
-	select {
-	case e := <-ec:
-		t.Fatalf("c: a callback (OnAcquired=%v) while a owns", e.acquired)
-	default:
-	}
 }

@@ -166,13 +166,3 @@ func TestQuorumLastSlotAfterAnInstanceLostItsRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
-
-// A Scheduler on a Quorum claims each slot while its contention renews (from another
-// goroutine): a new leader after a Stop starts after the slot claimed last, so no slot runs
-// twice, and a quorum's records hold the last run's slot and token.
-func TestQuorumSchedulerRecordsSlots(t *testing.T) {
-	servers := instances(t, 3)
-	mutex := uniqueName(t, "m")
-	schedulerRecordsSlots(t, mutex, func() simba.Backend { return newQuorum(t, servers) },
-		func() backend.SlotRecorder { return quorumSlots(t, newQuorum(t, servers), mutex) })
-}
