@@ -34,6 +34,9 @@ type Backend struct {
 	holdSQL     *holdStatements              // the hold table's, once checked; nil until then
 	cleared     map[string]struct{}          // mutex and contender pairs whose value row was cleared (clearValue)
 
+	renderMu   sync.Mutex
+	renderings map[renderKey]renderedSQL // contenders' statements, by ttl and session (rendered)
+
 	background sync.WaitGroup  // sweeps of abandoned acquisitions (stray.go), holds' wakes (wakeLater)
 	wakes      context.Context // the holds' wakes' (wakeLater): ended by Close
 	stopWakes  context.CancelFunc

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 	"github.com/simba-go/simba/internal/latency"
 )
@@ -171,4 +172,31 @@ func BenchmarkContenders8(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "sections/s")
 	latency.Report(b, gaps)
+}
+
+// BenchmarkStartContend measures what a Locker's acquisition costs the backend before
+// its first statement and after its last: StartContend and StopContend, no I/O once the
+// table is checked.
+func BenchmarkStartContend(b *testing.B) {
+	b.Run("mysql", func(b *testing.B) { benchmarkStartContend(b, newBackend(b)) })
+	b.Run("postgres", func(b *testing.B) { benchmarkStartContend(b, newPGBackend(b)) })
+}
+
+func benchmarkStartContend(b *testing.B, be *jdbc.Backend) {
+	ctx := context.Background()
+	p := backend.Participant{Mutex: mutexName(b), ContenderID: "bench", TTL: 10 * time.Second, Transition: 6 * time.Second,
+		Wake: func() {}, WaitsOnly: true}
+	c, err := be.StartContend(ctx, p) // checks the table
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = c.StopContend(ctx)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := be.StartContend(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = c.StopContend(ctx)
+	}
 }
