@@ -90,7 +90,7 @@
 // # Scripts
 //
 // Every store call of a contention but LastSlot (a GET) is one Lua script, prefixed with
-// prelude.lua, so every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
+// the declarations of prelude.lua it uses, so every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
 // it makes every name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
 // simba:{mutex}:token and simba:{mutex}:grant, which it never reads: they are named so
 // that while a Redis Cluster moves the slot a call runs only where all of them are, and

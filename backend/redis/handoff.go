@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 )
@@ -20,8 +18,8 @@ var (
 	//go:embed waiters.lua
 	waitersLua string
 
-	handOffScript = goredis.NewScript(preludeLua + handOffLua)
-	waitersScript = goredis.NewScript(preludeLua + waitersLua)
+	handOffScript = newScript(handOffLua)
+	waitersScript = newScript(waitersLua)
 )
 
 var _ backend.HandOffer = (*contention)(nil)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 )
@@ -30,10 +28,10 @@ var (
 	//go:embed holds_waiting.lua
 	holdsWaitingLua string
 
-	holdsAcquireScript = goredis.NewScript(preludeLua + holdsPreludeLua + holdsAcquireLua)
-	holdsReleaseScript = goredis.NewScript(preludeLua + holdsPreludeLua + holdsReleaseLua)
-	holdsLookupScript  = goredis.NewScript(preludeLua + holdsPreludeLua + holdsLookupLua)
-	holdsWaitingScript = goredis.NewScript(preludeLua + holdsPreludeLua + holdsWaitingLua)
+	holdsAcquireScript = newScript(holdsPreludeLua + holdsAcquireLua)
+	holdsReleaseScript = newScript(holdsPreludeLua + holdsReleaseLua)
+	holdsLookupScript  = newScript(holdsPreludeLua + holdsLookupLua)
+	holdsWaitingScript = newScript(holdsPreludeLua + holdsWaitingLua)
 )
 
 var _ backend.Holder = (*Backend)(nil)

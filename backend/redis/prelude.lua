@@ -1,5 +1,7 @@
--- The prelude of every script of simba's Redis backend: scripts.go prepends it to each
--- of the other .lua files. The keys, channels and formats, what each script writes and
+-- The prelude of every script of simba's Redis backend: scripts.go prepends to each of
+-- the other .lua files what comes before the first declaration below and the declarations
+-- the file uses, itself or through another (a call creates the closure of every function
+-- declared, used or not). The keys, channels and formats, what each script writes and
 -- which message wakes whom: the package doc, "Hand-over, end to end".
 --
 -- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster

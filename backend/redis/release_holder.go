@@ -5,8 +5,6 @@ import (
 	_ "embed" // the Lua script of ReleaseHolder
 	"strconv"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 )
@@ -14,7 +12,7 @@ import (
 var (
 	//go:embed holds_release_holder.lua
 	holdsReleaseHolderLua    string
-	holdsReleaseHolderScript = goredis.NewScript(preludeLua + holdsPreludeLua + holdsReleaseHolderLua)
+	holdsReleaseHolderScript = newScript(holdsPreludeLua + holdsReleaseHolderLua)
 )
 
 // ReleaseHolder gives up holder id's hold of the semaphore or read-write lock name (kind

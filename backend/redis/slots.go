@@ -19,7 +19,7 @@ import (
 var (
 	//go:embed claim_slot.lua
 	claimSlotLua    string
-	claimSlotScript = goredis.NewScript(preludeLua + claimSlotLua)
+	claimSlotScript = newScript(claimSlotLua)
 )
 
 var _ backend.SlotRecorder = (*contention)(nil)
