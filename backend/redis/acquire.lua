@@ -73,5 +73,5 @@ enqueue(id, now, fresh)
 local nowMs = millis(now)
 local token, expires, ownerValue = tokenOf(owner, fence)
 local left = remaining(expires, nowMs)
-register(id, nowMs, nonce, tonumber(lease), ttl, left, heard, value)
+register(id, nowMs, nonce, lease, ttl, left, heard, value)
 return { owner .. '@@' .. left, token, ownerValue }

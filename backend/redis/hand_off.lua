@@ -49,5 +49,5 @@ if not px then
 end
 leave(to)
 enqueue(id, now, true)
-register(id, nowMs, ARGV[5], tonumber(ARGV[6]), ARGV[7], px, ARGV[8], ARGV[9])
+register(id, nowMs, ARGV[5], ARGV[6], ARGV[7], px, ARGV[8], ARGV[9])
 return 1

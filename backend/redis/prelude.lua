@@ -113,9 +113,9 @@ end
 -- of versions before values.
 local function joinFence(token, expires, id, value)
   if value == '' then
-    return table.concat({ token, expires, id }, '@@')
+    return token .. '@@' .. expires .. '@@' .. id
   end
-  return table.concat({ token, expires, id, value }, '@@')
+  return token .. '@@' .. expires .. '@@' .. id .. '@@' .. value
 end
 
 -- tokenOf returns the fencing token of owner's tenure from the token key's value, or '0'
@@ -145,7 +145,7 @@ end
 -- gone (expired, or lost in a restart without persistence); the previous token keeps them
 -- increasing within one microsecond and across small backward steps of the clock.
 local function newToken(fence, now)
-  local token = now[1] .. string.format('%06d', tonumber(now[2]))
+  local token = now[1] .. string.sub('00000' .. now[2], -6) -- microseconds, 6 digits
   local last = splitFence(fence)
   if isToken(last) and not isGreater(token, last) then
     token = plusOne(last)
@@ -205,14 +205,16 @@ end
 -- whose key has left ms to live: the waiter tries again at the latest about then, plus
 -- its jitter of at most a second, so it is taken for gone a lease later still. The
 -- registrations and the waiting set expire together, twice that far ahead, whenever
--- they would expire sooner: keys of waiters that are all gone do not stay.
+-- they would expire sooner: keys of waiters that are all gone do not stay. lease and ttl
+-- are the caller's ARGV, decimal strings.
 local function register(id, now, nonce, lease, ttl, left, heard, value)
-  local live = math.max(left, 0) + lease + 1000
-  local reg = { nonce, string.format('%.0f', now), lease, ttl, string.format('%.0f', now + live), heard }
+  local live = math.max(left, 0) + tonumber(lease) + 1000
+  local reg = nonce .. '@@' .. string.format('%.0f', now) .. '@@' .. lease .. '@@' .. ttl .. '@@' ..
+    string.format('%.0f', now + live) .. '@@' .. heard
   if value ~= '' then
-    reg[7] = value -- for the release that grants id the mutex to write
+    reg = reg .. '@@' .. value -- for the release that grants id the mutex to write
   end
-  redis.call('hset', grantKey, id, table.concat(reg, '@@'))
+  redis.call('hset', grantKey, id, reg)
   if redis.call('pttl', grantKey) < live then
     redis.call('pexpire', grantKey, 2 * live)
     redis.call('pexpire', waitKey, 2 * live)
@@ -278,7 +280,7 @@ end
 -- written.
 local function grant(from, waiter, reg, fence, now, nowMs, unheardIsGone)
   local token = newToken(fence, now)
-  local message = table.concat({ 'granted', reg.nonce, token, from }, '@@')
+  local message = 'granted@@' .. reg.nonce .. '@@' .. token .. '@@' .. from
   if redis.call('publish', ownerKey .. ':' .. waiter, message) == 0 and unheardIsGone then
     return nil
   end
