@@ -174,7 +174,7 @@
 //     the new expiry). At its first renewal it subscribes its channels, so as to hear at
 //     once if its key is lost and another takes the mutex.
 //  3. A's service calls Release. The release script reads the owner (MGET) and finds A,
-//     finds the waiting set empty (ZPOPMIN), deletes simba:{m} and publishes
+//     finds the waiting set empty (ZRANGE), deletes simba:{m} and publishes
 //     "released@@A" on simba:{m}:@@released, for retrievers. J hears nothing and finds
 //     the mutex free at its next attempt (SET NX PX).
 //
@@ -196,8 +196,7 @@
 //     period (after the transition of the owner it saw, with jitter) only in case none
 //     comes.
 //  3. A's service calls Release. The release script finds A the owner (MGET), takes the
-//     oldest waiter, B, off the waiting set (ZPOPMIN; ZRANGE and ZREM before Redis 7,
-//     whose scripts cannot tell the server's version), reads TIME, and takes B's
+//     oldest waiter, B, off the waiting set (ZRANGE, ZREM), reads TIME, and takes B's
 //     registration out of the grant hash (HGET, HDEL). The registration is live (until
 //     is ahead), has a nonce, and was made less than nine tenths of B's ttl ago, so A
 //     grants B the mutex: a new token, "granted@@n2@@<token>@@A" on simba:{m}:B (PUBLISH
@@ -347,7 +346,7 @@
 //   - An uncontended Locker cycle (acquire, release) takes two scripts and 11 commands:
 //     the acquisition reads the owner and token keys (MGET), takes the mutex (SET NX
 //     PX), reads the clock (TIME), writes the token key (SET PX) and announces itself
-//     (PUBLISH); the release reads the owner (MGET), finds nobody waiting (ZPOPMIN),
+//     (PUBLISH); the release reads the owner (MGET), finds nobody waiting (ZRANGE),
 //     deletes the key (DEL) and announces the release (PUBLISH). The first contention of
 //     a contender ID on a Backend adds two (ZREM, HDEL: an entry an earlier lifecycle of
 //     the ID may have left), and a call that finds no token key (no Go tenure began
@@ -360,13 +359,13 @@
 //     Hand-offs.
 //   - Under contention, with grants, each critical section costs one attempt that finds
 //     the mutex owned and registers (7 commands: MGET, TIME, ZADD, ZRANGEBYSCORE, HSET,
-//     PTTL) and one release that grants (10: MGET, ZPOPMIN, TIME, HGET, HDEL, PUBLISH,
-//     SET, SET, PUBLISH): 17 commands and one lost attempt per section (8 Lockers on one
-//     mutex; BenchmarkEightContenders reports it). No SUBSCRIBE or UNSUBSCRIBE while a
-//     contender waits again within a second.
+//     PTTL) and one release that grants (11: MGET, ZRANGE, ZREM, TIME, HGET, HDEL,
+//     PUBLISH, SET, SET, PUBLISH): 18 commands and one lost attempt per section (8
+//     Lockers on one mutex; BenchmarkEightContenders reports it). No SUBSCRIBE or
+//     UNSUBSCRIBE while a contender waits again within a second.
 //
-// Of a contended section's 17, JVM Simba's format takes 9: the two scripts, the owner
-// key read by each and written by the grant, the waiting set's ZADD and ZPOPMIN, the
+// Of a contended section's 18, JVM Simba's format takes 10: the two scripts, the owner
+// key read by each and written by the grant, the waiting set's ZADD, ZRANGE and ZREM, the
 // clock for its scores and the acquisition message. The guarantees take the other 8: the
 // token (the clock in the release and the token key's write; its read shares the owner's
 // MGET), the registration that matches a grant to the attempt it answers and lets a
