@@ -46,7 +46,8 @@ var preludeHead, preludeDecls = splitPrelude(preludeLua)
 // declaration is a top-level local of prelude.lua, with the comment above it.
 type declaration struct {
 	text  string
-	names []*regexp.Regexp // matches a use of each name it declares
+	names []string        // the names it declares
+	uses  map[string]bool // the names its code mentions
 }
 
 // withPrelude returns body after the prelude's head and the declarations body uses, itself
@@ -54,22 +55,23 @@ type declaration struct {
 // declaration it holds, creating each function's closure, which Lua's collector then
 // frees: the prelude declares 24 functions, of which acquire uses 16 and release 18.
 func withPrelude(body string) string {
-	used := make([]bool, len(preludeDecls))
-	code := []string{codeOf(body)}
-	for len(code) > 0 {
-		c := code[len(code)-1]
-		code = code[:len(code)-1]
+	used := namesIn(body)
+	taken := make([]bool, len(preludeDecls))
+	for grew := true; grew; {
+		grew = false
 		for i, d := range preludeDecls {
-			if !used[i] && d.usedBy(c) {
-				used[i] = true
-				code = append(code, codeOf(d.text))
+			if !taken[i] && d.usedIn(used) {
+				taken[i], grew = true, true
+				for n := range d.uses {
+					used[n] = true
+				}
 			}
 		}
 	}
 	var b strings.Builder
 	b.WriteString(preludeHead)
 	for i, d := range preludeDecls {
-		if used[i] {
+		if taken[i] {
 			b.WriteString(d.text)
 		}
 	}
@@ -77,9 +79,9 @@ func withPrelude(body string) string {
 	return b.String()
 }
 
-func (d declaration) usedBy(code string) bool {
+func (d declaration) usedIn(names map[string]bool) bool {
 	for _, n := range d.names {
-		if n.MatchString(code) {
+		if names[n] {
 			return true
 		}
 	}
@@ -93,8 +95,8 @@ var declared = regexp.MustCompile(`^local (?:function ([A-Za-z_]\w*)|([A-Za-z_][
 // top-level local from there on, with the comment lines right above it.
 func splitPrelude(src string) (string, []declaration) {
 	lines := strings.SplitAfter(src, "\n")
+	var decls []declaration
 	var starts []int
-	var names [][]string
 	for i, l := range lines {
 		m := declared.FindStringSubmatch(l)
 		if m == nil {
@@ -105,36 +107,54 @@ func splitPrelude(src string) (string, []declaration) {
 			start--
 		}
 		starts = append(starts, start)
-		if m[1] != "" {
-			names = append(names, []string{m[1]})
-		} else {
-			names = append(names, strings.Split(strings.ReplaceAll(m[2], " ", ""), ","))
+		names := []string{m[1]}
+		if m[1] == "" {
+			names = strings.Split(strings.ReplaceAll(m[2], " ", ""), ",")
 		}
+		decls = append(decls, declaration{names: names})
 	}
 	if len(starts) == 0 {
 		return src, nil
 	}
-	decls := make([]declaration, len(starts))
 	for i, start := range starts {
 		end := len(lines)
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
 		decls[i].text = strings.Join(lines[start:end], "")
-		for _, n := range names[i] {
-			decls[i].names = append(decls[i].names, regexp.MustCompile(`\b`+n+`\b`))
-		}
+		decls[i].uses = namesIn(decls[i].text)
 	}
 	return strings.Join(lines[:starts[0]], ""), decls
 }
 
-// codeOf returns src without its string literals and comments, where a declaration's
-// name is no use of it.
-func codeOf(src string) string {
-	return comment.ReplaceAllString(literal.ReplaceAllString(src, "''"), "")
+// namesIn returns the names Lua code src mentions, leaving out its comments and string
+// literals, where a declaration's name is no use of it.
+func namesIn(src string) map[string]bool {
+	names := map[string]bool{}
+	for i := 0; i < len(src); {
+		switch c := src[i]; {
+		case strings.HasPrefix(src[i:], "--"):
+			end := strings.IndexByte(src[i:], '\n')
+			if end < 0 {
+				return names
+			}
+			i += end
+		case c == '\'' || c == '"':
+			end := strings.IndexByte(src[i+1:], c)
+			if end < 0 {
+				return names
+			}
+			i += end + 2
+		case c == '_' || 'a' <= c|0x20 && c|0x20 <= 'z':
+			end := i + 1
+			for end < len(src) && (src[end] == '_' || 'a' <= src[end]|0x20 && src[end]|0x20 <= 'z' || '0' <= src[end] && src[end] <= '9') {
+				end++
+			}
+			names[src[i:end]] = true
+			i = end
+		default:
+			i++
+		}
+	}
+	return names
 }
-
-var (
-	literal = regexp.MustCompile(`'[^'\n]*'`)
-	comment = regexp.MustCompile(`--.*`)
-)
