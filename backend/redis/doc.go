@@ -547,7 +547,7 @@
 // unreachable: dial tcp ..."; a server still loading: "server 127.0.0.1:6380
 // unavailable: LOADING ..."), and the client's error. An ACL user needs EVAL, EVALSHA and
 // the commands the scripts call (GET, MGET, SET, DEL, PTTL, PEXPIRE, TIME, PUBLISH,
-// PUBSUB, HGET, HSET, HDEL, ZADD, ZPOPMIN, ZRANGE, ZRANGEBYSCORE, ZREM, and ZSCORE for
+// PUBSUB, HGET, HSET, HDEL, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM, and ZSCORE for
 // hand-offs), the keys "simba:*" and the channels "simba:*", and SUBSCRIBE. The check is
 // remembered after its first success, so later starts cost no I/O; a failed check is
 // not, so a start after the configuration was fixed succeeds. A Quorum checks each instance it has not left out,
