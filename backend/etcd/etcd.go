@@ -99,6 +99,14 @@ var _ backend.ValueKeeper = (*Backend)(nil)
 // mutexes, in their contenders' keys; see the package documentation.
 func (b *Backend) KeepsValues(k backend.Kind) bool { return k == backend.Mutex }
 
+var _ backend.DeadlineKeeper = (*Backend)(nil)
+
+// KeepsDeadlines reports that every call of the backend and of its contentions returns by
+// its context's deadline (backend.DeadlineKeeper): each request is a gRPC call bounded by
+// the caller's context, the client's wait for a connection included, and StartContend and
+// StopContend wait for their contention's goroutine only as long as the context lasts.
+func (b *Backend) KeepsDeadlines() bool { return true }
+
 // Lease returns the backend's lease and the TTL the server granted it; zero while it has
 // none (before the first StartContend, and between a loss and the next grant).
 func (b *Backend) Lease() (clientv3.LeaseID, time.Duration) {
