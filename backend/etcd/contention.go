@@ -18,10 +18,12 @@ import (
 )
 
 // contention is one participant's contention: for a contender, its key and the watches
-// that tell it when to look again; for a retriever, the watches only. One goroutine (run)
-// puts, reads and deletes its key, in order. Calls through the contention (OthersWaiting,
-// the slot record's, Waiters, HandOff) make their requests in their callers' goroutines;
-// HandOff deletes the key, and run finds it gone, as after ReleaseOwner.
+// that tell it when to look again; for a retriever, the watches only. Its key is put, read
+// and deleted in order, by whoever holds its turn: its goroutine (run), StartContend for
+// the first look and StopContend for the delete, on their callers' goroutines. Calls
+// through the contention (OthersWaiting, the slot record's, Waiters, HandOff) make their
+// requests in their callers' goroutines; HandOff deletes the key, and a look finds it
+// gone, as after ReleaseOwner.
 type contention struct {
 	b   *Backend
 	p   backend.Participant
@@ -39,14 +41,18 @@ type contention struct {
 	life     context.Context           // bounds every request and watch; ended by halt
 	endLife  context.CancelFunc        // ends life
 	stopBy   atomic.Pointer[time.Time] // StopContend's deadline for the delete; nil: none
-	done     chan struct{}             // closed when run has returned
+	turn     chan struct{}             // capacity 1: held (sent to) for a look or the leave
+	stopping atomic.Bool               // StopContend leaves on its caller's goroutine
+	gaveUp   chan struct{}             // closed when StopContend's context ended before its turn
+	done     chan struct{}             // closed when the contention has left
 	started  chan struct{}             // closed at the first report, or with startErr
 	startErr error
-	leaveErr error            // set by run before done is closed
+	leaveErr error            // set by leave before done is closed
 	watcher  clientv3.Watcher // the contention's own watch stream, closed when it leaves
 	watchers sync.WaitGroup   // the watch goroutines
 
-	// Owned by run.
+	// Owned by the holder of turn.
+	left     bool             // the contention has left (leave)
 	key      string           // this contender's key; empty when it has none
 	marker   string           // a hold's marker, put with key's lease at its admission; empty for a mutex
 	keyLease clientv3.LeaseID // the lease key is put with
@@ -112,6 +118,8 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		n:       b.takeNumber(dir),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
+		turn:    make(chan struct{}, 1),
+		gaveUp:  make(chan struct{}),
 		life:    life,
 		endLife: endLife,
 		done:    make(chan struct{}),
@@ -125,14 +133,27 @@ func newContention(b *Backend, p backend.Participant) *contention {
 
 var _ backend.Contention = (*contention)(nil)
 
-// StopContend deletes the contender's key and stops watching. It returns when that is
-// done, or with ctx's error when ctx ends first; the key is then left to the backend,
-// which deletes it in the background, or to etcd, which deletes it with the lease.
+// StopContend deletes the contender's key, on the caller's goroutine, and stops watching.
+// It returns when that is done, or with ctx's error when ctx ends first; the key is then
+// left to the backend, which deletes it in the background, or to etcd, which deletes it
+// with the lease.
 func (c *contention) StopContend(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		c.stopBy.Store(&dl)
 	}
-	c.halt()
+	first := c.stopping.CompareAndSwap(false, true)
+	c.halt() // a look under way ends: the turn comes at once
+	if first {
+		select {
+		case c.turn <- struct{}{}:
+			if !c.left {
+				c.leave(ctx)
+			}
+			<-c.turn
+		case <-ctx.Done():
+			close(c.gaveUp) // run leaves
+		}
+	}
 	select {
 	case <-c.done:
 		return c.leaveErr
@@ -185,9 +206,9 @@ func (c *contention) poke() {
 }
 
 // run looks at the mutex whenever something may have changed (a watch fired, the lease
-// was granted) until halted, then leaves.
+// was granted) until halted, then leaves, unless StopContend does, and closes the watches.
 func (c *contention) run() {
-	defer close(c.done)
+	defer c.closeWatches() // once the contention has left: the delete comes first
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -195,18 +216,21 @@ func (c *contention) run() {
 	for {
 		select {
 		case <-c.stop:
-			c.leave()
+			c.leaveFromRun()
 			return
 		case <-c.kick:
 		case <-retry.C:
 		}
+		c.turn <- struct{}{}
 		if c.halted() {
-			c.leave()
-			return
+			<-c.turn
+			continue // the next turn of the loop leaves
 		}
 		ctx, cancel := context.WithTimeout(c.life, c.b.leaseTTL)
 		again, err := c.step(ctx)
 		cancel()
+		failed := err != nil && !c.halted() && !c.startFailed(err)
+		<-c.turn
 		if err == nil {
 			failures = 0
 			if again {
@@ -214,19 +238,11 @@ func (c *contention) run() {
 			}
 			continue
 		}
-		if c.halted() {
+		if !failed {
 			continue
 		}
 		failures++
-		c.b.mu.Lock()
-		c.lastErr = err
-		c.b.mu.Unlock()
 		isRefused := errors.Is(err, simba.ErrRefused)
-		if isRefused && !c.isStarted {
-			c.startErr, c.isStarted = err, true
-			close(c.started)
-			continue
-		}
 		d := min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, time.Second)
 		if isRefused {
 			c.log.Error("simba/etcd: etcd refused a request on the mutex; retrying", "err", err, "retry_in", d)
@@ -235,6 +251,68 @@ func (c *contention) run() {
 		}
 		retry.Reset(d)
 	}
+}
+
+// startFailed records err as the last failure and reports whether it ended the start: a
+// refusal before the first report. Called by the holder of the turn.
+func (c *contention) startFailed(err error) bool {
+	c.b.mu.Lock()
+	c.lastErr = err
+	c.b.mu.Unlock()
+	if !errors.Is(err, simba.ErrRefused) || c.isStarted {
+		return false
+	}
+	c.startErr, c.isStarted = err, true
+	close(c.started)
+	return true
+}
+
+// lookFirst makes the contention's first look on the caller's goroutine (StartContend's),
+// within ctx: an uncontended acquisition's goroutine then only waits. It leaves the look
+// to run when run holds the turn (the lease was granted meanwhile), and any look after a
+// failure or a change.
+func (c *contention) lookFirst(ctx context.Context) {
+	select {
+	case c.turn <- struct{}{}:
+	default:
+		c.poke()
+		return
+	}
+	defer func() { <-c.turn }()
+	if c.halted() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.b.leaseTTL)
+	defer cancel()
+	defer context.AfterFunc(c.life, cancel)() // halted: the look ends
+	again, err := c.step(ctx)
+	if again || (err != nil && !c.startFailed(err)) {
+		c.poke()
+	}
+}
+
+// leaveFromRun leaves once run is halted, unless StopContend leaves on its caller's
+// goroutine: then it waits for that, or for StopContend to give up.
+func (c *contention) leaveFromRun() {
+	if c.stopping.Load() {
+		select {
+		case <-c.done:
+			return
+		case <-c.gaveUp:
+		}
+	}
+	c.turn <- struct{}{}
+	defer func() { <-c.turn }()
+	if c.left {
+		return
+	}
+	dl := time.Now().Add(c.b.leaseTTL / 3)
+	if by := c.stopBy.Load(); by != nil {
+		dl = *by
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	c.leave(ctx)
 }
 
 // step looks at the mutex once, if the backend has a lease, and reports what it found.
@@ -648,10 +726,13 @@ func (c *contention) publish() {
 	c.p.Report(rec, v.confirmed)
 }
 
-// leave deletes the contender's key when the contention stops, within StopContend's
-// deadline or, without one, a third of the lease TTL. A key whose delete fails is left to
-// the backend, which deletes it in the background, or to etcd, with the lease.
-func (c *contention) leave() {
+// leave deletes the contender's key when the contention stops, within ctx or, when it
+// has no deadline, a third of the lease TTL, then closes done. A key whose delete fails is
+// left to the backend, which deletes it in the background, or to etcd, with the lease.
+// Called by the holder of the turn, once.
+func (c *contention) leave(ctx context.Context) {
+	c.left = true
+	defer close(c.done)
 	b := c.b
 	b.mu.Lock()
 	c.suspend() // the service has ended belief already, unless the backend is closing
@@ -662,9 +743,7 @@ func (c *contention) leave() {
 	delete(b.contentions, c)
 	closed, current := b.closed, b.lease.id
 	b.mu.Unlock()
-	c.endLife()
-	_ = c.watcher.Close()
-	c.watchers.Wait()
+	c.endLife() // the watches end; run waits for them after the delete (closeWatches)
 	if !c.isStarted {
 		c.isStarted = true
 		c.startErr = errors.New("simba/etcd: stopped before it started")
@@ -678,12 +757,11 @@ func (c *contention) leave() {
 		b.mu.Unlock()
 		return
 	}
-	dl := time.Now().Add(b.leaseTTL / 3)
-	if by := c.stopBy.Load(); by != nil {
-		dl = *by
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.leaseTTL/3)
+		defer cancel()
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), dl)
-	defer cancel()
 	deleted, err := b.deleteKey(ctx, c.key, c.marker)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -701,6 +779,13 @@ func (c *contention) leave() {
 	default:
 		b.freeNumber(c.number())
 	}
+}
+
+// closeWatches closes the contention's watch stream and waits for its watches to end,
+// once it has left: the delete is what StopContend waits for.
+func (c *contention) closeWatches() {
+	_ = c.watcher.Close()
+	c.watchers.Wait()
 }
 
 // number returns c's number under its dir.

@@ -250,8 +250,9 @@
 // contention and revokes the lease (within a second; it expires by itself otherwise);
 // close the client after the backend. The backend runs one goroutine that grants the
 // lease, sends keep-alives and deletes keys left behind; one per contention, which makes
-// its requests (those of calls through it, as HandOff or ClaimSlot, go in the caller's
-// goroutine); and one per watch.
+// its requests after the first look (StartContend makes that one, StopContend the delete,
+// and calls through it, as HandOff or ClaimSlot, theirs, in the caller's goroutine); and
+// one per watch. Every call returns by its context's deadline (backend.DeadlineKeeper).
 //
 // # Refusals and outages
 //

@@ -138,7 +138,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		b.wakeKeeper() // grant one now, rather than at the keeper's next retry
 	}
 	b.mu.Unlock()
-	c.poke()
+	c.lookFirst(ctx)
 	select {
 	case <-c.started:
 		if c.startErr == nil {
