@@ -295,6 +295,7 @@ func (c *contention) lookFirst(ctx context.Context) {
 // goroutine: then it waits for that, or for StopContend to give up.
 func (c *contention) leaveFromRun() {
 	if c.stopping.Load() {
+		c.closeWatches() // halted: the watches are over; a watch not yet begun never reaches etcd
 		select {
 		case <-c.done:
 			return
