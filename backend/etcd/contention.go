@@ -208,7 +208,7 @@ func (c *contention) poke() {
 // run looks at the mutex whenever something may have changed (a watch fired, the lease
 // was granted) until halted, then leaves, unless StopContend does, and closes the watches.
 func (c *contention) run() {
-	defer c.closeWatches() // once the contention has left: the delete comes first
+	defer c.closeWatches() // after a leave of its own: its delete comes first
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -782,8 +782,9 @@ func (c *contention) leave(ctx context.Context) {
 	}
 }
 
-// closeWatches closes the contention's watch stream and waits for its watches to end,
-// once it has left: the delete is what StopContend waits for.
+// closeWatches closes the contention's watch stream and waits for its watches to end, once
+// halted. run calls it (again: the second call does nothing), so StopContend, which waits
+// for the delete, never waits for it.
 func (c *contention) closeWatches() {
 	_ = c.watcher.Close()
 	c.watchers.Wait()
