@@ -2,8 +2,11 @@ package zookeeper_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +101,84 @@ func BenchmarkHandOver(b *testing.B) {
 	b.StopTimer()
 	_ = held.Release(ctx)
 	latency.Report(b, latencies)
+}
+
+// BenchmarkContended measures n Lockers, each on a session of its own, looping acquire
+// and release on one mutex, with the queue watch and watched per node, against
+// go-zookeeper's Lock recipe: b.N critical sections in all. It reports the client CPU
+// of the process (user and system) per section as cpu-ns/section: where hearing every
+// change of the queue in every session costs the clients more than watches per node.
+func BenchmarkContended(b *testing.B) {
+	for _, n := range []int{4, 8, 16} {
+		for _, mode := range []string{"queue", "per-node", "zk.Lock"} {
+			b.Run(fmt.Sprintf("%s/n=%d", mode, n), func(b *testing.B) {
+				sections := contenders(b, n, mode)
+				left := atomic.Int64{}
+				left.Store(int64(b.N))
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				began := processCPU(b)
+				for i := range n {
+					wg.Go(func() {
+						for left.Add(-1) >= 0 {
+							if err := sections(i); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(processCPU(b)-began)/float64(b.N), "cpu-ns/section")
+			})
+		}
+	}
+}
+
+// contenders returns a function that runs one critical section of contender i of n on
+// one mutex, watched as mode says.
+func contenders(b *testing.B, n int, mode string) func(i int) error {
+	ctx := context.Background()
+	mutex := mutexName(b)
+	if mode == "zk.Lock" {
+		locks := make([]*zk.Lock, n)
+		for i := range locks {
+			locks[i] = zk.NewLock(adminConn(b), "/reference/"+mutex, zk.WorldACL(zk.PermAll))
+		}
+		return func(i int) error {
+			if err := locks[i].Lock(); err != nil {
+				return err
+			}
+			return locks[i].Unlock()
+		}
+	}
+	var opts []zookeeper.Option
+	if mode == "per-node" {
+		opts = append(opts, perNode)
+	}
+	lockers := make([]*simba.Locker, n)
+	for i := range lockers {
+		var err error
+		if lockers[i], err = simba.NewLocker(newBackend(b, opts...), mutex); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func(i int) error {
+		lease, err := lockers[i].Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		return lease.Release(ctx)
+	}
+}
+
+// processCPU returns the CPU time this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkReferenceZKLockCycle measures go-zookeeper's own Lock recipe (create a
