@@ -13,7 +13,9 @@ type Lease struct {
 	owner    Owner
 	ctx      context.Context
 	released atomic.Bool
-	give     func(ctx context.Context) error // gives the hold back
+	give     func(ctx context.Context) error // gives the hold back; nil for a Locker's
+	locker   *Locker                         // a Locker's lease: its lifecycle lc gives it back
+	lc       *lifecycle
 }
 
 // Token returns the tenure's fencing token.
@@ -42,9 +44,18 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: lease of %q already released", ErrNotOwner, l.mutex)
 	}
 	lost := errors.Is(context.Cause(l.ctx), ErrOwnershipLost) // read first: it checks the local end
-	err := l.give(ctx)
+	err := l.giveBack(ctx)
 	if lost {
 		return describe(ErrOwnershipLost, fmt.Sprintf("lease of %q lost before release", l.mutex), err)
 	}
 	return err
+}
+
+// giveBack gives the hold back: through the Locker that handed it out (no closure made
+// per acquisition), or give.
+func (l *Lease) giveBack(ctx context.Context) error {
+	if l.locker != nil {
+		return l.locker.giveBack(ctx, l.lc)
+	}
+	return l.give(ctx)
 }

@@ -81,8 +81,7 @@ type lifecycle struct {
 	cancel context.CancelFunc
 	rounds rounds // the attempts of a lease contention; leaving a session contention
 	events *dispatch.Queue
-	p      backend.Participant // as opened, for a session contention opened again (yield)
-	work   sync.WaitGroup      // a session contention's yield, which finish waits for
+	work   sync.WaitGroup // a session contention's yield, which finish waits for
 
 	// Closed once each, when what they name has happened. decided: a Locker's acquisition
 	// can end (the first tenure began; for a single attempt, the first attempt or report
@@ -140,7 +139,7 @@ func (s *signal) fire() {
 func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
 	l := &lifecycle{
 		svc: svc, spec: spec, hooks: h,
-		events:  dispatch.NewHeld(svc.recovered),
+		events:  dispatch.NewHeld(svc.onPanic),
 		decided: newSignal(), halted: newSignal(),
 		finished: make(chan struct{}),
 		state:    svc.State(), // a new lifecycle starts from what the last one saw
@@ -181,38 +180,7 @@ type firstAttempt struct {
 // keeps its calls' deadlines (Service.inline): the call timeout, derived from ctx, keeps ctx's.
 func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	svc := l.svc
-	p := backend.Participant{
-		Mutex:       svc.mutex,
-		ContenderID: svc.id,
-		Value:       svc.cfg.ownerValue,
-		TTL:         svc.cfg.ttl,
-		Transition:  svc.cfg.transition,
-		Logger:      svc.log,
-		Wake:        l.rounds.poke,
-		WaitsOnly:   l.spec.single,
-		Once:        l.spec.once,
-		Report:      l.report,
-		Grant:       l.grant,
-		Hold:        svc.hold,
-		Closed:      func() { l.giveUp(ErrClosed) },
-	}
-	l.p = p
-	type opened struct {
-		err     error
-		attempt firstAttempt
-	}
 	cctx, cancel := context.WithTimeout(ctx, svc.cfg.callTimeout)
-	// try opens the contention and, for a Locker, makes the first attempt of a lease
-	// contention, unless the caller has given up meanwhile (the lifecycle is halted).
-	// caller is ctx when the caller's goroutine runs it, else nil (see attempt).
-	try := func(caller context.Context) (o opened) {
-		o.err = l.startContend(ctx, cctx, p)
-		cancel()
-		if o.err == nil && l.spec.single && l.leaseStore() && l.ctx.Err() == nil {
-			o.attempt = firstAttempt{made: true, next: l.attempt(caller)}
-		}
-		return o
-	}
 	failed := func(err error, background bool) error {
 		l.halt()
 		if background {
@@ -238,7 +206,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	if ctx.Done() == nil || svc.inline {
 		// No goroutine is needed to keep ctx: it cannot end, or the call timeout, derived
 		// from it, bounds each call of a backend that keeps deadlines.
-		o := try(ctx)
+		o := l.try(ctx, cctx, cancel, ctx)
 		switch {
 		case ctx.Err() != nil:
 			return firstAttempt{}, gaveUp(nil)
@@ -248,7 +216,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		return o.attempt, nil
 	}
 	out := make(chan opened, 1)
-	svc.bg.Go(func() { out <- try(nil) })
+	svc.bg.Go(func() { out <- l.try(ctx, cctx, cancel, nil) })
 	select {
 	case o := <-out:
 		if o.err != nil {
@@ -260,10 +228,45 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	}
 }
 
+// opened is what try says: the store's error, and the first attempt made.
+type opened struct {
+	err     error
+	attempt firstAttempt
+}
+
+// try opens the contention (bounded by cctx, which cancel ends) and, for a Locker, makes
+// the first attempt of a lease contention, unless the caller has given up meanwhile (the
+// lifecycle is halted). caller is ctx when the caller's goroutine runs it, else nil (see
+// attempt). A method, not a closure of open's: the caller's goroutine allocates nothing
+// for it.
+func (l *lifecycle) try(ctx, cctx context.Context, cancel context.CancelFunc, caller context.Context) (o opened) {
+	o.err = l.startContend(ctx, cctx)
+	cancel()
+	if o.err == nil && l.spec.single && l.leaseStore() && l.ctx.Err() == nil {
+		o.attempt = firstAttempt{made: true, next: l.attempt(caller)}
+	}
+	return o
+}
+
 // startContend calls the backend's StartContend with cctx, the call context derived from
 // the caller's ctx, and keeps the contention it opens.
-func (l *lifecycle) startContend(ctx, cctx context.Context, p backend.Participant) error {
+func (l *lifecycle) startContend(ctx, cctx context.Context) error {
 	svc := l.svc
+	p := backend.Participant{
+		Mutex:       svc.mutex,
+		ContenderID: svc.id,
+		Value:       svc.cfg.ownerValue,
+		TTL:         svc.cfg.ttl,
+		Transition:  svc.cfg.transition,
+		Logger:      svc.log,
+		Wake:        l.rounds.poke,
+		WaitsOnly:   l.spec.single,
+		Once:        l.spec.once,
+		Report:      l.report,
+		Grant:       l.grant,
+		Hold:        svc.hold,
+		Closed:      func() { l.giveUp(ErrClosed) },
+	}
 	sent := svc.cfg.now()
 	c, err := svc.backend.StartContend(cctx, p)
 	if err == nil && isNil(c) {
@@ -864,7 +867,7 @@ func (l *lifecycle) reopen(y *yielding) {
 	l.yielded(y, errors.Join(handOffErr, err))
 	for failures := 1; l.ctx.Err() == nil; failures++ {
 		ctx, cancel := context.WithTimeout(l.ctx, l.svc.cfg.callTimeout)
-		err := l.startContend(l.ctx, ctx, l.p)
+		err := l.startContend(l.ctx, ctx)
 		cancel()
 		if err == nil || l.ctx.Err() != nil {
 			return
@@ -926,7 +929,10 @@ func (l *lifecycle) finish(values context.Context) {
 	l.rounds.wait()
 	l.work.Wait()
 	l.events.Close()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(values), l.svc.cfg.callTimeout)
+	if _, ok := values.Deadline(); ok || values.Done() != nil {
+		values = context.WithoutCancel(values) // a context that cannot end is kept as it is
+	}
+	ctx, cancel := context.WithTimeout(values, l.svc.cfg.callTimeout)
 	defer cancel()
 	l.tellStore(ctx, nil)
 }

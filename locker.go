@@ -88,7 +88,7 @@ func (l *Locker) obtain(ctx context.Context, once bool) (*Lease, error) {
 		// is ending the lifecycle: the lease is not handed out, only to end under its
 		// holder, but given back, and the acquisition ends as Close says.
 		l.mu.Unlock()
-		_ = lease.give(ctx)
+		_ = lease.giveBack(ctx)
 		return nil, ErrClosed
 	}
 	defer l.mu.Unlock()
@@ -207,28 +207,30 @@ func (l *Locker) notAcquired(ctx context.Context, lapsed, once bool, owner Owner
 
 // newLease hands out tenure t of lifecycle lc.
 func (l *Locker) newLease(lc *lifecycle, t *tenure) *Lease {
-	lease := &Lease{mutex: l.Mutex(), owner: t.record(), ctx: t.ctx}
-	lease.give = func(ctx context.Context) error {
-		err := l.svc.Stop(ctx)
-		l.mu.Lock()
-		l.busy, l.lease = false, nil
-		l.mu.Unlock()
-		if l.idle != nil {
-			defer l.idle()
-		}
-		if errors.Is(err, ErrNotRunning) || err == ErrClosed { // the service's state, not a store's error
-			// Stopped by Close, which releases what is left (and a second Close may have
-			// closed the service under the first one's release): the lease is released.
-			// Not running, or closed, the lifecycle is halted or about to be.
-			select {
-			case <-lc.halted.ch:
-				return nil
-			case <-ctx.Done():
-			}
-		}
-		return err
+	return &Lease{mutex: l.Mutex(), owner: t.record(), ctx: t.ctx, locker: l, lc: lc}
+}
+
+// giveBack gives back the lease of lifecycle lc: it stops the service, which releases the
+// mutex on the store.
+func (l *Locker) giveBack(ctx context.Context, lc *lifecycle) error {
+	err := l.svc.Stop(ctx)
+	l.mu.Lock()
+	l.busy, l.lease = false, nil
+	l.mu.Unlock()
+	if l.idle != nil {
+		defer l.idle()
 	}
-	return lease
+	if errors.Is(err, ErrNotRunning) || err == ErrClosed { // the service's state, not a store's error
+		// Stopped by Close, which releases what is left (and a second Close may have
+		// closed the service under the first one's release): the lease is released.
+		// Not running, or closed, the lifecycle is halted or about to be.
+		select {
+		case <-lc.halted.ch:
+			return nil
+		case <-ctx.Done():
+		}
+	}
+	return err
 }
 
 // Close releases the lease held and ends an acquisition under way; see the package doc.

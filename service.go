@@ -26,6 +26,7 @@ type Service struct {
 	cfg     config
 	period  contendPeriod
 	log     *slog.Logger
+	onPanic func(v any) // recovered, made once: a lifecycle's dispatcher takes it
 	// inline: the backend keeps its calls' deadlines (backend.DeadlineKeeper), so the
 	// calls a caller waits for are made on its goroutine: none is needed to keep ctx.
 	inline bool
@@ -84,7 +85,7 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 		log = log.With("contender", id)
 	}
 	keeper, ok := b.(backend.DeadlineKeeper)
-	return &Service{
+	s := &Service{
 		backend: b,
 		role:    role,
 		hooks:   h,
@@ -98,6 +99,8 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 		inline: ok && keeper.KeepsDeadlines(),
 		calls:  make(chan struct{}, 1),
 	}
+	s.onPanic = s.recovered
+	return s
 }
 
 // Mutex returns the name of the mutex the service contends for or observes.
