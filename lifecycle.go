@@ -631,8 +631,14 @@ func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
 		svc.cfg.observer.OnTenureBegan(observe.Tenure{Mutex: svc.mutex, Kind: svc.kind(), Contender: svc.id, Role: svc.role, Token: o.Token, Granted: l.granting})
 	}
 	if l.hooks.acquired != nil {
-		l.events.Push(func() { l.hooks.acquired(t, st) })
+		l.tellAcquired(t, st)
 	}
+}
+
+// tellAcquired queues the acquired hook. Apart from beginTenure, so that st is copied to
+// the heap only when there is a hook to tell (a Locker has none).
+func (l *lifecycle) tellAcquired(t *tenure, st State) {
+	l.events.Push(func() { l.hooks.acquired(t, st) })
 }
 
 func (l *lifecycle) renew(t *tenure, o Owner, end, now time.Time) {
@@ -669,8 +675,13 @@ func (l *lifecycle) endTenure(cause error, after Owner) {
 		})
 	}
 	if l.hooks.released != nil {
-		l.events.Push(func() { l.hooks.released(st) })
+		l.tellReleased(st)
 	}
+}
+
+// tellReleased queues the released hook; apart from endTenure as tellAcquired is.
+func (l *lifecycle) tellReleased(st State) {
+	l.events.Push(func() { l.hooks.released(st) })
 }
 
 // expire ends belief at the local TTL end of t unless a renewal has moved it. It runs on

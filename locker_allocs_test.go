@@ -12,9 +12,9 @@ import (
 )
 
 // Issue 35: a Locker's uncontended Acquire and Release on the memory backend allocated 45
-// objects, of which the start-up's closure and participant, a second call context, the
-// release's detached context, the dispatcher's panic handler and the lease's release
-// closure served no acquisition made on the caller's goroutine.
+// objects, of which the start-up's closure and participant, the release's detached context,
+// the dispatcher's panic handler, the lease's release closure and the owner changes queued
+// for hooks a Locker does not have served no acquisition.
 func TestLockerCycleAllocations(t *testing.T) {
 	b, err := memory.New(memory.NewStore())
 	require.NoError(t, err)
@@ -32,5 +32,5 @@ func TestLockerCycleAllocations(t *testing.T) {
 		}
 	}
 	cycle() // the first makes what later ones reuse
-	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 40.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 38.0)
 }
