@@ -1,6 +1,9 @@
 package simba
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Jitter bounds for a non-owner's next attempt, as in JVM Simba.
 const (
@@ -10,9 +13,10 @@ const (
 
 // contendPeriod decides when a contender tries next.
 //
-//   - The owner renews a renewal lead before its TTL ends: TTLAt - now - lead, at once once
-//     that has passed, until its transition window ends; from then on, when it can renew no
-//     more, it tries as anyone else does.
+//   - The owner renews a renewal lead before its TTL ends, moved back to the latest instant
+//     of the renewal grid not after that (see renewal), at once once that has passed, until
+//     its transition window ends; from then on, when it can renew no more, it tries as
+//     anyone else does.
 //   - Anyone else tries after the transition window, with jitter so that waiters do not
 //     all try at once: TransitionAt - now + jitter, jitter uniform in [-200ms, 1s), or in
 //     [0, 1s) when the transition window is zero.
@@ -29,10 +33,11 @@ type contendPeriod struct {
 }
 
 // next returns the delay until the next attempt of contender self, given the owner record
-// the last attempt returned.
-func (p contendPeriod) next(self string, o Owner, now time.Time) time.Duration {
+// the last attempt, sent at sent, returned; renewed: that attempt renewed a tenure that
+// began before it.
+func (p contendPeriod) next(self string, o Owner, sent, now time.Time, renewed bool) time.Duration {
 	if o.OwnedBy(self) && now.Before(o.TransitionAt) {
-		return nonNegative(until(o.TTLAt, now) - p.lead)
+		return nonNegative(until(p.renewal(o.TTLAt, sent, renewed), now))
 	}
 	lo := jitterLow
 	if p.transition == 0 {
@@ -43,6 +48,41 @@ func (p contendPeriod) next(self string, o Owner, now time.Time) time.Duration {
 		base = until(o.TransitionAt, now)
 	}
 	return nonNegative(base + p.jitter(lo, jitterHigh))
+}
+
+// renewalPhase places the renewal grid of this process (see renewal): its instants are
+// those whose Unix nanoseconds less it are a whole number of renewal periods. Random, so
+// that processes renewing with the same settings do not all renew at the same instants.
+var renewalPhase = rand.Int64N(1 << 60)
+
+// renewal returns when an owner renews whose attempt sent at sent found its TTL ending at
+// ttlAt: a renewal lead before that, moved back to the latest instant of the renewal grid
+// not after it. The grid's instants are ttl - lead apart, on one phase for the whole
+// process, so that from their second renewal on the owners of every mutex with the same
+// settings renew at the same instants, and a backend can send those renewals together.
+// Renewing earlier is always safe, and the first renewal after an acquisition may come
+// up to a period early; a renewal never comes later than it would off the grid.
+func (p contendPeriod) renewal(ttlAt, sent time.Time, renewed bool) time.Time {
+	due := ttlAt.Add(-p.lead)
+	every := p.ttl - p.lead
+	off := (due.UnixNano() - renewalPhase) % int64(every) // wraps, never panics: any off will do
+	if off < 0 {
+		off += int64(every)
+	}
+	at := due.Add(-time.Duration(off))
+	// An instant at or right after the attempt just made is not taken: the attempt was made
+	// at that instant, and a store that answers a TTL a little short of the full one (SQL
+	// rounds it down by its clock's step) would have its owner renew twice per instant.
+	// The owner then renews when due, a little before the next instant, and reaches the
+	// grid again once those little steps add up to a quarter of a period.
+	spacing := time.Duration(0)
+	if renewed {
+		spacing = every / 4
+	}
+	if at.Sub(sent) <= spacing {
+		return due
+	}
+	return at
 }
 
 // retry returns the delay before retrying after the given number of consecutive failed

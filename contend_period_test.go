@@ -8,29 +8,76 @@ import (
 )
 
 func TestContendPeriod(t *testing.T) {
-	now := time.Now()
+	now := onGrid(7 * time.Second) // the owner's renewal, 7s from now, falls on the grid
 	p := contendPeriod{ttl: 10 * time.Second, transition: 6 * time.Second, lead: 3 * time.Second,
 		jitter: func(lo, hi time.Duration) time.Duration { return lo }}
 	mine := Owner{ID: "me", TTLAt: now.Add(10 * time.Second), TransitionAt: now.Add(16 * time.Second)}
 	other := Owner{ID: "x", TTLAt: now.Add(10 * time.Second), TransitionAt: now.Add(16 * time.Second)}
-	assert.Equal(t, 7*time.Second, p.next("me", mine, now), "owner: ttlAt - now - lead")
-	assert.Equal(t, 16*time.Second-200*time.Millisecond, p.next("me", other, now), "other: transitionAt - now + jitter")
-	assert.Equal(t, time.Duration(0), p.next("me", Owner{}, now), "no owner: jitter only, clamped")
-	assert.Equal(t, time.Duration(0), p.next("me", mine, now.Add(12*time.Second)), "in the transition window: renew at once")
+	assert.Equal(t, 7*time.Second, p.next("me", mine, now, now, false), "owner: ttlAt - now - lead, on the grid")
+	assert.Equal(t, 16*time.Second-200*time.Millisecond, p.next("me", other, now, now, false), "other: transitionAt - now + jitter")
+	assert.Equal(t, time.Duration(0), p.next("me", Owner{}, now, now, false), "no owner: jitter only, clamped")
+	assert.Equal(t, time.Duration(0), p.next("me", mine, now, now.Add(12*time.Second), true), "in the transition window: renew at once")
 
 	// At the end of its transition window (the store's answer names the contender, but it
 	// can renew no more), it waits like anyone else: found by the simulation, where
 	// contending again at once, on a frozen clock, saw the same answer forever.
 	p.jitter = func(_, hi time.Duration) time.Duration { return hi / 2 }
-	assert.Equal(t, 500*time.Millisecond, p.next("me", mine, now.Add(16*time.Second)), "at transitionAt: jitter, not at once")
-	assert.Equal(t, time.Duration(0), p.next("me", mine, now.Add(time.Hour)), "long after: at once (the store will say it is free)")
+	assert.Equal(t, 500*time.Millisecond, p.next("me", mine, now, now.Add(16*time.Second), true), "at transitionAt: jitter, not at once")
+	assert.Equal(t, time.Duration(0), p.next("me", mine, now, now.Add(time.Hour), true), "long after: at once (the store will say it is free)")
 	p.jitter = func(lo, hi time.Duration) time.Duration { return lo }
 
 	p.transition = 0
 	var lo time.Duration = -1
 	p.jitter = func(l, hi time.Duration) time.Duration { lo = l; return l }
-	p.next("me", other, now)
+	p.next("me", other, now, now, false)
 	assert.Equal(t, time.Duration(0), lo, "no transition window: jitter from 0")
+}
+
+// onGrid returns an instant d before an instant of the renewal grid of a 7s period (a ttl
+// of 10s, a lead of 3s).
+func onGrid(d time.Duration) time.Time {
+	return time.Unix(0, renewalPhase).Add(250_000*7*time.Second - d)
+}
+
+// Owners renew on the instants of one grid, a period apart, whenever they acquired: the
+// first renewal comes early, up to a period, to reach the grid; none comes after it is due.
+func TestRenewalGrid(t *testing.T) {
+	p := contendPeriod{ttl: 10 * time.Second, transition: 6 * time.Second, lead: 3 * time.Second}
+	const every = 7 * time.Second
+	grid := onGrid(0)
+	// renewals returns the instants of an owner's first n renewals, each attempt sent
+	// delay after its instant and answered with a TTL short by short.
+	renewals := func(acquired time.Time, delay, short time.Duration, n int) []time.Time {
+		var at []time.Time
+		sent, renewed := acquired, false
+		for range n {
+			next := p.renewal(sent.Add(p.ttl-short), sent, renewed)
+			if due := sent.Add(p.ttl - short - p.lead); next.After(due) {
+				t.Fatalf("renewal at %v, after it is due (%v)", next, due)
+			}
+			at = append(at, next)
+			sent, renewed = next.Add(delay), true
+		}
+		return at
+	}
+	for _, acquired := range []time.Duration{-6 * time.Second, -time.Second, 0, 3 * time.Second} {
+		at := renewals(grid.Add(acquired), 300*time.Microsecond, 0, 5)
+		assert.Equal(t, 0*time.Second, at[0].Sub(grid)%every, "acquired at %v: the first renewal on the grid", acquired)
+		for i := 1; i < len(at); i++ {
+			assert.Equal(t, every, at[i].Sub(at[i-1]), "acquired at %v: renewal %d a period after the one before", acquired, i)
+		}
+	}
+	// A store that answers a TTL a millisecond short (SQL) has its owners renew a little
+	// before the grid's instants, once per period, not twice.
+	at := renewals(grid, 200*time.Microsecond, time.Millisecond, 2000)
+	early := 0
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < every-time.Millisecond {
+			early++
+			assert.GreaterOrEqual(t, gap, every/4, "renewal %d: %v after the one before", i, gap)
+		}
+	}
+	assert.LessOrEqual(t, early, 2, "renewals that came early to reach the grid again")
 }
 
 func TestRetryBackoff(t *testing.T) {
@@ -47,9 +94,9 @@ func TestRetryBackoff(t *testing.T) {
 // The contend-period arithmetic never panics, never returns a negative delay and never
 // overflows, whatever the owner record and the clock say.
 func FuzzContendPeriod(f *testing.F) {
-	f.Add(int64(10e9), int64(6e9), int64(3e9), int64(5e9), int64(11e9), int64(0), true, int64(0), 1)
-	f.Add(int64(1e6), int64(0), int64(2e5), int64(-1<<62), int64(1<<62), int64(1<<62), false, int64(999), 64)
-	f.Fuzz(func(t *testing.T, ttl, transition, lead, ttlIn, transIn, nowOff int64, mine bool, jitter int64, failures int) {
+	f.Add(int64(10e9), int64(6e9), int64(3e9), int64(5e9), int64(11e9), int64(0), true, int64(0), 1, false)
+	f.Add(int64(1e6), int64(0), int64(2e5), int64(-1<<62), int64(1<<62), int64(1<<62), false, int64(999), 64, true)
+	f.Fuzz(func(t *testing.T, ttl, transition, lead, ttlIn, transIn, nowOff int64, mine bool, jitter int64, failures int, renewed bool) {
 		if ttl <= 0 || transition < 0 || lead <= 0 || lead >= ttl {
 			t.Skip()
 		}
@@ -66,9 +113,12 @@ func FuzzContendPeriod(f *testing.F) {
 		if mine {
 			o.ID = "me"
 		}
-		d := p.next("me", o, now)
+		d := p.next("me", o, now, now, renewed)
 		if d < 0 {
 			t.Fatalf("negative delay %v", d)
+		}
+		if mine && now.Before(o.TransitionAt) && d > max(until(o.TTLAt, now)-time.Duration(lead), 0) {
+			t.Fatalf("owner delay %v after its renewal is due (%v)", d, until(o.TTLAt, now)-time.Duration(lead))
 		}
 		if mine && d > max(until(o.TTLAt, now), 0) {
 			t.Fatalf("owner delay %v beyond its ttlAt %v", d, until(o.TTLAt, now))

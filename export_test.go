@@ -1,6 +1,10 @@
 package simba
 
-import "github.com/simba-go/simba/internal/clock"
+import (
+	"time"
+
+	"github.com/simba-go/simba/internal/clock"
+)
 
 // WithClock makes a service, Locker, Scheduler or Mutexes read the time and set its timers
 // on c: the tests of package simba_test use it to pause one simulated process.
@@ -15,3 +19,8 @@ func MutexState(m *Mutexes, mutex string) string {
 	}
 	return ""
 }
+
+// The renewal grid's phase is fixed in tests, so that a simulation's seed replays the
+// same history in another process, at the instant a testing/synctest bubble begins: a
+// contender that acquires then renews a renewal period later, as off the grid.
+func init() { renewalPhase = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() }

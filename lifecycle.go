@@ -416,7 +416,7 @@ func (l *lifecycle) answer(rec backend.Record, sent time.Time) time.Duration {
 	if l.tenure != nil && rec.Owner != svc.id && !sent.After(l.grantedSent) {
 		// The call was sent before the waiting that a grant answered ended: its answer
 		// predates the hand-over and must not end the tenure the grant began.
-		return svc.period.next(svc.id, l.owner, svc.cfg.now())
+		return svc.period.next(svc.id, l.owner, l.grantedSent, svc.cfg.now(), false)
 	}
 	if sent.After(l.answeredSent) {
 		l.answeredSent = sent
@@ -428,9 +428,10 @@ func (l *lifecycle) answer(rec backend.Record, sent time.Time) time.Duration {
 		// time: the store read its clock later, so its TTL ends later still.
 		end = sent.Add(rec.TTL - svc.cfg.driftMargin())
 	}
+	held := l.tenure
 	o := ownerAt(rec, sent)
 	l.apply(o, end)
-	d := svc.period.next(svc.id, o, svc.cfg.now())
+	d := svc.period.next(svc.id, o, sent, svc.cfg.now(), held != nil && l.tenure == held)
 	l.due(d)
 	if svc.logs(slog.LevelDebug) {
 		svc.log.Debug("simba: contended", "owner", o.ID, "token", o.Token, "next_in", d)
@@ -841,7 +842,8 @@ func (l *lifecycle) giveBack(y *yielding) time.Duration {
 		cancel()
 	}
 	l.yielded(y, err)
-	return max(l.svc.period.next(l.svc.id, Owner{}, l.svc.cfg.now()), yieldGrace)
+	now := l.svc.cfg.now()
+	return max(l.svc.period.next(l.svc.id, Owner{}, now, now, false), yieldGrace)
 }
 
 // handOff asks the store to give the mutex to y.to, if set: the store then keeps this
