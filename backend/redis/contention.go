@@ -200,7 +200,7 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	op, seq := "acquire", uint64(0)
 	if c.owner.Load() {
 		op = "renew"
-		v, err = guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
+		v, err = c.renew(ctx)
 	} else {
 		v, seq, err = c.runAcquire(ctx)
 	}
@@ -232,6 +232,15 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		c.join()
 	}
 	return rec, nil
+}
+
+// renew runs the guard script for a contender that owns the mutex: together with other
+// contentions' renewals, where the backend sends them together.
+func (c *contention) renew(ctx context.Context) (any, error) {
+	if c.b.renewals != nil {
+		return c.b.renewals.renew(ctx, c)
+	}
+	return guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
 }
 
 // runAcquire runs the acquire script for a contender that does not own the mutex, and

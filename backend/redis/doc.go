@@ -95,11 +95,13 @@
 // simba:{mutex}:token and simba:{mutex}:grant, which it never reads: they are named so
 // that while a Redis Cluster moves the slot a call runs only where all of them are, and
 // is otherwise told to try again (TRYAGAIN); claim_slot gets KEYS[2] = simba:{mutex}:slot
-// alone. The arguments:
+// alone; renew_many gets those five keys of each mutex it renews, one mutex after the
+// other. The arguments:
 //
 //	Script      Run by                    ARGV[1], ARGV[2], ...                               Answer
 //	acquire     Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
 //	guard       Acquire (the owner)       id, lease                                           owner
+//	renew_many  Acquire (owners, batched) keys per mutex, then id, lease of each mutex        owner of each
 //	release     Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]              1 or 0
 //	lookup      Lookup (a retriever)      none                                                owner
 //	waiting     OthersWaiting             id, exact                                           1 or 0
@@ -352,8 +354,15 @@
 //     the ID may have left), and a call that finds no token key (no Go tenure began
 //     within a lease) one: a GET, which refuses another program's data under that name
 //     (WRONGTYPE), as MGET reads it as nothing.
-//   - A renewal is one guard script of 5 commands (MGET, SET XX PX, TIME, SET PX); a
-//     retriever looks up (MGET, PTTL) at every message.
+//   - A renewal is the guard script's 5 commands (MGET, SET XX PX, TIME, SET PX); a
+//     retriever looks up (MGET, PTTL) at every message. simba renews every mutex held
+//     with the same ttl and lead at the same instants, and on a standalone or Sentinel
+//     client the renewals that reach the backend together (none for 2 ms, the first at
+//     most 50 ms old) go in one renew_many script, up to 1,000 in one: the guard script
+//     for each mutex, whose reply, or error, is that mutex's alone
+//     (TestHeldMutexesRenewInBatches: 200 held mutexes, about 2 scripts per renewal
+//     period). On a Cluster, where the keys of one script must share a hash slot, each
+//     renewal is a guard script of its own.
 //   - A Scheduler's slot claim is one claim_slot script of 3 commands (GET, SET; 2 when
 //     it records nothing), LastSlot a GET (TestClaimSlotCommands); a hand-off: see
 //     Hand-offs.

@@ -36,6 +36,7 @@ type Backend struct {
 	exact        string // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber: not a Cluster
 	log          *slog.Logger
 	hub          *hub
+	renewals     *renewals   // nil on a Cluster: renewals go one by one
 	checked      atomic.Bool // the server answered a start-up check
 	closed       atomic.Bool
 	regressions  atomic.Uint64
@@ -80,13 +81,17 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 	// A standalone or Sentinel client talks to one server, which counts every subscriber;
 	// a Cluster node counts only its own, and other clients are not known.
-	_, standalone := client.(*goredis.Client)
-	return &Backend{
+	single, standalone := client.(*goredis.Client)
+	b := &Backend{
 		client: client,
 		exact:  map[bool]string{true: "1", false: "0"}[standalone],
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
+	if standalone {
+		b.renewals = newRenewals(single)
+	}
+	return b
 }
 
 // KeepsDeadlines reports whether the backend's calls return by their context's deadline
@@ -140,6 +145,9 @@ func isNil(v any) bool {
 func (b *Backend) Close() error {
 	b.closed.Store(true)
 	b.hub.close()
+	if b.renewals != nil {
+		b.renewals.close()
+	}
 	b.participants.Close() // acquisitions waiting for their turn end now, not at their next attempt
 	return nil
 }

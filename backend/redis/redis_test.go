@@ -363,15 +363,17 @@ func TestSubscriptions(t *testing.T) {
 	defer b.Close()
 	ctx := t.Context()
 
-	var lockers []*simba.Locker
-	var leases []*simba.Lease
+	// The owners are contentions without a service: a service's first renewal, which the
+	// renewal grid may bring at any moment, subscribes simba:{mutex}.
+	var mutexes []string
+	var owners []backend.LeaseContention
 	for i := range 3 {
-		l, err := simba.NewLocker(b, uniqueName(t, "m"), simba.WithContenderID("c"+strconv.Itoa(i)))
+		mutexes = append(mutexes, uniqueName(t, "m"))
+		c := contend(t, b, mutexes[i], "c"+strconv.Itoa(i), &wakes{})
+		rec, err := c.Acquire(ctx)
 		require.NoError(t, err)
-		lease, err := l.Acquire(ctx)
-		require.NoError(t, err)
-		lockers = append(lockers, l)
-		leases = append(leases, lease)
+		require.Equal(t, "c"+strconv.Itoa(i), rec.Owner)
+		owners = append(owners, c)
 	}
 	_, subscribed := clientsNamed(t, admin, name)
 	assert.Zero(t, subscribed, "uncontended acquisitions subscribe nothing")
@@ -382,19 +384,19 @@ func TestSubscriptions(t *testing.T) {
 	require.NoError(t, err)
 	var waiting []*wakes
 	var contentions []backend.LeaseContention
-	for i, l := range lockers {
+	for i, mutex := range mutexes {
 		w := &wakes{}
-		c := contend(t, wb, l.Mutex(), "w"+strconv.Itoa(i), w)
+		c := contend(t, wb, mutex, "w"+strconv.Itoa(i), w)
 		rec, err := c.Acquire(ctx)
 		require.NoError(t, err)
-		require.Equal(t, l.ContenderID(), rec.Owner)
+		require.Equal(t, "c"+strconv.Itoa(i), rec.Owner)
 		waiting = append(waiting, w)
 		contentions = append(contentions, c)
 	}
 	for i, w := range waiting {
 		w.waitMore(t, 0, "the wake-up after the subscription of waiter "+strconv.Itoa(i))
-		assert.EqualValues(t, 1, numSub(t, admin, "simba:{"+lockers[i].Mutex()+"}:w"+strconv.Itoa(i)))
-		assert.EqualValues(t, 1, numSub(t, admin, "simba:{"+lockers[i].Mutex()+"}"))
+		assert.EqualValues(t, 1, numSub(t, admin, "simba:{"+mutexes[i]+"}:w"+strconv.Itoa(i)))
+		assert.EqualValues(t, 1, numSub(t, admin, "simba:{"+mutexes[i]+"}"))
 	}
 	conns, subscribed := clientsNamed(t, admin, waiterName)
 	assert.Equal(t, 1, subscribed, "one subscription connection for all contentions of a backend")
@@ -402,7 +404,7 @@ func TestSubscriptions(t *testing.T) {
 
 	// A release wakes the oldest waiter through its channel.
 	before := waiting[0].count()
-	require.NoError(t, leases[0].Release(ctx))
+	require.NoError(t, owners[0].Release(ctx))
 	waiting[0].waitMore(t, before, "the release message")
 	rec, err := contentions[0].Acquire(ctx)
 	require.NoError(t, err)
@@ -413,8 +415,8 @@ func TestSubscriptions(t *testing.T) {
 		require.NoError(t, c.Release(ctx))
 		require.NoError(t, c.StopContend(ctx))
 		poll(t, "Stop to unsubscribe", func() bool {
-			return numSub(t, admin, "simba:{"+lockers[i].Mutex()+"}:w"+strconv.Itoa(i)) == 0 &&
-				numSub(t, admin, "simba:{"+lockers[i].Mutex()+"}") == 0
+			return numSub(t, admin, "simba:{"+mutexes[i]+"}:w"+strconv.Itoa(i)) == 0 &&
+				numSub(t, admin, "simba:{"+mutexes[i]+"}") == 0
 		})
 	}
 	conns, subscribed = clientsNamed(t, admin, waiterName)
@@ -425,8 +427,8 @@ func TestSubscriptions(t *testing.T) {
 		conns, _ := clientsNamed(t, admin, waiterName)
 		return conns <= 1
 	})
-	for _, l := range leases[1:] {
-		require.NoError(t, l.Release(ctx))
+	for _, c := range owners[1:] {
+		require.NoError(t, c.Release(ctx))
 	}
 }
 

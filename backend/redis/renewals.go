@@ -1,0 +1,235 @@
+package redis
+
+import (
+	"context"
+	_ "embed" // the Lua script
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba"
+)
+
+//go:embed renew_many.lua
+var renewManyLua string
+
+// renewManyScript renews many mutexes in one call: the prelude and the guard script, as a
+// function called once per mutex (see renew_many.lua).
+var renewManyScript = goredis.NewScript("local function guard(KEYS, ARGV)\n" + preludeLua + "\n" + guardLua + "\nend\n" + renewManyLua)
+
+// How renewals are gathered into one call. simba has the owners of every mutex renew at
+// the same instants (its renewal grid), so the renewals of one instant reach the
+// backend within milliseconds of each other, however many mutexes the process holds.
+const (
+	// renewGap: a batch is sent once no renewal has come for this long...
+	renewGap = 2 * time.Millisecond
+	// renewLinger: ... or once its first has waited this long, or half of what is left
+	// to any renewal's deadline, if less...
+	renewLinger = 50 * time.Millisecond
+	// maxRenewBatch: ... or once it holds this many renewals: a script blocks the server
+	// while it runs (about 5 µs per renewal).
+	maxRenewBatch = 1000
+)
+
+// renewals sends the renewals of a backend's contentions, those that arrive together,
+// in one call of renewManyScript, from one goroutine that runs while renewals wait and is
+// joined by close. Only a standalone or Sentinel client has one: on a Cluster, the keys
+// of one call must share a hash slot, which the mutexes of one instant seldom do.
+type renewals struct {
+	client *goredis.Client
+	ctx    context.Context // ends at close: cuts the call in flight short
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []*renewal
+	sending bool // the goroutine runs: it sends until the queue is empty
+	closed  bool
+	stop    chan struct{} // closed at close
+}
+
+// renewal is one contention's renewal, waiting for its batch.
+type renewal struct {
+	ctx       context.Context
+	keys      []string
+	id, lease string
+	sendBy    time.Time    // its batch goes no later than this
+	done      chan renewed // capacity 1: the reply, or why there is none
+}
+
+// renewed is the reply of one renewal: its guard call's reply, or an error.
+type renewed struct {
+	v   any
+	err error
+}
+
+func newRenewals(client *goredis.Client) *renewals {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &renewals{client: client, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
+}
+
+// renew renews c's tenure in the next batch and returns its guard call's reply. It
+// returns ctx's error as soon as ctx ends: the reply, if it comes, is dropped, as a reply
+// lost on the way would be.
+func (q *renewals) renew(ctx context.Context, c *contention) (any, error) {
+	now := time.Now()
+	r := &renewal{ctx: ctx, keys: c.keys, id: c.id, lease: c.lease, sendBy: now.Add(renewLinger), done: make(chan renewed, 1)}
+	if d, ok := ctx.Deadline(); ok && d.Sub(now)/2 < renewLinger {
+		r.sendBy = now.Add(d.Sub(now) / 2)
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil, fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	q.queue = append(q.queue, r)
+	if !q.sending {
+		q.sending = true
+		q.wg.Go(q.run)
+	}
+	q.mu.Unlock()
+	select {
+	case got := <-r.done:
+		return got.v, got.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run sends batches until no renewal waits.
+func (q *renewals) run() {
+	for {
+		batch := q.gather()
+		if batch == nil {
+			return
+		}
+		q.send(batch)
+	}
+}
+
+// gather waits while renewals keep coming (see renewGap) and returns the next batch,
+// oldest first; nil once none waits, the goroutine then ends. After close, it fails every
+// renewal waiting and returns nil.
+func (q *renewals) gather() []*renewal {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		n := len(q.queue)
+		if n == 0 || q.closed {
+			for _, r := range q.queue {
+				r.done <- renewed{err: fmt.Errorf("simba/redis: %w", simba.ErrClosed)}
+			}
+			q.queue, q.sending = nil, false
+			return nil
+		}
+		wait := renewGap
+		for _, r := range q.queue[:min(n, maxRenewBatch)] {
+			wait = min(wait, time.Until(r.sendBy))
+		}
+		if n >= maxRenewBatch || wait <= 0 {
+			break
+		}
+		q.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-q.stop:
+		}
+		q.mu.Lock()
+		if len(q.queue) == n && !q.closed {
+			break // none came meanwhile
+		}
+	}
+	n := min(len(q.queue), maxRenewBatch)
+	batch := q.queue[:n:n]
+	q.queue = q.queue[n:]
+	return batch
+}
+
+// send renews batch in one call, on the server's time of the latest deadline among its
+// renewals, and hands each renewal its reply. Renewals whose caller has given up are
+// left out.
+func (q *renewals) send(batch []*renewal) {
+	live := batch[:0]
+	var latest time.Time
+	endless := false
+	for _, r := range batch {
+		if r.ctx.Err() != nil {
+			continue
+		}
+		live = append(live, r)
+		if d, ok := r.ctx.Deadline(); !ok {
+			endless = true
+		} else if d.After(latest) {
+			latest = d
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx := q.ctx
+	if !endless {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, latest)
+		defer cancel()
+	}
+	per := len(live[0].keys)
+	keys := make([]string, 0, per*len(live))
+	args := make([]any, 0, 1+2*len(live))
+	args = append(args, strconv.Itoa(per))
+	for _, r := range live {
+		keys = append(keys, r.keys...)
+		args = append(args, r.id, r.lease)
+	}
+	v, err := renewManyScript.Run(ctx, q.client, keys, args...).Result()
+	if err != nil && q.ctx.Err() != nil {
+		err = fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	}
+	replies, ok := v.([]any)
+	if err == nil && (!ok || len(replies) != len(live)) {
+		err = fmt.Errorf("%w: %d replies to %d renewals", ErrUnexpectedReply, len(replies), len(live))
+	}
+	for i, r := range live {
+		if err != nil {
+			r.done <- renewed{err: err}
+			continue
+		}
+		r.done <- oneReply(replies[i])
+	}
+}
+
+// oneReply returns one renewal's part of renewManyScript's reply: its guard call's, or
+// the error that call met.
+func oneReply(v any) renewed {
+	if list, ok := v.([]any); ok && len(list) == 1 {
+		if msg, ok := list[0].(string); ok {
+			return renewed{err: scriptError(msg)}
+		}
+	}
+	return renewed{v: v}
+}
+
+// scriptError is a server's error reply to one mutex's part of a call: a goredis.Error,
+// as the reply to a call of its own would be.
+type scriptError string
+
+func (e scriptError) Error() string { return string(e) }
+func (scriptError) RedisError()     {}
+
+// close fails the renewals waiting and those of the call in flight with an error wrapping
+// simba.ErrClosed, and waits for the goroutine to end.
+func (q *renewals) close() {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.stop)
+		q.cancel()
+	}
+	q.mu.Unlock()
+	q.wg.Wait()
+}
