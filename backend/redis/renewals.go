@@ -30,7 +30,7 @@ const (
 	// to any renewal's deadline, if less...
 	renewLinger = 50 * time.Millisecond
 	// maxRenewBatch: ... or once it holds this many renewals: a script blocks the server
-	// while it runs (about 5 µs per renewal).
+	// while it runs (1,000 renewals took 27-40 ms on a loaded 2-core machine).
 	maxRenewBatch = 1000
 )
 
@@ -155,25 +155,12 @@ func (q *renewals) gather() []*renewal {
 // renewals, and hands each renewal its reply. Renewals whose caller has given up are
 // left out.
 func (q *renewals) send(batch []*renewal) {
-	live := batch[:0]
-	var latest time.Time
-	endless := false
-	for _, r := range batch {
-		if r.ctx.Err() != nil {
-			continue
-		}
-		live = append(live, r)
-		if d, ok := r.ctx.Deadline(); !ok {
-			endless = true
-		} else if d.After(latest) {
-			latest = d
-		}
-	}
+	live, latest, bounded := waiting(batch)
 	if len(live) == 0 {
 		return
 	}
 	ctx := q.ctx
-	if !endless {
+	if bounded {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
@@ -201,6 +188,24 @@ func (q *renewals) send(batch []*renewal) {
 		}
 		r.done <- oneReply(replies[i])
 	}
+}
+
+// waiting returns the renewals of batch whose caller still waits, and the latest of their
+// deadlines; bounded is false when one of them has none.
+func waiting(batch []*renewal) (live []*renewal, latest time.Time, bounded bool) {
+	bounded = true
+	for _, r := range batch {
+		if r.ctx.Err() != nil {
+			continue
+		}
+		live = append(live, r)
+		if d, ok := r.ctx.Deadline(); !ok {
+			bounded = false
+		} else if d.After(latest) {
+			latest = d
+		}
+	}
+	return live, latest, bounded
 }
 
 // oneReply returns one renewal's part of renewManyScript's reply: its guard call's, or
