@@ -13,8 +13,9 @@ const (
 
 // contendPeriod decides when a contender tries next.
 //
-//   - The owner renews a renewal lead before its TTL ends, moved back to the latest instant
-//     of the renewal grid not after that (see renewal), at once once that has passed, until
+//   - The owner renews a renewal lead before its TTL ends (on a backend that batches
+//     renewals, moved back to the latest instant of the renewal grid not after that: see
+//     renewal), at once once that has passed, until
 //     its transition window ends; from then on, when it can renew no more, it tries as
 //     anyone else does.
 //   - Anyone else tries after the transition window, with jitter so that waiters do not
@@ -30,6 +31,7 @@ type contendPeriod struct {
 	transition time.Duration
 	lead       time.Duration
 	jitter     func(lo, hi time.Duration) time.Duration
+	onGrid     bool // the backend batches renewals (backend.RenewalBatcher): renew on the grid
 }
 
 // next returns the delay until the next attempt of contender self, given the owner record
@@ -64,6 +66,9 @@ var renewalPhase = rand.Int64N(1 << 60)
 // up to a period early; a renewal never comes later than it would off the grid.
 func (p contendPeriod) renewal(ttlAt, sent time.Time, renewed bool) time.Time {
 	due := ttlAt.Add(-p.lead)
+	if !p.onGrid {
+		return due // a renewal costs a request either way: an early one would be one more
+	}
 	every := p.ttl - p.lead
 	off := (due.UnixNano() - renewalPhase) % int64(every) // wraps, never panics: any off will do
 	if off < 0 {

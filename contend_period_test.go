@@ -42,7 +42,7 @@ func onGrid(d time.Duration) time.Time {
 // Owners renew on the instants of one grid, a period apart, whenever they acquired: the
 // first renewal comes early, up to a period, to reach the grid; none comes after it is due.
 func TestRenewalGrid(t *testing.T) {
-	p := contendPeriod{ttl: 10 * time.Second, transition: 6 * time.Second, lead: 3 * time.Second}
+	p := contendPeriod{ttl: 10 * time.Second, transition: 6 * time.Second, lead: 3 * time.Second, onGrid: true}
 	const every = 7 * time.Second
 	grid := onGrid(0)
 	// renewals returns the instants of an owner's first n renewals, each attempt sent
@@ -78,6 +78,12 @@ func TestRenewalGrid(t *testing.T) {
 		}
 	}
 	assert.LessOrEqual(t, early, 2, "renewals that came early to reach the grid again")
+
+	// On a backend that does not batch renewals an early renewal would be one request
+	// more: the owner renews when due.
+	p.onGrid = false
+	acquired := grid.Add(-time.Second)
+	assert.Equal(t, acquired.Add(every), p.renewal(acquired.Add(p.ttl), acquired, false), "off the grid: when due")
 }
 
 func TestRetryBackoff(t *testing.T) {
@@ -102,7 +108,7 @@ func FuzzContendPeriod(f *testing.F) {
 		}
 		base := time.Unix(1_700_000_000, 0)
 		now := base.Add(time.Duration(nowOff))
-		p := contendPeriod{ttl: time.Duration(ttl), transition: time.Duration(transition), lead: time.Duration(lead),
+		p := contendPeriod{ttl: time.Duration(ttl), transition: time.Duration(transition), lead: time.Duration(lead), onGrid: true,
 			jitter: func(lo, hi time.Duration) time.Duration {
 				if hi <= lo {
 					return lo

@@ -145,9 +145,8 @@ func WithCallTimeout(d time.Duration) Option {
 	return option(func(c *config) { c.callTimeout, c.callTimeoutSet = d, true })
 }
 
-// WithRenewalLead sets how long before its TTL ends an owner renews at the latest (earlier
-// to renew with the process's other owners). Default ttl/3; must be more than 1% of the
-// TTL and less than it.
+// WithRenewalLead sets how long before its TTL ends an owner renews at the latest. Default
+// ttl/3; must be more than 1% of the TTL and less than it.
 func WithRenewalLead(d time.Duration) Option {
 	return option(func(c *config) { c.renewalLead, c.renewalLeadSet = d, true })
 }

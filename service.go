@@ -85,6 +85,7 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 		log = log.With("contender", id)
 	}
 	keeper, ok := b.(backend.DeadlineKeeper)
+	batcher, batches := b.(backend.RenewalBatcher)
 	s := &Service{
 		backend: b,
 		role:    role,
@@ -94,6 +95,7 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 		cfg:     cfg,
 		period: contendPeriod{
 			ttl: cfg.ttl, transition: cfg.transition, lead: cfg.renewalLead, jitter: cfg.jitter,
+			onGrid: batches && batcher.BatchesRenewals(),
 		},
 		log:    log,
 		inline: ok && keeper.KeepsDeadlines(),

@@ -254,6 +254,14 @@ type Record struct {
 	Value string
 }
 
+// RenewalBatcher is implemented by backends that send the renewals reaching them together
+// as one request. simba then has the owners of the process renew on one grid of instants,
+// so that their renewals reach the backend together.
+type RenewalBatcher interface {
+	// BatchesRenewals reports whether renewals made at one instant go as one request.
+	BatchesRenewals() bool
+}
+
 // DeadlineKeeper is implemented by backends whose calls, their contentions' included,
 // return by their context's deadline whatever the store does. simba then makes the calls a
 // caller waits for on its goroutine; a cancellation ends them when the backend heeds it.

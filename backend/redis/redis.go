@@ -48,6 +48,7 @@ var (
 	_ simba.Backend          = (*Backend)(nil)
 	_ backend.Validator      = (*Backend)(nil)
 	_ backend.DeadlineKeeper = (*Backend)(nil)
+	_ backend.RenewalBatcher = (*Backend)(nil)
 )
 
 // New returns a backend on client, which may be a standalone, Sentinel (failover) or
@@ -102,6 +103,11 @@ func (b *Backend) KeepsDeadlines() bool {
 	c, ok := b.client.(*goredis.Client)
 	return ok && c.Options().ContextTimeoutEnabled
 }
+
+// BatchesRenewals reports whether the renewals that reach the backend together go as one
+// script (backend.RenewalBatcher): on a standalone server or Sentinel's primary, not on a
+// Cluster, where the keys of one script must share a hash slot.
+func (b *Backend) BatchesRenewals() bool { return b.renewals != nil }
 
 // unanswered looks at a call that failed: when no server answered it (a connection
 // refused or broken, a deadline) and the client is a ClusterClient, it asks the client to

@@ -1,5 +1,5 @@
 -- renew many: renews many mutexes in one call, each exactly as a guard call (guard.lua)
--- of its own would. scripts.go puts the prelude and guard.lua, together, in a function
+-- of its own would. renewals.go puts guard.lua and the part of the prelude it uses in a function
 -- guard(KEYS, ARGV), which this file calls once per mutex with that mutex's KEYS and ARGV.
 --
 -- ARGV[1]  per      the keys of one mutex: its guard call's KEYS (see prelude.lua)

@@ -18,7 +18,7 @@ var renewManyLua string
 
 // renewManyScript renews many mutexes in one call: the prelude and the guard script, as a
 // function called once per mutex (see renew_many.lua).
-var renewManyScript = goredis.NewScript("local function guard(KEYS, ARGV)\n" + preludeLua + "\n" + guardLua + "\nend\n" + renewManyLua)
+var renewManyScript = goredis.NewScript("local function guard(KEYS, ARGV)\n" + withPrelude(guardLua) + "\nend\n" + renewManyLua)
 
 // How renewals are gathered into one call. simba has the owners of every mutex renew at
 // the same instants (its renewal grid), so the renewals of one instant reach the
