@@ -1,9 +1,6 @@
 package simba
 
-import (
-	"math/rand/v2"
-	"time"
-)
+import "time"
 
 // Jitter bounds for a non-owner's next attempt, as in JVM Simba.
 const (
@@ -52,10 +49,10 @@ func (p contendPeriod) next(self string, o Owner, sent, now time.Time, renewed b
 	return nonNegative(base + p.jitter(lo, jitterHigh))
 }
 
-// renewalPhase places the renewal grid of this process (see renewal): its instants are
-// those whose Unix nanoseconds less it are a whole number of renewal periods. Random, so
-// that processes renewing with the same settings do not all renew at the same instants.
-var renewalPhase = rand.Int64N(1 << 60)
+// renewalEpoch places the renewal grid of this process (see renewal): its instants are a
+// whole number of renewal periods after it. Processes start at different instants, so
+// those renewing with the same settings do not all renew at the same instants.
+var renewalEpoch = time.Now()
 
 // renewal returns when an owner renews whose attempt sent at sent found its TTL ending at
 // ttlAt: a renewal lead before that, moved back to the latest instant of the renewal grid
@@ -70,11 +67,11 @@ func (p contendPeriod) renewal(ttlAt, sent time.Time, renewed bool) time.Time {
 		return due // a renewal costs a request either way: an early one would be one more
 	}
 	every := p.ttl - p.lead
-	off := (due.UnixNano() - renewalPhase) % int64(every) // wraps, never panics: any off will do
+	off := due.Sub(renewalEpoch) % every // monotonic: a step of the wall clock moves no grid
 	if off < 0 {
-		off += int64(every)
+		off += every
 	}
-	at := due.Add(-time.Duration(off))
+	at := due.Add(-off)
 	// An instant at or right after the attempt just made is not taken: the attempt was made
 	// at that instant, and a store that answers a TTL a little short of the full one (SQL
 	// rounds it down by its clock's step) would have its owner renew twice per instant.

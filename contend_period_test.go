@@ -36,7 +36,7 @@ func TestContendPeriod(t *testing.T) {
 // onGrid returns an instant d before an instant of the renewal grid of a 7s period (a ttl
 // of 10s, a lead of 3s).
 func onGrid(d time.Duration) time.Time {
-	return time.Unix(0, renewalPhase).Add(250_000*7*time.Second - d)
+	return renewalEpoch.Add(250_000*7*time.Second - d)
 }
 
 // Owners renew on the instants of one grid, a period apart, whenever they acquired: the
