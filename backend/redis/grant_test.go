@@ -249,8 +249,10 @@ func TestGrantsAreFair(t *testing.T) {
 		lo, hi = min(lo, n), max(hi, n)
 	}
 	t.Logf("sections per locker: %v", counts)
-	// Strict turns: the counts differ only by the sections claimed as the run ends. (Without
-	// grants, a woken waiter races the releaser's next attempt and often loses its place:
-	// min/max was 0.6 here.)
-	assert.LessOrEqual(t, hi-lo, 4, "not served in turn: %v", counts)
+	// Turns: the counts differ by the sections claimed as the run ends, and by the turns a
+	// locker missed because it was not yet waiting again when they came (on a loaded
+	// machine its goroutine may wait for a core between Release and Acquire: 44 against 51
+	// was seen under CI load). Without grants, a woken waiter races the releaser's next
+	// attempt and often loses its place: min/max was 0.6 here.
+	assert.GreaterOrEqual(t, float64(lo)/float64(hi), 0.8, "not served in turn: %v", counts)
 }
