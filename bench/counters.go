@@ -17,7 +17,9 @@ const (
 	countRequests = "requests"
 	// countScripts: Redis scripts run (EVAL, EVALSHA and their _RO forms, FCALL).
 	countScripts = "scripts"
-	// countCPU: Redis CPU time in the commands, in µs (the usec of INFO commandstats).
+	// countCPU: the Redis server's CPU time in µs, user and system, of its main thread
+	// (INFO cpu), which runs every command and client's I/O. The usec of INFO commandstats
+	// would count a script's inner commands twice: once in the script's, once in theirs.
 	countCPU = "cpu_us"
 	// countCommitStatements: MariaDB and PostgreSQL statements that end a transaction
 	// (COMMIT, ROLLBACK), included in countRequests.
@@ -71,7 +73,7 @@ func readCounts(ctx context.Context, e *env, store string) (storeCounts, error) 
 		if err != nil {
 			return nil, fmt.Errorf("redis commandstats: %w", err)
 		}
-		var calls, scripts, usec int64
+		var calls, scripts int64
 		for _, line := range strings.Split(info, "\n") {
 			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
 			cmd, isCmd := strings.CutPrefix(name, "cmdstat_")
@@ -82,15 +84,15 @@ func readCounts(ctx context.Context, e *env, store string) (storeCounts, error) 
 			if err != nil {
 				return nil, fmt.Errorf("redis commandstats %q: %w", line, err)
 			}
-			u, err := statField(stats, "usec")
-			if err != nil {
-				return nil, fmt.Errorf("redis commandstats %q: %w", line, err)
-			}
-			calls, usec = calls+n, usec+u
+			calls += n
 			switch cmd {
 			case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 				scripts += n
 			}
+		}
+		usec, err := redisCPU(ctx, e)
+		if err != nil {
+			return nil, err
 		}
 		c[countRequests], c[countScripts], c[countCPU] = calls, scripts, usec
 	case storeSQL:
@@ -150,6 +152,28 @@ func readCounts(ctx context.Context, e *env, store string) (storeCounts, error) 
 		c[countRequests], c[countCommits] = m[etcdRequests], m[etcdCommits]
 	}
 	return c, nil
+}
+
+// redisCPU returns the CPU time, in µs, that the Redis server's main thread has used
+// (the whole process's before Redis 6.2, which has no _main_thread fields).
+func redisCPU(ctx context.Context, e *env) (int64, error) {
+	info, err := e.redis.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis cpu: %w", err)
+	}
+	var total float64
+	for _, name := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v := infoField(info, name+"_main_thread")
+		if v == "" {
+			v = infoField(info, name)
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redis cpu %s: %w", name, err)
+		}
+		total += f
+	}
+	return int64(total * 1e6), nil
 }
 
 // statField returns the integer field name of a Redis commandstats value

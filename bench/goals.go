@@ -72,7 +72,7 @@ func (r *results) redisGoals() []goal {
 		}
 		gs = append(gs, goal{"#35", text, m, met})
 	}
-	text = "Redis commands per contended section ≤ 18 and per uncontended cycle ≤ 9; Redis CPU per section ≤ 1.3 × the reference's (INFO commandstats)"
+	text = "Redis commands per contended section ≤ 18 and per uncontended cycle ≤ 9; Redis CPU per section ≤ 1.3 × the reference's (the server's, INFO cpu)"
 	cyc, cok := r.cycle("simba-redis")
 	perCycle, pcok := cyc.PerCycle[countRequests]
 	if !sok || s.ServerOpsPerSection == 0 || !cok || !pcok {

@@ -19,9 +19,9 @@ var (
 // TestRedisCost measures what a contended critical section costs the Redis server, for
 // the libraries of -cost.libs, 8 clients on one mutex, on one redis-server this test
 // starts: sections per second, fairness, commands per section (the contended figure's
-// count), the server's CPU time per section (INFO cpu, user + sys, around the whole
-// measurement, client set-up included) and, of that, the time spent in scripts (INFO
-// commandstats, EVALSHA and EVAL). The libraries take turns, -cost.rounds times, so
+// count), the server's CPU time per section (the contended figure's, INFO cpu) and the
+// time spent in scripts (INFO commandstats, EVALSHA and EVAL, around the whole
+// measurement, client set-up included). The libraries take turns, -cost.rounds times, so
 // that the machine's load falls on all of them alike; compare within a round.
 //
 //	go test -run TestRedisCost -v -cost.libs simba-redis,reference-redis,redislock-tuned
@@ -53,34 +53,18 @@ func TestRedisCost(t *testing.T) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "round %d (load %s)\n%-18s %10s %9s %14s %14s %17s\n", round, loadAverage(), "library", "sections/s", "fairness", "cmds/section", "cpu µs/section", "script µs/section")
 		for _, l := range libs {
-			cpu0, script0 := redisCPU(ctx, t, e), scriptTime(ctx, t, e)
+			script0 := scriptTime(ctx, t, e)
 			r, err := measureContended(ctx, e, l, 8, 0, *costWindow)
 			if err != nil {
 				t.Fatalf("%s: %v", l.id, err)
 			}
-			cpu, script := redisCPU(ctx, t, e)-cpu0, scriptTime(ctx, t, e)-script0
+			script := scriptTime(ctx, t, e) - script0
 			n := float64(max(r.Sections, 1))
 			fmt.Fprintf(&b, "%-18s %10.0f %9.2f %14.1f %14.1f %17.1f\n", l.id, r.PerSecond, r.Fairness, r.ServerOpsPerSection,
-				float64(cpu.Microseconds())/n, float64(script.Microseconds())/n)
+				r.ServerCPUPerSection, float64(script.Microseconds())/n)
 		}
 		t.Log(b.String())
 	}
-}
-
-// redisCPU returns the CPU time the server has used so far, user and system.
-func redisCPU(ctx context.Context, t *testing.T, e *env) time.Duration {
-	info, err := e.redis.Info(ctx, "cpu").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var user, sys float64
-	if _, err := fmt.Sscan(infoField(info, "used_cpu_user"), &user); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Sscan(infoField(info, "used_cpu_sys"), &sys); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration((user + sys) * float64(time.Second))
 }
 
 // scriptTime returns the time the server has spent in scripts so far (EVALSHA and EVAL,
