@@ -34,6 +34,7 @@ type hub struct {
 	routes    map[string]map[*contention]struct{} // by channel: who listens
 	confirmed map[string]bool                     // subscriptions the server confirmed on the current connection
 	idle      map[string]time.Time                // subscribed channels nobody listens on, since when
+	wakeAt    time.Time                           // when the writer's timer ends the next linger; zero: not set
 	ps        *goredis.PubSub                     // nil until the first join
 	closed    bool
 	cancel    context.CancelFunc // ends the goroutines
@@ -117,15 +118,20 @@ func (h *hub) addRoutes(c *contention) bool {
 func (h *hub) leave(c *contention) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	now := time.Now()
 	for _, ch := range c.routed {
 		members := h.routes[ch]
 		delete(members, c)
 		if len(members) == 0 {
 			delete(h.routes, ch)
+			h.idle[ch] = now
 		}
 	}
 	c.routed = nil
-	if h.ps != nil {
+	// A writer whose timer is set wakes before these channels' linger ends (it ends
+	// another's, which began earlier) and sets the timer again for theirs: with Lockers
+	// taking turns, waking it at every release would cost a goroutine wake-up each.
+	if h.ps != nil && h.wakeAt.IsZero() {
 		h.poke()
 	}
 }
@@ -228,13 +234,19 @@ func (h *hub) write(ctx context.Context) {
 
 // changes returns the channels to subscribe and those to unsubscribe, given those asked of
 // the connection (sent, which it updates), and how long until an idle channel's linger
-// ends (zero: none lingers). Called with h.mu held.
+// ends (zero: none lingers), which the writer's timer is then set for. Called with h.mu
+// held.
 func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, next time.Duration) {
 	for ch := range h.routes {
 		delete(h.idle, ch)
 		if !sent[ch] {
 			add = append(add, ch)
 			sent[ch] = true
+		}
+	}
+	for ch := range h.idle {
+		if !sent[ch] {
+			delete(h.idle, ch) // left before it was subscribed: nothing to unsubscribe
 		}
 	}
 	for ch := range sent {
@@ -258,6 +270,10 @@ func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, 
 		// From now on the channel is not heard: a contention that joins it again waits
 		// for its new confirmation.
 		delete(h.confirmed, ch)
+	}
+	h.wakeAt = time.Time{}
+	if next > 0 {
+		h.wakeAt = now.Add(next) // the writer sets its timer for it
 	}
 	return add, drop, next
 }

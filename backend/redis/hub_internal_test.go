@@ -1,0 +1,57 @@
+package redis
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba/backend"
+)
+
+// A contention that leaves while another channel lingers does not wake the writer, whose
+// timer is set already: with Lockers that take turns, every release would otherwise wake
+// it once. Its channels still go a linger after it left.
+func TestLeaveWakesNoWriterWhileAChannelLingers(t *testing.T) {
+	cfg, err := newConfig(nil)
+	require.NoError(t, err)
+	cfg.logger = slog.New(slog.DiscardHandler)
+	b := newBackend(nil, cfg)
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer func() { _ = client.Close() }()
+	h := newHub(client, cfg.logger, time.Second)
+	h.ps = client.Subscribe(context.Background()) // no channels: no I/O
+	defer func() { _ = h.ps.Close() }()
+	locker := func(id string) *contention {
+		return newContention(b, backend.Participant{Mutex: "m", ContenderID: id, TTL: time.Second, WaitsOnly: true})
+	}
+	a, c := locker("a"), locker("c")
+	sent := map[string]bool{}
+	writer := func(at time.Time) (add, drop []string, next time.Duration) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.changes(sent, at)
+	}
+	h.mu.Lock()
+	h.addRoutes(a)
+	h.addRoutes(c)
+	h.mu.Unlock()
+	add, _, _ := writer(time.Now())
+	require.ElementsMatch(t, []string{"simba:{m}:@@released", "simba:{m}:a", "simba:{m}:c"}, add)
+
+	h.leave(a) // a's own channel lingers from now on: the writer is woken to time it
+	require.Len(t, h.kick, 1)
+	<-h.kick
+	_, drop, next := writer(time.Now())
+	require.Empty(t, drop)
+	require.Positive(t, next, "the writer's timer is set for a's channel")
+
+	h.leave(c)
+	assert.Empty(t, h.kick, "c left while the writer's timer was set")
+	_, drop, _ = writer(time.Now().Add(linger))
+	assert.ElementsMatch(t, []string{"simba:{m}:@@released", "simba:{m}:a", "simba:{m}:c"}, drop, "a linger after they left")
+}
