@@ -38,7 +38,7 @@ type contention struct {
 	kick     chan struct{} // capacity 1: look again
 	stop     chan struct{} // closed by halt
 	stopOnce sync.Once
-	life     context.Context           // bounds every request and watch; ended by halt
+	life     context.Context           // bounds every request; ended by halt
 	endLife  context.CancelFunc        // ends life
 	stopBy   atomic.Pointer[time.Time] // StopContend's deadline for the delete; nil: none
 	turn     chan struct{}             // capacity 1: held (sent to) for a look or the leave
@@ -47,9 +47,7 @@ type contention struct {
 	done     chan struct{}             // closed when the contention has left
 	started  chan struct{}             // closed at the first report, or with startErr
 	startErr error
-	leaveErr error            // set by leave before done is closed
-	watcher  clientv3.Watcher // the contention's own watch stream, closed when it leaves
-	watchers sync.WaitGroup   // the watch goroutines
+	leaveErr error // set by leave before done is closed
 
 	// Owned by the holder of turn.
 	left     bool             // the contention has left (leave)
@@ -125,9 +123,6 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		done:    make(chan struct{}),
 		started: make(chan struct{}),
 		watches: make(map[target]*watcher),
-		// A watch stream of its own, which leave closes: the client's shared one stays open
-		// while a watch that was cancelled before the server confirmed it is queued.
-		watcher: clientv3.NewWatcher(b.client),
 	}
 }
 
@@ -206,9 +201,8 @@ func (c *contention) poke() {
 }
 
 // run looks at the mutex whenever something may have changed (a watch fired, the lease
-// was granted) until halted, then leaves, unless StopContend does, and closes the watches.
+// was granted) until halted, then leaves, unless StopContend does.
 func (c *contention) run() {
-	defer c.closeWatches() // after a leave of its own: its delete comes first
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -295,7 +289,6 @@ func (c *contention) lookFirst(ctx context.Context) {
 // goroutine: then it waits for that, or for StopContend to give up.
 func (c *contention) leaveFromRun() {
 	if c.stopping.Load() {
-		c.closeWatches() // halted: the watches are over; a watch not yet begun never reaches etcd
 		select {
 		case <-c.done:
 			return
@@ -599,7 +592,9 @@ func (c *contention) install(l lease, gen uint64, lk look) (again bool) {
 
 // setWatches watches the keys lk names from the revision after its read, and stops
 // watching the others. A watch already running was started earlier, and so covers those
-// revisions too. Called with b.mu held.
+// revisions too. A watch fires when what it waits for comes; one that ends otherwise (the
+// member lost its leader, the revision was compacted, the stream broke) fires too: the look
+// finds out what happened (see Backend.fire). Called with b.mu held.
 func (c *contention) setWatches(lk look) {
 	want := make(map[target]bool, len(lk.watch))
 	for _, t := range lk.watch {
@@ -607,23 +602,16 @@ func (c *contention) setWatches(lk look) {
 	}
 	for t, w := range c.watches {
 		if !want[t] {
-			w.cancel()
+			c.b.unwatch(w)
 			delete(c.watches, t)
 		}
 	}
 	for t := range want {
-		if _, ok := c.watches[t]; ok {
-			continue
+		if _, ok := c.watches[t]; !ok {
+			c.watches[t] = c.b.watch(c, t, lk.rev+1)
 		}
-		ctx, cancel := context.WithCancel(c.life)
-		w := &watcher{cancel: cancel}
-		c.watches[t] = w
-		c.watchers.Go(func() { c.watch(ctx, w, t, lk.rev+1) })
 	}
 }
-
-// watcher is one watch of a contention.
-type watcher struct{ cancel context.CancelFunc }
 
 // target is what a watch waits for: key's deletion, or with puts its put; with prefix,
 // the same of any key under key, and with before only of keys created before that
@@ -636,7 +624,7 @@ type target struct {
 }
 
 // fires reports whether events are what t waits for.
-func (t target) fires(events []*clientv3.Event) bool {
+func (t target) fires(events []*mvccpb.Event) bool {
 	if t.before == 0 {
 		return len(events) > 0
 	}
@@ -646,46 +634,6 @@ func (t target) fires(events []*clientv3.Event) bool {
 		}
 	}
 	return false
-}
-
-// watch waits for what t names from rev on, then makes the contention look again. A
-// watch that ends otherwise (the member lost its leader, rev was compacted, the
-// connection broke for good) does the same: the look finds out what happened. A watch
-// from the revision after a read is in sync with the server, which then sends its events
-// at once.
-func (c *contention) watch(ctx context.Context, w *watcher, t target, rev int64) {
-	defer w.cancel()
-	opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterPut()}
-	if t.puts {
-		opts = []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterDelete()}
-	}
-	if t.prefix {
-		opts = append(opts, clientv3.WithPrefix())
-	}
-	if t.before != 0 {
-		opts = append(opts, clientv3.WithPrevKV())
-	}
-	fired, deleted := false, false
-	for wr := range c.watcher.Watch(clientv3.WithRequireLeader(ctx), t.key, opts...) {
-		if t.fires(wr.Events) || wr.Err() != nil || wr.Canceled {
-			fired, deleted = true, len(wr.Events) > 0 && !t.puts
-			break
-		}
-	}
-	if ctx.Err() != nil && !fired {
-		return // stopped watching
-	}
-	b := c.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c.watches[t] == w {
-		delete(c.watches, t)
-	}
-	c.gen++
-	if deleted && !t.prefix && t.key == c.view.ownerKey && c.view.self {
-		c.suspend() // this contender's key is gone: it owns nothing now
-	}
-	c.poke() // a watch that ended otherwise (no leader, compaction) leaves belief to the lease
 }
 
 // confirm renews the local bound of c's view with a new proof that the lease is alive
@@ -738,13 +686,13 @@ func (c *contention) leave(ctx context.Context) {
 	b.mu.Lock()
 	c.suspend() // the service has ended belief already, unless the backend is closing
 	for k, w := range c.watches {
-		w.cancel()
+		b.unwatch(w)
 		delete(c.watches, k)
 	}
 	delete(b.contentions, c)
 	closed, current := b.closed, b.lease.id
 	b.mu.Unlock()
-	c.endLife() // the watches end; run waits for them after the delete (closeWatches)
+	c.endLife()
 	if !c.isStarted {
 		c.isStarted = true
 		c.startErr = errors.New("simba/etcd: stopped before it started")
@@ -780,14 +728,6 @@ func (c *contention) leave(ctx context.Context) {
 	default:
 		b.freeNumber(c.number())
 	}
-}
-
-// closeWatches closes the contention's watch stream and waits for its watches to end, once
-// halted. run calls it (again: the second call does nothing), so StopContend, which waits
-// for the delete, never waits for it.
-func (c *contention) closeWatches() {
-	_ = c.watcher.Close()
-	c.watchers.Wait()
 }
 
 // number returns c's number under its dir.

@@ -63,8 +63,9 @@
 // a change; a Locker's waiter (which only waits for its turn) does not. The owner watches
 // its own key. A retriever watches the owner's key, or the mutex's prefix while nobody
 // contends. A watch that ends otherwise (the member lost its leader, the revision was
-// compacted) makes the contention read again. Each contention has a watch stream of its
-// own, closed when it stops.
+// compacted, the stream broke) makes the contention read again. A backend's watches share
+// one watch stream, each a create and a cancel on it under an ID the backend picks (etcd
+// 3.4 and later take one), so that a watch opens no stream of its own.
 //
 // # Hand-off
 //
@@ -252,7 +253,8 @@
 // lease, sends keep-alives and deletes keys left behind; one per contention, which makes
 // its requests after the first look (StartContend makes that one, StopContend the delete,
 // and calls through it, as HandOff or ClaimSlot, theirs, in the caller's goroutine); and
-// one per watch. Every call returns by its context's deadline (backend.DeadlineKeeper).
+// two for its watch stream, which send the watches' requests and read their events.
+// Every call returns by its context's deadline (backend.DeadlineKeeper).
 //
 // # Refusals and outages
 //

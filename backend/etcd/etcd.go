@@ -25,6 +25,7 @@ import (
 type Backend struct {
 	client   *clientv3.Client
 	leases   pb.LeaseClient // the client's connection, for the keep-alive stream
+	watchers pb.WatchClient // the same, for the watch stream (watches.go)
 	prefix   string
 	leaseTTL time.Duration // asked for; the server may grant more
 	log      *slog.Logger
@@ -32,14 +33,16 @@ type Backend struct {
 	life      context.Context // ended by Close: bounds the backend's own requests
 	endLife   context.CancelFunc
 	keepWake  chan struct{} // capacity 1: the keeper has work now
+	sendWake  chan struct{} // capacity 1: the watch stream's sender has work now
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the keeper and every contention's goroutines
+	wg        sync.WaitGroup // the keeper, the watch stream's sender and receiver, and every contention's goroutine
 
 	mu          sync.Mutex
 	closed      bool
-	keeping     bool // the keeper runs: a contention has started
+	keeping     bool // the keeper and the watch stream's sender run: a contention has started
 	lease       lease
 	contentions map[*contention]struct{}
+	watches     watchStream
 	orphans     map[string]orphan // keys stopped contentions left behind
 	numbers     map[number]bool   // the contentions' numbers whose keys may exist (see number)
 	revision    int64             // the latest revision a linearizable answer carried (see sawRevision)
@@ -75,12 +78,15 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 	return &Backend{
 		client:      client,
 		leases:      pb.NewLeaseClient(client.ActiveConnection()),
+		watchers:    pb.NewWatchClient(client.ActiveConnection()),
 		prefix:      cfg.prefix,
 		leaseTTL:    cfg.leaseTTL,
 		log:         cfg.logger,
 		life:        life,
 		endLife:     endLife,
 		keepWake:    make(chan struct{}, 1),
+		sendWake:    make(chan struct{}, 1),
+		watches:     watchStream{byID: make(map[int64]*watcher)},
 		contentions: make(map[*contention]struct{}),
 		orphans:     make(map[string]orphan),
 		numbers:     make(map[number]bool),
@@ -132,6 +138,7 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 	if !b.keeping {
 		b.keeping = true
 		b.wg.Go(b.keep)
+		b.wg.Go(b.send)
 	}
 	b.wg.Go(c.run) // under b.mu, so never after Close has begun to wait
 	if b.lease.id == 0 {
