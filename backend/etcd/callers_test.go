@@ -1,7 +1,10 @@
 package etcd_test
 
 import (
+	"bytes"
 	"context"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,4 +75,32 @@ func TestUncontendedCycleOnTheCallersGoroutine(t *testing.T) {
 		require.NotEmpty(t, ids, "no %s call", m)
 		assert.Equal(t, me, ids[0], "%s was not made on the caller's goroutine", m)
 	}
+}
+
+// An uncontended acquisition starts no goroutine for its contention: its first look is
+// the caller's, and nothing after it (a watch firing, a failure, a new lease) asks for
+// another until the release, which the caller makes too.
+func TestUncontendedCycleStartsNoContentionGoroutine(t *testing.T) {
+	b := newBackend(t)
+	l, err := simba.NewLocker(b, "no-goroutine")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	lease, err := l.Acquire(ctx) // waits for the lease's grant, which pokes the contention
+	require.NoError(t, err)
+	require.NoError(t, lease.Release(ctx))
+	require.Eventually(t, func() bool { return !contentionRuns() }, eventBound, 10*time.Millisecond,
+		"the first acquisition's contention goroutine did not end")
+	lease, err = l.Acquire(ctx)
+	require.NoError(t, err)
+	defer lease.Release(ctx)
+	require.False(t, contentionRuns(), "an uncontended acquisition's contention runs a goroutine")
+}
+
+// contentionRuns reports whether a contention's goroutine runs.
+func contentionRuns() bool {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	return strings.Contains(buf.String(), "backend/etcd.(*contention).run")
 }

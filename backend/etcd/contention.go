@@ -38,6 +38,7 @@ type contention struct {
 	kick     chan struct{} // capacity 1: look again
 	stop     chan struct{} // closed by halt
 	stopOnce sync.Once
+	runOnce  sync.Once                 // starts run (startRun)
 	life     context.Context           // bounds every request; ended by halt
 	endLife  context.CancelFunc        // ends life
 	stopBy   atomic.Pointer[time.Time] // StopContend's deadline for the delete; nil: none
@@ -146,7 +147,8 @@ func (c *contention) StopContend(ctx context.Context) error {
 			}
 			<-c.turn
 		case <-ctx.Done():
-			close(c.gaveUp) // run leaves
+			close(c.gaveUp)
+			c.startRun() // run leaves
 		}
 	}
 	select {
@@ -182,6 +184,9 @@ func (c *contention) halt() {
 		close(c.stop)
 		c.endLife()
 	})
+	if !c.stopping.Load() {
+		c.startRun() // run leaves: StopContend does not
+	}
 }
 
 func (c *contention) halted() bool {
@@ -194,11 +199,17 @@ func (c *contention) halted() bool {
 }
 
 func (c *contention) poke() {
+	c.startRun()
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
 }
+
+// startRun starts the contention's goroutine (run) when it is first needed: at the first
+// poke, or at a halt that StopContend does not leave for. An uncontended Locker's
+// contention needs none: the caller makes its first look and its leave.
+func (c *contention) startRun() { c.runOnce.Do(func() { c.b.wg.Go(c.run) }) }
 
 // run looks at the mutex whenever something may have changed (a watch fired, the lease
 // was granted) until halted, then leaves, unless StopContend does.

@@ -252,7 +252,8 @@
 // close the client after the backend. The backend runs one goroutine that grants the
 // lease, sends keep-alives and deletes keys left behind; one per contention, which makes
 // its requests after the first look (StartContend makes that one, StopContend the delete,
-// and calls through it, as HandOff or ClaimSlot, theirs, in the caller's goroutine); and
+// and calls through it, as HandOff or ClaimSlot, theirs, in the caller's goroutine),
+// started when the contention first needs it (an uncontended Locker's never does); and
 // two for its watch stream, which send the watches' requests and read their events.
 // Every call returns by its context's deadline (backend.DeadlineKeeper).
 //

@@ -140,7 +140,6 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 		b.wg.Go(b.keep)
 		b.wg.Go(b.send)
 	}
-	b.wg.Go(c.run) // under b.mu, so never after Close has begun to wait
 	if b.lease.id == 0 {
 		b.wakeKeeper() // grant one now, rather than at the keeper's next retry
 	}
@@ -192,6 +191,7 @@ func (b *Backend) Close() error {
 		for c := range b.contentions {
 			c.suspend() // owners stop believing before their keys go
 			c.halt()
+			c.startRun() // before the wait below: a contention's goroutine starts by then
 			if c.p.Closed != nil {
 				told = append(told, c.p.Closed)
 			}
