@@ -352,10 +352,11 @@ func quorumLost(r *etcdRun) {
 }
 
 // 45. A waiter's connection is cut while the owner releases and the revision of the
-// deletion is compacted: its watch cannot resume from where it was, ends with the
-// compaction once the connection is back, and the waiter reads the mutex again and
-// owns. A waiter that ignored how its watch ended would wait for ever. The lease outlives
-// the cut, so that the waiter keeps its key and place.
+// deletion is compacted: its watch cannot resume from where it was. The backend's watch
+// stream ends with the connection, which ends its watches, and the waiter reads the mutex
+// again once the connection is back, and owns. A waiter that ignored how its watch ended
+// would wait for ever. The lease outlives the cut, so that the waiter keeps its key and
+// place.
 func compactionWhileWaiting(r *etcdRun) {
 	owner := r.spawnOn("p0", 0)
 	r.owner([]*chaos.Proc{owner})
