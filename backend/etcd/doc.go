@@ -64,8 +64,9 @@
 // its own key. A retriever watches the owner's key, or the mutex's prefix while nobody
 // contends. A watch that ends otherwise (the member lost its leader, the revision was
 // compacted, the stream broke) makes the contention read again. A backend's watches share
-// one watch stream, each a create and a cancel on it under an ID the backend picks (etcd
-// 3.4 and later take one), so that a watch opens no stream of its own.
+// one watch stream, each a create and a cancel on it under an ID the backend picks, so
+// that a watch opens no stream of its own. etcd takes a client's watch ID since 3.4: the
+// backend needs etcd 3.4 or later.
 //
 // # Hand-off
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend/etcd"
 )
 
 // A backend's watches share one watch stream: four owners, each watching its own key,
@@ -58,3 +60,35 @@ func serverMetric(t testing.TB, name string) float64 {
 	require.NoError(t, sc.Err())
 	return 0
 }
+
+// A watch that etcd cancels because its revision was compacted makes its contention read
+// the mutex again (and watch anew from that read): what it waited for may have come and
+// gone with the compacted revisions.
+func TestCompactedWatchReadsAgain(t *testing.T) {
+	b := newBackend(t)
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	l, err := simba.NewLocker(b, "compacted", simba.WithContenderID("c"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	lease, err := l.Acquire(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lease.Release(context.Background()) })
+	id, _ := b.Lease()
+	own := map[string][]string{"c": {etcd.KeyOf(b.MutexPrefix("compacted"), id, 1)}}
+	require.Equal(t, own, etcd.Watched(b.Backend, "compacted"))
+	admin := newClient(t, server.Addr())
+	put, err := admin.Put(ctx, "compacted-filler", "")
+	require.NoError(t, err)
+	_, err = admin.Compact(ctx, put.Header.Revision)
+	require.NoError(t, err)
+	reads := serverMetric(t, txnsHandled)
+	etcd.WatchAgainFrom(b.Backend, "compacted", put.Header.Revision-1)
+	require.Eventually(t, func() bool {
+		return serverMetric(t, txnsHandled) > reads && reflect.DeepEqual(etcd.Watched(b.Backend, "compacted"), own)
+	}, eventBound, 10*time.Millisecond, "the owner did not read the mutex again and watch its key after its watch was compacted away")
+	require.True(t, lease.Context().Err() == nil, "the owner stopped believing")
+}
+
+// txnsHandled is the member's count of transactions answered.
+const txnsHandled = `grpc_server_handled_total{grpc_code="OK",grpc_method="Txn",grpc_service="etcdserverpb.KV",grpc_type="unary"}`
