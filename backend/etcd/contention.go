@@ -214,8 +214,7 @@ func (c *contention) startRun() { c.runOnce.Do(func() { c.b.wg.Go(c.run) }) }
 // run looks at the mutex whenever something may have changed (a watch fired, the lease
 // was granted) until halted, then leaves, unless StopContend does.
 func (c *contention) run() {
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
+	retry := stoppedTimer()
 	defer retry.Stop()
 	failures := 0
 	for {
@@ -248,7 +247,7 @@ func (c *contention) run() {
 		}
 		failures++
 		isRefused := errors.Is(err, simba.ErrRefused)
-		d := min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, time.Second)
+		d := backoff(failures, time.Second)
 		if isRefused {
 			c.log.Error("simba/etcd: etcd refused a request on the mutex; retrying", "err", err, "retry_in", d)
 		} else {

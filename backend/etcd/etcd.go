@@ -221,6 +221,19 @@ func (b *Backend) Close() error {
 	return err
 }
 
+// backoff is the pause after the failures-th failure in a row: 20 ms, doubling, at most
+// ceiling.
+func backoff(failures int, ceiling time.Duration) time.Duration {
+	return min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, ceiling)
+}
+
+// stoppedTimer returns a timer that has not been set yet (Reset sets it).
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
 // revokeTimeout bounds Close's revoke of the lease.
 const revokeTimeout = time.Second
 
@@ -236,8 +249,7 @@ func (b *Backend) wakeKeeper() {
 // up when no keep-alive was answered for a TTL, and deletes the keys that stopped
 // contentions left behind.
 func (b *Backend) keep() {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := stoppedTimer()
 	defer timer.Stop()
 	var ka keepAlive
 	defer ka.close()
@@ -280,7 +292,7 @@ func (b *Backend) keep() {
 			b.collect()
 		} else {
 			failures++
-			next = min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, next)
+			next = backoff(failures, next)
 		}
 		timer.Reset(next)
 	}

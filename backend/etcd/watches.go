@@ -91,8 +91,7 @@ func (b *Backend) wakeSender() {
 func (b *Backend) send() {
 	var s openStream
 	defer s.close()
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
+	retry := stoppedTimer()
 	defer retry.Stop()
 	failures := 0
 	for {
@@ -106,7 +105,7 @@ func (b *Backend) send() {
 			more, ok := b.sendQueued(&s)
 			if !ok {
 				failures++
-				retry.Reset(min(time.Duration(1<<min(failures, 10))*10*time.Millisecond, time.Second))
+				retry.Reset(backoff(failures, time.Second))
 				break
 			}
 			failures = 0
