@@ -24,9 +24,9 @@ var etcdMutations = []etcdMutation{
 	// A failed keep-alive is made good by a serializable read, which the cut-off member
 	// answers from its own state, where the owner's key stands.
 	{name: "etcd-serializable-renewal", scenario: "43_member_partitioned", expected: "C5"},
-	// A watch that ends with the compaction of its revision, not with a deletion, is taken
-	// for one the contention stopped: the waiter waits for ever.
-	{name: "etcd-compaction-ignored", scenario: "45_compaction_while_waiting", expected: "C6"},
+	// A watch stream that ends (its connection cut while the deletion's revision is
+	// compacted) ends none of its watches: the waiter waits for ever.
+	{name: "etcd-watch-stream-end-ignored", scenario: "45_compaction_while_waiting", expected: "C6"},
 	// A lease whose keep-alives go unanswered for a TTL is kept alive on: keep-alives that
 	// still reach the leader keep the non-believing owner's key first in line.
 	{name: "etcd-lease-kept-unanswered", scenario: "47_owner_answers_lost", expected: "C6"},
