@@ -430,8 +430,11 @@ func (r *Run) Kill(p *Proc) {
 	r.count("kill")
 	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT) // a paused process dies too
 	_ = p.cmd.Process.Kill()
+	// The process runs no more once the signal is sent; reaping it may take seconds on a
+	// loaded machine, and a kill logged then would have it believe until then.
+	killed := Now()
 	<-p.done
-	r.Log.Put(Event{At: Now(), Proc: p.ID, Kind: KindKilled})
+	r.Log.Put(Event{At: killed, Proc: p.ID, Kind: KindKilled})
 	p.Proxy.Reset()
 }
 
