@@ -43,9 +43,17 @@ type Backend struct {
 }
 
 var (
-	_ simba.Backend     = (*Backend)(nil)
-	_ backend.Validator = (*Backend)(nil)
+	_ simba.Backend          = (*Backend)(nil)
+	_ backend.Validator      = (*Backend)(nil)
+	_ backend.DeadlineKeeper = (*Backend)(nil)
 )
+
+// KeepsDeadlines reports that every call of the backend and of its contentions returns by
+// its context's deadline (backend.DeadlineKeeper): each statement runs under the call's
+// context, which both drivers end by closing the connection, and every wait of a call
+// (a connection from the pool, the hand-over's waiter) ends with it too. A Locker then
+// makes its start-up, first attempt and release on its caller's goroutine.
+func (b *Backend) KeepsDeadlines() bool { return true }
 
 // New returns a backend on db, a pool the caller opened (with go-sql-driver/mysql, put
 // interpolateParams=true in its DSN: see the package documentation) and keeps: the

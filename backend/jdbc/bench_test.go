@@ -3,8 +3,10 @@ package jdbc_test
 import (
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,19 +28,40 @@ func BenchmarkPostgresLockerCycle(b *testing.B) {
 	benchmarkLockerCycle(b, newPGBackend(b))
 }
 
-func benchmarkLockerCycle(b *testing.B, be *jdbc.Backend) {
+// BenchmarkLockerCycleWithDeadline is BenchmarkLockerCycle with a context that can end, as
+// an application's acquisitions have; BenchmarkPostgresLockerCycleWithDeadline on
+// PostgreSQL.
+func BenchmarkLockerCycleWithDeadline(b *testing.B) {
+	benchmarkLockerCycleWithin(b, newBackend(b), time.Hour)
+}
+
+func BenchmarkPostgresLockerCycleWithDeadline(b *testing.B) {
+	benchmarkLockerCycleWithin(b, newPGBackend(b), time.Hour)
+}
+
+func benchmarkLockerCycle(b *testing.B, be *jdbc.Backend) { benchmarkLockerCycleWithin(b, be, 0) }
+
+// benchmarkLockerCycleWithin measures uncontended Locker cycles on be, each acquisition
+// and release with a context that ends after within (0: never).
+func benchmarkLockerCycleWithin(b *testing.B, be *jdbc.Backend, within time.Duration) {
 	l, err := simba.NewLocker(be, mutexName(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchmarkCycle(b, l.Acquire)
+	ctx := context.Background()
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	benchmarkCycle(b, ctx, l.Acquire)
 }
 
 // benchmarkCycle measures acquire and the release of the lease it returns, one after the
-// other, and reports p50-ns and p99-ns per cycle.
-func benchmarkCycle(b *testing.B, acquire func(context.Context) (*simba.Lease, error)) {
-	ctx := context.Background()
+// other, with ctx, and reports p50-ns and p99-ns per cycle.
+func benchmarkCycle(b *testing.B, ctx context.Context, acquire func(context.Context) (*simba.Lease, error)) {
 	var cycles []time.Duration
+	created, cpu := goroutinesCreated(), processCPU()
 	for b.Loop() {
 		began := time.Now()
 		lease, err := acquire(ctx)
@@ -50,7 +73,28 @@ func benchmarkCycle(b *testing.B, acquire func(context.Context) (*simba.Lease, e
 		}
 		cycles = append(cycles, time.Since(began))
 	}
+	b.ReportMetric(float64(goroutinesCreated()-created)/float64(len(cycles)), "goroutines/op")
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(len(cycles)), "cpu-ns/op")
 	latency.Report(b, cycles)
+}
+
+// goroutinesCreated returns how many goroutines the process has created.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// processCPU returns the CPU time the process has used, user and system.
+func processCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // BenchmarkHandOver measures the time from the holder's Release call to the return of

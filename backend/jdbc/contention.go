@@ -885,8 +885,9 @@ func (c *contention) ensureRow(ctx context.Context) error {
 // and the statement is tried on the pool when the driver says nothing was sent.
 //
 // While the pinned connection's session holds the named lock, only the release runs on it
-// (lockOwn), which may let the lock go in the same statement and which the service never
-// cuts short (Stop ends the call in flight, then releases on a context of its own): a
+// (lockOwn), which may let the lock go in the same statement and which the service cuts
+// short only when the context of Stop's caller ends during it (Stop ends the call in
+// flight, then releases; a release cut short is made again in the background): a
 // statement cut short by its context makes go-sql-driver and pgx close the connection it
 // runs on, and the server would then let the lock go with the session, ahead of the
 // release, waking a waiter that finds the row still owned (it heads the queue, polling,

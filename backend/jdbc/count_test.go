@@ -17,22 +17,53 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/goroutine"
 )
 
 // statements counts the statements that the connections of a pool send to the server, by
 // kind (statementKind), at the driver: every query and exec the pool's connections run.
 type statements struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu      sync.Mutex
+	counts  map[string]int
+	callers map[uint64]int // statements by the goroutine that made them, when recorded
 }
 
 func (s *statements) add(query string) {
+	var caller uint64
+	if s.recording() {
+		caller = goroutine.ID()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.counts == nil {
 		s.counts = make(map[string]int)
 	}
 	s.counts[statementKind(query)]++
+	if s.callers != nil {
+		s.callers[caller]++
+	}
+}
+
+// recordCallers makes s record, from now on, which goroutines make the statements.
+func (s *statements) recordCallers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.callers = make(map[uint64]int)
+}
+
+func (s *statements) recording() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callers != nil
+}
+
+// takeCallers returns the statements by goroutine so far and starts again from none.
+func (s *statements) takeCallers() map[uint64]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.callers
+	s.callers = make(map[uint64]int)
+	return c
 }
 
 // take returns the counts so far and starts again from zero.

@@ -214,6 +214,8 @@
 // a quarter of the TTL by default) is far shorter than InnoDB's 50 s row-lock wait. On
 // MariaDB each table statement also carries SET STATEMENT max_statement_time, so the server
 // itself gives the statement up, row-lock waits included, shortly before the caller does.
+// Every call of the backend and of its contentions returns by its context's deadline
+// (backend.DeadlineKeeper), so a Locker makes its calls on its caller's goroutine.
 // A statement the caller abandoned may still reach the server later (it sat in a socket
 // buffer, or MySQL, which has no such prefix for UPDATE, kept it waiting for a row lock).
 // That is harmless: an acquisition is one UPDATE that only takes a free row or renews this

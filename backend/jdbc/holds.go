@@ -571,12 +571,32 @@ func (c *holdContention) Lookup(ctx context.Context) (backend.Record, error) {
 	return first.record(), nil
 }
 
-// StopContend forgets the contention and ends its parking; its row is left to Release.
-func (c *holdContention) StopContend(context.Context) error {
-	c.b.mu.Lock()
-	delete(c.b.holds, c)
-	c.b.mu.Unlock()
-	c.endParking()
+// StopContend forgets the contention and ends its parking, waiting for it as long as ctx
+// lasts (Close waits for the rest); its row is left to Release.
+func (c *holdContention) StopContend(ctx context.Context) error {
+	b := c.b
+	b.mu.Lock()
+	delete(b.holds, c)
+	closing := b.holds == nil
+	if !closing {
+		b.background.Add(1)
+	}
+	b.mu.Unlock()
+	if closing {
+		return nil // Close ends the parking and waits for it
+	}
+	// The parked statement ends within interruptFor, or its connection is closed, even
+	// on a server that answers nothing: longer than a short deadline.
+	ended := make(chan struct{})
+	go func() {
+		defer b.background.Done()
+		c.endParking()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	}
 	return nil
 }
 

@@ -29,7 +29,7 @@ func benchmarkPermitCycle(b *testing.B, be *jdbc.Backend) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	benchmarkCycle(b, s.Acquire)
+	benchmarkCycle(b, context.Background(), s.Acquire)
 }
 
 // BenchmarkPermitHandOver measures the time from the Release of a semaphore's only permit
