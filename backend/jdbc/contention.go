@@ -41,6 +41,7 @@ type contention struct {
 	lock      string // the named lock of the mutex's row; "" without hand-over
 	acquire   string // the acquire statement, for this contention's ttl and transition
 	locking   string // the acquire statement that tries the named lock too; "" where none (lockingAcquirer)
+	taking    string // locking without its read of the row, where the dialect has one; else ""
 
 	// What the last answers said. version is the row's version as of the last answer;
 	// token is the tenure's fencing token when that answer named this contender, else 0;
@@ -97,7 +98,7 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 		r := b.rendered(s, c.ttl, c.lease)
 		c.acquire = r.acquire
 		if c.lock != "" {
-			c.locking = r.locking
+			c.locking, c.taking = r.locking, r.taking
 		}
 		if s.waits && !p.WaitsOnly {
 			c.waits = r.waits
@@ -112,6 +113,7 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 type renderedSQL struct {
 	acquire string
 	locking string // "" where the dialect or the session has none (lockingAcquirer)
+	taking  string // locking without its read of the row; "" where the dialect has none
 	waits   waitStatements
 }
 
@@ -138,7 +140,10 @@ func (b *Backend) rendered(s schema, ttl, lease time.Duration) renderedSQL {
 	}
 	r.acquire = b.dialect.acquireStatement(b.table, s, ttl, lease)
 	if l, ok := b.dialect.(lockingAcquirer); ok {
-		r.locking = l.lockingAcquireStatement(b.table, s, ttl, lease)
+		r.locking = l.lockingAcquireStatement(b.table, s, ttl, lease, true)
+		if r.locking != "" {
+			r.taking = l.lockingAcquireStatement(b.table, s, ttl, lease, false)
+		}
 	}
 	if s.waits {
 		r.waits = waitSQL(b.dialect, b.table, s)
@@ -265,7 +270,8 @@ func (c *contention) acquireRow(ctx context.Context, open opening) (backend.Reco
 			return c.won(res), nil
 		case r == nil:
 			// MySQL: the statement did not say what became of the lock; a read on the
-			// pinned connection does.
+			// pinned connection does. PostgreSQL's, without a read (taking), told only
+			// that.
 			if r, err = c.readKnown(ctx); err != nil {
 				return backend.Record{}, err
 			}

@@ -115,7 +115,10 @@ func statementKind(q string) string {
 	case has("GET_LOCK(?, ?)", "pg_advisory_lock($1"):
 		return "wait"
 	case has("SET version = "):
-		if has("GET_LOCK", "pg_try_advisory_lock") {
+		switch {
+		case has("pg_try_advisory_lock") && has("pg_locks"):
+			return "acquire+lock+read" // pgAcquireLocking
+		case has("GET_LOCK", "pg_try_advisory_lock"):
 			return "acquire+lock"
 		}
 		return "acquire"

@@ -55,13 +55,15 @@ type releaseUnlocker interface {
 // lockingAcquirer is a Dialect whose acquire can take the named lock in the same statement
 // (see mysqlAcquireLocking, pgAcquireLocking), for a contention on its pinned connection
 // that does not hold the lock. lockingAcquireStatement renders that statement as
-// acquireStatement does, or returns "" where the session may not run it (see
-// schema.locksInUpdates); acquireLocking runs it with conn, bounded on the server to d,
-// and also reports what it found of the lock and, when it matched nothing and the
-// statement read the row too, the row (nil: not read).
+// acquireStatement does, one that reads the row when it matches nothing where the dialect
+// has one and reads asks for it, or returns "" where the session may not run it (see
+// schema.locksInUpdates) or, without reads, where the dialect has no statement that
+// reads less; acquireLocking runs it with conn, bounded on the server to d, and also
+// reports what it found of the lock and, when it matched nothing and the statement read
+// the row too (reads), the row (nil: not read).
 type lockingAcquirer interface {
-	lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string
-	acquireLocking(ctx context.Context, conn querier, s schema, d time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, *row, error)
+	lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration, reads bool) string
+	acquireLocking(ctx context.Context, conn querier, s schema, d time.Duration, query, lock string, reads bool, a acquireArgs) (acquireResult, lockTry, *row, error)
 }
 
 // lockTry is what a statement found of the named lock on the session it ran on.

@@ -376,14 +376,17 @@
 // RELEASE_LOCK(name), with CONNECTION_ID(): a tenure begun with mysqlAcquireLocking did
 // not learn its session's ID, which a later wait needs to be interrupted).
 //
-// On PostgreSQL a cycle is two statements too. Step 1 is pgAcquireLocking on the pinned
+// On PostgreSQL a cycle is two statements too. Step 1 is pgAcquireTaking on the pinned
 // connection, whose MATERIALIZED CTE runs pg_try_advisory_lock(key) and pg_backend_pid()
 // once, and whose UPDATE begins a new tenure only if the try took the lock (a renewal
 // does not need it). It answers whether it did, the pid, and the new version, the mark (1
 // for a renewal, 0 for a new tenure, read back from ttl_at), now and the version found
 // (which the SET clause kept in the transaction's setting simba.found; RETURNING reads
-// only the new row), or, when the UPDATE matched nothing, NULLs and the row as its
-// snapshot has it (see (2)). A renewal is pgAcquire, the same UPDATE with the same answer,
+// only the new row), or NULLs when the UPDATE matched nothing, after which a read of the
+// row follows. Where the mutex was contended at the contention's last try, step 1 is
+// pgAcquireLocking, which also answers the row as its snapshot has it when the UPDATE
+// matched nothing (see (2)); its plan costs the server more even when that part does not
+// run. A renewal is pgAcquire, the same UPDATE with the same answer,
 // on a pool connection. The release is pgReleaseUnlock on the pinned connection: pgRelease,
 // whose RETURNING takes the lock again at transaction level
 // (pg_try_advisory_xact_lock(key), at once: the session holds it) and then lets the
@@ -618,7 +621,7 @@
 // folds to work out. Clock steps are noticed as on MySQL.
 //
 // The acquire is one UPDATE ... RETURNING, one round trip, which also takes the advisory
-// lock and, when it matches nothing, reads the row; the release lets the advisory lock go
+// lock and, when it matches nothing on a contended mutex, reads the row; the release lets the advisory lock go
 // itself once it has committed (see Hand-over, end to end); the release's statement,
 // tokens, floors and pruning are otherwise MySQL's. The release's commit does not
 // wait for the WAL to reach the disk (it turns synchronous_commit off for its own

@@ -56,5 +56,5 @@ func ReleaseUnlockSQL(d Dialect) string {
 // Arguments (MySQL): contender, expected, floor, contender, mutex, floor, contender,
 // expected, stale, lock name, lock name.
 func LockingAcquireSQL(d Dialect, ttl, lease time.Duration) string {
-	return d.(lockingAcquirer).lockingAcquireStatement(tableName{name: DefaultTable}, schema{locksInUpdates: true}, ttl, lease)
+	return d.(lockingAcquirer).lockingAcquireStatement(tableName{name: DefaultTable}, schema{locksInUpdates: true}, ttl, lease, true)
 }

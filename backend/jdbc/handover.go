@@ -230,7 +230,11 @@ func (c *contention) acquireTryingLock(ctx context.Context, a acquireArgs) (acqu
 		res, err := c.acquirePlain(ctx, a)
 		return res, nil, err
 	}
-	res, try, r, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, conn, c.schema, limit(ctx), c.locking, c.lock, a)
+	query, reads := c.locking, true
+	if c.taking != "" && !c.b.floors.contended(c.mutex) {
+		query, reads = c.taking, false // most likely matches: no read of the row
+	}
+	res, try, r, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, conn, c.schema, limit(ctx), query, c.lock, reads, a)
 	if err == nil {
 		c.tried(conn, try)
 		return res, r, nil

@@ -106,8 +106,8 @@ func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit ti
 	return d.runAcquire(ctx, q, s, limit, query, a)
 }
 
-func (d mysqlDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
-	if !s.locksInUpdates {
+func (d mysqlDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration, reads bool) string {
+	if !s.locksInUpdates || !reads { // it reads no row either way
 		return ""
 	}
 	return d.renderAcquire(mysqlAcquireLocking, t, s, ttl, lease)
@@ -116,7 +116,7 @@ func (d mysqlDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease 
 // acquireLocking runs mysqlAcquireLocking. Its answer tells that the session holds the
 // lock when it began a new tenure, and nothing of the lock or the row otherwise (see
 // mysqlAcquireLocking): the contention reads the row next.
-func (d mysqlDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, *row, error) {
+func (d mysqlDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, _ bool, a acquireArgs) (acquireResult, lockTry, *row, error) {
 	res, err := d.runAcquire(ctx, conn, s, limit, query, a, lock, lock)
 	if err != nil || !res.matched || res.renewed {
 		return res, lockTry{}, nil, err

@@ -92,31 +92,41 @@ var (
 	_ releaseUnlocker = postgresDialect{}
 )
 
-func (d postgresDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
+func (d postgresDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration, reads bool) string {
 	q, v := d.quote(t), ""
 	if s.values {
 		_, v, _ = valueTable.name(d, t)
 	}
-	stmt := strings.ReplaceAll(pgAcquireLocking, "{value}", valueColumn(d, q, v))
+	stmt := pgAcquireTaking
+	if reads {
+		stmt = strings.ReplaceAll(pgAcquireLocking, "{value}", valueColumn(d, q, v))
+	}
 	return fmt.Sprintf(stmt, q, ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
 }
 
-// acquireLocking runs pgAcquireLocking: what the try did, and the UPDATE's answer or, when
-// it matched nothing, the row (missing when there is none).
-func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, a acquireArgs) (acquireResult, lockTry, *row, error) {
+// acquireLocking runs pgAcquireLocking (reads) or pgAcquireTaking: what the try did, and
+// the UPDATE's answer or, when it matched nothing and the statement read the row, the row
+// (missing when there is none).
+func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, reads bool, a acquireArgs) (acquireResult, lockTry, *row, error) {
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale, lock)
 	var got, session int64
 	var version, mark, now, found sql.NullInt64
 	var owner, value sql.NullString
 	var acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, token, holder sql.NullInt64
-	if err := conn.QueryRowContext(ctx, query, args...).Scan(&got, &session, &version, &mark, &now, &found,
-		&owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &token, &holder); err != nil {
+	dest := []any{&got, &session, &version, &mark, &now, &found}
+	if reads {
+		dest = append(dest, &owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &token, &holder)
+	}
+	if err := conn.QueryRowContext(ctx, query, args...).Scan(dest...); err != nil {
 		return acquireResult{}, lockTry{}, nil, err
 	}
 	try := lockTry{told: true, got: got == 1, other: got != 1, session: session}
 	if version.Valid {
 		res, err := pgAcquired(version.Int64, mark.Int64, now.Int64, found.Int64)
 		return res, try, nil, err
+	}
+	if !reads {
+		return acquireResult{}, try, nil, nil
 	}
 	if !owner.Valid {
 		return acquireResult{}, try, &row{missing: true}, nil
