@@ -52,9 +52,10 @@ type contention struct {
 	doubt   bool
 	stray   time.Time // until when an abandoned UPDATE may still take the row (stray.go)
 
-	value  string // the owner value of the contender's tenures; "": none (values.go)
-	valued uint64 // the token of the tenure whose value the value table holds; 0: none
-	ahead  uint64 // the token whose value the current Acquire wrote ahead (valueAhead); 0: none
+	value   string // the owner value of the contender's tenures; "": none (values.go)
+	valued  uint64 // the token of the tenure whose value the value table holds; 0: none
+	ahead   uint64 // the token whose value the current Acquire wrote ahead (valueAhead); 0: none
+	cleared bool   // the value row naming the contender is cleared (clearValue)
 
 	waits      waitStatements // the wait table's (waits.go); empty without it, or for a Locker
 	registered time.Time      // when the contention last wrote its row in the wait table; zero: it has none
@@ -175,7 +176,7 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		rec, err = c.acquireRow(ctx, open)
 	}
 	if err == nil && c.value == "" && c.schema.values && rec.Owner == c.id {
-		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
+		c.clearValue(ctx)
 	}
 	if err == nil && c.stepped && rec.Owner == c.id {
 		rec, err = c.stepAside(ctx)
@@ -214,7 +215,7 @@ func (c *contention) valueBefore(ctx context.Context) (err error) {
 	case c.schema.values:
 		// The same, for a contender without a value, whose clearing at the tenure's
 		// beginning failed (clearValue; nothing when it succeeded).
-		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
+		c.clearValue(ctx)
 	}
 	return err
 }
@@ -365,7 +366,7 @@ func (c *contention) afterUnmatched(ctx context.Context, again bool, known *row)
 			return backend.Record{}, false, err
 		}
 	case c.schema.values:
-		c.b.clearValue(ctx, c.schema, c.mutex, c.id)
+		c.clearValue(ctx)
 	}
 	res, _, err := c.update(ctx, acquireArgs{mutex: c.mutex, contender: c.id,
 		expect: sql.NullInt64{Int64: int64(r.version), Valid: true}}, false)

@@ -148,14 +148,15 @@ const maxCleared = 4096
 // would then wait for it, and a renewal whose statement must go out at once, as the
 // answer of a lost one is awaited, would not.) A refusal (no DELETE privilege on the
 // value table) counts as done, as no later try would do better; an outage is tried again
-// before the next renewal. Either way the acquisition goes on.
-func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
+// before the next renewal. Either way the acquisition goes on. It reports whether the row
+// is cleared.
+func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) (done bool) {
 	key := mutex + "\x00" + id
 	b.mu.Lock()
-	_, done := b.cleared[key]
+	_, done = b.cleared[key]
 	b.mu.Unlock()
 	if done {
-		return
+		return true
 	}
 	// A quarter of the call's time at most: the renewal that follows is what the call is
 	// for (a clearing whose answer is slow or lost must not leave it no time).
@@ -167,7 +168,7 @@ func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.clearValue, mutex, id)
 	_, err := b.db.ExecContext(ctx, query, args...)
 	if err != nil && !errors.Is(b.refused(err), simba.ErrRefused) {
-		return
+		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -175,6 +176,17 @@ func (b *Backend) clearValue(ctx context.Context, s schema, mutex, id string) {
 		b.cleared = make(map[string]struct{})
 	}
 	b.cleared[key] = struct{}{}
+	return true
+}
+
+// clearValue clears the value row naming the contender (Backend.clearValue), and remembers
+// it for the contention's later renewals: the backend forgets the pairs it cleared once it
+// has cleared maxCleared, and a process holding more mutexes than that would otherwise
+// send a DELETE with every renewal.
+func (c *contention) clearValue(ctx context.Context) {
+	if !c.cleared {
+		c.cleared = c.b.clearValue(ctx, c.schema, c.mutex, c.id)
+	}
 }
 
 // valueColumn returns the value and token columns of dialect d for the mutex table q
