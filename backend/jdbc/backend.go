@@ -26,6 +26,7 @@ type Backend struct {
 	steps       atomic.Uint64
 	floors      floors
 	lookups     lookups // for ReleaseOwner
+	renewals    *renewals
 
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded
@@ -46,6 +47,7 @@ var (
 	_ simba.Backend          = (*Backend)(nil)
 	_ backend.Validator      = (*Backend)(nil)
 	_ backend.DeadlineKeeper = (*Backend)(nil)
+	_ backend.RenewalBatcher = (*Backend)(nil)
 )
 
 // KeepsDeadlines reports that every call of the backend and of its contentions returns by
@@ -71,7 +73,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		pins = make(chan struct{}, cfg.pins)
 	}
 	wakes, stopWakes := context.WithCancel(context.Background())
-	return &Backend{
+	b := &Backend{
 		wakes:       wakes,
 		stopWakes:   stopWakes,
 		pins:        pins,
@@ -80,7 +82,9 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		table:       t,
 		sql:         cfg.dialect.statements(t),
 		contentions: make(map[*contention]struct{}),
-	}, nil
+	}
+	b.renewals = newRenewals(b)
+	return b, nil
 }
 
 // Close frees what the backend holds itself: its pinned connections (which lets their
@@ -90,8 +94,9 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 // matching simba.ErrClosed, and acquisitions waiting for their turn end at once
 // (Participant.Closed). Close waits for the sweeps that stopped contentions left behind
 // (see Bounded statements): at most the call timeout and a little more; it ends the wakes
-// that releases of holds sent to other processes' waiters. It is idempotent and returns
-// nil.
+// that releases of holds sent to other processes' waiters, and the statement renewing
+// many mutexes under way, whose renewals fail with simba.ErrClosed. It is idempotent and
+// returns nil.
 func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil
@@ -112,6 +117,7 @@ func (b *Backend) Close() error {
 			c.closed() // an acquisition waiting for its turn ends now, not at its next attempt
 		}
 	}
+	b.renewals.close()
 	b.stopWakes() // a wake still under way ends: its waiters poll, if any are left
 	b.background.Wait()
 	return nil
@@ -157,6 +163,10 @@ func (b *Backend) StartContend(ctx context.Context, p backend.Participant) (back
 	b.contentions[c] = struct{}{}
 	return c.wrap(s, p.WaitsOnly), nil
 }
+
+// BatchesRenewals reports that the renewals reaching the backend together go as one
+// statement per ttl and transition (backend.RenewalBatcher).
+func (b *Backend) BatchesRenewals() bool { return true }
 
 // TokenRegressions returns how many times a contention of this backend saw a mutex's row
 // at a version lower than one the backend had seen before: the row was deleted and

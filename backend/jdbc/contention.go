@@ -42,6 +42,7 @@ type contention struct {
 	acquire   string // the acquire statement, for this contention's ttl and transition
 	locking   string // the acquire statement that tries the named lock too; "" where none (lockingAcquirer)
 	taking    string // locking without its read of the row, where the dialect has one; else ""
+	renew     string // the statement that renews many tenures, this contention's among them (renewals.go)
 
 	// What the last answers said. version is the row's version as of the last answer;
 	// token is the tenure's fencing token when that answer named this contender, else 0;
@@ -97,7 +98,7 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 	}
 	if c.id != "" {
 		r := b.rendered(s, c.ttl, c.lease)
-		c.acquire = r.acquire
+		c.acquire, c.renew = r.acquire, r.renew
 		if c.lock != "" {
 			c.locking, c.taking = r.locking, r.taking
 		}
@@ -115,6 +116,7 @@ type renderedSQL struct {
 	acquire string
 	locking string // "" where the dialect or the session has none (lockingAcquirer)
 	taking  string // locking without its read of the row; "" where the dialect has none
+	renew   string // Dialect.renewStatement
 	waits   waitStatements
 }
 
@@ -140,6 +142,7 @@ func (b *Backend) rendered(s schema, ttl, lease time.Duration) renderedSQL {
 		return r
 	}
 	r.acquire = b.dialect.acquireStatement(b.table, s, ttl, lease)
+	r.renew = b.dialect.renewStatement(b.table, s, ttl, lease)
 	if l, ok := b.dialect.(lockingAcquirer); ok {
 		r.locking = l.lockingAcquireStatement(b.table, s, ttl, lease, true)
 		if r.locking != "" {
@@ -422,8 +425,12 @@ func (c *contention) update(ctx context.Context, a acquireArgs, locking bool) (a
 	return res, r, err
 }
 
-// acquirePlain runs the acquire statement (see run).
+// acquirePlain runs the acquire statement (see run), or renews in the backend's next batch
+// where it may (renewInBatch).
 func (c *contention) acquirePlain(ctx context.Context, a acquireArgs) (res acquireResult, err error) {
+	if res, batched, err := c.renewInBatch(ctx, a); batched {
+		return res, err
+	}
 	err = c.run(ctx, false, func(q querier) (err error) {
 		res, err = c.b.dialect.acquire(ctx, q, c.schema, limit(ctx), c.acquire, a)
 		return err
@@ -540,7 +547,10 @@ func (c *contention) won(res acquireResult) backend.Record {
 	if res.renewed && c.token != 0 {
 		token = c.token
 	}
-	ttl := c.ttl - clockStep - c.shortened(res.renewed)
+	// A renewal that waited for its batch's statement is that much younger than the call:
+	// the store read its clock after that wait, which makes up for the clock's step and
+	// the renewal mark (renewGap), so that the owner stays on simba's renewal grid.
+	ttl := min(c.ttl-clockStep-c.shortened(res.renewed)+res.queued, c.ttl)
 	c.version, c.token = res.version, token
 	return backend.Record{
 		Owner:      c.id,

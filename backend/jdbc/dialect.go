@@ -25,6 +25,13 @@ type Dialect interface {
 	// acquire runs the acquire statement with q, bounded on the server to d (see bound),
 	// and decodes its result.
 	acquire(ctx context.Context, q querier, s schema, d time.Duration, query string, a acquireArgs) (acquireResult, error)
+	// renewStatement renders the statement that renews many tenures at once (renewals.go)
+	// for t, a session like s, and contentions' ttl and ttl + transition.
+	renewStatement(t tableName, s schema, ttl, lease time.Duration) string
+	// renewMany runs the renew statement with q for rows, bounded on the server to d, and
+	// reports which of them it renewed (all or none where the answer does not tell which)
+	// and the database's now (its low 31 bits, in ms) when it renewed any.
+	renewMany(ctx context.Context, q querier, s schema, d time.Duration, query string, rows []renewRow) (renewed []bool, now uint64, err error)
 	// inspect reads the server's properties and the table's columns and checks them
 	// against the format; it returns a *SchemaError when the table does not match.
 	inspect(ctx context.Context, db *sql.DB, t tableName) (schema, error)
@@ -114,6 +121,7 @@ func (c clocked) in(s schema) string {
 // querier runs statements: the pool (*sql.DB) or one pinned connection (*sql.Conn).
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
@@ -132,11 +140,12 @@ type acquireArgs struct {
 
 // acquireResult is what an acquire statement did.
 type acquireResult struct {
-	matched bool   // the contender owns the row now
-	found   uint64 // the row's version before the statement (when matched)
-	version uint64 // the row's version after the statement (when matched)
-	renewed bool   // the row was the contender's, at the expected version (when matched)
-	now     uint64 // the low 31 bits of the database's now in ms (when matched)
+	matched bool          // the contender owns the row now
+	found   uint64        // the row's version before the statement (when matched)
+	version uint64        // the row's version after the statement (when matched)
+	renewed bool          // the row was the contender's, at the expected version (when matched)
+	now     uint64        // the low 31 bits of the database's now in ms (when matched)
+	queued  time.Duration // how long the renewal waited for its batch's statement (renewals.go)
 }
 
 // schema is what Start learned about the server and the table, once per backend.

@@ -106,6 +106,44 @@ func (d mysqlDialect) acquire(ctx context.Context, q querier, s schema, limit ti
 	return d.runAcquire(ctx, q, s, limit, query, a)
 }
 
+func (d mysqlDialect) renewStatement(t tableName, s schema, ttl, lease time.Duration) string {
+	return d.renderAcquire(mysqlRenewMany, t, s, ttl, lease)
+}
+
+// renewMany runs mysqlRenewMany. Its answer counts the rows renewed: when it counts fewer
+// than all, it does not tell which, and none is reported renewed.
+func (d mysqlDialect) renewMany(ctx context.Context, q querier, s schema, limit time.Duration, query string, rows []renewRow) ([]bool, uint64, error) {
+	args := make([]any, 0, 4*len(rows))
+	for _, r := range rows {
+		args = append(args, r.mutex)
+	}
+	for _, r := range rows {
+		args = append(args, r.mutex, r.contender, r.version)
+	}
+	query = strings.Replace(query, "{mutexes}", d.list(len(rows)), 1)
+	query = strings.Replace(query, "{rows}", strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(rows)), ", "), 1)
+	query, args = d.bound(s, limit, query, args...)
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, 0, err
+	}
+	now, err := res.LastInsertId()
+	if err != nil {
+		return nil, 0, err
+	}
+	renewed := make([]bool, len(rows))
+	if n == int64(len(rows)) {
+		for i := range renewed {
+			renewed[i] = true
+		}
+	}
+	return renewed, uint64(now) & nowBits, nil
+}
+
 func (d mysqlDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease time.Duration, reads bool) string {
 	if !s.locksInUpdates || !reads { // it reads no row either way
 		return ""

@@ -29,13 +29,24 @@ func needPostgres(t testing.TB) {
 }
 
 // startPostgres starts a PostgreSQL in dir with the simba_mutex table. Commits are not
-// flushed to disk (fsync off): the tests measure nothing, and the machine is shared.
+// flushed to disk (fsync off): the tests measure nothing, and the machine is shared. It
+// loads pg_stat_statements, whose counts some tests read (pgStatements).
 func startPostgres(dir string) (*testserver.Postgres, error) {
-	s, err := testserver.NewPostgres(dir, "-c", "fsync=off", "-c", "synchronous_commit=off")
+	s, err := testserver.NewPostgres(dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "shared_preload_libraries=pg_stat_statements")
 	if err != nil {
 		return nil, err
 	}
-	return s, startWithTable(s, "pgx", jdbc.WithDialect(jdbc.Postgres))
+	if err := startWithTable(s, "pgx", jdbc.WithDialect(jdbc.Postgres)); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;"); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
 }
 
 // openPG opens a pool of its own on the shared PostgreSQL, closed when the test ends.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	_ "embed"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -85,6 +86,53 @@ func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit
 		return acquireResult{}, err
 	}
 	return pgAcquired(version, mark, now, found)
+}
+
+func (d postgresDialect) renewStatement(t tableName, _ schema, ttl, lease time.Duration) string {
+	return fmt.Sprintf(pgRenewMany, d.quote(t), ttl.Milliseconds(), lease.Milliseconds(), parity(ttl, lease))
+}
+
+// renewMany runs pgRenewMany: the rows go as JSON, and the answer names the mutexes
+// renewed.
+func (d postgresDialect) renewMany(ctx context.Context, q querier, s schema, limit time.Duration, query string, rows []renewRow) ([]bool, uint64, error) {
+	type jsonRow struct {
+		M string `json:"m"`
+		O string `json:"o"`
+		V uint64 `json:"v"`
+	}
+	list := make([]jsonRow, len(rows))
+	at := make(map[string]int, len(rows))
+	for i, r := range rows {
+		list[i] = jsonRow{M: r.mutex, O: r.contender, V: r.version}
+		at[r.mutex] = i
+	}
+	text, err := json.Marshal(list)
+	if err != nil {
+		return nil, 0, err
+	}
+	query, args := d.bound(s, limit, query, string(text))
+	answer, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer answer.Close()
+	renewed := make([]bool, len(rows))
+	var now int64
+	for answer.Next() {
+		var mutex string
+		if err := answer.Scan(&mutex, &now); err != nil {
+			return nil, 0, err
+		}
+		i, ok := at[mutex]
+		if !ok {
+			return nil, 0, fmt.Errorf("the renewal of many mutexes answered mutex %q, which it was not asked to renew", mutex)
+		}
+		renewed[i] = true
+	}
+	if err := answer.Err(); err != nil {
+		return nil, 0, err
+	}
+	return renewed, uint64(now) & nowBits, nil
 }
 
 var (

@@ -1,6 +1,10 @@
 package jdbc_test
 
 import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,4 +45,117 @@ func (s *statements) count(kind string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[kind]
+}
+
+// heldStore is a store the held-mutex tests run on: a backend's pool on it, and what the
+// server counts.
+type heldStore struct {
+	name     string
+	open     func(t *testing.T, s *statements) (*sql.DB, []jdbc.Option)
+	updates  func(t *testing.T) int64                            // UPDATE statements the server has run
+	versions func(t *testing.T, db *sql.DB, prefix string) int64 // the sum of the versions of the rows whose mutex begins with prefix
+}
+
+var heldStores = []heldStore{
+	{
+		name: "MariaDB",
+		open: func(t *testing.T, s *statements) (*sql.DB, []jdbc.Option) {
+			needServer(t)
+			return countedDB(t, "mysql", server.DSN(), s), nil
+		},
+		updates: func(t *testing.T) int64 { return globalStatus(t, openDB(t), "Com_update") },
+		versions: func(t *testing.T, db *sql.DB, prefix string) int64 {
+			return sumVersions(t, db, "SELECT COALESCE(SUM(version), 0) FROM simba_mutex WHERE LEFT(mutex, CHAR_LENGTH(?)) = ?", prefix, prefix)
+		},
+	},
+	{
+		name: "PostgreSQL",
+		open: func(t *testing.T, s *statements) (*sql.DB, []jdbc.Option) {
+			needPostgres(t)
+			return countedDB(t, "pgx", pgServer.DSN(), s), []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}
+		},
+		updates: func(t *testing.T) int64 {
+			var n int64
+			require.NoError(t, openPG(t).QueryRowContext(t.Context(),
+				"SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements WHERE query LIKE 'UPDATE %simba_mutex%'").Scan(&n))
+			return n
+		},
+		versions: func(t *testing.T, db *sql.DB, prefix string) int64 {
+			return sumVersions(t, db, "SELECT COALESCE(SUM(version), 0) FROM simba_mutex WHERE left(mutex, length($1)) = $1", prefix)
+		},
+	},
+}
+
+func sumVersions(t *testing.T, db *sql.DB, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, db.QueryRowContext(t.Context(), query, args...).Scan(&n))
+	return n
+}
+
+// holdMany has n Lockers on b acquire a mutex each, named prefix and a number, and returns
+// their leases, released when t ends.
+func holdMany(t *testing.T, b *jdbc.Backend, prefix string, n int, opts ...simba.LockerOption) []*simba.Lease {
+	t.Helper()
+	leases := make([]*simba.Lease, n)
+	var wg sync.WaitGroup
+	for i := range leases {
+		wg.Go(func() {
+			l, err := simba.NewLocker(b, fmt.Sprintf("%s%d", prefix, i), opts...)
+			if !assert.NoError(t, err) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			leases[i], err = l.Acquire(ctx)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, l := range leases {
+			if l != nil {
+				_ = l.Release(context.Background())
+			}
+		}
+	})
+	require.False(t, t.Failed())
+	return leases
+}
+
+// Mutexes held by one process renew together: the server runs at most 1.1 UPDATEs per
+// renewal period for each connection of the backend's pool (issue 35's goal), not one per
+// mutex, and every owner keeps its lease. A renewal period is counted by the renewals
+// themselves: each raises its row's version by one.
+func TestHeldMutexesRenewInBatches(t *testing.T) {
+	for _, st := range heldStores {
+		t.Run(st.name, func(t *testing.T) {
+			var s statements
+			db, opts := st.open(t, &s)
+			db.SetMaxOpenConns(10)
+			b, err := jdbc.New(db, opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+			const n = 200
+			prefix := mutexName(t) + "-"
+			leases := holdMany(t, b, prefix, n, simba.WithTTL(3*time.Second))
+			reach := func(v int64) {
+				t.Helper()
+				require.Eventually(t, func() bool { return st.versions(t, db, prefix) >= v }, time.Minute, 20*time.Millisecond)
+			}
+			// Every owner renews once first: from then on, it renews on simba's grid.
+			reach(st.versions(t, db, prefix) + n)
+			v0, u0 := st.versions(t, db, prefix), st.updates(t)
+			reach(v0 + 3*n)
+			v1, u1 := st.versions(t, db, prefix), st.updates(t)
+			periods := float64(v1-v0) / n
+			perPeriod := float64(u1-u0) / periods
+			conns := db.Stats().OpenConnections
+			t.Logf("%d held mutexes: %.1f UPDATEs per renewal period on %d connections", n, perPeriod, conns)
+			assert.LessOrEqual(t, perPeriod, 1.1*float64(conns))
+			for i, l := range leases {
+				assert.NoError(t, context.Cause(l.Context()), "lease %d", i)
+			}
+		})
+	}
 }

@@ -127,6 +127,22 @@ const (
 	// contender, expected version, stale version (NULL: none).
 	mysqlAcquire = mysqlAcquireUpdate + mysqlFree + " OR version <=> ?)"
 
+	// mysqlRenewMany renews many tenures in one UPDATE (renewals.go): each row that still
+	// names its contender at the version its contention knows, within its transition
+	// window, gets a renewal's writes, as mysqlAcquire's (version + 1, ttl_at marked as a
+	// renewal's: renewalMark). Other rows are left alone. The server scans the range of
+	// mutexes named (a list of (mutex, owner, version) alone would make it scan, and in
+	// REPEATABLE READ lock, the whole key), in the key's order, as every statement that
+	// locks more than one row does. LAST_INSERT_ID hands back the low 31 bits of the
+	// database's now. {mutexes} stands for a placeholder per row, {rows} for three.
+	// Arguments: every row's mutex, then each row's mutex, contender and version.
+	mysqlRenewMany = "UPDATE %[1]s SET version = version + 1 + LEAST(LAST_INSERT_ID(" + mysqlNow + " & 2147483647), 0), " +
+		"ttl_at = " + mysqlNow + " + %[2]d + {writeShift} - (1 ^ %[4]d), " +
+		"acquired_at = {writeStart}, " +
+		"transition_at = " + mysqlNow + " + %[3]d + {writeShift} " +
+		"WHERE mutex IN ({mutexes}) AND (mutex, owner_id, version) IN ({rows}) AND version < 4294967295 " +
+		"AND {end} > " + mysqlNow + " ORDER BY mutex"
+
 	// mysqlAcquireUpdate is the acquire's UPDATE up to the condition under which it begins
 	// a new tenure: the row is free, or stale (the last argument).
 	mysqlAcquireUpdate = "UPDATE %[1]s SET " +
@@ -356,6 +372,16 @@ const (
 		"owner_id = $3 " +
 		"WHERE " + pgBound + " AND mutex = $5 AND GREATEST(version, $2) < 4294967295 " +
 		"AND CASE WHEN " + pgOwns + " THEN transition_at <> " + pgNow + " ELSE "
+
+	// pgRenewMany is mysqlRenewMany: the rows come as one JSON array of {"m": mutex, "o":
+	// contender, "v": version} ($2), so that the text is the same for any number of rows,
+	// and RETURNING names the rows renewed. An UPDATE locks only the rows it changes.
+	// Arguments: limit, rows.
+	pgRenewMany = "UPDATE %[1]s AS t SET version = t.version + 1, ttl_at = " + pgNow + " + %[2]d - (1 # %[4]d), " +
+		"acquired_at = " + pgNow + ", transition_at = " + pgNow + " + %[3]d " +
+		"FROM json_to_recordset($2::json) AS r(m text, o text, v bigint) " +
+		"WHERE " + pgBound + " AND t.mutex = r.m AND t.owner_id = r.o AND t.version = r.v AND t.version < 4294967295 " +
+		"AND t.transition_at > " + pgNow + " RETURNING t.mutex, " + pgNow
 
 	// pgAcquireLocking is pgAcquire that also tries the advisory lock ($7,
 	// pg_try_advisory_lock), for a contention that does not hold it, and reads the row
