@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
 )
 
@@ -34,7 +35,8 @@ func TestRenewalsClearValueOnce(t *testing.T) {
 	t.Cleanup(func() { _ = lease.Release(t.Context()) })
 	b.RememberClearings(jdbc.MaxCleared) // other tenures'
 	s.take()
-	require.Eventually(t, func() bool { return s.count("acquire") >= 2 }, time.Minute, 10*time.Millisecond, "two renewals")
+	require.Eventually(t, func() bool { return s.count("acquire")+s.count("renew many") >= 2 }, time.Minute, 10*time.Millisecond,
+		"two renewals")
 	counts := s.take()
 	require.NoError(t, lease.Context().Err())
 	assert.Zero(t, counts["delete"], "value rows cleared by renewals: %v", counts)
@@ -54,6 +56,7 @@ type heldStore struct {
 	open     func(t *testing.T, s *statements) (*sql.DB, []jdbc.Option)
 	updates  func(t *testing.T) int64                            // UPDATE statements the server has run
 	versions func(t *testing.T, db *sql.DB, prefix string) int64 // the sum of the versions of the rows whose mutex begins with prefix
+	takeOver string                                              // hands a mutex's row to contender y, as a takeover would
 }
 
 var heldStores = []heldStore{
@@ -63,7 +66,8 @@ var heldStores = []heldStore{
 			needServer(t)
 			return countedDB(t, "mysql", server.DSN(), s), nil
 		},
-		updates: func(t *testing.T) int64 { return globalStatus(t, openDB(t), "Com_update") },
+		updates:  func(t *testing.T) int64 { return globalStatus(t, openDB(t), "Com_update") },
+		takeOver: "UPDATE simba_mutex SET owner_id = 'y', version = version + 1 WHERE mutex = ?",
 		versions: func(t *testing.T, db *sql.DB, prefix string) int64 {
 			return sumVersions(t, db, "SELECT COALESCE(SUM(version), 0) FROM simba_mutex WHERE LEFT(mutex, CHAR_LENGTH(?)) = ?", prefix, prefix)
 		},
@@ -80,6 +84,7 @@ var heldStores = []heldStore{
 				"SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements WHERE query LIKE 'UPDATE %simba_mutex%'").Scan(&n))
 			return n
 		},
+		takeOver: "UPDATE simba_mutex SET owner_id = 'y', version = version + 1 WHERE mutex = $1",
 		versions: func(t *testing.T, db *sql.DB, prefix string) int64 {
 			return sumVersions(t, db, "SELECT COALESCE(SUM(version), 0) FROM simba_mutex WHERE left(mutex, length($1)) = $1", prefix)
 		},
@@ -158,4 +163,83 @@ func TestHeldMutexesRenewInBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Renewals that share a statement each get their own answer: of three held mutexes renewed
+// together, the one taken over meanwhile answers its new owner, and the other two are
+// renewed in the tenures they had. Renewals go in one statement when they come within
+// milliseconds of each other; a round in which they did not is made again.
+func TestRenewManyAnswersEachMutex(t *testing.T) {
+	for _, st := range heldStores {
+		t.Run(st.name, func(t *testing.T) {
+			var s statements
+			db, opts := st.open(t, &s)
+			b, err := jdbc.New(db, append(opts, jdbc.WithHandOver(false))...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+			for round := 0; ; round++ {
+				require.Less(t, round, 10, "the three renewals never went in one statement")
+				if renewTogether(t, b, db, st.takeOver, &s) {
+					return
+				}
+			}
+		})
+	}
+}
+
+// renewTogether holds three mutexes with contender x, hands the second to y behind its
+// back, renews the three at once and checks each answer. It reports whether the three
+// went in one statement.
+func renewTogether(t *testing.T, b *jdbc.Backend, db *sql.DB, takeOver string, s *statements) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var (
+		cs      [3]backend.LeaseContention
+		tokens  [3]uint64
+		mutexes [3]string
+	)
+	for i := range cs {
+		mutexes[i] = mutexName(t)
+		c, err := b.StartContend(ctx, backend.Participant{Mutex: mutexes[i], ContenderID: "x", TTL: 10 * time.Second,
+			Transition: 6 * time.Second, Wake: func() {}})
+		require.NoError(t, err)
+		cs[i] = c.(backend.LeaseContention)
+		t.Cleanup(func() {
+			_ = cs[i].Release(context.Background())
+			_ = cs[i].StopContend(context.Background())
+		})
+		rec, err := cs[i].Acquire(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "x", rec.Owner)
+		tokens[i] = rec.Token
+	}
+	_, err := db.ExecContext(ctx, takeOver, mutexes[1])
+	require.NoError(t, err)
+	s.take()
+	var (
+		recs [3]backend.Record
+		errs [3]error
+		wg   sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i, c := range cs {
+		wg.Go(func() {
+			<-start
+			recs[i], errs[i] = c.Acquire(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+	counts := s.take()
+	for i := range cs {
+		require.NoError(t, errs[i], "renewal %d", i)
+	}
+	assert.Equal(t, "x", recs[0].Owner, "the first mutex is still x's")
+	assert.Equal(t, tokens[0], recs[0].Token, "in the tenure it had")
+	assert.Equal(t, "y", recs[1].Owner, "the second was taken over")
+	assert.Equal(t, "x", recs[2].Owner, "the third is still x's")
+	assert.Equal(t, tokens[2], recs[2].Token, "in the tenure it had")
+	t.Logf("statements: %v", counts)
+	return counts["renew many"] == 1
 }
