@@ -549,6 +549,25 @@
 // restart the waiters' connections are gone; each waits again from its next attempt, and
 // an owner takes the lock again at its next renewal.
 //
+// # Many held mutexes
+//
+// The backend batches renewals (backend.RenewalBatcher): simba then has the owners of a
+// process renew at the same instants, and the renewals that reach the backend together
+// go in one statement per ttl and transition, on a connection of the pool. On MySQL and
+// MariaDB it is mysqlRenewMany, an UPDATE of the rows named by mutex, owner and version,
+// whose LAST_INSERT_ID is the database's now; on PostgreSQL pgRenewMany, with the rows
+// as one JSON argument, RETURNING the mutexes renewed. Each row gets the writes of the
+// renewal in (1) step 2, and JVM Simba's format is unchanged. A batch goes once no
+// renewal has come for 2 ms, once its first has waited 50 ms (or half its deadline), or
+// at 2,000 renewals, under the latest of their deadlines; each caller returns by its own.
+// A renewal the statement did not renew (its row taken over, released, or past its
+// transition window) is made again with its contention's own acquire statement, which
+// tells why; so is every renewal of a statement the server failed, and of a MySQL
+// statement that renewed fewer rows than it was given (its answer does not tell which).
+// A renewal on a pinned connection, or one that must take a row over, does not wait for
+// a batch. A process holding N mutexes makes about N/2,000 statements per renewal
+// period, not N.
+//
 // # Connections
 //
 // The hand-over holds connections of the pool, within a budget per Backend:

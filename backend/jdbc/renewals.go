@@ -26,6 +26,9 @@ const (
 	// maxRenewBatch: ... or once it holds this many renewals. The statement locks its
 	// rows until it commits (2,000 renewals took 10-40 ms on a loaded 2-core machine).
 	maxRenewBatch = 2000
+	// maxRenewing bounds the statements in flight: one whose answer is slow or lost (it
+	// waits for its deadline) holds up none of the batches behind it, up to this many.
+	maxRenewing = 4
 )
 
 // renewals gathers the renewals of a backend's contentions and sends them in batches.
@@ -34,6 +37,7 @@ type renewals struct {
 	ctx    context.Context // ends at close: cuts the statement in flight short
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	flying chan struct{} // a token per statement in flight (maxRenewing)
 
 	mu      sync.Mutex
 	queue   []*renewal
@@ -70,7 +74,7 @@ type renewOutcome struct {
 
 func newRenewals(b *Backend) *renewals {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &renewals{b: b, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
+	return &renewals{b: b, ctx: ctx, cancel: cancel, stop: make(chan struct{}), flying: make(chan struct{}, maxRenewing)}
 }
 
 // renewInBatch renews the contention's tenure in the backend's next batch, when it may go
@@ -139,14 +143,25 @@ func (q *renewals) renew(ctx context.Context, s schema, ttl, lease time.Duration
 	}
 }
 
-// run sends batches until no renewal waits.
+// run sends batches, each on a goroutine of its own, until no renewal waits.
 func (q *renewals) run() {
 	for {
 		batch, latest := q.gather()
 		if batch == nil {
 			return
 		}
-		q.send(batch, latest)
+		select {
+		case q.flying <- struct{}{}:
+		case <-q.stop:
+			for _, r := range batch {
+				r.done <- renewOutcome{err: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)}
+			}
+			continue // gather fails the others
+		}
+		q.wg.Go(func() {
+			defer func() { <-q.flying }()
+			q.send(batch, latest)
+		})
 	}
 }
 

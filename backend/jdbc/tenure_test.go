@@ -110,18 +110,29 @@ func proxied(t *testing.T) (*jdbc.Backend, proxy) {
 
 // lostReply calls Acquire while the proxy swallows the server's replies: the statement
 // reaches the server and runs, and its answer never comes. It returns once the server has
-// answered into the void.
-func lostReply(t *testing.T, c backend.LeaseContention, p proxy) {
+// answered into the void. A renewal goes in the backend's batch (a call with a deadline)
+// unless alone is set: a call without a deadline makes its own statement.
+func lostReply(t *testing.T, c backend.LeaseContention, p proxy, alone bool) {
 	t.Helper()
 	// A connection ready in the pool, for the handshake must not be swallowed.
 	require.NoError(t, p.db.PingContext(t.Context()))
 	before := p.Stats().Swallowed
 	p.Blackhole(faultproxy.Down)
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	_, err := c.Acquire(ctx)
-	cancel()
-	require.Error(t, err, "the answer was lost")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if !alone {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, 300*time.Millisecond)
+		defer stop()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(ctx)
+		done <- err
+	}()
 	waitUntil(t, 5*time.Second, "the server to answer", func() bool { return p.Stats().Swallowed > before })
+	cancel()
+	require.Error(t, <-done, "the answer was lost")
 	p.Blackhole(0)
 }
 
@@ -138,7 +149,7 @@ func TestLostReplyHidingANewTenure(t *testing.T) {
 	require.Equal(t, "a", first.Owner)
 
 	free(t, db, mutex)
-	lostReply(t, a, p)
+	lostReply(t, a, p, true) // a batch renews only rows still held, and leaves this one free
 	row := readRow(t, db, mutex)
 	require.Equal(t, "a", row.Owner, "the lost statement took the free row")
 
@@ -157,14 +168,14 @@ func TestLostRenewalRepliesKeepTheToken(t *testing.T) {
 	first := acquire(t, a)
 	require.Equal(t, "a", first.Owner)
 	for range 3 {
-		lostReply(t, a, p)
+		lostReply(t, a, p, false)
 		rec := acquire(t, a)
 		require.Equal(t, "a", rec.Owner)
 		assert.Equal(t, first.Token, rec.Token, "one token per tenure")
 	}
 	for n := range 3 {
 		for range n + 2 {
-			lostReply(t, a, p)
+			lostReply(t, a, p, false)
 		}
 		rec := acquire(t, a)
 		require.Equal(t, "a", rec.Owner)
