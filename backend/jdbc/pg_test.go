@@ -553,7 +553,8 @@ func FuzzPostgresNames(f *testing.F) {
 		require.NoError(t, openPG(t).QueryRowContext(t.Context(), "SELECT owner_id, version FROM simba_mutex WHERE mutex = $1", mutex).
 			Scan(&owner, &version))
 		assert.Equal(t, id, owner, "stored exactly")
-		assert.Equal(t, lease.Token(), version)
+		// The first renewal on simba's renewal grid may come right after the acquisition.
+		assert.Contains(t, []uint64{lease.Token(), lease.Token() + 1}, version, "the token, or one more after a renewal")
 		require.NoError(t, lease.Release(t.Context()))
 	})
 }
