@@ -59,7 +59,10 @@ type counting struct {
 	renewals  *intervals   // nil unless the scale figure measures renewal intervals
 }
 
-var _ backend.Validator = (*counting)(nil)
+var (
+	_ backend.Validator      = (*counting)(nil)
+	_ backend.RenewalBatcher = (*counting)(nil)
+)
 
 // StartContend wraps the contention of a lease store; session contentions (ZooKeeper)
 // make no Acquire calls and are returned as they are.
@@ -72,6 +75,14 @@ func (b *counting) StartContend(ctx context.Context, p backend.Participant) (bac
 		return &countedContention{LeaseContention: lc, b: b, id: p.ContenderID}, nil
 	}
 	return c, nil
+}
+
+// BatchesRenewals passes the backend's answer on (backend.RenewalBatcher): hidden by the
+// wrapper, it would have simba renew off its grid, and the backend's batches would
+// gather only the renewals that fall together by chance.
+func (b *counting) BatchesRenewals() bool {
+	r, ok := b.Backend.(backend.RenewalBatcher)
+	return ok && r.BatchesRenewals()
 }
 
 // ValidateMutex passes the check on to the backend, so that wrapping changes nothing.
