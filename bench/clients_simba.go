@@ -62,6 +62,7 @@ type counting struct {
 var (
 	_ backend.Validator      = (*counting)(nil)
 	_ backend.RenewalBatcher = (*counting)(nil)
+	_ backend.DeadlineKeeper = (*counting)(nil)
 )
 
 // StartContend wraps the contention of a lease store; session contentions (ZooKeeper)
@@ -83,6 +84,14 @@ func (b *counting) StartContend(ctx context.Context, p backend.Participant) (bac
 func (b *counting) BatchesRenewals() bool {
 	r, ok := b.Backend.(backend.RenewalBatcher)
 	return ok && r.BatchesRenewals()
+}
+
+// KeepsDeadlines passes the backend's answer on (backend.DeadlineKeeper): the wrapper's
+// calls go through at once. Hidden by the wrapper, it would have a Locker start up,
+// make its first attempt and release on goroutines of its own, as applications do not.
+func (b *counting) KeepsDeadlines() bool {
+	k, ok := b.Backend.(backend.DeadlineKeeper)
+	return ok && k.KeepsDeadlines()
 }
 
 // ValidateMutex passes the check on to the backend, so that wrapping changes nothing.

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+	simbaredis "github.com/simba-go/simba/backend/redis"
 )
 
 // TestWholePeriodsIn: a window holds the renewal periods that fit in it, also when the
@@ -39,5 +43,28 @@ func TestHeldGoalNamesLateOwners(t *testing.T) {
 	}
 	if !strings.Contains(gs[0].measured, "6089 late") {
 		t.Errorf("measured %q does not name the late owners", gs[0].measured)
+	}
+}
+
+// TestCountingKeepsRenewalBatching: the wrapper that counts a simba client's calls answers
+// for a backend that batches renewals and keeps deadlines as the backend does, so that
+// the scale figure's owners renew on the renewal grid, and a Locker makes its calls on its
+// caller's goroutine, as with an unwrapped backend.
+func TestCountingKeepsRenewalBatching(t *testing.T) {
+	rc := newRedisClient("127.0.0.1:1") // New does no I/O
+	defer rc.Close()
+	rb, err := simbaredis.New(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	var wrapped simba.Backend = &counting{Backend: rb}
+	batcher, ok := wrapped.(backend.RenewalBatcher)
+	if !ok || !batcher.BatchesRenewals() {
+		t.Fatalf("the wrapped Redis backend batches no renewals (backend.RenewalBatcher: %v)", ok)
+	}
+	keeper, ok := wrapped.(backend.DeadlineKeeper)
+	if !ok || !keeper.KeepsDeadlines() {
+		t.Fatalf("the wrapped Redis backend keeps no deadlines (backend.DeadlineKeeper: %v)", ok)
 	}
 }
