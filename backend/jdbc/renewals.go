@@ -3,10 +3,12 @@ package jdbc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/batch"
 )
 
 // Renewals of many held mutexes in one statement. simba has the owners of a process renew
@@ -166,9 +168,9 @@ func (q *renewals) run() {
 }
 
 // gather waits while renewals keep coming (see renewGap) and returns the next batch of
-// renewals whose callers still wait, oldest first, and the latest of their deadlines; nil
-// once none waits, the goroutine then ends. After close, it fails every renewal waiting
-// and returns nil.
+// renewals whose callers still wait, oldest first (those due soonest when more wait than
+// a batch holds), and the latest of their deadlines; nil once none waits, the goroutine
+// then ends. After close, it fails every renewal waiting and returns nil.
 func (q *renewals) gather() ([]*renewal, time.Time) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -201,23 +203,28 @@ func (q *renewals) gather() ([]*renewal, time.Time) {
 			break // none came meanwhile
 		}
 	}
+	if len(q.queue) > maxRenewBatch {
+		// More than a batch: the renewals due soonest go first. A grid instant's come
+		// together, some with their deadline a short renewal lead away, others later.
+		slices.SortStableFunc(q.queue, func(a, b *renewal) int { return batch.ByDeadline(a.ctx, b.ctx) })
+	}
 	n := min(len(q.queue), maxRenewBatch)
-	var batch []*renewal
+	var taken []*renewal
 	var latest time.Time
 	for _, r := range q.queue[:n] {
 		if r.ctx.Err() != nil {
 			continue // its caller has given up
 		}
-		batch = append(batch, r)
+		taken = append(taken, r)
 		if d, _ := r.ctx.Deadline(); d.After(latest) {
 			latest = d
 		}
 	}
-	for _, r := range batch {
+	for _, r := range taken {
 		r.until = latest.Add(strayGrace)
 	}
 	q.queue = q.queue[n:]
-	return batch, latest
+	return taken, latest
 }
 
 // send renews batch, bounded by latest, with one statement per ttl and transition, and

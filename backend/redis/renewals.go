@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed" // the Lua script
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/internal/batch"
 )
 
 //go:embed renew_many.lua
@@ -75,11 +77,7 @@ func newRenewals(client *goredis.Client) *renewals {
 // returns ctx's error as soon as ctx ends: the reply, if it comes, is dropped, as a reply
 // lost on the way would be.
 func (q *renewals) renew(ctx context.Context, c *contention) (any, error) {
-	now := time.Now()
-	r := &renewal{ctx: ctx, keys: c.keys, id: c.id, lease: c.lease, sendBy: now.Add(renewLinger), done: make(chan renewed, 1)}
-	if d, ok := ctx.Deadline(); ok && d.Sub(now)/2 < renewLinger {
-		r.sendBy = now.Add(d.Sub(now) / 2)
-	}
+	r := newRenewal(ctx, c, time.Now())
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -99,6 +97,15 @@ func (q *renewals) renew(ctx context.Context, c *contention) (any, error) {
 	}
 }
 
+// newRenewal returns c's renewal, arrived at now, for a caller whose context is ctx.
+func newRenewal(ctx context.Context, c *contention, now time.Time) *renewal {
+	r := &renewal{ctx: ctx, keys: c.keys, id: c.id, lease: c.lease, sendBy: now.Add(renewLinger), done: make(chan renewed, 1)}
+	if d, ok := ctx.Deadline(); ok && d.Sub(now)/2 < renewLinger {
+		r.sendBy = now.Add(d.Sub(now) / 2)
+	}
+	return r
+}
+
 // run sends batches until no renewal waits.
 func (q *renewals) run() {
 	for {
@@ -111,7 +118,7 @@ func (q *renewals) run() {
 }
 
 // gather waits while renewals keep coming (see renewGap) and returns the next batch,
-// oldest first; nil once none waits, the goroutine then ends. After close, it fails every
+// oldest first, or those due soonest when more wait than a batch holds; nil once none waits, the goroutine then ends. After close, it fails every
 // renewal waiting and returns nil.
 func (q *renewals) gather() []*renewal {
 	timer := time.NewTimer(time.Hour)
@@ -144,6 +151,11 @@ func (q *renewals) gather() []*renewal {
 		if len(q.queue) == n && !q.closed {
 			break // none came meanwhile
 		}
+	}
+	if len(q.queue) > maxRenewBatch {
+		// More than a batch: the renewals due soonest go first. A grid instant's come
+		// together, some with their deadline a short renewal lead away, others later.
+		slices.SortStableFunc(q.queue, func(a, b *renewal) int { return batch.ByDeadline(a.ctx, b.ctx) })
 	}
 	n := min(len(q.queue), maxRenewBatch)
 	batch := q.queue[:n:n]
