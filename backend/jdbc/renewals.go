@@ -3,7 +3,6 @@ package jdbc
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -148,84 +147,65 @@ func (q *renewals) renew(ctx context.Context, s schema, ttl, lease time.Duration
 // run sends batches, each on a goroutine of its own, until no renewal waits.
 func (q *renewals) run() {
 	for {
-		batch, latest := q.gather()
-		if batch == nil {
+		taken, latest := q.gather()
+		if taken == nil {
 			return
 		}
 		select {
 		case q.flying <- struct{}{}:
 		case <-q.stop:
-			for _, r := range batch {
+			for _, r := range taken {
 				r.done <- renewOutcome{err: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)}
 			}
 			continue // gather fails the others
 		}
 		q.wg.Go(func() {
 			defer func() { <-q.flying }()
-			q.send(batch, latest)
+			q.send(taken, latest)
 		})
 	}
 }
 
 // gather waits while renewals keep coming (see renewGap) and returns the next batch of
-// renewals whose callers still wait, oldest first (those due soonest when more wait than
-// a batch holds), and the latest of their deadlines; nil once none waits, the goroutine
-// then ends. After close, it fails every renewal waiting and returns nil.
+// renewals (see batch.Take) whose callers still wait, and the latest of their deadlines;
+// nil once none waits, the goroutine then ends. After close, it fails every renewal
+// waiting and returns nil.
 func (q *renewals) gather() ([]*renewal, time.Time) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
-		n := len(q.queue)
-		if n == 0 || q.closed {
+		batch.Wait(&q.mu, &q.queue, &q.closed, renewGap, maxRenewBatch, q.stop)
+		if len(q.queue) == 0 || q.closed {
 			for _, r := range q.queue {
 				r.done <- renewOutcome{err: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)}
 			}
 			q.queue, q.sending = nil, false
 			return nil, time.Time{}
 		}
-		wait := renewGap
-		for _, r := range q.queue[:min(n, maxRenewBatch)] {
-			wait = min(wait, time.Until(r.sendBy))
+		var live []*renewal
+		var latest time.Time
+		for _, r := range batch.Take(&q.queue, maxRenewBatch) {
+			if r.ctx.Err() != nil {
+				continue // its caller has given up
+			}
+			live = append(live, r)
+			if d, _ := r.ctx.Deadline(); d.After(latest) {
+				latest = d
+			}
 		}
-		if n >= maxRenewBatch || wait <= 0 {
-			break
+		if live == nil {
+			continue // nobody waits for this batch: the next one
 		}
-		q.mu.Unlock()
-		timer.Reset(wait)
-		select {
-		case <-timer.C:
-		case <-q.stop:
+		for _, r := range live {
+			r.until = latest.Add(strayGrace)
 		}
-		q.mu.Lock()
-		if len(q.queue) == n && !q.closed {
-			break // none came meanwhile
-		}
+		return live, latest
 	}
-	if len(q.queue) > maxRenewBatch {
-		// More than a batch: the renewals due soonest go first. A grid instant's come
-		// together, some with their deadline a short renewal lead away, others later.
-		slices.SortStableFunc(q.queue, func(a, b *renewal) int { return batch.ByDeadline(a.ctx, b.ctx) })
-	}
-	n := min(len(q.queue), maxRenewBatch)
-	var taken []*renewal
-	var latest time.Time
-	for _, r := range q.queue[:n] {
-		if r.ctx.Err() != nil {
-			continue // its caller has given up
-		}
-		taken = append(taken, r)
-		if d, _ := r.ctx.Deadline(); d.After(latest) {
-			latest = d
-		}
-	}
-	for _, r := range taken {
-		r.until = latest.Add(strayGrace)
-	}
-	q.queue = q.queue[n:]
-	return taken, latest
 }
+
+// Context and SendBy make a renewal a batch.Call.
+func (r *renewal) Context() context.Context { return r.ctx }
+func (r *renewal) SendBy() time.Time        { return r.sendBy }
 
 // send renews batch, bounded by latest, with one statement per ttl and transition, and
 // hands each renewal its outcome.

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed" // the Lua script
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -117,51 +116,26 @@ func (q *renewals) run() {
 	}
 }
 
-// gather waits while renewals keep coming (see renewGap) and returns the next batch,
-// oldest first, or those due soonest when more wait than a batch holds; nil once none waits, the goroutine then ends. After close, it fails every
+// gather waits while renewals keep coming (see renewGap) and returns the next batch (see
+// batch.Take); nil once none waits, the goroutine then ends. After close, it fails every
 // renewal waiting and returns nil.
 func (q *renewals) gather() []*renewal {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for {
-		n := len(q.queue)
-		if n == 0 || q.closed {
-			for _, r := range q.queue {
-				r.done <- renewed{err: fmt.Errorf("simba/redis: %w", simba.ErrClosed)}
-			}
-			q.queue, q.sending = nil, false
-			return nil
+	batch.Wait(&q.mu, &q.queue, &q.closed, renewGap, maxRenewBatch, q.stop)
+	if len(q.queue) == 0 || q.closed {
+		for _, r := range q.queue {
+			r.done <- renewed{err: fmt.Errorf("simba/redis: %w", simba.ErrClosed)}
 		}
-		wait := renewGap
-		for _, r := range q.queue[:min(n, maxRenewBatch)] {
-			wait = min(wait, time.Until(r.sendBy))
-		}
-		if n >= maxRenewBatch || wait <= 0 {
-			break
-		}
-		q.mu.Unlock()
-		timer.Reset(wait)
-		select {
-		case <-timer.C:
-		case <-q.stop:
-		}
-		q.mu.Lock()
-		if len(q.queue) == n && !q.closed {
-			break // none came meanwhile
-		}
+		q.queue, q.sending = nil, false
+		return nil
 	}
-	if len(q.queue) > maxRenewBatch {
-		// More than a batch: the renewals due soonest go first. A grid instant's come
-		// together, some with their deadline a short renewal lead away, others later.
-		slices.SortStableFunc(q.queue, func(a, b *renewal) int { return batch.ByDeadline(a.ctx, b.ctx) })
-	}
-	n := min(len(q.queue), maxRenewBatch)
-	batch := q.queue[:n:n]
-	q.queue = q.queue[n:]
-	return batch
+	return batch.Take(&q.queue, maxRenewBatch)
 }
+
+// Context and SendBy make a renewal a batch.Call.
+func (r *renewal) Context() context.Context { return r.ctx }
+func (r *renewal) SendBy() time.Time        { return r.sendBy }
 
 // send renews batch in one call, on the server's time of the latest deadline among its
 // renewals, and hands each renewal its reply. Renewals whose caller has given up are
