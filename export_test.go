@@ -20,7 +20,6 @@ func MutexState(m *Mutexes, mutex string) string {
 	return ""
 }
 
-// The renewal grid's phase is fixed in tests, so that a simulation's seed replays the
-// same history in another process, at the instant a testing/synctest bubble begins: a
-// contender that acquires then renews a renewal period later, as off the grid.
+// The renewal grid's phase is fixed in tests, at the instant a testing/synctest bubble
+// begins, so that a simulation's seed replays the same history in another process.
 func init() { renewalEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }
