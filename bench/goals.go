@@ -235,13 +235,18 @@ func (r *results) regressionGoals() []goal {
 	}
 	gs = append(gs, regressionGoal(text, parts, met, seen))
 
-	text = fmt.Sprintf("every store, %s contenders: no regression (heap per contender ≤ 1.1 × and store calls over N/ttl ≤ the last run before #35's, none late)", thousands(r.Settings.ScaleN))
+	text = fmt.Sprintf("every store, %s contenders: no regression (heap per contender ≤ 1.1 × and store requests over N/ttl ≤ the last run before #35's, none late)", thousands(r.Settings.ScaleN))
 	parts, met, seen = nil, 1, false
 	for _, s := range r.Scale {
 		seen = true
-		load := s.OpsPerSecond / s.Ideal
-		parts = append(parts, fmt.Sprintf("%s lead %s: %.2f KB (was %.2f), %.3f × (was %.3f), %d late",
-			storeTitle(s.Store), s.LeadLabel, s.HeapBytes/1024, baseline.heapKB[s.Store], load, baseline.load[s.LeadLabel], s.Late))
+		// The store's requests: the server's count where it has one (Redis), since a
+		// backend that batches renewals sends many in one request; else the backend's calls.
+		load, renewals := s.OpsPerSecond/s.Ideal, ""
+		if s.ServerOps > 0 {
+			load, renewals = s.ServerOps/s.Ideal, fmt.Sprintf("; renewals %.3f ×", s.OpsPerSecond/s.Ideal)
+		}
+		parts = append(parts, fmt.Sprintf("%s lead %s: %.2f KB (was %.2f), %.3f × (was %.3f%s), %d late",
+			storeTitle(s.Store), s.LeadLabel, s.HeapBytes/1024, baseline.heapKB[s.Store], load, baseline.load[s.LeadLabel], renewals, s.Late))
 		if s.HeapBytes/1024 > 1.1*baseline.heapKB[s.Store] || load > baseline.load[s.LeadLabel]+0.01 || s.Late > 0 {
 			met = 0
 		}
