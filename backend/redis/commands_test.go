@@ -103,7 +103,10 @@ func TestContendedSectionCommands(t *testing.T) {
 	takeTurns(t, sections, acquires)
 	per, by := commandsPer(before, commandStats(t, admin), sections)
 	t.Logf("commands per section: %.2f (%s)", per, by)
-	assert.LessOrEqual(t, per, 18.0)
+	// A loaded machine adds a few attempts to a run (a waiter's poll, a grid instant's
+	// renewal): 18.03 in a CI run, eight scripts more in 800 sections. A command more
+	// per section is 18.9 or more.
+	assert.LessOrEqual(t, per, 18.1)
 }
 
 // takeTurns has one goroutine per acquire take turns until sections critical sections,
