@@ -80,13 +80,13 @@ func (e *env) newDuel(aPanics bool) (*duel, error) {
 
 // start starts a, waits until it owns the mutex, then starts b, which waits.
 func (d *duel) start(ctx context.Context) error {
-	if err := d.sa.Start(ctx); err != nil {
+	if err := start(ctx, d.sa); err != nil {
 		return err
 	}
 	if err := d.ma.waitAcquired(ctx, 1); err != nil {
 		return err
 	}
-	return d.sb.Start(ctx)
+	return start(ctx, d.sb)
 }
 
 // locker returns a Locker for mutex on b with the suite's options and a fresh ID.
@@ -153,7 +153,7 @@ func (e *env) startOwner(b backend.Backend, a *arena, mutex, role string) (*memb
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return nil, nil, fmt.Errorf("Start: %w", err)
 	}
 	if err := m.waitAcquired(e.ctx, 1); err != nil {
@@ -193,7 +193,7 @@ func lifecycleStartStopClose(e *env, f *findings, a *arena, mutex string) error 
 	f.expect("Stop before Start", s.Stop(e.ctx), simba.ErrNotRunning)
 	var nilCtx context.Context
 	f.expect("Start(nil)", s.Start(nilCtx), simba.ErrInvalidArgument)
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return fmt.Errorf("Start: %w", err)
 	}
 	f.status(s, simba.StatusRunning)
@@ -275,7 +275,7 @@ func checkRestart(e *env) error {
 	}
 	var tokens []uint64
 	for i := 1; i <= 3; i++ {
-		if err := s.Start(e.ctx); err != nil {
+		if err := start(e.ctx, s); err != nil {
 			return fmt.Errorf("Start #%d: %w", i, err)
 		}
 		if err := m.waitAcquired(e.ctx, i); err != nil {
@@ -363,7 +363,7 @@ func checkTenContenders(e *env) error {
 		members = append(members, m)
 	}
 	for _, s := range services {
-		if err := s.Start(e.ctx); err != nil {
+		if err := start(e.ctx, s); err != nil {
 			return fmt.Errorf("Start: %w", err)
 		}
 	}
@@ -388,7 +388,7 @@ func checkTenContenders(e *env) error {
 		if err := s.Stop(e.ctx); err != nil {
 			return fmt.Errorf("Stop %s: %w", holder, err)
 		}
-		if err := s.Start(e.ctx); err != nil {
+		if err := start(e.ctx, s); err != nil {
 			return fmt.Errorf("restart %s: %w", holder, err)
 		}
 		changes++
@@ -503,7 +503,7 @@ func checkStopReleases(e *env) error {
 		return err
 	}
 	for i := 1; i <= 3; i++ {
-		if err := s.Start(e.ctx); err != nil {
+		if err := start(e.ctx, s); err != nil {
 			return err
 		}
 		if err := m.waitAcquired(e.ctx, i); err != nil {
@@ -512,7 +512,7 @@ func checkStopReleases(e *env) error {
 		if err := s.Stop(e.ctx); err != nil {
 			return fmt.Errorf("Stop: %w", err)
 		}
-		lease, err := other.TryAcquire(e.ctx)
+		lease, err := once(e.ctx, other.TryAcquire)
 		if err != nil {
 			return fmt.Errorf("after Stop returned, another contender could not acquire (the store was not released): %w", err)
 		}
@@ -642,7 +642,7 @@ func checkLockerErrors(e *env) error {
 	}
 	err = e.keep(l1.Acquire(e.ctx))
 	f.expect("Acquire while holding", err, simba.ErrAlreadyHeld)
-	err = e.keep(l2.TryAcquire(e.ctx))
+	err = e.keep(once(e.ctx, l2.TryAcquire))
 	f.expect("TryAcquire of a held mutex", err, simba.ErrNotAcquired)
 
 	timeout := e.cfg.ttl / 5
@@ -784,7 +784,7 @@ func startSchedulers(e *env, runs *runLog) ([]*probe, []*simba.Scheduler, error)
 		e.cleanup(func() { _ = s.Close() })
 	}
 	for _, s := range scheds {
-		if err := s.Start(e.ctx); err != nil {
+		if err := start(e.ctx, s); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -898,7 +898,7 @@ func checkSchedulerStopWaits(e *env) error {
 		return err
 	}
 	e.cleanup(func() { _ = s.Close() })
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return err
 	}
 	select {
@@ -959,7 +959,7 @@ func checkStaleLifecycle(e *env) error {
 	}
 	var f findings
 	// Lifecycle 1: an ordinary tenure.
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return err
 	}
 	if err := m.waitAcquired(e.ctx, 1); err != nil {
@@ -974,7 +974,7 @@ func checkStaleLifecycle(e *env) error {
 		}
 	}
 	// The last lifecycle: the first one's hooks must not reach it.
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return err
 	}
 	if err := m.waitAcquired(e.ctx, 2); err != nil {
@@ -1003,7 +1003,7 @@ func checkStaleLifecycle(e *env) error {
 // began: the acquisition must be neither delivered to m nor left on the store.
 func lateAnswerIsUndone(e *env, f *findings, s *simba.Service, m *member, p *probe, mutex string) error {
 	p.lateNext.Store(true)
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return err
 	}
 	err := until(e.ctx, &p.changed, "the late acquire to be under way", func() bool {
@@ -1024,7 +1024,7 @@ func lateAnswerIsUndone(e *env, f *findings, s *simba.Service, m *member, p *pro
 	if err != nil {
 		return err
 	}
-	l, err := other.TryAcquire(e.ctx)
+	l, err := once(e.ctx, other.TryAcquire)
 	if err != nil {
 		f.addf("a late acquisition of an ended lifecycle was left on the store: %w", err)
 	} else if err := l.Release(e.ctx); err != nil {
@@ -1087,7 +1087,7 @@ func checkRetriever(e *env) error {
 		return err
 	}
 	e.cleanup(func() { _ = rs.Close() })
-	if err := rs.Start(e.ctx); err != nil {
+	if err := start(e.ctx, rs); err != nil {
 		return err
 	}
 	sees := func(id string) error {
@@ -1149,7 +1149,9 @@ func checkLookup(e *env) error {
 	mutex := e.mutex()
 	b := e.backend()
 	look := func(when string) (simba.Owner, error) {
-		o, err := simba.Lookup(e.ctx, b, mutex, options[simba.Option](e)...)
+		o, err := once(e.ctx, func(ctx context.Context) (simba.Owner, error) {
+			return simba.Lookup(ctx, b, mutex, options[simba.Option](e)...)
+		})
 		if err != nil {
 			return o, fmt.Errorf("Lookup %s: %w", when, err)
 		}
@@ -1243,7 +1245,7 @@ func useEveryWay(e *env, backends [4]*probe) error {
 	if err != nil {
 		return err
 	}
-	if err := rs.Start(e.ctx); err != nil {
+	if err := start(e.ctx, rs); err != nil {
 		return err
 	}
 	if err := lockAfterService(e, s, m, backends[2], mutex); err != nil {
@@ -1261,7 +1263,7 @@ func useEveryWay(e *env, backends [4]*probe) error {
 // lockAfterService starts s and waits until its contender m owns mutex, lets a Locker on b
 // give up waiting for it, stops s, and has the Locker acquire and release.
 func lockAfterService(e *env, s *simba.Service, m *member, b *probe, mutex string) error {
-	if err := s.Start(e.ctx); err != nil {
+	if err := start(e.ctx, s); err != nil {
 		return err
 	}
 	if err := m.waitAcquired(e.ctx, 1); err != nil {
@@ -1300,7 +1302,7 @@ func scheduleOnce(e *env, b *probe, mutex string) error {
 	if err != nil {
 		return err
 	}
-	if err := sched.Start(e.ctx); err != nil {
+	if err := start(e.ctx, sched); err != nil {
 		return err
 	}
 	select {
@@ -1319,7 +1321,7 @@ func checkWaitList(e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := d.sa.Start(e.ctx); err != nil {
+	if err := start(e.ctx, d.sa); err != nil {
 		return err
 	}
 	if err := d.ma.waitAcquired(e.ctx, 1); err != nil {
@@ -1344,7 +1346,7 @@ func checkWaitList(e *env) error {
 	if err := ask(false, "with no other contender"); err != nil {
 		errs = append(errs, err)
 	}
-	if err := d.sb.Start(e.ctx); err != nil {
+	if err := start(e.ctx, d.sb); err != nil {
 		return err
 	}
 	if err := d.pb.waitAttempt(e.ctx); err != nil {

@@ -27,7 +27,7 @@ func checkServiceHandOff(e *env) error {
 		if err != nil {
 			return nil, nil, err
 		}
-		return m, s, s.Start(e.ctx)
+		return m, s, start(e.ctx, s)
 	}
 	ma, sa, err := start("a")
 	if err != nil {
@@ -101,7 +101,7 @@ func checkPreference(e *env) error {
 		if err != nil {
 			return nil, nil, err
 		}
-		return m, s, s.Start(e.ctx)
+		return m, s, start(e.ctx, s)
 	}
 	ma, _, err := start("a", "other")
 	if err != nil {
@@ -165,7 +165,7 @@ func checkSchedulerSlots(e *env) error {
 			return nil, fmt.Errorf("NewScheduler: %w", err)
 		}
 		e.cleanup(func() { _ = s.Close() })
-		return s, s.Start(e.ctx)
+		return s, start(e.ctx, s)
 	}
 	runsOf := func(who string) func() bool {
 		return func() bool {

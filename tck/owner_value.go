@@ -67,7 +67,9 @@ func checkOwnerValue(e *env) error {
 		}
 		values[lease.Token()] = tn.value
 		check(fmt.Sprintf("tenure %d's lease", i), lease.Owner(), tn.value)
-		o, err := simba.Lookup(e.ctx, e.backend(), mutex, options[simba.Option](e)...)
+		o, err := once(e.ctx, func(ctx context.Context) (simba.Owner, error) {
+			return simba.Lookup(ctx, e.backend(), mutex, options[simba.Option](e)...)
+		})
 		switch {
 		case err != nil:
 			f.addf("Lookup in tenure %d: %v", i, err)

@@ -206,6 +206,28 @@ func (e *env) service(b backend.Backend, c simba.Contender, extra ...simba.Servi
 	return s, nil
 }
 
+// start starts s, again after an outage (a store call over the call timeout, which a
+// loaded machine's store makes): Start fails fast on one, as documented, and the checks
+// look at what a started service does. Any other error is returned at once.
+func start(ctx context.Context, s interface{ Start(context.Context) error }) error {
+	for {
+		if err := s.Start(ctx); !errors.Is(err, simba.ErrTimeout) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// once makes the single attempt try (TryAcquire, Lookup), again after an outage, for the
+// reason start gives.
+func once[T any](ctx context.Context, try func(context.Context) (T, error)) (T, error) {
+	for {
+		v, err := try(ctx)
+		if !errors.Is(err, simba.ErrTimeout) || ctx.Err() != nil {
+			return v, err
+		}
+	}
+}
+
 // keep passes on the error of an acquisition that should have failed; a lease it returned
 // all the same is released when the check ends, so that a wrong answer leaks nothing.
 func (e *env) keep(l *simba.Lease, err error) error {

@@ -292,3 +292,48 @@ type forgetSlots struct {
 }
 
 func (forgetSlots) ClaimSlot(context.Context, backend.Slot) (bool, error) { return true, nil }
+
+// The checks wait out a store that answers a backend's first call of each kind later than
+// the call timeout, as a loaded machine's database does while a new pool connects and
+// checks its tables: Start fails fast on such an outage, and an application (and the
+// suite) starts again; what the checks look at is what a started service does.
+func TestRunWaitsOutSlowFirstCalls(t *testing.T) {
+	cfg := config{scale: 1, ttl: 1e9, transition: 5e8}
+	for _, name := range []string{"service_hand_off", "wait_list", "scheduler", "stale_lifecycle",
+		"stop_releases_on_store", "lookup", "semaphore_order", "rwlock_readers", "rwlock_writer_first", "rwlock_downgrade"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			factory := memoryFactory()
+			slow := func(t *testing.T) backend.Backend { return &stallsFirstCalls{Backend: factory(t)} }
+			assert.NoError(t, runCheck(t, cfg, newSuiteID(), find(t, name), slow))
+		})
+	}
+}
+
+// stallsFirstCalls keeps the first StartContend of each hold waiting until its context
+// ends; later calls go through.
+type stallsFirstCalls struct {
+	backend.Backend
+	mu      sync.Mutex
+	stalled map[backend.Hold]bool
+}
+
+func (b *stallsFirstCalls) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	b.mu.Lock()
+	first := !b.stalled[p.Hold]
+	if b.stalled == nil {
+		b.stalled = make(map[backend.Hold]bool)
+	}
+	b.stalled[p.Hold] = true
+	b.mu.Unlock()
+	if first {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return b.Backend.StartContend(ctx, p)
+}
+
+func (b *stallsFirstCalls) Holds(k backend.Kind) bool {
+	h, ok := b.Backend.(backend.Holder)
+	return ok && h.Holds(k)
+}
