@@ -211,7 +211,9 @@ func TestOwnerValueStatements(t *testing.T) {
 		// Renewals: none writes the value again; without a value, the first tenure
 		// clears a value of the ID, once per backend and mutex.
 		for _, value := range []string{"v", ""} {
-			opts := []simba.LockerOption{simba.WithTTL(400 * time.Millisecond), simba.WithTransition(200 * time.Millisecond)}
+			// A TTL long enough for the default call timeout (ttl/4) to outlast a loaded
+			// machine's statements: the test counts statements, not how fast they are.
+			opts := []simba.LockerOption{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
 			if value != "" {
 				opts = append(opts, simba.WithOwnerValue(value))
 			}
@@ -230,11 +232,7 @@ func TestOwnerValueStatements(t *testing.T) {
 			for range 2 {
 				lease, err := l.Acquire(t.Context())
 				require.NoError(t, err)
-				select {
-				case <-time.After(2 * time.Second): // several renewals
-				case <-lease.Done():
-					t.Fatal("the lease ended")
-				}
+				awaitRenewals(t, s, lease, 2)
 				require.NoError(t, lease.Release(t.Context()))
 			}
 			counts := s.take()
@@ -310,4 +308,22 @@ func TestOwnerValueFromTheTenuresFirstRead(t *testing.T) {
 		assert.Positive(t, named, "reads that named the contender")
 		assert.Zero(t, without, "reads that named the contender without its value, of %d", named)
 	})
+}
+
+// awaitRenewals waits until the store has seen n more renewal statements, failing the test
+// if lease ends first or they take over 30s.
+func awaitRenewals(t *testing.T, s *statements, lease *simba.Lease, n int) {
+	t.Helper()
+	renewals := func() int { return s.count("acquire") + s.count("renew many") }
+	want := renewals() + n
+	deadline := time.After(30 * time.Second)
+	for renewals() < want {
+		select {
+		case <-lease.Done():
+			t.Fatal("the lease ended")
+		case <-deadline:
+			t.Fatalf("%d renewals within 30s, want %d", renewals()-want+n, n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
