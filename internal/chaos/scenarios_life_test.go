@@ -20,7 +20,7 @@ func init() {
 		scenario{num: 3, name: "start_stop_cycling", stores: "RMPZ", run: startStopCycling},
 		scenario{num: 4, name: "stop_while_store_hangs", stores: "RMPZ", run: stopWhileHung},
 		scenario{num: 5, name: "late_results", stores: "RMPZ", run: lateResults},
-		scenario{num: 6, name: "slow_and_panicking_callbacks", stores: "RMPZ", run: slowCallbacks},
+		scenario{num: 6, name: "slow_and_panicking_callbacks", stores: "RMPZ", run: slowCallbacks, timing: sessionOfTwoSeconds},
 		scenario{num: 8, name: "short_pause", stores: "RMPZ", run: shortPause},
 		scenario{num: 9, name: "long_pause", stores: "RMPZ", out: true, run: longPause},
 		scenario{num: 10, name: "churn_soak", stores: "RMPZ", run: churnSoak},
@@ -246,13 +246,13 @@ func lateResults(s *S) {
 	s.finish()
 }
 
-// 6. Slow and panicking callbacks: one contender's OnAcquired blocks for 3T; renewals go on,
-// and when it is cut off its tenure context ends at once though the callback still
-// blocks. Another contender's callbacks panic: they are recovered and contention goes on.
+// 6. Slow and panicking callbacks: one contender's OnAcquired blocks for 3T (3S on a
+// session store); renewals go on, and when it is cut off its tenure context ends at once
+// though the callback still blocks. Another contender's callbacks panic: they are recovered and contention goes on.
 // Exclusion is measured on the tenure contexts.
 func slowCallbacks(s *S) {
 	s.onContext = true
-	slow := s.SpawnWith("slow", func(c *ContenderConfig) { c.SlowAcquired = 3 * s.Timing.TTL })
+	slow := s.SpawnWith("slow", func(c *ContenderConfig) { c.SlowAcquired = 3 * s.beliefBound() })
 	slow.Send("start")
 	t0 := Now()
 	if _, ok := s.EventAfter(slow.ID, KindAcquired, 0, 10*time.Second); !ok {
@@ -272,10 +272,10 @@ func slowCallbacks(s *S) {
 	cut := Now()
 	heal := s.Fault("blackhole", "both directions of the blocked owner",
 		func() { slow.Proxy.Blackhole(faultproxy.Both) }, slow.Proxy.Heal)
-	if at, ok := s.EventAfter(slow.ID, KindLost, cut, s.Timing.TTL+time.Second); ok {
+	if at, ok := s.EventAfter(slow.ID, KindLost, cut, s.beliefBound()+time.Second); ok {
 		d := time.Duration(at - cut)
 		s.result.Losses = append(s.result.Losses, d)
-		s.note("cut off while OnAcquired blocked: context ended after %v (T %v)", d.Round(time.Millisecond), s.Timing.TTL)
+		s.note("cut off while OnAcquired blocked: context ended after %v (bound %v)", d.Round(time.Millisecond), s.beliefBound())
 	} else {
 		s.T.Error("C5 the blocked owner's context did not end after it was cut off")
 	}

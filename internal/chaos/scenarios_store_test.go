@@ -43,10 +43,13 @@ func init() {
 	)
 }
 
-// sessionOfTwoSeconds gives scenario 21 the longest session the test server grants (20
-// ticks of 100ms). go-zookeeper redials a lone server only a second after it lost it, and
-// a restarted server gives every session its full timeout again from the moment it is up,
-// so with 1s sessions a restart within S would expire them or not by a few milliseconds.
+// sessionOfTwoSeconds gives a scenario the longest session the test server grants (20
+// ticks of 100ms). Scenario 21: go-zookeeper redials a lone server only a second after it
+// lost it, and a restarted server gives every session its full timeout again from the
+// moment it is up, so with 1s sessions a restart within S would expire them or not by a
+// few milliseconds. Scenario 6: an owner believes until its last proof of life plus S,
+// and a loaded machine's heartbeats answered a third of a second late ended a 1s session
+// owner's belief without a fault.
 func sessionOfTwoSeconds(t Timing) Timing {
 	t.Session = 2 * time.Second
 	return t
