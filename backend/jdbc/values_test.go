@@ -96,7 +96,8 @@ func TestOwnerValueLastsItsTenure(t *testing.T) {
 	eachStore(t, func(t *testing.T, s dialectStore) {
 		b, db := s.backend(t), s.db(t)
 		mutex := mutexName(t)
-		opts := []simba.LockerOption{simba.WithTTL(600 * time.Millisecond), simba.WithTransition(300 * time.Millisecond)}
+		// The call timeout (ttl/4) outlasts a loaded machine's statements.
+		opts := []simba.LockerOption{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
 		locker := func(id, value string, b *jdbc.Backend) *simba.Locker {
 			o := append([]simba.LockerOption{simba.WithContenderID(id)}, opts...)
 			if value != "" {
