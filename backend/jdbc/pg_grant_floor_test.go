@@ -23,15 +23,24 @@ import (
 // PostgreSQL's contended hand-over (issue 35), measured in raw SQL beside the backend:
 // today the waiter waits in pg_advisory_lock, the release commits (not waiting for the
 // disk) and then lets the lock go, and the woken waiter makes its acquire, a durable
-// commit: a release round trip, a wake and an acquire with its commit in series. Two
-// protocols that grant in the release (the release's durable commit names the next
-// owner, and the woken waiter only reads) are measured beside it:
-//   - pgFloorLocks (the last stop's prototype): the release lets the advisory lock go
-//     before its commit and names the session PostgreSQL gave it to (pg_locks); the
-//     woken waiter reads the row FOR SHARE, which waits for the release's commit, so the
-//     waiter's wake overlaps the commit.
-//   - pgFloorNotify: the waiters queue in a registry; the release names the first as the
-//     new owner and wakes it with a notification, delivered after the commit.
+// commit: a release round trip, a wake and an acquire with its commit in series. Measured
+// beside it:
+//   - locks (the last stop's prototype): the release lets the advisory lock go before its
+//     commit and names as the new owner the session PostgreSQL gave it to (pg_locks); the
+//     woken waiter reads the row FOR SHARE, which waits for the release's commit. The
+//     unlock, made while the UPDATE evaluates SET, comes before the UPDATE locks the row:
+//     the woken waiter reads the old row, gives the lock up, and is named all the same
+//     (2-3 woken waiters per section find another owner).
+//   - locked: the same, with the row locked before the unlock.
+//   - notify: the waiters queue in a table; the release names the first, takes it out,
+//     and notifies it, which PostgreSQL delivers after the commit (and signals every
+//     listening session of the database).
+//   - rowwait: no grant; the waiter waits for the advisory lock inside its acquire UPDATE,
+//     the release lets the lock go once it holds the row's lock, and the woken UPDATE
+//     waits for the release's commit: the wake overlaps the release's commit, and the
+//     wait and the acquire are one statement.
+//   - advisory: pg_advisory_lock and pg_advisory_unlock alone, no row: what any hand-over
+//     through an advisory lock costs before its commit.
 //
 // None renews, fences or survives a crash: they show what the statements cost, with no
 // client time.
@@ -125,10 +134,11 @@ const (
 	pgFloorNotify
 	pgFloorLocked
 	pgFloorRow
+	pgFloorAdvisory
 )
 
 func (p pgFloorProtocol) String() string {
-	return [...]string{"today", "locks", "notify", "locked", "rowwait"}[p]
+	return [...]string{"today", "locks", "notify", "locked", "rowwait", "advisory"}[p]
 }
 
 // pgFloorRun is one run of n clients on one mutex until they entered the section sections
@@ -219,6 +229,8 @@ func (r pgFloorRun) run(t testing.TB, db *sql.DB) floorResult {
 					_, err = conn.ExecContext(ctx, pgFloorLockedGrant, mutex, me, key)
 				case pgFloorRow:
 					_, err = conn.ExecContext(ctx, pgFloorRowRelease, mutex, me, key)
+				case pgFloorAdvisory:
+					_, err = conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1::bigint)", key)
 				case pgFloorNotify:
 					_, err = conn.ExecContext(ctx, pgFloorNotifyGrant, mutex, me)
 				}
@@ -286,6 +298,9 @@ func (r pgFloorRun) enter(ctx context.Context, conn *sql.Conn, mutex string, key
 				return 0, err
 			}
 		}
+	case pgFloorAdvisory:
+		_, err := conn.ExecContext(ctx, pgFloorWait, key)
+		return enteredFree, err
 	case pgFloorRow:
 		for {
 			var owner string
@@ -408,7 +423,7 @@ func BenchmarkPostgresGrantFloor(b *testing.B) {
 	db, srv := durablePG(b)
 	setUpPGFloor(b, db)
 	const rounds = 5
-	protos := []pgFloorProtocol{pgFloorToday, pgFloorLocks, pgFloorLocked, pgFloorNotify, pgFloorRow}
+	protos := []pgFloorProtocol{pgFloorToday, pgFloorLocks, pgFloorLocked, pgFloorNotify, pgFloorRow, pgFloorAdvisory}
 	rewaits := make([]atomic.Int64, len(protos))
 	rates := make([][]float64, len(protos))
 	var commits []time.Duration
@@ -416,12 +431,16 @@ func BenchmarkPostgresGrantFloor(b *testing.B) {
 	cpus := make([]time.Duration, len(protos))
 	runs := make([]int64, len(protos))
 	sections := make([]int64, len(protos))
-	var ceilingCPU time.Duration
+	var ceilingCPU, asyncCPU time.Duration
 	for range rounds {
 		before := serverTime(srv.PID())
 		commits = append(commits, pgUpdateCommit(b, db))
 		cpu, _ := serverSince(srv.PID(), before)
 		ceilingCPU += cpu
+		before = serverTime(srv.PID())
+		pgUpdate(b, db, "off")
+		cpu, _ = serverSince(srv.PID(), before)
+		asyncCPU += cpu
 		for i, p := range protos {
 			before := serverTime(srv.PID())
 			res := pgFloorRun{proto: p, n: 8, sections: int64(max(b.N, 300)), rewaits: &rewaits[i]}.run(b, db)
@@ -439,6 +458,7 @@ func BenchmarkPostgresGrantFloor(b *testing.B) {
 	ceiling := 1 / commits[len(commits)/2].Seconds()
 	b.ReportMetric(ceiling, "ceiling-sections/s")
 	b.ReportMetric(float64(ceilingCPU.Microseconds())/(rounds*200), "ceiling-server-cpu-µs/update")
+	b.ReportMetric(float64(asyncCPU.Microseconds())/(rounds*200), "async-server-cpu-µs/update")
 	today := median(rates[0])
 	for i, p := range protos {
 		m := median(rates[i])
@@ -531,7 +551,10 @@ func serverSince(pid int, before map[int][2]int64) (cpu time.Duration, runs int6
 
 // pgUpdateCommit returns the median time of 200 autocommitted UPDATEs of one row on a
 // pinned connection: a round trip and a durable commit, issue 35's ceiling (one a section).
-func pgUpdateCommit(b *testing.B, db *sql.DB) time.Duration {
+func pgUpdateCommit(b *testing.B, db *sql.DB) time.Duration { return pgUpdate(b, db, "on") }
+
+// pgUpdate is pgUpdateCommit with the given synchronous_commit.
+func pgUpdate(b *testing.B, db *sql.DB, synchronous string) time.Duration {
 	b.Helper()
 	mutex := mutexName(b)
 	conn, err := db.Conn(b.Context())
@@ -539,6 +562,9 @@ func pgUpdateCommit(b *testing.B, db *sql.DB) time.Duration {
 	defer conn.Close()
 	_, err = conn.ExecContext(b.Context(), "INSERT INTO "+pgFloorTable+" VALUES ($1, '', 0)", mutex)
 	require.NoError(b, err)
+	_, err = conn.ExecContext(b.Context(), "SET synchronous_commit = "+synchronous)
+	require.NoError(b, err)
+	defer conn.ExecContext(context.Background(), "RESET synchronous_commit") //nolint:errcheck // the connection goes back to the pool
 	took := make([]time.Duration, 200)
 	for i := range took {
 		began := time.Now()
