@@ -30,15 +30,21 @@ import (
 //     woken waiter reads the row FOR SHARE, which waits for the release's commit. The
 //     unlock, made while the UPDATE evaluates SET, comes before the UPDATE locks the row:
 //     the woken waiter reads the old row, gives the lock up, and is named all the same
-//     (2-3 woken waiters per section find another owner).
-//   - locked: the same, with the row locked before the unlock.
+//     (2-3 woken waiters per section find another owner): each gives the lock up and the
+//     next is woken, 30-36 server wakes and 2-2.4 ms of server CPU a section, which is why
+//     it ran at 0.3 × today's protocol.
+//   - locked: the same, with the row locked before the unlock: no woken waiter finds
+//     another owner, but its release commits durably and reads pg_locks (every lock of
+//     the server, under the lock manager's partition locks), ~1 ms of server CPU a
+//     section against today's 0.5-0.9, and it ran at 0.73-0.91 × today's.
 //   - notify: the waiters queue in a table; the release names the first, takes it out,
 //     and notifies it, which PostgreSQL delivers after the commit (and signals every
 //     listening session of the database).
 //   - rowwait: no grant; the waiter waits for the advisory lock inside its acquire UPDATE,
 //     the release lets the lock go once it holds the row's lock, and the woken UPDATE
 //     waits for the release's commit: the wake overlaps the release's commit, and the
-//     wait and the acquire are one statement.
+//     wait and the acquire are one statement. Its statements take the database's now
+//     after the wait (pgWaitedStatementTime), which the backend's (pgNow) do not.
 //   - advisory: pg_advisory_lock and pg_advisory_unlock alone, no row: what any hand-over
 //     through an advisory lock costs before its commit.
 //
@@ -386,8 +392,9 @@ func waitNotification(ctx context.Context, conn *sql.Conn, d time.Duration) (str
 // TestPostgresGrantFloor: the server behaves as granting in the release needs. The
 // release's pg_locks, after its pg_advisory_unlock, names the session the lock went to; the
 // woken waiter's FOR SHARE read answers the release's row once committed, without a
-// deadlock; a notification reaches the named waiter after the commit; and no section
-// overlaps another.
+// deadlock; a notification reaches the named waiter after the commit; the rowwait
+// waiter's UPDATE waits for the release's commit and takes the committed row; and no
+// section overlaps another.
 func TestPostgresGrantFloor(t *testing.T) {
 	db := openPG(t)
 	setUpPGFloor(t, db)
@@ -402,6 +409,7 @@ func TestPostgresGrantFloor(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Contains(t, strings.Join(plan, "\n"), "One-Time Filter: $", "the plan of the wait:\n%s", strings.Join(plan, "\n"))
+	t.Run("statement time", func(t *testing.T) { pgWaitedStatementTime(t, db) })
 	for _, proto := range []pgFloorProtocol{pgFloorLocks, pgFloorLocked, pgFloorNotify, pgFloorRow} {
 		t.Run(proto.String(), func(t *testing.T) {
 			const sections = 150
@@ -410,7 +418,14 @@ func TestPostgresGrantFloor(t *testing.T) {
 			t.Logf("%d sections in %v, %d by a grant, %d woken waiters found another owner",
 				res.sections, res.elapsed, res.granted, run.rewaits.Load())
 			assert.Zero(t, res.overlaps, "sections overlapped")
-			assert.Greater(t, res.granted, int64(sections/2), "sections begun by a grant")
+			// How many sections begin by a grant depends on the machine's load (a
+			// release with no waiter queued yet frees the row); that some do does not.
+			assert.Positive(t, res.granted, "sections begun by a grant")
+			if proto == pgFloorLocked || proto == pgFloorRow {
+				// The release holds the row's lock when it lets the advisory lock go: the
+				// woken waiter waits for its commit and reads the committed row.
+				assert.Zero(t, run.rewaits.Load(), "woken waiters that found another owner")
+			}
 		})
 	}
 }
@@ -426,6 +441,7 @@ func BenchmarkPostgresGrantFloor(b *testing.B) {
 	protos := []pgFloorProtocol{pgFloorToday, pgFloorLocks, pgFloorLocked, pgFloorNotify, pgFloorRow, pgFloorAdvisory}
 	rewaits := make([]atomic.Int64, len(protos))
 	rates := make([][]float64, len(protos))
+	ratios := make([][]float64, len(protos)) // to today's, round by round
 	var commits []time.Duration
 	granted := make([]int64, len(protos))
 	cpus := make([]time.Duration, len(protos))
@@ -450,6 +466,7 @@ func BenchmarkPostgresGrantFloor(b *testing.B) {
 				b.Fatalf("%v: %d sections overlapped", p, res.overlaps)
 			}
 			rates[i] = append(rates[i], float64(res.sections)/res.elapsed.Seconds())
+			ratios[i] = append(ratios[i], rates[i][len(rates[i])-1]/rates[0][len(rates[0])-1])
 			granted[i], sections[i] = granted[i]+res.granted, sections[i]+res.sections
 		}
 	}
@@ -459,12 +476,11 @@ func BenchmarkPostgresGrantFloor(b *testing.B) {
 	b.ReportMetric(ceiling, "ceiling-sections/s")
 	b.ReportMetric(float64(ceilingCPU.Microseconds())/(rounds*200), "ceiling-server-cpu-µs/update")
 	b.ReportMetric(float64(asyncCPU.Microseconds())/(rounds*200), "async-server-cpu-µs/update")
-	today := median(rates[0])
 	for i, p := range protos {
 		m := median(rates[i])
 		b.ReportMetric(m, p.String()+"-sections/s")
 		b.ReportMetric(m/ceiling, p.String()+"/ceiling")
-		b.ReportMetric(m/today, p.String()+"/today")
+		b.ReportMetric(median(ratios[i]), p.String()+"/today")
 		b.ReportMetric(float64(cpus[i].Microseconds())/float64(sections[i]), p.String()+"-server-cpu-µs/section")
 		b.ReportMetric(float64(runs[i])/float64(sections[i]), p.String()+"-server-wakes/section")
 		if i > 0 {
@@ -574,4 +590,62 @@ func pgUpdate(b *testing.B, db *sql.DB, synchronous string) time.Duration {
 	}
 	slices.Sort(took)
 	return took[len(took)/2]
+}
+
+// pgWaitedStatementTime: a statement that waits for an advisory lock keeps the time it
+// began as statement_timestamp(), which the backend's statements take as the database's
+// now (pgNow): an acquire that waits inside its UPDATE (rowwait) would date its tenure
+// from before the wait, and must take its now after the lock (clock_timestamp()).
+func pgWaitedStatementTime(t *testing.T, db *sql.DB) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	key := int64(os.Getpid())<<20 + pgFloorKeys.Add(1)
+	holder, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	waiter, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer waiter.Close()
+	_, err = holder.ExecContext(ctx, "SELECT pg_advisory_lock($1::bigint)", key)
+	require.NoError(t, err)
+	waiterPID := pgPID(t, waiter)
+	type times struct{ began, after time.Time }
+	got := make(chan times, 1)
+	failed := make(chan error, 1)
+	go func() {
+		var tt times
+		err := waiter.QueryRowContext(ctx, "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS x) "+
+			"SELECT statement_timestamp(), clock_timestamp() FROM l", key).Scan(&tt.began, &tt.after)
+		if err != nil {
+			failed <- err
+			return
+		}
+		_, err = waiter.ExecContext(ctx, "SELECT pg_advisory_unlock($1::bigint)", key)
+		if err != nil {
+			failed <- err
+			return
+		}
+		got <- tt
+	}()
+	// The holder lets the lock go once the waiter is seen waiting for it.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := holder.QueryRowContext(ctx, "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' "+
+			"AND pid = $1 AND NOT granted)", waiterPID).Scan(&waiting)
+		return err == nil && waiting
+	}, 30*time.Second, 5*time.Millisecond, "the waiter never waited for the lock")
+	// The waiter began before this moment, and is woken after it.
+	var beforeUnlock time.Time
+	require.NoError(t, holder.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&beforeUnlock))
+	_, err = holder.ExecContext(ctx, "SELECT pg_advisory_unlock($1::bigint)", key)
+	require.NoError(t, err)
+	select {
+	case tt := <-got:
+		assert.True(t, tt.began.Before(beforeUnlock), "statement_timestamp %v is not before the unlock (%v)", tt.began, beforeUnlock)
+		assert.True(t, tt.after.After(beforeUnlock), "clock_timestamp %v after the wait is not after the unlock (%v)", tt.after, beforeUnlock)
+	case err := <-failed:
+		t.Fatal(err)
+	case <-time.After(time.Minute):
+		t.Fatal("the waiter was not woken by the unlock")
+	}
 }
