@@ -3,11 +3,16 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/internal/latency"
@@ -155,9 +160,29 @@ func BenchmarkEightContenders(b *testing.B) {
 		lockers[i] = l
 	}
 	admin := newClient(b, srv.Addr())
-	before := commandStats(b, admin)
+	before, cpuBefore := commandStats(b, admin), serverCPU(b, admin)
 	contended(b, func(ctx context.Context, i int) (*simba.Lease, error) { return lockers[i].Acquire(ctx) })
+	b.ReportMetric(float64(serverCPU(b, admin)-cpuBefore)/float64(b.N)/1e3, "srv-µs/section")
 	reportCommands(b, before, commandStats(b, admin))
+}
+
+// serverCPU returns the CPU time the server's main thread has used so far (INFO cpu:
+// user and system), which runs every command and script; unlike commandstats' usec, it
+// does not count a script's inner commands twice.
+func serverCPU(t testing.TB, admin *goredis.Client) time.Duration {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "cpu").Result()
+	require.NoError(t, err)
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_user_main_thread" || name == "used_cpu_sys_main_thread") {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // reportCommands reports the server's commands per critical section (b.N sections) from
