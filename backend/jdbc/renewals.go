@@ -3,7 +3,6 @@ package jdbc
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/simba-go/simba"
@@ -34,17 +33,8 @@ const (
 
 // renewals gathers the renewals of a backend's contentions and sends them in batches.
 type renewals struct {
-	b      *Backend
-	ctx    context.Context // ends at close: cuts the statement in flight short
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	flying chan struct{} // a token per statement in flight (maxRenewing)
-
-	mu      sync.Mutex
-	queue   []*renewal
-	sending bool // the goroutine runs: it sends until the queue is empty
-	closed  bool
-	stop    chan struct{} // closed at close
+	b     *Backend
+	calls *batch.Queue[*renewal]
 }
 
 // renewal is one contention's renewal, waiting for its batch.
@@ -55,7 +45,7 @@ type renewal struct {
 	row     renewRow
 	arrived time.Time
 	sendBy  time.Time         // its batch goes no later than this
-	until   time.Time         // once taken into a statement: until when that statement may take effect
+	until   time.Time         // once taken into a statement: until when that statement may take effect (under calls.Locked)
 	done    chan renewOutcome // capacity 1: the outcome, or why there is none
 }
 
@@ -74,8 +64,19 @@ type renewOutcome struct {
 }
 
 func newRenewals(b *Backend) *renewals {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &renewals{b: b, ctx: ctx, cancel: cancel, stop: make(chan struct{}), flying: make(chan struct{}, maxRenewing)}
+	q := &renewals{b: b}
+	q.calls = batch.NewQueue(batch.Options[*renewal]{
+		Gap: renewGap, Max: maxRenewBatch, InFlight: maxRenewing,
+		Send:   q.send,
+		Fail:   func(r *renewal, err error) { r.done <- renewOutcome{err: err} },
+		Closed: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed),
+		Taken: func(taken []*renewal, latest time.Time) {
+			for _, r := range taken {
+				r.until = latest.Add(strayGrace)
+			}
+		},
+	})
+	return q
 }
 
 // renewInBatch renews the contention's tenure in the backend's next batch, when it may go
@@ -122,84 +123,17 @@ func (q *renewals) renew(ctx context.Context, s schema, ttl, lease time.Duration
 	if d, ok := ctx.Deadline(); ok && d.Sub(now)/2 < renewLinger {
 		r.sendBy = now.Add(d.Sub(now) / 2)
 	}
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return renewOutcome{}, time.Time{}, fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)
+	if err := q.calls.Add(r); err != nil {
+		return renewOutcome{}, time.Time{}, err
 	}
-	q.queue = append(q.queue, r)
-	if !q.sending {
-		q.sending = true
-		q.wg.Go(q.run)
-	}
-	q.mu.Unlock()
 	select {
 	case got := <-r.done:
 		return got, time.Time{}, got.err
 	case <-ctx.Done():
-		q.mu.Lock()
-		until = r.until // zero while it waits: the gatherer then leaves it out (ctx has ended)
-		q.mu.Unlock()
-		return renewOutcome{}, until, ctx.Err()
-	}
-}
-
-// run sends batches, each on a goroutine of its own, until no renewal waits.
-func (q *renewals) run() {
-	for {
-		taken, latest := q.gather()
-		if taken == nil {
-			return
-		}
-		select {
-		case q.flying <- struct{}{}:
-		case <-q.stop:
-			for _, r := range taken {
-				r.done <- renewOutcome{err: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)}
-			}
-			continue // gather fails the others
-		}
-		q.wg.Go(func() {
-			defer func() { <-q.flying }()
-			q.send(taken, latest)
+		q.calls.Locked(func() {
+			until = r.until // zero while it waits: the gatherer then leaves it out (ctx has ended)
 		})
-	}
-}
-
-// gather waits while renewals keep coming (see renewGap) and returns the next batch of
-// renewals (see batch.Take) whose callers still wait, and the latest of their deadlines;
-// nil once none waits, the goroutine then ends. After close, it fails every renewal
-// waiting and returns nil.
-func (q *renewals) gather() ([]*renewal, time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for {
-		batch.Wait(&q.mu, &q.queue, &q.closed, renewGap, maxRenewBatch, q.stop)
-		if len(q.queue) == 0 || q.closed {
-			for _, r := range q.queue {
-				r.done <- renewOutcome{err: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)}
-			}
-			q.queue, q.sending = nil, false
-			return nil, time.Time{}
-		}
-		var live []*renewal
-		var latest time.Time
-		for _, r := range batch.Take(&q.queue, maxRenewBatch) {
-			if r.ctx.Err() != nil {
-				continue // its caller has given up
-			}
-			live = append(live, r)
-			if d, _ := r.ctx.Deadline(); d.After(latest) {
-				latest = d
-			}
-		}
-		if live == nil {
-			continue // nobody waits for this batch: the next one
-		}
-		for _, r := range live {
-			r.until = latest.Add(strayGrace)
-		}
-		return live, latest
+		return renewOutcome{}, until, ctx.Err()
 	}
 }
 
@@ -207,11 +141,9 @@ func (q *renewals) gather() ([]*renewal, time.Time) {
 func (r *renewal) Context() context.Context { return r.ctx }
 func (r *renewal) SendBy() time.Time        { return r.sendBy }
 
-// send renews batch, bounded by latest, with one statement per ttl and transition, and
-// hands each renewal its outcome.
-func (q *renewals) send(batch []*renewal, latest time.Time) {
-	ctx, cancel := context.WithDeadline(q.ctx, latest)
-	defer cancel()
+// send renews batch, within ctx, with one statement per ttl and transition, and hands
+// each renewal its outcome.
+func (q *renewals) send(ctx context.Context, batch []*renewal) {
 	for len(batch) > 0 {
 		var one, rest []*renewal
 		in := make(map[string]bool, len(batch))
@@ -243,7 +175,7 @@ func (q *renewals) sendOne(ctx context.Context, batch []*renewal) {
 		switch {
 		case err == nil:
 			r.done <- renewOutcome{renewed: renewed[i], now: now, queued: sent.Sub(r.arrived)}
-		case q.ctx.Err() != nil:
+		case q.calls.Closing():
 			r.done <- renewOutcome{err: fmt.Errorf("simba/jdbc: %w", simba.ErrClosed)}
 		case serverAnswered(err):
 			// The statement ended and changed nothing (a lock wait timed out, say): each
@@ -255,15 +187,6 @@ func (q *renewals) sendOne(ctx context.Context, batch []*renewal) {
 	}
 }
 
-// close fails the renewals waiting and those of the statement in flight with an error
-// wrapping simba.ErrClosed, and waits for the goroutine to end.
-func (q *renewals) close() {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.stop)
-		q.cancel()
-	}
-	q.mu.Unlock()
-	q.wg.Wait()
-}
+// close fails the renewals waiting and those of the statements in flight with an error
+// wrapping simba.ErrClosed, and waits for the goroutines to end.
+func (q *renewals) close() { q.calls.Close() }
