@@ -5,7 +5,6 @@ import (
 	_ "embed" // the Lua script
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -41,15 +40,7 @@ const (
 // of one call must share a hash slot, which the mutexes of one instant seldom do.
 type renewals struct {
 	client *goredis.Client
-	ctx    context.Context // ends at close: cuts the call in flight short
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu      sync.Mutex
-	queue   []*renewal
-	sending bool // the goroutine runs: it sends until the queue is empty
-	closed  bool
-	stop    chan struct{} // closed at close
+	calls  *batch.Queue[*renewal]
 }
 
 // renewal is one contention's renewal, waiting for its batch.
@@ -68,8 +59,14 @@ type renewed struct {
 }
 
 func newRenewals(client *goredis.Client) *renewals {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &renewals{client: client, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
+	q := &renewals{client: client}
+	q.calls = batch.NewQueue(batch.Options[*renewal]{
+		Gap: renewGap, Max: maxRenewBatch,
+		Send:   q.send,
+		Fail:   func(r *renewal, err error) { r.done <- renewed{err: err} },
+		Closed: fmt.Errorf("simba/redis: %w", simba.ErrClosed),
+	})
+	return q
 }
 
 // renew renews c's tenure in the next batch and returns its guard call's reply. It
@@ -77,17 +74,9 @@ func newRenewals(client *goredis.Client) *renewals {
 // lost on the way would be.
 func (q *renewals) renew(ctx context.Context, c *contention) (any, error) {
 	r := newRenewal(ctx, c, time.Now())
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return nil, fmt.Errorf("simba/redis: %w", simba.ErrClosed)
+	if err := q.calls.Add(r); err != nil {
+		return nil, err
 	}
-	q.queue = append(q.queue, r)
-	if !q.sending {
-		q.sending = true
-		q.wg.Go(q.run)
-	}
-	q.mu.Unlock()
 	select {
 	case got := <-r.done:
 		return got.v, got.err
@@ -105,93 +94,36 @@ func newRenewal(ctx context.Context, c *contention, now time.Time) *renewal {
 	return r
 }
 
-// run sends batches until no renewal waits.
-func (q *renewals) run() {
-	for {
-		batch := q.gather()
-		if batch == nil {
-			return
-		}
-		q.send(batch)
-	}
-}
-
-// gather waits while renewals keep coming (see renewGap) and returns the next batch (see
-// batch.Take); nil once none waits, the goroutine then ends. After close, it fails every
-// renewal waiting and returns nil.
-func (q *renewals) gather() []*renewal {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	batch.Wait(&q.mu, &q.queue, &q.closed, renewGap, maxRenewBatch, q.stop)
-	if len(q.queue) == 0 || q.closed {
-		for _, r := range q.queue {
-			r.done <- renewed{err: fmt.Errorf("simba/redis: %w", simba.ErrClosed)}
-		}
-		q.queue, q.sending = nil, false
-		return nil
-	}
-	return batch.Take(&q.queue, maxRenewBatch)
-}
-
 // Context and SendBy make a renewal a batch.Call.
 func (r *renewal) Context() context.Context { return r.ctx }
 func (r *renewal) SendBy() time.Time        { return r.sendBy }
 
-// send renews batch in one call, on the server's time of the latest deadline among its
-// renewals, and hands each renewal its reply. Renewals whose caller has given up are
-// left out.
-func (q *renewals) send(batch []*renewal) {
-	live, latest, bounded := waiting(batch)
-	if len(live) == 0 {
-		return
-	}
-	ctx := q.ctx
-	if bounded {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, latest)
-		defer cancel()
-	}
-	per := len(live[0].keys)
-	keys := make([]string, 0, per*len(live))
-	args := make([]any, 0, 1+2*len(live))
+// send renews batch in one call, within ctx (ended by the latest of its renewals'
+// deadlines, and by close), and hands each renewal its reply.
+func (q *renewals) send(ctx context.Context, batch []*renewal) {
+	per := len(batch[0].keys)
+	keys := make([]string, 0, per*len(batch))
+	args := make([]any, 0, 1+2*len(batch))
 	args = append(args, strconv.Itoa(per))
-	for _, r := range live {
+	for _, r := range batch {
 		keys = append(keys, r.keys...)
 		args = append(args, r.id, r.lease)
 	}
 	v, err := renewManyScript.Run(ctx, q.client, keys, args...).Result()
-	if err != nil && q.ctx.Err() != nil {
+	if err != nil && q.calls.Closing() {
 		err = fmt.Errorf("simba/redis: %w", simba.ErrClosed)
 	}
 	replies, ok := v.([]any)
-	if err == nil && (!ok || len(replies) != len(live)) {
-		err = fmt.Errorf("%w: %d replies to %d renewals", ErrUnexpectedReply, len(replies), len(live))
+	if err == nil && (!ok || len(replies) != len(batch)) {
+		err = fmt.Errorf("%w: %d replies to %d renewals", ErrUnexpectedReply, len(replies), len(batch))
 	}
-	for i, r := range live {
+	for i, r := range batch {
 		if err != nil {
 			r.done <- renewed{err: err}
 			continue
 		}
 		r.done <- oneReply(replies[i])
 	}
-}
-
-// waiting returns the renewals of batch whose caller still waits, and the latest of their
-// deadlines; bounded is false when one of them has none.
-func waiting(batch []*renewal) (live []*renewal, latest time.Time, bounded bool) {
-	bounded = true
-	for _, r := range batch {
-		if r.ctx.Err() != nil {
-			continue
-		}
-		live = append(live, r)
-		if d, ok := r.ctx.Deadline(); !ok {
-			bounded = false
-		} else if d.After(latest) {
-			latest = d
-		}
-	}
-	return live, latest, bounded
 }
 
 // oneReply returns one renewal's part of renewManyScript's reply: its guard call's, or
@@ -214,13 +146,4 @@ func (scriptError) RedisError()     {}
 
 // close fails the renewals waiting and those of the call in flight with an error wrapping
 // simba.ErrClosed, and waits for the goroutine to end.
-func (q *renewals) close() {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.stop)
-		q.cancel()
-	}
-	q.mu.Unlock()
-	q.wg.Wait()
-}
+func (q *renewals) close() { q.calls.Close() }

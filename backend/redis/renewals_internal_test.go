@@ -67,7 +67,7 @@ func TestRenewManyRepliesPerMutex(t *testing.T) {
 	for i, c := range []*contention{kept, foreign, taken} {
 		batch[i] = &renewal{ctx: t.Context(), keys: c.keys, id: c.id, lease: c.lease, done: make(chan renewed, 1)}
 	}
-	b.renewals.send(batch)
+	b.renewals.send(t.Context(), batch)
 	replies := make([]renewed, len(batch))
 	for i, r := range batch {
 		replies[i] = <-r.done
