@@ -105,6 +105,25 @@ func (r floorRun) run(t testing.TB) floorResult {
 		}
 		conns[i] = conn
 	}
+	return floorClients(t, ctx, cancel, conns, r.sections,
+		func(conn *sql.Conn, me string) (entry, error) { return r.enter(ctx, conn, mutex, lock, me) },
+		func(conn *sql.Conn, me string) error {
+			var err error
+			if r.grant {
+				_, err = conn.ExecContext(ctx, floorGrant, lock, mutex, lock, mutex, me)
+			} else {
+				_, err = conn.ExecContext(ctx, floorRelease, lock, mutex, me)
+			}
+			return err
+		})
+}
+
+// floorClients runs a client on each of conns, named by its index, until they entered the
+// section sections times: enter takes it, leave gives it up. A client that fails ends the
+// run (cancel) with its error; the run's other calls take ctx.
+func floorClients(t testing.TB, ctx context.Context, cancel context.CancelFunc, conns []*sql.Conn, sections int64,
+	enter func(conn *sql.Conn, me string) (entry, error), leave func(conn *sql.Conn, me string) error) floorResult {
+	t.Helper()
 	var (
 		res      floorResult
 		entered  atomic.Int64
@@ -121,7 +140,7 @@ func (r floorRun) run(t testing.TB) floorResult {
 		me := fmt.Sprint(i)
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				how, err := r.enter(ctx, conn, mutex, lock, me)
+				how, err := enter(conn, me)
 				if err != nil {
 					fail(err)
 					return
@@ -132,14 +151,9 @@ func (r floorRun) run(t testing.TB) floorResult {
 				if how == enteredByGrant {
 					granted.Add(1)
 				}
-				done := entered.Add(1) >= r.sections
+				done := entered.Add(1) >= sections
 				inside.Add(-1)
-				if r.grant {
-					_, err = conn.ExecContext(ctx, floorGrant, lock, mutex, lock, mutex, me)
-				} else {
-					_, err = conn.ExecContext(ctx, floorRelease, lock, mutex, me)
-				}
-				if err != nil {
+				if err := leave(conn, me); err != nil {
 					fail(err)
 					return
 				}
@@ -151,8 +165,8 @@ func (r floorRun) run(t testing.TB) floorResult {
 		})
 	}
 	wg.Wait()
-	if entered.Load() < r.sections {
-		require.NoError(t, failed, "the clients entered the section %d times of %d", entered.Load(), r.sections)
+	if entered.Load() < sections {
+		require.NoError(t, failed, "the clients entered the section %d times of %d", entered.Load(), sections)
 	}
 	res.sections, res.granted, res.overlaps = entered.Load(), granted.Load(), overlaps.Load()
 	return res
@@ -262,10 +276,16 @@ func updateCommit(b *testing.B) time.Duration {
 	defer conn.Close()
 	_, err = conn.ExecContext(b.Context(), "INSERT INTO "+floorTable+" VALUES (?, '', 0)", mutex)
 	require.NoError(b, err)
+	return medianUpdate(b, conn, "UPDATE "+floorTable+" SET version = version + 1 WHERE mutex = ?", mutex)
+}
+
+// medianUpdate returns the median time of 200 runs of update on conn, with args.
+func medianUpdate(b *testing.B, conn *sql.Conn, update string, args ...any) time.Duration {
+	b.Helper()
 	took := make([]time.Duration, 200)
 	for i := range took {
 		began := time.Now()
-		_, err := conn.ExecContext(b.Context(), "UPDATE "+floorTable+" SET version = version + 1 WHERE mutex = ?", mutex)
+		_, err := conn.ExecContext(b.Context(), update, args...)
 		require.NoError(b, err)
 		took[i] = time.Since(began)
 	}

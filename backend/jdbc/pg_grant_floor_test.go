@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,66 +196,26 @@ func (r pgFloorRun) run(t testing.TB, db *sql.DB) floorResult {
 		require.NoError(t, err)
 		conns[i] = conn
 	}
-	var (
-		res      floorResult
-		entered  atomic.Int64
-		granted  atomic.Int64
-		overlaps atomic.Int64
-		inside   atomic.Int32
-		failed   error
-		failOnce sync.Once
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) { failOnce.Do(func() { failed = err; cancel() }) }
-	began := time.Now()
-	for i, conn := range conns {
-		me := fmt.Sprint(i)
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				how, err := r.enter(ctx, conn, mutex, key, me)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if inside.Add(1) != 1 {
-					overlaps.Add(1)
-				}
-				if how == enteredByGrant {
-					granted.Add(1)
-				}
-				done := entered.Add(1) >= r.sections
-				inside.Add(-1)
-				switch r.proto {
-				case pgFloorToday:
-					_, err = conn.ExecContext(ctx, pgFloorRelease, mutex, me, key)
-				case pgFloorLocks:
-					_, err = conn.ExecContext(ctx, pgFloorLocksGrant, mutex, me, key)
-				case pgFloorLocked:
-					_, err = conn.ExecContext(ctx, pgFloorLockedGrant, mutex, me, key)
-				case pgFloorRow:
-					_, err = conn.ExecContext(ctx, pgFloorRowRelease, mutex, me, key)
-				case pgFloorAdvisory:
-					_, err = conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1::bigint)", key)
-				case pgFloorNotify:
-					_, err = conn.ExecContext(ctx, pgFloorNotifyGrant, mutex, me)
-				}
-				if err != nil {
-					fail(err)
-					return
-				}
-				if done {
-					res.elapsed = time.Since(began)
-					cancel()
-				}
+	return floorClients(t, ctx, cancel, conns, r.sections,
+		func(conn *sql.Conn, me string) (entry, error) { return r.enter(ctx, conn, mutex, key, me) },
+		func(conn *sql.Conn, me string) error {
+			var err error
+			switch r.proto {
+			case pgFloorToday:
+				_, err = conn.ExecContext(ctx, pgFloorRelease, mutex, me, key)
+			case pgFloorLocks:
+				_, err = conn.ExecContext(ctx, pgFloorLocksGrant, mutex, me, key)
+			case pgFloorLocked:
+				_, err = conn.ExecContext(ctx, pgFloorLockedGrant, mutex, me, key)
+			case pgFloorRow:
+				_, err = conn.ExecContext(ctx, pgFloorRowRelease, mutex, me, key)
+			case pgFloorAdvisory:
+				_, err = conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1::bigint)", key)
+			case pgFloorNotify:
+				_, err = conn.ExecContext(ctx, pgFloorNotifyGrant, mutex, me)
 			}
+			return err
 		})
-	}
-	wg.Wait()
-	if entered.Load() < r.sections {
-		require.NoError(t, failed, "the clients entered the section %d times of %d", entered.Load(), r.sections)
-	}
-	res.sections, res.granted, res.overlaps = entered.Load(), granted.Load(), overlaps.Load()
-	return res
 }
 
 func pgPID(t testing.TB, conn *sql.Conn) int {
@@ -581,15 +540,7 @@ func pgUpdate(b *testing.B, db *sql.DB, synchronous string) time.Duration {
 	_, err = conn.ExecContext(b.Context(), "SET synchronous_commit = "+synchronous)
 	require.NoError(b, err)
 	defer conn.ExecContext(context.Background(), "RESET synchronous_commit") //nolint:errcheck // the connection goes back to the pool
-	took := make([]time.Duration, 200)
-	for i := range took {
-		began := time.Now()
-		_, err := conn.ExecContext(b.Context(), "UPDATE "+pgFloorTable+" SET version = version + 1 WHERE mutex = $1", mutex)
-		require.NoError(b, err)
-		took[i] = time.Since(began)
-	}
-	slices.Sort(took)
-	return took[len(took)/2]
+	return medianUpdate(b, conn, "UPDATE "+pgFloorTable+" SET version = version + 1 WHERE mutex = $1", mutex)
 }
 
 // pgWaitedStatementTime: a statement that waits for an advisory lock keeps the time it
