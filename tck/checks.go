@@ -89,9 +89,16 @@ func (d *duel) start(ctx context.Context) error {
 	return start(ctx, d.sb)
 }
 
-// locker returns a Locker for mutex on b with the suite's options and a fresh ID.
+// locker returns a Locker for mutex on b with the suite's options and a fresh ID, closed
+// when the check ends: Close joins what its acquisitions left to finish in the
+// background, which would otherwise log to a test that has ended.
 func (e *env) locker(b backend.Backend, mutex, role string) (*simba.Locker, error) {
-	return simba.NewLocker(b, mutex, options[simba.LockerOption](e, simba.WithContenderID(e.id(role)))...)
+	l, err := simba.NewLocker(b, mutex, options[simba.LockerOption](e, simba.WithContenderID(e.id(role)))...)
+	if err != nil {
+		return nil, err
+	}
+	e.cleanup(func() { _ = l.Close() })
+	return l, nil
 }
 
 // succeed acquires with l within ctx, checks that the new tenure's token is greater than
