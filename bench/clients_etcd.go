@@ -40,7 +40,7 @@ func etcdLibraries() []library {
 		},
 		{
 			id: "etcd-mutex", name: "concurrency.Mutex", store: storeEtcd, process: true,
-			settings: "etcd client/v3 concurrency.NewMutex on a session (lease) of its own per client, one clientv3 client each; session TTL 10s, 3s in the failover figure; clientv3's keep-alive a third of the TTL after each answer, sent by a loop that wakes every 500ms (1.5s at 3s: a killed owner's lease outlives it by 0.25s less on average)",
+			settings: "etcd client/v3 concurrency.NewMutex on a session (lease) of its own per client, one clientv3 client each; session TTL 10s, 3s in the failover figure; clientv3's keep-alive a third of the TTL after each answer, sent by a loop that wakes every 500ms (1-1.5s apart at 3s)",
 			open:     openEtcdMutex,
 			bound:    etcdFailoverBound,
 		},
