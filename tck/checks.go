@@ -519,7 +519,7 @@ func checkStopReleases(e *env) error {
 		if err := s.Stop(e.ctx); err != nil {
 			return fmt.Errorf("Stop: %w", err)
 		}
-		lease, err := once(e.ctx, other.TryAcquire)
+		lease, err := untilAnswered(e.ctx, other.TryAcquire)
 		if err != nil {
 			return fmt.Errorf("after Stop returned, another contender could not acquire (the store was not released): %w", err)
 		}
@@ -649,7 +649,7 @@ func checkLockerErrors(e *env) error {
 	}
 	err = e.keep(l1.Acquire(e.ctx))
 	f.expect("Acquire while holding", err, simba.ErrAlreadyHeld)
-	err = e.keep(once(e.ctx, l2.TryAcquire))
+	err = e.keep(untilAnswered(e.ctx, l2.TryAcquire))
 	f.expect("TryAcquire of a held mutex", err, simba.ErrNotAcquired)
 
 	timeout := e.cfg.ttl / 5
@@ -1031,7 +1031,7 @@ func lateAnswerIsUndone(e *env, f *findings, s *simba.Service, m *member, p *pro
 	if err != nil {
 		return err
 	}
-	l, err := once(e.ctx, other.TryAcquire)
+	l, err := untilAnswered(e.ctx, other.TryAcquire)
 	if err != nil {
 		f.addf("a late acquisition of an ended lifecycle was left on the store: %w", err)
 	} else if err := l.Release(e.ctx); err != nil {
@@ -1156,7 +1156,7 @@ func checkLookup(e *env) error {
 	mutex := e.mutex()
 	b := e.backend()
 	look := func(when string) (simba.Owner, error) {
-		o, err := once(e.ctx, func(ctx context.Context) (simba.Owner, error) {
+		o, err := untilAnswered(e.ctx, func(ctx context.Context) (simba.Owner, error) {
 			return simba.Lookup(ctx, b, mutex, options[simba.Option](e)...)
 		})
 		if err != nil {

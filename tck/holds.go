@@ -212,7 +212,7 @@ func checkSemaphoreOrder(e *env) error {
 	if err != nil {
 		return err
 	}
-	_, err = once(e.ctx, other.TryAcquire)
+	_, err = untilAnswered(e.ctx, other.TryAcquire)
 	f.expect("TryAcquire of a held semaphore", e.keep(nil, err), simba.ErrHeld)
 	w1 := e.goAcquire("first waiter", sems[1].Acquire)
 	if err := probes[1].waitQueued(e.ctx); err != nil {
@@ -355,19 +355,19 @@ func checkRWReaders(e *env) error {
 			f.addf("reader %d stopped believing while three read: %v", i, context.Cause(r.Context()))
 		}
 	}
-	w, err := once(e.ctx, locks[3].TryLock)
+	w, err := untilAnswered(e.ctx, locks[3].TryLock)
 	f.expect("TryLock while readers hold", e.keep(leaseOf(w), err), simba.ErrHeld)
 	for _, r := range reads {
 		if err := r.Release(e.ctx); err != nil {
 			return f.join(fmt.Errorf("Release: %w", err))
 		}
 	}
-	if w, err = once(e.ctx, locks[3].TryLock); err != nil {
+	if w, err = untilAnswered(e.ctx, locks[3].TryLock); err != nil {
 		return f.join(fmt.Errorf("TryLock once the readers left: %w", err))
 	}
-	r, err := once(e.ctx, locks[0].TryRLock)
+	r, err := untilAnswered(e.ctx, locks[0].TryRLock)
 	f.expect("TryRLock while a writer holds", e.keep(r, err), simba.ErrHeld)
-	l, err := once(e.ctx, locks[1].TryLock)
+	l, err := untilAnswered(e.ctx, locks[1].TryLock)
 	f.expect("TryLock while a writer holds", e.keep(leaseOf(l), err), simba.ErrHeld)
 	return f.join(w.Release(e.ctx))
 }
@@ -427,7 +427,7 @@ func checkRWWriterFirst(e *env) error {
 	if err != nil {
 		return err
 	}
-	r, err := once(e.ctx, other.TryRLock)
+	r, err := untilAnswered(e.ctx, other.TryRLock)
 	f.expect("TryRLock while a writer waits", e.keep(r, err), simba.ErrHeld)
 	r2 := e.goAcquire("reader after the writer", locks[2].RLock)
 	if err := probes[2].waitQueued(e.ctx); err != nil {

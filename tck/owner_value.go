@@ -67,7 +67,7 @@ func checkOwnerValue(e *env) error {
 		}
 		values[lease.Token()] = tn.value
 		check(fmt.Sprintf("tenure %d's lease", i), lease.Owner(), tn.value)
-		o, err := once(e.ctx, func(ctx context.Context) (simba.Owner, error) {
+		o, err := untilAnswered(e.ctx, func(ctx context.Context) (simba.Owner, error) {
 			return simba.Lookup(ctx, e.backend(), mutex, options[simba.Option](e)...)
 		})
 		switch {

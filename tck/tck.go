@@ -217,9 +217,9 @@ func start(ctx context.Context, s interface{ Start(context.Context) error }) err
 	}
 }
 
-// once makes the single attempt try (TryAcquire, Lookup), again after an outage, for the
-// reason start gives.
-func once[T any](ctx context.Context, try func(context.Context) (T, error)) (T, error) {
+// untilAnswered makes the single attempt try (TryAcquire, Lookup) again after each
+// outage, for the reason start gives, until the store answers it.
+func untilAnswered[T any](ctx context.Context, try func(context.Context) (T, error)) (T, error) {
 	for {
 		v, err := try(ctx)
 		if !errors.Is(err, simba.ErrTimeout) || ctx.Err() != nil {
