@@ -64,10 +64,18 @@ func WithTimeScale(f float64) Option {
 	return func(c *config) { c.scale = f }
 }
 
+// WithMinorityClaims tells the suite that the backend is a quorum of stores, where a slot
+// claim that fell short of a quorum may stay recorded on a minority and LastSlot may read
+// it: the slots check then accepts a claimed slot later than the last one that won.
+func WithMinorityClaims() Option {
+	return func(c *config) { c.minorityClaims = true }
+}
+
 type config struct {
-	scale      float64
-	ttl        time.Duration
-	transition time.Duration
+	scale          float64
+	ttl            time.Duration
+	transition     time.Duration
+	minorityClaims bool
 }
 
 func (c config) d(base time.Duration) time.Duration {

@@ -166,3 +166,33 @@ func TestQuorumLastSlotAfterAnInstanceLostItsRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// A claim that fell short of a quorum stays recorded on the instance that missed the claim
+// before it, and a quorum's LastSlot may read it: later than the last claim that won
+// (which is what the conformance suite's WithMinorityClaims allows), never earlier.
+func TestQuorumLastSlotReadsAClaimLeftOnAMinority(t *testing.T) {
+	servers := instances(t, 3)
+	ctx := t.Context()
+	mutex := uniqueName(t, "m")
+	r := quorumSlots(t, newQuorum(t, servers, redis.WithRecheckAfter(time.Hour)), mutex)
+	at := time.Now()
+	won := backend.Slot{At: at, Token: 5}
+	ok, err := r.ClaimSlot(ctx, won)
+	require.NoError(t, err)
+	require.True(t, ok)
+	awaitSlotEverywhere(t, servers, mutex, won)
+	first := newClient(t, servers[0].Addr())
+	require.NoError(t, first.FlushAll(ctx).Err()) // instance 0 missed it
+
+	refused := backend.Slot{At: at, Token: 6}
+	ok, err = r.ClaimSlot(ctx, refused)
+	require.NoError(t, err)
+	require.False(t, ok, "instances 1 and 2 hold %+v", won)
+	poll(t, "the refused claim on instance 0", func() bool {
+		return first.Get(ctx, "simba:{"+mutex+"}:slot").Val() == strconv.FormatInt(at.UnixNano(), 10)+"@@6"
+	})
+	require.NoError(t, servers[2].Kill()) // the quorum left is instances 0 and 1
+	last, err := r.LastSlot(ctx)
+	require.NoError(t, err)
+	assert.True(t, last.At.Equal(refused.At) && last.Token == refused.Token, "LastSlot = %+v, want the minority's %+v", last, refused)
+}
