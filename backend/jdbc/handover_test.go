@@ -21,10 +21,11 @@ import (
 	"github.com/simba-go/simba/internal/options"
 )
 
-// counting wraps a backend and counts the acquire calls of its contentions.
+// counting wraps a backend and counts the acquire calls of its contentions, made and
+// answered.
 type counting struct {
 	simba.Backend
-	acquires atomic.Int64
+	acquires, answered atomic.Int64
 }
 
 func (c *counting) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
@@ -32,17 +33,21 @@ func (c *counting) StartContend(ctx context.Context, p backend.Participant) (bac
 	if err != nil {
 		return nil, err
 	}
-	return &countingContention{LeaseContention: con.(backend.LeaseContention), n: &c.acquires}, nil
+	return &countingContention{LeaseContention: con.(backend.LeaseContention), c: c}, nil
 }
 
 type countingContention struct {
 	backend.LeaseContention
-	n *atomic.Int64
+	c *counting
 }
 
 func (c *countingContention) Acquire(ctx context.Context) (backend.Record, error) {
-	c.n.Add(1)
-	return c.LeaseContention.Acquire(ctx)
+	c.c.acquires.Add(1)
+	rec, err := c.LeaseContention.Acquire(ctx)
+	if err == nil {
+		c.c.answered.Add(1)
+	}
+	return rec, err
 }
 
 // contender is a service with channels for its callbacks.

@@ -597,13 +597,14 @@ func TestPostgresPollingFallback(t *testing.T) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to find a owning the mutex", func() bool { return cb.acquires.Load() > 0 })
+	waitUntil(t, 10*time.Second, "b to find a owning the mutex", func() bool { return cb.answered.Load() > 0 })
 	assert.Equal(t, before, advisory(), "no advisory lock taken or waited for")
 	began := time.Now()
 	require.NoError(t, a.svc.Stop(t.Context()))
 	next := wait(t, b.acquired, 10*time.Second, "b at its next contend period")
 	t.Logf("hand-over by polling took %v (ttl + transition + jitter at most: 4 s)", time.Since(began))
 	assert.Greater(t, next.After.Token, first.After.Token)
+	assert.Greater(t, cb.answered.Load(), int64(1), "b acquired on its first attempt, not on a later one")
 	require.NoError(t, b.svc.Stop(t.Context()))
 }
 
