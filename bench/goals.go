@@ -115,6 +115,9 @@ func (r *results) zooKeeperGoals() []goal {
 	return []goal{g, r.ratioGoal("#35", "ZooKeeper uncontended cycle p50 ≤ 1.0 × zk.Lock's", "cycle", "simba-zookeeper", "zklock", "zk.Lock", 1.0)}
 }
 
+// namedLock is, by SQL store, the bench's library that is the store's named lock alone.
+var namedLock = map[string]string{storeSQL: "getlock", storePostgres: "advisory"}
+
 // sqlGoals are issue 35's MariaDB and PostgreSQL goals: 8 clients against the one-commit
 // ceiling (one UPDATE with its commit, measured as a floor in the same run), and the
 // statements of an uncontended cycle.
@@ -131,8 +134,15 @@ func (r *results) sqlGoals() []goal {
 		}
 		top := float64(time.Second) / float64(w.P50)
 		got := c.PerSecond / top
-		return goal{"#35", text, fmt.Sprintf("simba %.0f/s, fairness %.2f; ceiling %.0f/s (UPDATE-commit %s): %.2f ×", c.PerSecond, c.Fairness, top, ms(w.P50), got),
-			verdict(got >= limit && c.Fairness >= fairness && c.Overlaps == 0)}
+		m := fmt.Sprintf("simba %.0f/s, fairness %.2f; ceiling %.0f/s (UPDATE-commit %s): %.2f ×", c.PerSecond, c.Fairness, top, ms(w.P50), got)
+		// The next owner may begin only once its tenure is durable, and learns of the
+		// release through the named lock: a section takes at least one UPDATE-commit and
+		// one hand-over of the lock alone, whatever the protocol.
+		if h, ok := r.handOver(namedLock[store]); ok && h.P50 > 0 {
+			bound := float64(time.Second) / float64(w.P50+h.P50)
+			m += fmt.Sprintf("; bound by the guarantees %.0f/s (+ %s hand-over %s): %.2f × of it", bound, h.Library, ms(h.P50), c.PerSecond/bound)
+		}
+		return goal{"#35", text, m, verdict(got >= limit && c.Fairness >= fairness && c.Overlaps == 0)}
 	}
 	cycleGoal := func(store string) goal {
 		text := fmt.Sprintf("%s uncontended cycle ≤ 2 statements + its durable commits", storeTitle(store))
@@ -311,9 +321,9 @@ func (r *results) keptGoals() []goal {
 	} else {
 		gs = append(gs, missing("round 1", text))
 	}
-	absolute("#15", "simba-sql", "MariaDB hand-over p50 ≤ 2 ms", 2*time.Millisecond, "getlock", "GET_LOCK")
+	absolute("#15", "simba-sql", "MariaDB hand-over p50 ≤ 2 ms", 2*time.Millisecond, namedLock[storeSQL], "GET_LOCK")
 	gs = append(gs, r.ratioGoal("#15", "ZooKeeper hand-over ≤ 1.1 × zk.Lock's (p50)", "handover", "simba-zookeeper", "zklock", "zk.Lock", 1.1))
-	absolute("#18", "simba-postgres", "PostgreSQL hand-over p50 ≤ 2 ms", 2*time.Millisecond, "advisory", "pg_advisory_lock")
+	absolute("#18", "simba-postgres", "PostgreSQL hand-over p50 ≤ 2 ms", 2*time.Millisecond, namedLock[storePostgres], "pg_advisory_lock")
 
 	for _, store := range []string{storeMemory, storeRedis} {
 		var runs []scaleResult
