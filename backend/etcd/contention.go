@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -55,6 +56,7 @@ type contention struct {
 	key      string           // this contender's key; empty when it has none
 	marker   string           // a hold's marker, put with key's lease at its admission; empty for a mutex
 	keyLease clientv3.LeaseID // the lease key is put with
+	joinReq  *pb.TxnRequest   // join's transaction for key (prepareJoin); a mutex's only
 	rev      int64            // key's create revision, the token while it owns; 0 until it is known
 	// The last join failed (StopContend cut it short, say): its put may still be applied,
 	// even after leave's delete.
@@ -384,19 +386,9 @@ func (c *contention) step(ctx context.Context) (again bool, err error) {
 // after a lost reply finds the key put and reads again.
 func (c *contention) join(ctx context.Context) (look, error) {
 	floor := c.b.revisionFloor()
-	put := clientv3.OpPut(c.key, keyValue(c.p.ContenderID, c.p.Value), clientv3.WithLease(c.keyLease))
-	resp, err := c.b.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(c.dir), "=", 0).WithPrefix()).
-		Then(put).
-		Else(clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)},
-			[]clientv3.Op{put,
-				clientv3.OpGet(c.dir, clientv3.WithFirstCreate()...),
-				clientv3.OpGet(c.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))},
-			[]clientv3.Op{clientv3.OpGet(c.key)})).
-		Commit()
+	resp, err := c.b.kv.Txn(ctx, c.joinReq, callOptions...)
 	if err != nil {
-		return look{}, storeError("put", c.key, err)
+		return look{}, storeError("put", c.key, clientv3.ContextError(ctx, err))
 	}
 	c.b.sawRevision(resp.Header, floor)
 	if resp.Succeeded {
@@ -421,6 +413,34 @@ func (c *contention) join(ctx context.Context) (look, error) {
 		pred = latest[1]
 	}
 	return c.decide(ctx, resp.Header.Revision, first, pred)
+}
+
+// joinRequest returns join's transaction for key, put with value and lease under dir, as
+// etcd's protocol messages: clientv3's Op and Cmp build them anew at every request, and
+// clone every comparison by reflection.
+func joinRequest(dir, key, value string, lease clientv3.LeaseID) *pb.TxnRequest {
+	k, d, end := []byte(key), []byte(dir), []byte(clientv3.GetPrefixRangeEnd(dir))
+	put := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: k, Value: []byte(value), Lease: int64(lease)}}}
+	get := func(r *pb.RangeRequest) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestRange{RequestRange: r}}
+	}
+	absent := func(key, end []byte) *pb.Compare {
+		return &pb.Compare{Key: key, RangeEnd: end, Result: pb.Compare_EQUAL, Target: pb.Compare_CREATE,
+			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: 0}}
+	}
+	byCreate := func(order pb.RangeRequest_SortOrder, limit int64) *pb.RequestOp {
+		return get(&pb.RangeRequest{Key: d, RangeEnd: end, Limit: limit, SortOrder: order, SortTarget: pb.RangeRequest_CREATE})
+	}
+	return &pb.TxnRequest{
+		Compare: []*pb.Compare{absent(d, end)}, // no key under dir
+		Success: []*pb.RequestOp{put},
+		Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestTxn{RequestTxn: &pb.TxnRequest{
+			Compare: []*pb.Compare{absent(k, nil)},
+			// The put, the lowest key (WithFirstCreate), the two latest.
+			Success: []*pb.RequestOp{put, byCreate(pb.RangeRequest_ASCEND, 1), byCreate(pb.RangeRequest_DESCEND, 2)},
+			Failure: []*pb.RequestOp{get(&pb.RangeRequest{Key: k})},
+		}}}},
+	}
 }
 
 // read reads, in one transaction, the contender's key, the mutex's lowest key, and the
@@ -544,21 +564,47 @@ func parseKeyValue(v []byte) (id, value string) {
 	return id, value
 }
 
-// setKey gives the contender a key to put with lease id (and, for a hold, a marker), or
-// none when id is zero.
+// setKey gives the contender a key to put with lease id (and, for a hold, a marker, and
+// for a mutex, join's transaction), or none when id is zero.
 func (c *contention) setKey(id clientv3.LeaseID) {
 	key, marker := "", ""
+	var join *pb.TxnRequest
+	c.b.mu.Lock()
 	switch {
 	case id == 0:
 	case c.queue != "":
 		key, marker = keyOf(c.queue, id, c.n), keyOf(c.held, id, c.n)
 	default:
-		key = keyOf(c.dir, id, c.n)
+		key, join = c.b.prepareJoin(c.number(), id, c.p.ContenderID, c.p.Value)
 	}
-	c.key, c.marker, c.keyLease, c.rev = key, marker, id, 0
-	c.b.mu.Lock()
 	c.mine = key
 	c.b.mu.Unlock()
+	c.key, c.marker, c.keyLease, c.rev, c.joinReq = key, marker, id, 0, join
+}
+
+// preparedJoin is the key of a mutex contender's contention and its join's transaction,
+// which depend on its number, the lease, the contender's ID and its owner value only.
+type preparedJoin struct {
+	n         number
+	lease     clientv3.LeaseID
+	id, value string
+	key       string
+	req       *pb.TxnRequest
+}
+
+// prepareJoin returns the key and join's transaction of a mutex contender's contention
+// numbered n under lease, with ID id and owner value value. The backend keeps the last it
+// made: a Locker's acquisitions, one contention each, make the same one. No two contentions
+// share it at once: a number is taken until its contention has left (takeNumber). Called
+// with b.mu held.
+func (b *Backend) prepareJoin(n number, lease clientv3.LeaseID, id, value string) (key string, req *pb.TxnRequest) {
+	j := &b.lastJoin
+	if j.req == nil || j.n != n || j.lease != lease || j.id != id || j.value != value {
+		key := keyOf(n.dir, lease, n.n)
+		*j = preparedJoin{n: n, lease: lease, id: id, value: value, key: key,
+			req: joinRequest(n.dir, key, keyValue(id, value), lease)}
+	}
+	return j.key, j.req
 }
 
 // suspendView ends the view at once. Called by run.

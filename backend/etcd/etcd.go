@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
@@ -24,6 +26,7 @@ import (
 // A Backend is safe for concurrent use and must not be copied.
 type Backend struct {
 	client   *clientv3.Client
+	kv       pb.KVClient    // the client's connection, for the requests a cycle makes (callOptions)
 	leases   pb.LeaseClient // the client's connection, for the keep-alive stream
 	watchers pb.WatchClient // the same, for the watch stream (watches.go)
 	prefix   string
@@ -48,6 +51,7 @@ type Backend struct {
 	revision    int64             // the latest revision a linearizable answer carried (see sawRevision)
 	behind      int64             // etcd's revision went back from this one: no lease until it passes it
 	given       clientv3.LeaseID  // a lease given up unproven, maybe alive on the server: revoked before the next grant
+	lastJoin    preparedJoin      // the last contention's key and join (prepareJoin)
 
 	regressions atomic.Uint64
 }
@@ -77,6 +81,7 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 	life, endLife := context.WithCancel(context.Background())
 	return &Backend{
 		client:      client,
+		kv:          pb.NewKVClient(client.ActiveConnection()),
 		leases:      pb.NewLeaseClient(client.ActiveConnection()),
 		watchers:    pb.NewWatchClient(client.ActiveConnection()),
 		prefix:      cfg.prefix,
@@ -233,6 +238,11 @@ func stoppedTimer() *time.Timer {
 	t.Stop()
 	return t
 }
+
+// callOptions are clientv3's defaults for requests its KV makes, for those the backend
+// makes on the client's connection (Backend.kv): a request waits for a connection rather
+// than failing at once.
+var callOptions = []grpc.CallOption{grpc.WaitForReady(true), grpc.MaxCallSendMsgSize(2 << 20), grpc.MaxCallRecvMsgSize(math.MaxInt32)}
 
 // revokeTimeout bounds Close's revoke of the lease.
 const revokeTimeout = time.Second
@@ -571,9 +581,9 @@ func (b *Backend) deleteKey(ctx context.Context, key, marker string) (deleted bo
 	if marker == "" {
 		// A mutex contender's key: a plain delete, which etcd applies without the read
 		// a transaction's comparison makes.
-		resp, err := b.client.Delete(ctx, key)
+		resp, err := b.kv.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte(key)}, callOptions...)
 		if err != nil {
-			return false, storeError("delete", key, err)
+			return false, storeError("delete", key, clientv3.ContextError(ctx, err))
 		}
 		return resp.Deleted > 0, nil
 	}
