@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,8 +41,8 @@ type contention struct {
 	stop     chan struct{} // closed by halt
 	stopOnce sync.Once
 	runOnce  sync.Once                 // starts run (startRun)
-	life     context.Context           // bounds every request; ended by halt
-	endLife  context.CancelFunc        // ends life
+	lookMu   sync.Mutex                // guards endLook, and orders halt's close of stop with it
+	endLook  context.CancelFunc        // ends the look under way (lookContext); halt calls it
 	stopBy   atomic.Pointer[time.Time] // StopContend's deadline for the delete; nil: none
 	turn     chan struct{}             // capacity 1: held (sent to) for a look or the leave
 	stopping atomic.Bool               // StopContend leaves on its caller's goroutine
@@ -107,7 +108,6 @@ func newContention(b *Backend, p backend.Participant) *contention {
 	if log == nil {
 		log = b.log
 	}
-	life, endLife := context.WithCancel(context.Background())
 	dir, queue, held := b.holdDirs(p)
 	return &contention{
 		b:       b,
@@ -121,8 +121,6 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		stop:    make(chan struct{}),
 		turn:    make(chan struct{}, 1),
 		gaveUp:  make(chan struct{}),
-		life:    life,
-		endLife: endLife,
 		done:    make(chan struct{}),
 		started: make(chan struct{}),
 		watches: make(map[target]*watcher),
@@ -183,8 +181,12 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 
 func (c *contention) halt() {
 	c.stopOnce.Do(func() {
+		c.lookMu.Lock()
+		defer c.lookMu.Unlock()
 		close(c.stop)
-		c.endLife()
+		if c.endLook != nil {
+			c.endLook() // a look under way ends
+		}
 	})
 	if !c.stopping.Load() {
 		c.startRun() // run leaves: StopContend does not
@@ -232,9 +234,9 @@ func (c *contention) run() {
 			<-c.turn
 			continue // the next turn of the loop leaves
 		}
-		ctx, cancel := context.WithTimeout(c.life, c.b.leaseTTL)
+		ctx, cancel := c.lookContext(context.Background())
 		again, err := c.step(ctx)
-		cancel()
+		c.endLookContext(cancel)
 		failed := err != nil && !c.halted() && !c.startFailed(err)
 		<-c.turn
 		if err == nil {
@@ -288,13 +290,35 @@ func (c *contention) lookFirst(ctx context.Context) {
 	if c.halted() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.b.leaseTTL)
-	defer cancel()
-	defer context.AfterFunc(c.life, cancel)() // halted: the look ends
+	ctx, cancel := c.lookContext(ctx)
+	defer c.endLookContext(cancel)
 	again, err := c.step(ctx)
 	if again || (err != nil && !c.startFailed(err)) {
 		c.poke()
 	}
+}
+
+// lookContext returns the context of a look within parent, which ends after a lease TTL,
+// or at once when the contention is halted. The look ends it with endLookContext. Called
+// by the holder of the turn: one look at a time.
+func (c *contention) lookContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, c.b.leaseTTL)
+	c.lookMu.Lock()
+	defer c.lookMu.Unlock()
+	if c.halted() {
+		cancel()
+	} else {
+		c.endLook = cancel
+	}
+	return ctx, cancel
+}
+
+// endLookContext ends the context of the look that ends (lookContext).
+func (c *contention) endLookContext(cancel context.CancelFunc) {
+	c.lookMu.Lock()
+	c.endLook = nil
+	c.lookMu.Unlock()
+	cancel()
 }
 
 // leaveFromRun leaves once run is halted, unless StopContend leaves on its caller's
@@ -393,7 +417,7 @@ func (c *contention) join(ctx context.Context) (look, error) {
 	c.b.sawRevision(resp.Header, floor)
 	if resp.Succeeded {
 		c.rev = resp.Header.Revision
-		return c.decide(ctx, resp.Header.Revision, []*mvccpb.KeyValue{{Key: []byte(c.key)}}, nil)
+		return c.ownLook(resp.Header.Revision), nil
 	}
 	nested := resp.Responses[0].GetResponseTxn()
 	if !nested.Succeeded {
@@ -487,8 +511,7 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 	}
 	owner := first[0]
 	if string(owner.Key) == c.key {
-		return look{rev: rev, watch: []target{{key: c.key}},
-			v: view{self: true, ownerKey: c.key, owner: c.p.ContenderID, value: c.p.Value, token: uint64(c.rev)}}, nil
+		return c.ownLook(rev), nil
 	}
 	lk := look{rev: rev, v: ownerView(owner)}
 	if pred != nil {
@@ -502,6 +525,13 @@ func (c *contention) decide(ctx context.Context, rev int64, first []*mvccpb.KeyV
 		return c.sharedID(ctx, lk, owner)
 	}
 	return lk, nil
+}
+
+// ownLook is the look of a read at rev that found the contender's key the lowest: it owns,
+// and watches its key, whose deletion ends its tenure.
+func (c *contention) ownLook(rev int64) look {
+	return look{rev: rev, watch: []target{{key: c.key}},
+		v: view{self: true, ownerKey: c.key, owner: c.p.ContenderID, value: c.p.Value, token: uint64(c.rev)}}
 }
 
 // sharedID handles an owner key that carries this contender's ID but is not its key. A
@@ -652,17 +682,13 @@ func (c *contention) install(l lease, gen uint64, lk look) (again bool) {
 // member lost its leader, the revision was compacted, the stream broke) fires too: the look
 // finds out what happened (see Backend.fire). Called with b.mu held.
 func (c *contention) setWatches(lk look) {
-	want := make(map[target]bool, len(lk.watch))
-	for _, t := range lk.watch {
-		want[t] = true
-	}
 	for t, w := range c.watches {
-		if !want[t] {
+		if !slices.Contains(lk.watch, t) {
 			c.b.unwatch(w)
 			delete(c.watches, t)
 		}
 	}
-	for t := range want {
+	for _, t := range lk.watch {
 		if _, ok := c.watches[t]; !ok {
 			c.watches[t] = c.b.watch(c, t, lk.rev+1)
 		}
@@ -748,7 +774,6 @@ func (c *contention) leave(ctx context.Context) {
 	delete(b.contentions, c)
 	closed, current := b.closed, b.lease.id
 	b.mu.Unlock()
-	c.endLife()
 	if !c.isStarted {
 		c.isStarted = true
 		c.startErr = errors.New("simba/etcd: stopped before it started")
