@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/etcd"
 )
 
@@ -21,7 +22,7 @@ import (
 // each client with a connection of its own to it (no fault proxy between).
 //
 //	cd backend/etcd && go test -run '^$' -bench . -benchtime 5s
-//	go test -run '^$' -bench LockerVsConcurrencyMutexCycle -benchtime 3000x -count 5
+//	go test -run '^$' -bench 'VsConcurrencyMutexCycle' -benchtime 3000x -count 5
 
 // An uncontended acquire and release with a Locker: a transaction that puts the key and
 // reads the mutex, and a delete.
@@ -71,13 +72,32 @@ func BenchmarkConcurrencyMutexCycle(b *testing.B) {
 // load moves, the ratio of the two (mutex/locker, 1.0 when the Locker is as fast) is steadier
 // than two benchmarks run one after the other. Acquire and release are reported apart.
 func BenchmarkLockerVsConcurrencyMutexCycle(b *testing.B) {
+	versus(b, "locker", lockerAcquire(benchLocker(b, "bench-versus", "bench")), benchMutex(b, "bench-versus-concurrency/"))
+}
+
+// The same with the backend's contention alone (StartContend and StopContend of a Locker's
+// participant), without the Locker's own work: the backend's share of a Locker's cycle.
+func BenchmarkContentionVsConcurrencyMutexCycle(b *testing.B) {
+	be := benchBackend(b)
+	p := backend.Participant{Mutex: "bench-versus-contention", ContenderID: "bench", TTL: 10 * time.Second, WaitsOnly: true,
+		Wake: func() {}, Report: func(backend.Record, time.Time) {}}
+	contend := func(ctx context.Context) (func(context.Context) error, error) {
+		c, err := be.StartContend(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return c.StopContend, nil
+	}
+	versus(b, "contention", contend, benchMutex(b, "bench-versus-contention-concurrency/"))
+}
+
+// versus times a cycle of acquire, named name, and one of m in turn, and reports their
+// acquires and releases, and the ratio of m's cycle to acquire's.
+func versus(b *testing.B, name string, acquire acquireFunc, m *concurrency.Mutex) {
 	sides := []struct {
 		acquire acquireFunc
 		took    [2]time.Duration // acquire, release
-	}{
-		{acquire: lockerAcquire(benchLocker(b, "bench-versus", "bench"))},
-		{acquire: mutexAcquire(benchMutex(b, "bench-versus-concurrency/"))},
-	}
+	}{{acquire: acquire}, {acquire: mutexAcquire(m)}}
 	ctx := context.Background()
 	for b.Loop() {
 		for i := range sides {
@@ -95,11 +115,11 @@ func BenchmarkLockerVsConcurrencyMutexCycle(b *testing.B) {
 		}
 	}
 	n := float64(b.N)
-	for i, name := range []string{"locker", "mutex"} {
+	for i, name := range []string{name, "mutex"} {
 		b.ReportMetric(float64(sides[i].took[0].Microseconds())/n, name+"-acquire-µs")
 		b.ReportMetric(float64(sides[i].took[1].Microseconds())/n, name+"-release-µs")
 	}
-	b.ReportMetric(float64(sides[1].took[0]+sides[1].took[1])/float64(sides[0].took[0]+sides[0].took[1]), "mutex/locker")
+	b.ReportMetric(float64(sides[1].took[0]+sides[1].took[1])/float64(sides[0].took[0]+sides[0].took[1]), "mutex/"+name)
 }
 
 // Two Lockers, each on a backend of its own, take turns: while one holds, the other
@@ -196,14 +216,20 @@ func BenchmarkConcurrencyMutex8Clients(b *testing.B) {
 // its own on the shared member.
 func benchLocker(b *testing.B, mutex, id string) *simba.Locker {
 	b.Helper()
+	l, err := simba.NewLocker(benchBackend(b), mutex, simba.WithContenderID(id))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// benchBackend returns a backend with a client of its own on the shared member.
+func benchBackend(b *testing.B) *etcd.Backend {
+	b.Helper()
 	needServer(b)
 	be, err := etcd.New(newClient(b, server.Addr()))
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = be.Close() }) // before the client closes: cleanups run last first
-	l, err := simba.NewLocker(be, mutex, simba.WithContenderID(id))
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = l.Close() })
-	return l
+	return be
 }
 
 // benchMutex returns a concurrency.Mutex on prefix, on a session of its own with a
