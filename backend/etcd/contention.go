@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
@@ -438,6 +440,11 @@ func (c *contention) join(ctx context.Context) (look, error) {
 	}
 	return c.decide(ctx, resp.Header.Revision, first, pred)
 }
+
+// callOptions are clientv3's defaults for requests its KV makes, for those the backend
+// makes on the client's connection (Backend.kv): a request waits for a connection rather
+// than failing at once.
+var callOptions = []grpc.CallOption{grpc.WaitForReady(true), grpc.MaxCallSendMsgSize(2 << 20), grpc.MaxCallRecvMsgSize(math.MaxInt32)}
 
 // joinRequest returns join's transaction for key, put with value and lease under dir, as
 // etcd's protocol messages: clientv3's Op and Cmp build them anew at every request, and

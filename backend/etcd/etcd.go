@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
@@ -238,11 +236,6 @@ func stoppedTimer() *time.Timer {
 	t.Stop()
 	return t
 }
-
-// callOptions are clientv3's defaults for requests its KV makes, for those the backend
-// makes on the client's connection (Backend.kv): a request waits for a connection rather
-// than failing at once.
-var callOptions = []grpc.CallOption{grpc.WaitForReady(true), grpc.MaxCallSendMsgSize(2 << 20), grpc.MaxCallRecvMsgSize(math.MaxInt32)}
 
 // revokeTimeout bounds Close's revoke of the lease.
 const revokeTimeout = time.Second
