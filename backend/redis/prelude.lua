@@ -25,8 +25,11 @@ local releaseChannel = ownerKey .. ':@@released'
 local slotKey = ownerKey .. ':slot'
 
 -- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
+-- Arithmetic converts a string of digits (strtod) once; tonumber converts it twice (Lua
+-- 5.1 checks it can, then does), which in the contended scripts cost Redis more than some
+-- of their commands.
 local function millis(t)
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
 -- isGreater compares two decimal strings without leading zeros as numbers. Lua numbers
@@ -146,8 +149,9 @@ end
 -- increasing within one microsecond and across small backward steps of the clock.
 local function newToken(fence, now)
   local token = now[1] .. string.sub('00000' .. now[2], -6) -- microseconds, 6 digits
-  local last = splitFence(fence)
-  if isToken(last) and not isGreater(token, last) then
+  -- splitFence's token, when isToken holds for it, in one match.
+  local last = fence and string.match(fence, '^([1-9]%d*)@@%d*@@')
+  if last and not isGreater(token, last) then
     token = plusOne(last)
   end
   return token
@@ -208,7 +212,7 @@ end
 -- they would expire sooner: keys of waiters that are all gone do not stay. lease and ttl
 -- are the caller's ARGV, decimal strings.
 local function register(id, now, nonce, lease, ttl, left, heard, value)
-  local live = math.max(left, 0) + tonumber(lease) + 1000
+  local live = math.max(left, 0) + lease + 1000
   local reg = nonce .. '@@' .. string.format('%.0f', now) .. '@@' .. lease .. '@@' .. ttl .. '@@' ..
     string.format('%.0f', now + live) .. '@@' .. heard
   if value ~= '' then
@@ -239,8 +243,9 @@ local function registration(waiter)
   if not at or (rest ~= '' and string.sub(rest, 1, 2) ~= '@@') then
     return nil, true
   end
-  return { nonce = nonce, at = tonumber(at), lease = tonumber(lease), ttl = tonumber(ttl),
-    untilMs = tonumber(untilMs), heard = heard == '1', value = string.sub(rest, 3) }, true
+  -- + 0 converts the digits matched above as millis does, once.
+  return { nonce = nonce, at = at + 0, lease = lease + 0, ttl = ttl + 0, untilMs = untilMs + 0,
+    heard = heard == '1', value = string.sub(rest, 3) }, true
 end
 
 -- silenceMeansGone reports whether nobody hearing on waiter's channel at server time nowMs
@@ -303,8 +308,8 @@ end
 -- JVM waiters that came earlier within second s, which are in the set with score s now,
 -- are moved to just before it.
 local function enqueue(id, now, fresh)
-  local sec, us = tonumber(now[1]), tonumber(now[2])
-  local score = string.format('%d.%06d', sec - 1, us)
+  local sec, us = now[1] - 1, now[2] -- strings of digits, converted as millis does
+  local score = string.format('%d.%06d', sec, us)
   local added
   if fresh then
     added = redis.call('zadd', waitKey, 'ch', score, id)
@@ -314,7 +319,7 @@ local function enqueue(id, now, fresh)
   if added == 1 then
     local earlier = redis.call('zrangebyscore', waitKey, now[1], now[1])
     if #earlier > 0 then
-      local before = string.format('%d.%06d', sec - 1, math.max(us - 1, 0))
+      local before = string.format('%d.%06d', sec, math.max(us - 1, 0))
       for _, waiter in ipairs(earlier) do
         redis.call('zadd', waitKey, 'xx', before, waiter)
       end
