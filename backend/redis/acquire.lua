@@ -30,8 +30,18 @@ local fresh = ARGV[7] == '1'
 local value = ARGV[8] or ''
 
 -- The owner is read first, with the token: under contention most attempts find the
--- mutex owned.
+-- mutex owned, and they return before the declarations only taking it needs.
 local owner, fence = readOwner()
+if owner and owner ~= id then
+  local now = redis.call('time')
+  enqueue(id, now, fresh)
+  local nowMs = millis(now)
+  local token, expires, ownerValue = tokenOf(owner, fence)
+  local left = remaining(expires, nowMs)
+  register(id, nowMs, nonce, lease, ttl, left, heard, value)
+  return { owner .. '@@' .. left, token, ownerValue }
+end
+-- (here the prelude's declarations that only the code below uses)
 if not owner then
   -- JVM Simba's SET NX PX. MGET reads a key of another type as nothing: then it fails,
   -- and GET fails with WRONGTYPE, so that another program's data is not overwritten.
@@ -47,7 +57,7 @@ if not owner then
   end
   return { id .. '@@' .. lease, token, value }
 end
-if owner == id and fresh then
+if fresh then
   -- A new contention that finds its own ID owning: a key an earlier lifecycle left, or
   -- one a failover brought back after later tenures were lost. A new tenure begins, with
   -- a new token: the old tenure's may be smaller than a lost successor's, who may still
@@ -60,18 +70,8 @@ if owner == id and fresh then
   end
   return { id .. '@@' .. lease, token, value }
 end
-if owner == id then
-  local token, kept = renew(id, lease, fence)
-  if listed then
-    leave(id)
-  end
-  return { id .. '@@' .. lease, token, kept }
+local token, kept = renew(id, lease, fence)
+if listed then
+  leave(id)
 end
-
-local now = redis.call('time')
-enqueue(id, now, fresh)
-local nowMs = millis(now)
-local token, expires, ownerValue = tokenOf(owner, fence)
-local left = remaining(expires, nowMs)
-register(id, nowMs, nonce, lease, ttl, left, heard, value)
-return { owner .. '@@' .. left, token, ownerValue }
+return { id .. '@@' .. lease, token, kept }

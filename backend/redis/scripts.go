@@ -53,14 +53,38 @@ type declaration struct {
 // withPrelude returns body after the prelude's head and the declarations body uses, itself
 // or through other declarations, in the prelude's order. A script call runs every
 // declaration it holds, creating each function's closure, which Lua's collector then
-// frees: the prelude declares 24 functions, of which acquire uses 16 and release 18.
+// frees: the prelude declares 24 functions, of which acquire uses 16 and release 18. In a
+// body with a line laterMark, the declarations that only the code after it uses go there:
+// a call that returns before it does not create them.
 func withPrelude(body string) string {
-	used := namesIn(body)
+	early, late, split := strings.Cut(body, laterMark)
+	var b strings.Builder
+	b.WriteString(preludeHead)
+	before := declarationsFor(namesIn(early), nil)
+	writeDeclarations(&b, before)
+	if !split {
+		b.WriteString(body)
+		return b.String()
+	}
+	b.WriteString(early)
+	b.WriteString(laterMark)
+	writeDeclarations(&b, declarationsFor(namesIn(late), before))
+	b.WriteString(late)
+	return b.String()
+}
+
+// laterMark is the line after which a script's declarations only the rest of it uses are
+// placed (see withPrelude).
+const laterMark = "-- (here the prelude's declarations that only the code below uses)\n"
+
+// declarationsFor returns which of the prelude's declarations the code naming used needs,
+// itself or through other declarations, leaving out those already taken.
+func declarationsFor(used map[string]bool, already []bool) []bool {
 	taken := make([]bool, len(preludeDecls))
 	for grew := true; grew; {
 		grew = false
 		for i, d := range preludeDecls {
-			if !taken[i] && d.usedIn(used) {
+			if !taken[i] && (already == nil || !already[i]) && d.usedIn(used) {
 				taken[i], grew = true, true
 				for n := range d.uses {
 					used[n] = true
@@ -68,15 +92,16 @@ func withPrelude(body string) string {
 			}
 		}
 	}
-	var b strings.Builder
-	b.WriteString(preludeHead)
+	return taken
+}
+
+// writeDeclarations writes the prelude's declarations taken, in the prelude's order.
+func writeDeclarations(b *strings.Builder, taken []bool) {
 	for i, d := range preludeDecls {
 		if taken[i] {
 			b.WriteString(d.text)
 		}
 	}
-	b.WriteString(body)
-	return b.String()
 }
 
 func (d declaration) usedIn(names map[string]bool) bool {
