@@ -1,6 +1,10 @@
 package jdbc
 
-import "time"
+import (
+	"context"
+	"database/sql"
+	"time"
+)
 
 // Waiting returns how many of the backend's contentions for mutex wait for its named lock,
 // so that benchmarks can start timing a hand-over only once the waiter waits.
@@ -57,4 +61,20 @@ func ReleaseUnlockSQL(d Dialect) string {
 // expected, stale, lock name, lock name.
 func LockingAcquireSQL(d Dialect, ttl, lease time.Duration) string {
 	return d.(lockingAcquirer).lockingAcquireStatement(tableName{name: DefaultTable}, schema{locksInUpdates: true}, ttl, lease, true)
+}
+
+// CycleSQL returns, once the backend has checked its table, the statements of an
+// uncontended cycle of a contender with ttl and transition on the hand-over's pinned
+// connection: the acquire that tries the named lock (without its read of the row), the
+// release that lets it go, and mutex's named lock.
+func (b *Backend) CycleSQL(ttl, transition time.Duration, mutex string) (acquire, release, lock string) {
+	b.mu.Lock()
+	s := *b.schema
+	b.mu.Unlock()
+	return b.rendered(s, ttl, ttl+transition).taking, b.sql.releaseUnlock, b.dialect.lockName(s, b.table, mutex)
+}
+
+// QueryRow is queryRow, on a pinned connection.
+func QueryRow(ctx context.Context, conn *sql.Conn, query string, args []any, dest ...any) error {
+	return queryRow(ctx, conn, query, args, dest...)
 }

@@ -78,7 +78,7 @@ func (d postgresDialect) acquireStatement(t tableName, _ schema, ttl, lease time
 func (d postgresDialect) acquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs) (acquireResult, error) {
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale)
 	var version, mark, now, found int64
-	err := q.QueryRowContext(ctx, query, args...).Scan(&version, &mark, &now, &found)
+	err := queryRow(ctx, q, query, args, &version, &mark, &now, &found)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return acquireResult{}, nil
@@ -165,7 +165,7 @@ func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s sch
 	if reads {
 		dest = append(dest, &owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &token, &holder)
 	}
-	if err := conn.QueryRowContext(ctx, query, args...).Scan(dest...); err != nil {
+	if err := queryRow(ctx, conn, query, args, dest...); err != nil {
 		return acquireResult{}, lockTry{}, nil, err
 	}
 	try := lockTry{told: true, got: got == 1, other: got != 1, session: session}
@@ -190,7 +190,7 @@ func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s sch
 
 func (d postgresDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {
 	query, args := d.bound(s, limit, query, mutex, contender, version, lock)
-	err = q.QueryRowContext(ctx, query, args...).Scan(&unlocked)
+	err = queryRow(ctx, q, query, args, &unlocked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, false, nil
 	}

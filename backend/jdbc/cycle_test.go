@@ -1,0 +1,177 @@
+package jdbc_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba"
+	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/jdbc"
+)
+
+// BenchmarkPostgresCycleParts takes an uncontended Locker cycle on a PostgreSQL whose
+// commits wait for the disk apart, layer by layer, each timed in blocks of 50 cycles that
+// take turns: one autocommitted UPDATE of a one-row table (the unit), the cycle's two
+// statements replayed on a pinned connection, the backend's contention calls as a Locker
+// makes them, and the Locker. It reports each one's p50 over the UPDATE's and the client
+// CPU per cycle.
+func BenchmarkPostgresCycleParts(b *testing.B) {
+	db, _ := durablePG(b)
+	ctx := b.Context()
+	require.NoError(b, jdbc.CreateTable(ctx, db, jdbc.WithDialect(jdbc.Postgres)))
+	be, err := jdbc.New(db, jdbc.WithDialect(jdbc.Postgres))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = be.Close() })
+	mutex := mutexName(b)
+
+	conn, err := db.Conn(ctx)
+	require.NoError(b, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, v bigint NOT NULL)")
+	require.NoError(b, err)
+	_, err = conn.ExecContext(ctx, "INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING")
+	require.NoError(b, err)
+
+	l, err := simba.NewLocker(be, mutex+"-l")
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = l.Close() })
+	lease, err := l.Acquire(ctx) // the table is checked, the row created
+	require.NoError(b, err)
+	require.NoError(b, lease.Release(ctx))
+	acquire, release, lock := be.CycleSQL(simba.DefaultTTL, simba.DefaultTransition, mutex+"-s")
+	_, err = conn.ExecContext(ctx, "INSERT INTO simba_mutex (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
+		"VALUES ($1, 0, 0, 0, '', 0)", mutex+"-s")
+	require.NoError(b, err)
+
+	parts := []struct {
+		name  string
+		cycle func() error
+	}{
+		{"update", func() error {
+			_, err := conn.ExecContext(ctx, "UPDATE bench_floor SET v = v + 1 WHERE id = $1", 1)
+			return err
+		}},
+		{"statements", func() error {
+			var got, pid int64
+			var version, mark, now, found sql.NullInt64
+			err := conn.QueryRowContext(ctx, acquire, nil, 0, "me", nil, mutex+"-s", nil, lock).
+				Scan(&got, &pid, &version, &mark, &now, &found)
+			if err == nil && !version.Valid {
+				err = fmt.Errorf("the acquire matched nothing (lock taken: %d)", got)
+			}
+			if err != nil {
+				return err
+			}
+			var unlocked bool
+			return conn.QueryRowContext(ctx, release, nil, mutex+"-s", "me", version.Int64, lock).Scan(&unlocked)
+		}},
+		{"statements-raw", func() error {
+			var got, pid int64
+			var version, mark, now, found sql.NullInt64
+			err := jdbc.QueryRow(ctx, conn, acquire, []any{nil, 0, "me", nil, mutex + "-s", nil, lock},
+				&got, &pid, &version, &mark, &now, &found)
+			if err == nil && !version.Valid {
+				err = fmt.Errorf("the acquire matched nothing (lock taken: %d)", got)
+			}
+			if err != nil {
+				return err
+			}
+			var unlocked bool
+			return jdbc.QueryRow(ctx, conn, release, []any{nil, mutex + "-s", "me", version.Int64, lock}, &unlocked)
+		}},
+		{"contention", contentionCycle(ctx, be, mutex+"-c")},
+		{"locker", func() error {
+			lease, err := l.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			return lease.Release(ctx)
+		}},
+	}
+	const block = 50
+	took := make([][]time.Duration, len(parts))
+	cpu := make([]time.Duration, len(parts))
+	for round := 0; round < max(b.N/block, 4)+1; round++ {
+		for i, p := range parts {
+			began := processCPU()
+			for range block {
+				t := time.Now()
+				require.NoError(b, p.cycle(), p.name)
+				if round > 0 { // the first round warms up
+					took[i] = append(took[i], time.Since(t))
+				}
+			}
+			if round > 0 {
+				cpu[i] += processCPU() - began
+			}
+		}
+	}
+	unit := p50(took[0])
+	for i, p := range parts {
+		b.ReportMetric(float64(p50(took[i]).Microseconds()), p.name+"-p50-µs")
+		b.ReportMetric(float64(p50(took[i]))/float64(unit), p.name+"/update")
+		b.ReportMetric(float64(cpu[i].Microseconds())/float64(len(took[i])), p.name+"-cpu-µs")
+	}
+}
+
+// contentionCycle returns a cycle of the calls a Locker makes of be for an uncontended
+// acquisition of mutex: the contention's start, one acquire, the release and the stop.
+func contentionCycle(ctx context.Context, be *jdbc.Backend, mutex string) func() error {
+	return func() error {
+		c, err := be.StartContend(ctx, backend.Participant{Mutex: mutex, ContenderID: "me", TTL: simba.DefaultTTL,
+			Transition: simba.DefaultTransition, Wake: func() {}, Closed: func() {}, WaitsOnly: true})
+		if err != nil {
+			return err
+		}
+		lc := c.(backend.LeaseContention)
+		rec, err := lc.Acquire(ctx)
+		if err == nil && rec.Owner != "me" {
+			err = fmt.Errorf("acquire: owner %q", rec.Owner)
+		}
+		if err == nil {
+			err = lc.Release(ctx)
+		}
+		if serr := lc.StopContend(ctx); err == nil {
+			err = serr
+		}
+		return err
+	}
+}
+
+// p50 returns the median of d, which it sorts.
+func p50(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// TestPostgresCycleStartsNoGoroutine: an uncontended Locker cycle on PostgreSQL, with a
+// context that can end as an application's can, starts no goroutine: its two statements
+// return rows, and database/sql's rows started one per statement to close them if the
+// context ended, whose two wake-ups cost the cycle more client CPU than the Locker.
+func TestPostgresCycleStartsNoGoroutine(t *testing.T) {
+	l, err := simba.NewLocker(newPGBackend(t), mutexName(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cycle := func() {
+		lease, err := l.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
+	}
+	cycle() // the table's check and the row's creation
+	const cycles = 50
+	before := goroutinesCreated()
+	for range cycles {
+		cycle()
+	}
+	created := goroutinesCreated() - before
+	assert.Less(t, created, uint64(cycles/5), "goroutines started by %d cycles", cycles)
+}
