@@ -18,10 +18,19 @@ import (
 
 // BenchmarkPostgresCycleParts takes an uncontended Locker cycle on a PostgreSQL whose
 // commits wait for the disk apart, layer by layer, each timed in blocks of 50 cycles that
-// take turns: one autocommitted UPDATE of a one-row table (the unit), the cycle's two
-// statements replayed on a pinned connection, the backend's contention calls as a Locker
-// makes them, and the Locker. It reports each one's p50 over the UPDATE's and the client
-// CPU per cycle.
+// take turns, and reports each one's p50 over the unit's (x/update) and the client CPU per
+// cycle (x-cpu-µs):
+//
+//   - update: one autocommitted UPDATE of a one-row table, the unit; async-update: the
+//     same without waiting for the WAL (a release's least); select: SELECT 1, a round trip;
+//   - statements: the cycle's two statements replayed on a pinned connection through
+//     database/sql's rows; statements-raw: through the driver's connection (queryRow), as
+//     the backend runs them; release/update is the release's part of it;
+//   - minimal: the least two statements on the table that take and give a row (an UPDATE
+//     of owner and version, and one that clears them without waiting for the WAL);
+//   - contention, contention-deadline: the backend's calls as a Locker makes them (its
+//     start, one acquire, the release and the stop), with a context without and with a
+//     deadline; locker: Acquire and Release of a Locker.
 func BenchmarkPostgresCycleParts(b *testing.B) {
 	db, _ := durablePG(b)
 	ctx := b.Context()
@@ -30,26 +39,48 @@ func BenchmarkPostgresCycleParts(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = be.Close() })
 	mutex := mutexName(b)
-
 	conn, err := db.Conn(ctx)
 	require.NoError(b, err)
 	defer conn.Close()
-	_, err = conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, v bigint NOT NULL)")
-	require.NoError(b, err)
-	_, err = conn.ExecContext(ctx, "INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING")
-	require.NoError(b, err)
-
+	for _, stmt := range []string{
+		"CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, v bigint NOT NULL)",
+		"INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING",
+		"INSERT INTO simba_mutex (mutex, acquired_at, ttl_at, transition_at, owner_id, version) VALUES ('" + mutex + "-s', 0, 0, 0, '', 0)",
+		"INSERT INTO simba_mutex (mutex, acquired_at, ttl_at, transition_at, owner_id, version) VALUES ('" + mutex + "-m', 0, 0, 0, '', 0)",
+	} {
+		_, err = conn.ExecContext(ctx, stmt)
+		require.NoError(b, err)
+	}
 	l, err := simba.NewLocker(be, mutex+"-l")
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = l.Close() })
-	lease, err := l.Acquire(ctx) // the table is checked, the row created
+	lease, err := l.Acquire(ctx) // the table is checked
 	require.NoError(b, err)
 	require.NoError(b, lease.Release(ctx))
 	acquire, release, lock := be.CycleSQL(simba.DefaultTTL, simba.DefaultTransition, mutex+"-s")
-	_, err = conn.ExecContext(ctx, "INSERT INTO simba_mutex (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
-		"VALUES ($1, 0, 0, 0, '', 0)", mutex+"-s")
-	require.NoError(b, err)
+	dctx, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
 
+	// replay runs the cycle's two statements with queryRow, and times the release into
+	// releases if set.
+	var rawReleases, minimalReleases []time.Duration
+	replay := func(releases *[]time.Duration, queryRow func(query string, args []any, dest ...any) error) error {
+		var got, pid int64
+		var version, mark, now, found sql.NullInt64
+		err := queryRow(acquire, []any{nil, 0, "me", nil, mutex + "-s", nil, lock}, &got, &pid, &version, &mark, &now, &found)
+		if err == nil && !version.Valid {
+			err = fmt.Errorf("the acquire matched nothing (lock taken: %d)", got)
+		}
+		if err != nil {
+			return err
+		}
+		t := time.Now()
+		err = queryRow(release, []any{nil, mutex + "-s", "me", version.Int64, lock}, new(bool))
+		if releases != nil {
+			*releases = append(*releases, time.Since(t))
+		}
+		return err
+	}
 	parts := []struct {
 		name  string
 		cycle func() error
@@ -58,35 +89,38 @@ func BenchmarkPostgresCycleParts(b *testing.B) {
 			_, err := conn.ExecContext(ctx, "UPDATE bench_floor SET v = v + 1 WHERE id = $1", 1)
 			return err
 		}},
+		{"async-update", func() error {
+			_, err := conn.ExecContext(ctx, "UPDATE bench_floor SET v = v + 1 "+
+				"WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL AND id = $1", 1)
+			return err
+		}},
+		{"select", func() error { return conn.QueryRowContext(ctx, "SELECT 1").Scan(new(int)) }},
 		{"statements", func() error {
-			var got, pid int64
-			var version, mark, now, found sql.NullInt64
-			err := conn.QueryRowContext(ctx, acquire, nil, 0, "me", nil, mutex+"-s", nil, lock).
-				Scan(&got, &pid, &version, &mark, &now, &found)
-			if err == nil && !version.Valid {
-				err = fmt.Errorf("the acquire matched nothing (lock taken: %d)", got)
-			}
-			if err != nil {
-				return err
-			}
-			var unlocked bool
-			return conn.QueryRowContext(ctx, release, nil, mutex+"-s", "me", version.Int64, lock).Scan(&unlocked)
+			return replay(nil, func(query string, args []any, dest ...any) error {
+				return conn.QueryRowContext(ctx, query, args...).Scan(dest...)
+			})
 		}},
 		{"statements-raw", func() error {
-			var got, pid int64
-			var version, mark, now, found sql.NullInt64
-			err := jdbc.QueryRow(ctx, conn, acquire, []any{nil, 0, "me", nil, mutex + "-s", nil, lock},
-				&got, &pid, &version, &mark, &now, &found)
-			if err == nil && !version.Valid {
-				err = fmt.Errorf("the acquire matched nothing (lock taken: %d)", got)
-			}
+			return replay(&rawReleases, func(query string, args []any, dest ...any) error {
+				return jdbc.QueryRow(ctx, conn, query, args, dest...)
+			})
+		}},
+		{"minimal", func() error {
+			var v int64
+			err := jdbc.QueryRow(ctx, conn, "UPDATE simba_mutex SET version = version + 1, owner_id = $2 WHERE mutex = $1 RETURNING version",
+				[]any{mutex + "-m", "me"}, &v)
 			if err != nil {
 				return err
 			}
-			var unlocked bool
-			return jdbc.QueryRow(ctx, conn, release, []any{nil, mutex + "-s", "me", version.Int64, lock}, &unlocked)
+			t := time.Now()
+			err = jdbc.QueryRow(ctx, conn, "UPDATE simba_mutex SET version = version + 1, owner_id = '' WHERE "+
+				"set_config('synchronous_commit', 'off', true) IS NOT NULL AND mutex = $1 AND version = $2 RETURNING true",
+				[]any{mutex + "-m", v}, new(bool))
+			minimalReleases = append(minimalReleases, time.Since(t))
+			return err
 		}},
 		{"contention", contentionCycle(ctx, be, mutex+"-c")},
+		{"contention-deadline", contentionCycle(dctx, be, mutex+"-d")},
 		{"locker", func() error {
 			lease, err := l.Acquire(ctx)
 			if err != nil {
@@ -115,10 +149,12 @@ func BenchmarkPostgresCycleParts(b *testing.B) {
 	}
 	unit := p50(took[0])
 	for i, p := range parts {
-		b.ReportMetric(float64(p50(took[i]).Microseconds()), p.name+"-p50-µs")
 		b.ReportMetric(float64(p50(took[i]))/float64(unit), p.name+"/update")
 		b.ReportMetric(float64(cpu[i].Microseconds())/float64(len(took[i])), p.name+"-cpu-µs")
 	}
+	b.ReportMetric(float64(unit.Microseconds()), "update-p50-µs")
+	b.ReportMetric(float64(p50(rawReleases))/float64(unit), "release/update")
+	b.ReportMetric(float64(p50(minimalReleases))/float64(unit), "minimal-release/update")
 }
 
 // contentionCycle returns a cycle of the calls a Locker makes of be for an uncontended
