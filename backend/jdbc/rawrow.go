@@ -105,34 +105,24 @@ func assign(dest any, v driver.Value) error {
 	case sql.Scanner:
 		return d.Scan(v)
 	case *int64:
-		var n sql.NullInt64
-		if err := n.Scan(v); err != nil {
-			return err
-		}
-		if !n.Valid {
-			return errors.New("converting NULL to int64 is unsupported")
-		}
-		*d = n.Int64
+		return assignNotNull(d, v)
 	case *bool:
-		var b sql.NullBool
-		if err := b.Scan(v); err != nil {
-			return err
-		}
-		if !b.Valid {
-			return errors.New("converting NULL to bool is unsupported")
-		}
-		*d = b.Bool
+		return assignNotNull(d, v)
 	case *string:
-		var s sql.NullString
-		if err := s.Scan(v); err != nil {
-			return err
-		}
-		if !s.Valid {
-			return errors.New("converting NULL to string is unsupported")
-		}
-		*d = s.String
-	default:
-		return fmt.Errorf("unsupported destination %T", dest)
+		return assignNotNull(d, v)
 	}
+	return fmt.Errorf("unsupported destination %T", dest)
+}
+
+// assignNotNull stores v in d, converted as Rows.Scan converts; NULL is an error.
+func assignNotNull[T any](d *T, v driver.Value) error {
+	var n sql.Null[T]
+	if err := n.Scan(v); err != nil {
+		return err
+	}
+	if !n.Valid {
+		return fmt.Errorf("converting NULL to %T is unsupported", *d)
+	}
+	*d = n.V
 	return nil
 }
