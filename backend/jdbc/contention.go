@@ -841,8 +841,7 @@ func (c *contention) readKnown(ctx context.Context) (*row, error) {
 func (b *Backend) read(ctx context.Context, q querier, s schema, mutex string) (row, error) {
 	var r row
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.read.in(s), mutex)
-	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now, &r.value,
-		&r.token)
+	err := queryRow(ctx, q, query, args, &r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now, &r.value, &r.token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow
 	}
@@ -856,7 +855,7 @@ func (b *Backend) readLocking(ctx context.Context, q querier, s schema, mutex, l
 	var holder sql.NullInt64
 	var session int64
 	query, args := b.dialect.bound(s, limit(ctx), b.sql.readLocking.in(s), lock, mutex)
-	err := q.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
+	err := queryRow(ctx, q, query, args, &r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
 		&r.value, &r.token, &holder, &session)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, errNoRow

@@ -154,7 +154,7 @@ func (c *contention) readTrying(ctx context.Context) (*row, error) {
 	var took sql.NullInt64
 	var holder, session int64
 	query, args := c.b.dialect.bound(c.schema, limit(ctx), c.b.sql.readTrying.in(c.schema), c.lock, c.lock, c.lock, c.mutex)
-	err := conn.QueryRowContext(ctx, query, args...).Scan(&r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
+	err := queryRow(ctx, conn, query, args, &r.owner, &r.acquiredAt, &r.ttlAt, &r.transitionAt, &r.version, &r.now,
 		&r.value, &r.token, &took, &holder, &session)
 	r.got = time.Now()
 	switch {
@@ -387,7 +387,7 @@ func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan stru
 	h := &c.hand
 	for {
 		var got sql.NullInt64
-		err := conn.QueryRowContext(ctx, c.b.sql.waitLock, c.lock, waitSeconds).Scan(&got)
+		err := queryRow(ctx, conn, c.b.sql.waitLock, []any{c.lock, waitSeconds}, &got)
 		if err != nil && c.b.dialect.timedOut(err) {
 			// PostgreSQL: lock_timeout, an error, which may have struck as the lock was
 			// granted; let it go if so, and wait again.
@@ -500,7 +500,7 @@ func (c *contention) letGo(ctx context.Context) {
 	case holds:
 		var unlocked sql.NullBool
 		var session int64
-		if err := conn.QueryRowContext(ctx, c.b.sql.unlock, c.lock).Scan(&unlocked, &session); err != nil {
+		if err := queryRow(ctx, conn, c.b.sql.unlock, []any{c.lock}, &unlocked, &session); err != nil {
 			c.drop(conn) // closing the session lets the lock go
 			break
 		}

@@ -11,12 +11,12 @@ import (
 
 // queryRow runs query with args on q and scans the first row of its answer into dest, as
 // q.QueryRowContext(ctx, query, args...).Scan(dest...) does (sql.ErrNoRows when there is
-// none). On a pinned connection it asks the driver's connection itself: database/sql's
-// rows start a goroutine per query whose context can end, to close them if it does, and
-// waking it twice per statement cost an uncontended PostgreSQL cycle (two such
-// statements) 50-90 µs of client CPU on a 2-core machine. The driver keeps ctx as it
-// does for database/sql: pgx and go-sql-driver cancel the statement and close the
-// connection when ctx ends, which database/sql then drops (driver.ErrBadConn).
+// none). On a pinned connection it asks the driver's connection itself, unless the driver
+// leaves the query to database/sql: database/sql's rows start a goroutine per query whose
+// context can end, to close them if it does, and waking it cost an uncontended PostgreSQL
+// cycle (two such statements) 50-90 µs of client CPU on a 2-core machine. The driver
+// keeps ctx as it does for database/sql: pgx and go-sql-driver cancel the statement and
+// close the connection when ctx ends, which database/sql then drops (driver.ErrBadConn).
 func queryRow(ctx context.Context, q querier, query string, args []any, dest ...any) error {
 	conn, pinned := q.(*sql.Conn)
 	if !pinned {
@@ -25,13 +25,16 @@ func queryRow(ctx context.Context, q querier, query string, args []any, dest ...
 	err := conn.Raw(func(dc any) error {
 		qc, ok := dc.(driver.QueryerContext)
 		if !ok {
-			return errNoQueryer
+			return errLeftToDatabaseSQL
 		}
 		named, err := namedValues(dc, args)
 		if err != nil {
 			return err
 		}
 		rows, err := qc.QueryContext(ctx, query, named)
+		if errors.Is(err, driver.ErrSkip) { // go-sql-driver without interpolateParams: a prepared statement
+			return errLeftToDatabaseSQL
+		}
 		if err != nil {
 			return err
 		}
@@ -41,14 +44,15 @@ func queryRow(ctx context.Context, q querier, query string, args []any, dest ...
 		}
 		return err
 	})
-	if errors.Is(err, errNoQueryer) {
+	if errors.Is(err, errLeftToDatabaseSQL) {
 		return conn.QueryRowContext(ctx, query, args...).Scan(dest...)
 	}
 	return err
 }
 
-// errNoQueryer says that a driver's connection runs no query with a context.
-var errNoQueryer = errors.New("the driver's connection does not implement driver.QueryerContext")
+// errLeftToDatabaseSQL says that the driver's connection runs no query by itself (it has
+// no driver.QueryerContext, or asks for a prepared statement), and database/sql must.
+var errLeftToDatabaseSQL = errors.New("the driver's connection leaves the query to database/sql")
 
 // namedValues converts args as database/sql does before it hands them to the driver's
 // connection dc: the connection's own check first (driver.NamedValueChecker), then, if it
@@ -109,6 +113,8 @@ func assign(dest any, v driver.Value) error {
 	case *bool:
 		return assignNotNull(d, v)
 	case *string:
+		return assignNotNull(d, v)
+	case *uint64:
 		return assignNotNull(d, v)
 	}
 	return fmt.Errorf("unsupported destination %T", dest)
