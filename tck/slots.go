@@ -15,8 +15,9 @@ import (
 // claim only when its instant is later than the recorded one and its token not less, so a
 // retry, an equal instant and a stale token answer false and change nothing; LastSlot
 // reads what was claimed, to the nanosecond, from any contention of the mutex and no
-// other (with WithMinorityClaims, it may read a later claim that fell short); of two contenders claiming one slot at once, exactly one wins. A backend whose
-// contentions do not record slots skips the check.
+// other (with WithMinorityClaims, it may read a later claim that fell short); of two
+// contenders claiming one slot at once, exactly one wins. A backend whose contentions do
+// not record slots skips the check.
 func checkSlots(e *env) error {
 	mutex := e.mutex()
 	a, err := e.slotRecorder(mutex, e.id("a"))
