@@ -387,7 +387,9 @@ func (c *contention) await(ctx context.Context, conn *sql.Conn, stop <-chan stru
 	h := &c.hand
 	for {
 		var got sql.NullInt64
-		err := queryRow(ctx, conn, c.b.sql.waitLock, []any{c.lock, waitSeconds}, &got)
+		// database/sql's rows, not queryRow: with queryRow here, a loaded test run saw
+		// every hand-over of a contended test fall back to polling (not traced).
+		err := conn.QueryRowContext(ctx, c.b.sql.waitLock, c.lock, waitSeconds).Scan(&got)
 		if err != nil && c.b.dialect.timedOut(err) {
 			// PostgreSQL: lock_timeout, an error, which may have struck as the lock was
 			// granted; let it go if so, and wait again.
@@ -500,7 +502,7 @@ func (c *contention) letGo(ctx context.Context) {
 	case holds:
 		var unlocked sql.NullBool
 		var session int64
-		if err := queryRow(ctx, conn, c.b.sql.unlock, []any{c.lock}, &unlocked, &session); err != nil {
+		if err := conn.QueryRowContext(ctx, c.b.sql.unlock, c.lock).Scan(&unlocked, &session); err != nil {
 			c.drop(conn) // closing the session lets the lock go
 			break
 		}
