@@ -75,6 +75,10 @@ type contention struct {
 
 var _ backend.LeaseContention = (*contention)(nil)
 
+// discardLogger is the logger of a participant that gave none: one for all, rather than
+// one per contention.
+var discardLogger = slog.New(slog.DiscardHandler)
+
 func newContention(b *Backend, s schema, p backend.Participant) *contention {
 	c := &contention{
 		b:      b,
@@ -91,7 +95,7 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 		started: time.Now(),
 	}
 	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.log = discardLogger
 	}
 	if b.pins != nil && c.id != "" {
 		c.lock = b.dialect.lockName(s, b.table, c.mutex)

@@ -213,3 +213,17 @@ func TestPostgresCycleStartsNoGoroutine(t *testing.T) {
 	// takes over 15 ms, which a loaded machine may make happen now and then.
 	assert.Less(t, created, uint64(cycles), "goroutines started by %d cycles", cycles)
 }
+
+// TestPostgresCycleAllocations (issue 35): the backend's calls for an uncontended cycle (a
+// contention's start, its acquire, its release and its stop) allocate 72 objects, most of
+// them pgx's for the two statements. The acquire scanned its answer into fifteen
+// variables of their own, and each contention made a logger that discards: 86 then.
+func TestPostgresCycleAllocations(t *testing.T) {
+	b := newPGBackend(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cycle := contentionCycle(ctx, b, mutexName(t))
+	allocs := testing.AllocsPerRun(50, func() { require.NoError(t, cycle()) })
+	t.Logf("allocations per cycle: %.0f", allocs)
+	assert.LessOrEqual(t, allocs, 76.0)
+}

@@ -228,7 +228,7 @@ func (b *Backend) startHold(ctx context.Context, p backend.Participant) (backend
 	}
 	c.parkSQL = c.mark + s.park
 	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.log = discardLogger
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

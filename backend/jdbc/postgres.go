@@ -157,35 +157,40 @@ func (d postgresDialect) lockingAcquireStatement(t tableName, s schema, ttl, lea
 // (missing when there is none).
 func (d postgresDialect) acquireLocking(ctx context.Context, conn querier, s schema, limit time.Duration, query, lock string, reads bool, a acquireArgs) (acquireResult, lockTry, *row, error) {
 	query, args := d.bound(s, limit, query, a.floor, a.contender, a.expect, a.mutex, a.stale, lock)
-	var got, session int64
-	var version, mark, now, found sql.NullInt64
-	var owner, value sql.NullString
-	var acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, token, holder sql.NullInt64
-	dest := []any{&got, &session, &version, &mark, &now, &found}
-	if reads {
-		dest = append(dest, &owner, &acquiredAt, &ttlAt, &transitionAt, &rowVersion, &rowNow, &value, &token, &holder)
+	// The answer's columns in one allocation: scanned through pointers, each variable of
+	// its own would be one.
+	var ans struct {
+		got, session                                                       int64
+		version, mark, now, found                                          sql.NullInt64
+		owner, value                                                       sql.NullString
+		acquiredAt, ttlAt, transitionAt, rowVersion, rowNow, token, holder sql.NullInt64
+	}
+	dest := []any{&ans.got, &ans.session, &ans.version, &ans.mark, &ans.now, &ans.found,
+		&ans.owner, &ans.acquiredAt, &ans.ttlAt, &ans.transitionAt, &ans.rowVersion, &ans.rowNow, &ans.value, &ans.token, &ans.holder}
+	if !reads {
+		dest = dest[:6]
 	}
 	if err := queryRow(ctx, conn, query, args, dest...); err != nil {
 		return acquireResult{}, lockTry{}, nil, err
 	}
-	try := lockTry{told: true, got: got == 1, other: got != 1, session: session}
-	if version.Valid {
-		res, err := pgAcquired(version.Int64, mark.Int64, now.Int64, found.Int64)
+	try := lockTry{told: true, got: ans.got == 1, other: ans.got != 1, session: ans.session}
+	if ans.version.Valid {
+		res, err := pgAcquired(ans.version.Int64, ans.mark.Int64, ans.now.Int64, ans.found.Int64)
 		return res, try, nil, err
 	}
 	if !reads {
 		return acquireResult{}, try, nil, nil
 	}
-	if !owner.Valid {
+	if !ans.owner.Valid {
 		return acquireResult{}, try, &row{missing: true}, nil
 	}
 	if try.other {
-		try.holder = holder.Int64 // 0 unless the row is free
+		try.holder = ans.holder.Int64 // 0 unless the row is free
 	}
-	return acquireResult{}, try, &row{owner: owner.String, acquiredAt: uint64(acquiredAt.Int64), ttlAt: uint64(ttlAt.Int64),
-		transitionAt: uint64(transitionAt.Int64), version: uint64(rowVersion.Int64), now: uint64(rowNow.Int64), value: value.String,
-		token: uint64(token.Int64),
-		lock:  try}, nil
+	return acquireResult{}, try, &row{owner: ans.owner.String, acquiredAt: uint64(ans.acquiredAt.Int64), ttlAt: uint64(ans.ttlAt.Int64),
+		transitionAt: uint64(ans.transitionAt.Int64), version: uint64(ans.rowVersion.Int64), now: uint64(ans.rowNow.Int64),
+		value: ans.value.String, token: uint64(ans.token.Int64),
+		lock: try}, nil
 }
 
 func (d postgresDialect) releaseUnlock(ctx context.Context, q querier, s schema, limit time.Duration, query string, lock, mutex, contender string, version uint64) (released, unlocked bool, err error) {
