@@ -32,7 +32,8 @@ type scaleResult struct {
 	LeadLabel  string        `json:"renewal_lead"`
 	Ramp       time.Duration `json:"ramp_ns"` // acquiring all of them
 	// Per contender, at steady state (every owner has renewed at least once).
-	HeapBytes      float64 `json:"heap_bytes"`       // live heap (HeapAlloc after GC)
+	HeapBytes      float64 `json:"heap_bytes"`       // live heap (HeapAlloc after GC), goroutine descriptors left out
+	PeakGoroutines float64 `json:"peak_goroutines"`  // the most goroutines at once, sampled every ms; 0: not sampled
 	HeapInuseBytes float64 `json:"heap_inuse_bytes"` // heap spans in use
 	StackBytes     float64 `json:"stack_bytes"`
 	Goroutines     float64 `json:"goroutines"`
@@ -147,7 +148,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 			return res, err
 		}
 	}
-	m0, g0 := heapNow()
+	m0, g0 := heapBaseline(p.n)
 	began := time.Now()
 	err = parallel(ctx, p.n, 64, func(i int) error {
 		l, err := simba.NewLocker(cb, fmt.Sprintf("b%s-s-%s-%d-%d", e.run, p.store, e.names.Add(1), i), opts...)
@@ -178,6 +179,8 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 		res.Goroutines = float64(g1-g0) / float64(p.n)
 		return res, nil
 	}
+	peak := sampleGoroutines() // over the renewal waves from the first on
+	defer peak()
 	settle := period + res.Ramp
 	if res.Ramp < period {
 		settle += (period - res.Ramp) / 2
@@ -241,12 +244,59 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	res.HeapInuseBytes = (float64(m1.HeapInuse) - float64(m0.HeapInuse)) / n
 	res.StackBytes = (float64(m1.StackInuse) - float64(m0.StackInuse)) / n
 	res.Goroutines = float64(g1-g0) / n
+	res.PeakGoroutines = float64(peak()-g0) / n
 	if p.profile != "" {
 		if err := writeHeapProfile(p.profile); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// heapBaseline returns heapNow once the runtime keeps a descriptor for n goroutines more
+// than run now. The runtime never frees a goroutine's descriptor (about 450 bytes in Go
+// 1.26) and reuses it for later goroutines, so the heap keeps one for the most goroutines
+// that ever ran at once: when every owner renews at the same instant (the renewal grid),
+// one per owner. Made here, they are in the baseline of every run alike, whether or not
+// an earlier run of the process had as many goroutines at once; the most a run has is
+// measured apart (sampleGoroutines).
+func heapBaseline(n int) (runtime.MemStats, int) {
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for range runtime.NumGoroutine() + n {
+		wg.Go(func() { <-gate })
+	}
+	close(gate)
+	wg.Wait()
+	return heapNow()
+}
+
+// sampleGoroutines samples runtime.NumGoroutine every millisecond until stop is first
+// called, which returns the most it saw (as do later calls).
+func sampleGoroutines() (stop func() int) {
+	var (
+		peak = runtime.NumGoroutine()
+		done = make(chan struct{})
+		over = make(chan struct{})
+	)
+	go func() {
+		defer close(over)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				peak = max(peak, runtime.NumGoroutine())
+			}
+		}
+	}()
+	return sync.OnceValue(func() int {
+		close(done)
+		<-over
+		return peak
+	})
 }
 
 // heapNow collects garbage and returns the memory statistics and goroutine count.
