@@ -557,15 +557,15 @@ func (r *results) writeFailover(b *bytes.Buffer) {
 }
 
 func (r *results) writeScale(b *bytes.Buffer, links string) {
-	fmt.Fprintf(b, "Lockers in one process, each holding a mutex of its own, on one backend, ttl %v. Memory per contender after GC, once every owner has renewed; store calls counted around the backend (and, on Redis, by the server's commandstats) over whole renewal periods; an owner is late if its lease context ended.\n\n", r.Settings.ScaleTTL)
-	b.WriteString("| store | renewal lead | contenders | heap | heap + stacks | goroutines | store calls/s | N/ttl | ratio | renewal interval mean / p99 / max (expected) | late |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "Lockers in one process, each holding a mutex of its own, on one backend, ttl %v. Memory per contender after GC, once every owner has renewed; goroutines per contender then, and the most at once during the renewals; store calls counted around the backend (and, on Redis, by the server's commandstats) over whole renewal periods; an owner is late if its lease context ended.\n\n", r.Settings.ScaleTTL)
+	b.WriteString("| store | renewal lead | contenders | heap | heap + stacks | goroutines (most at once) | store calls/s | N/ttl | ratio | renewal interval mean / p99 / max (expected) | late |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Scale {
 		server := ""
 		if s.ServerOps > 0 {
 			server = fmt.Sprintf(" (server: %.0f)", s.ServerOps)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %.2f KB | %.2f KB | %.2f | %.0f%s | %.0f | %.3f | %s / %s / %s (%s) | %d |\n",
-			storeTitle(s.Store), s.LeadLabel, thousands(s.Contenders), s.HeapBytes/1024, (s.HeapBytes+s.StackBytes)/1024, s.Goroutines,
+		fmt.Fprintf(b, "| %s | %s | %s | %.2f KB | %.2f KB | %s | %.0f%s | %.0f | %.3f | %s / %s / %s (%s) | %d |\n",
+			storeTitle(s.Store), s.LeadLabel, thousands(s.Contenders), s.HeapBytes/1024, (s.HeapBytes+s.StackBytes)/1024, s.goroutines(),
 			s.OpsPerSecond, server, s.Ideal, s.OpsPerSecond/s.Ideal,
 			ms(s.IntervalMean), ms(s.IntervalP99), ms(s.IntervalMax), ms(s.Period), s.Late)
 	}

@@ -253,6 +253,14 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	return res, nil
 }
 
+// goroutines formats the goroutines per contender at the end and the most at once.
+func (s scaleResult) goroutines() string {
+	if s.PeakGoroutines == 0 {
+		return fmt.Sprintf("%.2f", s.Goroutines) // not sampled
+	}
+	return fmt.Sprintf("%.2f (%.2f)", s.Goroutines, s.PeakGoroutines)
+}
+
 // heapBaseline returns heapNow once the runtime keeps a descriptor for n goroutines more
 // than run now. The runtime never frees a goroutine's descriptor (about 450 bytes in Go
 // 1.26) and reuses it for later goroutines, so the heap keeps one for the most goroutines
