@@ -80,9 +80,12 @@ func NewRetrievalService(b Backend, r Retriever, opts ...Option) (*Service, erro
 }
 
 func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg config) *Service {
-	log := cfg.logger.With("mutex", mutex)
+	// One With, not one per attribute: each copies the logger and its handler.
+	var log *slog.Logger
 	if id != "" {
-		log = log.With("contender", id)
+		log = cfg.logger.With("mutex", mutex, "contender", id)
+	} else {
+		log = cfg.logger.With("mutex", mutex)
 	}
 	keeper, ok := b.(backend.DeadlineKeeper)
 	batcher, batches := b.(backend.RenewalBatcher)
