@@ -13,9 +13,12 @@ var claims = struct {
 	m map[string]struct{}
 }{m: map[string]struct{}{}}
 
-// claim records that contender id contends for mutex, or fails if it does already.
-func claim(mutex, id string) error {
-	key := mutex + "\x00" + id
+// claimKey is the key of the pair (mutex, id) in claims.
+func claimKey(mutex, id string) string { return mutex + "\x00" + id }
+
+// claim records that contender id contends for mutex under key (claimKey), or fails if it
+// does already.
+func claim(key, mutex, id string) error {
 	claims.Lock()
 	defer claims.Unlock()
 	if _, ok := claims.m[key]; ok {
@@ -25,9 +28,9 @@ func claim(mutex, id string) error {
 	return nil
 }
 
-// unclaim undoes claim once the contention's store work is finished.
-func unclaim(mutex, id string) {
+// unclaim undoes claim of key once the contention's store work is finished.
+func unclaim(key string) {
 	claims.Lock()
 	defer claims.Unlock()
-	delete(claims.m, mutex+"\x00"+id)
+	delete(claims.m, key)
 }

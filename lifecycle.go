@@ -1002,7 +1002,7 @@ func (l *lifecycle) tellStore(ctx, caller context.Context) bool {
 		}
 	}
 	if svc.id != "" {
-		unclaim(svc.mutex, svc.id)
+		unclaim(svc.claim)
 	}
 	if len(errs) > 0 {
 		l.finishErr = errors.Join(errs...)

@@ -22,6 +22,7 @@ type Service struct {
 	hooks   hooks
 	mutex   string
 	id      string       // contender ID; empty for a retriever
+	claim   string       // claimKey(mutex, id), made once: every lifecycle claims it
 	hold    backend.Hold // a semaphore's or read-write lock's (holds.go); zero for a mutex
 	cfg     config
 	period  contendPeriod
@@ -95,6 +96,7 @@ func newService(b Backend, role observe.Role, h hooks, mutex, id string, cfg con
 		hooks:   h,
 		mutex:   mutex,
 		id:      id,
+		claim:   claimKey(mutex, id),
 		cfg:     cfg,
 		period: contendPeriod{
 			ttl: cfg.ttl, transition: cfg.transition, lead: cfg.renewalLead, jitter: cfg.jitter,
@@ -259,7 +261,7 @@ func (s *Service) begin(ctx context.Context, spec runSpec) (*lifecycle, error) {
 	}
 	s.setStatus(StatusStarting)
 	if s.id != "" {
-		if err := claim(s.mutex, s.id); err != nil {
+		if err := claim(s.claim, s.mutex, s.id); err != nil {
 			s.setStatus(StatusInitial)
 			return nil, err
 		}
