@@ -34,7 +34,7 @@ type rounds struct {
 	timed bool                                   // rounds follow each other after the delay a round returns
 	timer clock.Timer
 	state roundsState
-	over  chan struct{} // closed on entering done; made by the first to wait for it (over)
+	over  chan struct{} // closed on entering done; made by the first to wait for it (ended)
 }
 
 type roundsState uint8
@@ -198,14 +198,23 @@ func (q *rounds) halt() {
 func (q *rounds) ended() <-chan struct{} {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.over == nil {
+	switch {
+	case q.over != nil:
+	case q.state == roundsDone: // final: enter closes no channel from now on
+		q.over = closedChan
+	default:
 		q.over = make(chan struct{})
-		if q.state == roundsDone {
-			close(q.over)
-		}
 	}
 	return q.over
 }
+
+// closedChan is a closed channel: what ended returns for rounds over already (a Locker's
+// release after a halt), which makes none.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // wait returns once the rounds are over (ended).
 func (q *rounds) wait() { <-q.ended() }

@@ -14,7 +14,8 @@ import (
 // when belief ends; its local end moves with every renewal, and a timer ends belief there
 // unless a renewal came first. It is safe for concurrent use.
 type tenure struct {
-	ctx    context.Context // a tenureContext on inner
+	ctx    context.Context // &own
+	own    tenureContext   // on inner: a field, so that ctx costs no allocation of its own
 	inner  context.Context // cancelled with a cause when belief ends
 	cancel context.CancelCauseFunc
 	clock  clock.Clock
@@ -38,7 +39,8 @@ const noEnd = math.MaxInt64
 func newTenure(c clock.Clock, o Owner, end, now time.Time, of expirer) *tenure {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	t := &tenure{inner: ctx, cancel: cancel, clock: c, base: now, owner: o, of: of}
-	t.ctx = tenureContext{ctx, t}
+	t.own = tenureContext{ctx, t}
+	t.ctx = &t.own
 	t.renew(o, end, now)
 	return t
 }
