@@ -14,7 +14,9 @@ import (
 // Issue 35: a Locker's uncontended Acquire and Release on the memory backend allocated 45
 // objects, of which the start-up's closure and participant, the release's detached context,
 // the dispatcher's panic handler, the lease's release closure and the owner changes queued
-// for hooks a Locker does not have served no acquisition.
+// for hooks a Locker does not have served no acquisition. Issue 36: 38, of which the claim's
+// key, the channel that tells rounds already over have ended and the tenure's context boxed
+// apart from its tenure served none either.
 func TestLockerCycleAllocations(t *testing.T) {
 	b, err := memory.New(memory.NewStore())
 	require.NoError(t, err)
@@ -32,5 +34,5 @@ func TestLockerCycleAllocations(t *testing.T) {
 		}
 	}
 	cycle() // the first makes what later ones reuse
-	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 38.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 35.0)
 }
