@@ -145,7 +145,7 @@ func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
 		state:    svc.State(), // a new lifecycle starts from what the last one saw
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.rounds.clock = svc.cfg.clock
+	l.rounds.clock, l.rounds.spare = svc.cfg.clock, &svc.roundsTimer
 	return l
 }
 
@@ -618,7 +618,7 @@ func otherTenure(was, o Owner) bool {
 
 func (l *lifecycle) beginTenure(o Owner, end, now time.Time) {
 	svc := l.svc
-	t := newTenure(svc.cfg.clock, o, end, now, l)
+	t := newTenure(svc.cfg.clock, o, end, now, l, &svc.tenureTimer)
 	st := State{Before: l.owner, After: o}
 	l.tenure, l.owner, l.state = t, o, st
 	if l.first == nil {

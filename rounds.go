@@ -2,6 +2,7 @@ package simba
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/simba-go/simba/internal/clock"
@@ -32,7 +33,8 @@ type rounds struct {
 	clock clock.Clock                            // sets the timer; nil: the system clock
 	do    func() (next time.Duration, more bool) // one round; more false: no more rounds
 	timed bool                                   // rounds follow each other after the delay a round returns
-	timer clock.Timer
+	timer *relay
+	spare *spareTimer // if set, where timer comes from and goes back to (a service's)
 	state roundsState
 	over  chan struct{} // closed on entering done; made by the first to wait for it (ended)
 }
@@ -81,11 +83,7 @@ func (q *rounds) begin(do func() (time.Duration, bool), timed bool, delay time.D
 func (q *rounds) arm(delay time.Duration) {
 	q.enter(roundsArmed)
 	if q.timer == nil {
-		c := q.clock
-		if c == nil {
-			c = clock.System
-		}
-		q.timer = c.AfterFunc(delay, q.fire)
+		q.timer = q.spare.take(q.clock, delay, q)
 		return
 	}
 	q.timer.Reset(delay)
@@ -184,6 +182,8 @@ func (q *rounds) halt() {
 	case roundsArmed:
 		if q.timer.Stop() {
 			q.enter(roundsDone)
+			q.spare.keep(q.timer) // stopped before it fired: nothing of these rounds runs on it
+			q.timer = nil
 		} else {
 			q.enter(roundsHalting) // fire is about to run: it ends the rounds
 		}
@@ -218,3 +218,58 @@ var closedChan = func() chan struct{} {
 
 // wait returns once the rounds are over (ended).
 func (q *rounds) wait() { <-q.ended() }
+
+// relay is a timer that calls the fire of what set it last: it can serve one lifecycle
+// after another, reset rather than made anew (spareTimer).
+type relay struct {
+	clock.Timer
+	to atomic.Value // the firer it calls; of one concrete type (*rounds, or *tenure)
+}
+
+// firer is what a relay calls.
+type firer interface{ fire() }
+
+func (r *relay) fire() { r.to.Load().(firer).fire() }
+
+// spareTimer keeps a relay stopped before it fired, between a service's lifecycles: the
+// next one resets it rather than make a timer. A nil spareTimer keeps none.
+type spareTimer struct {
+	mu sync.Mutex
+	r  *relay
+}
+
+// take returns a relay set to call to.fire after d: the spare, or a new one on c (nil: the
+// system clock).
+func (s *spareTimer) take(c clock.Clock, d time.Duration, to firer) *relay {
+	var r *relay
+	if s != nil {
+		s.mu.Lock()
+		r, s.r = s.r, nil
+		s.mu.Unlock()
+	}
+	if r == nil {
+		if c == nil {
+			c = clock.System
+		}
+		r = &relay{}
+		r.to.Store(to)
+		r.Timer = c.AfterFunc(d, r.fire)
+		return r
+	}
+	r.to.Store(to) // before the reset: its call reads it
+	r.Reset(d)
+	return r
+}
+
+// keep keeps r, whose Stop has just returned true (its function neither runs nor will,
+// until it is reset), for the next take.
+func (s *spareTimer) keep(r *relay) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r == nil {
+		s.r = r
+	}
+}

@@ -225,3 +225,27 @@ func TestRoundsRescheduleBeforeBegin(t *testing.T) {
 	q.halt()
 	q.wait()
 }
+
+// Rounds halted while their timer is set give it to the next rounds of the same spare,
+// which reset it: it then runs the new rounds' rounds, never the old ones'.
+func TestRoundsSpareTimerServesTheNextRounds(t *testing.T) {
+	var spare spareTimer
+	old := newRoundLog(time.Hour)
+	first := rounds{spare: &spare}
+	first.begin(old.do, true, time.Hour)
+	timer := first.timer
+	first.halt()
+	first.wait()
+	require.Same(t, timer, spare.r, "the stopped timer is kept")
+
+	l := newRoundLog(20 * time.Millisecond)
+	second := rounds{spare: &spare}
+	second.begin(l.do, true, 10*time.Millisecond)
+	require.Same(t, timer, second.timer, "the next rounds reset the kept timer")
+	l.await(t, 1)
+	l.await(t, 2)
+	second.halt()
+	second.wait()
+	old.none(t, 0)
+	assert.Equal(t, int32(0), old.n.Load(), "the old rounds ran")
+}

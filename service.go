@@ -38,6 +38,11 @@ type Service struct {
 	status  atomic.Int32   // a Status
 	bg      sync.WaitGroup // finishing lifecycles and abandoned starts; Close waits for them
 
+	// A timer of each kind that an ended lifecycle stopped before it fired: the next one
+	// resets it rather than make one.
+	roundsTimer spareTimer
+	tenureTimer spareTimer
+
 	mu      sync.Mutex // guards the fields below (lock order: see lifecycle.go)
 	cur     *lifecycle // the running lifecycle; nil while not started
 	last    *lifecycle // the last lifecycle begun, whose callbacks may still be delivered

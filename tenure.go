@@ -23,8 +23,9 @@ type tenure struct {
 	until  atomic.Int64 // the local end of belief, in ns after base; noEnd: none
 
 	mu    sync.Mutex
-	owner Owner       // the record as last renewed
-	timer clock.Timer // ends belief at the local end: calls of.expire
+	owner Owner  // the record as last renewed
+	timer *relay // ends belief at the local end: calls of.expire
+	spare *spareTimer
 	of    expirer
 }
 
@@ -36,9 +37,10 @@ const noEnd = math.MaxInt64
 
 // newTenure begins a tenure at now, with owner record o, believed until end (zero: no
 // local end); of.expire is called on a timer once end has passed, unless a renewal moved it.
-func newTenure(c clock.Clock, o Owner, end, now time.Time, of expirer) *tenure {
+// The timer is spare's, if it keeps one, and goes back to it if the tenure ends before it fired.
+func newTenure(c clock.Clock, o Owner, end, now time.Time, of expirer, spare *spareTimer) *tenure {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	t := &tenure{inner: ctx, cancel: cancel, clock: c, base: now, owner: o, of: of}
+	t := &tenure{inner: ctx, cancel: cancel, clock: c, base: now, owner: o, of: of, spare: spare}
 	t.own = tenureContext{ctx, t}
 	t.ctx = &t.own
 	t.renew(o, end, now)
@@ -62,14 +64,18 @@ func (t *tenure) renew(o Owner, end, now time.Time) {
 		t.timer.Reset(end.Sub(now))
 		return
 	}
-	t.timer = t.clock.AfterFunc(end.Sub(now), func() { t.of.expire(t) })
+	t.timer = t.spare.take(t.clock, end.Sub(now), t)
 }
+
+// fire is the timer's function.
+func (t *tenure) fire() { t.of.expire(t) }
 
 // end ends belief with cause: the context is cancelled and the timer stopped.
 func (t *tenure) end(cause error) {
 	t.mu.Lock()
-	if t.timer != nil {
-		t.timer.Stop()
+	if t.timer != nil && t.timer.Stop() {
+		t.spare.keep(t.timer) // stopped before it fired: nothing of this tenure runs on it
+		t.timer = nil
 	}
 	t.mu.Unlock()
 	t.cancel(cause)
