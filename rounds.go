@@ -2,7 +2,6 @@ package simba
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/simba-go/simba/internal/clock"
@@ -223,13 +222,26 @@ func (q *rounds) wait() { <-q.ended() }
 // after another, reset rather than made anew (spareTimer).
 type relay struct {
 	clock.Timer
-	to atomic.Value // the firer it calls; of one concrete type (*rounds, or *tenure)
+	mu sync.Mutex
+	to firer // what it calls
 }
 
 // firer is what a relay calls.
 type firer interface{ fire() }
 
-func (r *relay) fire() { r.to.Load().(firer).fire() }
+func (r *relay) fire() {
+	r.mu.Lock()
+	to := r.to
+	r.mu.Unlock()
+	to.fire()
+}
+
+// set makes r call to from now on.
+func (r *relay) set(to firer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.to = to
+}
 
 // spareTimer keeps a relay stopped before it fired, between a service's lifecycles: the
 // next one resets it rather than make a timer. A nil spareTimer keeps none.
@@ -251,12 +263,11 @@ func (s *spareTimer) take(c clock.Clock, d time.Duration, to firer) *relay {
 		if c == nil {
 			c = clock.System
 		}
-		r = &relay{}
-		r.to.Store(to)
+		r = &relay{to: to}
 		r.Timer = c.AfterFunc(d, r.fire)
 		return r
 	}
-	r.to.Store(to) // before the reset: its call reads it
+	r.set(to) // before the reset: its call reads it
 	r.Reset(d)
 	return r
 }
