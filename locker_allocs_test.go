@@ -35,5 +35,7 @@ func TestLockerCycleAllocations(t *testing.T) {
 		}
 	}
 	cycle() // the first makes what later ones reuse
-	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 31.0)
+	// One over the 31 a cycle makes: AllocsPerRun counts the process's allocations, and an
+	// earlier test's lifecycle may still be finishing in the background.
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 32.0)
 }
