@@ -234,11 +234,17 @@ func (h *hub) write(ctx context.Context) {
 
 // changes returns the channels to subscribe and those to unsubscribe, given those asked of
 // the connection (sent, which it updates), and how long until an idle channel's linger
-// ends (zero: none lingers), which the writer's timer is then set for. Called with h.mu
-// held.
+// ends, or a linger when a channel left and joined again (zero: neither), which the
+// writer's timer is then set for. Called with h.mu held.
 func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, next time.Duration) {
 	for ch := range h.routes {
-		delete(h.idle, ch)
+		if _, left := h.idle[ch]; left {
+			delete(h.idle, ch)
+			// Left and joined again since the writer last ran, as a Locker that takes
+			// turns does at every section: the timer stays set (for a linger), so that
+			// its next leave need not wake the writer either.
+			next = sooner(next, linger)
+		}
 		if !sent[ch] {
 			add = append(add, ch)
 			sent[ch] = true
@@ -259,9 +265,7 @@ func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, 
 			h.idle[ch] = now
 		}
 		if wait := linger - now.Sub(since); wait > 0 {
-			if next == 0 || wait < next {
-				next = wait
-			}
+			next = sooner(next, wait)
 			continue
 		}
 		drop = append(drop, ch)
@@ -282,6 +286,9 @@ func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, 
 // channels even when the command cannot be sent, and sends the recorded ones again when it
 // reconnects: an error needs no retry here.
 func (h *hub) send(ctx context.Context, ps *goredis.PubSub, add, drop []string) {
+	if len(add) == 0 && len(drop) == 0 {
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, h.ping)
 	defer cancel()
 	if len(add) > 0 {
@@ -422,6 +429,14 @@ func (h *hub) members(channel string, confirm bool) []*contention {
 		list = append(list, c)
 	}
 	return list
+}
+
+// sooner returns the shorter of two waits, where zero is none.
+func sooner(next, wait time.Duration) time.Duration {
+	if next == 0 || wait < next {
+		return wait
+	}
+	return next
 }
 
 func isTimeout(err error) bool {

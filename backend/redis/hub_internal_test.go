@@ -55,3 +55,53 @@ func TestLeaveWakesNoWriterWhileAChannelLingers(t *testing.T) {
 	_, drop, _ = writer(time.Now().Add(linger))
 	assert.ElementsMatch(t, []string{"simba:{m}:@@released", "simba:{m}:a", "simba:{m}:c"}, drop, "a linger after they left")
 }
+
+// A Locker that takes turns leaves and joins again at once, mostly before the writer runs:
+// the writer that finds its channels routed again keeps its timer, so that the next leave
+// wakes nobody either (it woke the writer a quarter of the sections of
+// BenchmarkEightContenders).
+func TestRejoinedChannelsKeepTheWriterAsleep(t *testing.T) {
+	cfg, err := newConfig(nil)
+	require.NoError(t, err)
+	cfg.logger = slog.New(slog.DiscardHandler)
+	b := newBackend(nil, cfg)
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer func() { _ = client.Close() }()
+	h := newHub(client, cfg.logger, time.Second)
+	h.ps = client.Subscribe(context.Background()) // no channels: no I/O
+	defer func() { _ = h.ps.Close() }()
+	a := newContention(b, backend.Participant{Mutex: "m", ContenderID: "a", TTL: time.Second, WaitsOnly: true})
+	sent := map[string]bool{}
+	writer := func(at time.Time) (add, drop []string, next time.Duration) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.changes(sent, at)
+	}
+	join := func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.addRoutes(a)
+	}
+	join()
+	add, _, _ := writer(time.Now())
+	require.ElementsMatch(t, []string{"simba:{m}:@@released", "simba:{m}:a"}, add)
+
+	h.leave(a)
+	require.Len(t, h.kick, 1, "the first leave sets the writer's timer")
+	<-h.kick
+	join() // before the writer runs
+	_, drop, next := writer(time.Now())
+	require.Empty(t, drop)
+	require.Positive(t, next, "the writer keeps a timer while its channels come and go")
+	for range 3 {
+		h.leave(a)
+		require.Empty(t, h.kick, "a leave woke the writer")
+		join()
+	}
+	h.leave(a)
+	_, drop, next = writer(time.Now().Add(linger / 2))
+	require.Empty(t, drop, "half a linger after the last leave")
+	require.Positive(t, next)
+	_, drop, _ = writer(time.Now().Add(2 * linger))
+	require.ElementsMatch(t, []string{"simba:{m}:@@released", "simba:{m}:a"}, drop, "a linger after the last leave")
+}
