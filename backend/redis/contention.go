@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,21 +135,72 @@ func scriptKeys(mutex string) []string {
 // ownerKey returns the name of mutex's owner key, which the other keys' names extend.
 func ownerKey(mutex string) string { return "simba:{" + mutex + "}" }
 
+// names are the strings a contention derives from its participant's mutex, ID, ttl and
+// transition: the same for the next contention of the participant (a Locker opens one per
+// acquisition), which reuses them (see Backend.lastNames).
+type names struct {
+	mutex, id          string
+	ttlDur, transition time.Duration
+
+	keys       []string
+	key        string
+	releases   string
+	inbox      string // "" for a retriever
+	lease, ttl string // in ms
+}
+
+// namesOf returns the names of p: the last contention's when they were p's.
+func (b *Backend) namesOf(p backend.Participant) *names {
+	if n := b.lastNames.Load(); n != nil && n.mutex == p.Mutex && n.id == p.ContenderID && n.ttlDur == p.TTL && n.transition == p.Transition {
+		return n
+	}
+	key := ownerKey(p.Mutex)
+	n := &names{
+		mutex: p.Mutex, id: p.ContenderID, ttlDur: p.TTL, transition: p.Transition,
+		keys:     scriptKeys(p.Mutex),
+		key:      key,
+		releases: key + releaseChannelSuffix,
+		lease:    strconv.FormatInt((p.TTL + p.Transition).Milliseconds(), 10),
+		ttl:      strconv.FormatInt(p.TTL.Milliseconds(), 10),
+	}
+	if p.ContenderID != "" {
+		n.inbox = key + ":" + p.ContenderID
+	}
+	b.lastNames.Store(n)
+	return n
+}
+
+// noncePrefix returns the nonce prefix of a new contention, "<8 characters>-": unique
+// among the backend's 2^40 next ones, so that a grant that answers another contention's
+// attempt (an earlier one of the same ID, or another process's) names none of its own, as
+// a prefix drawn per contention (rand.Text) would, without its cost a section.
+func (b *Backend) noncePrefix() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" // rand.Text's
+	v := b.nonceBase + b.contentions.Add(1)
+	var p [9]byte
+	for i := range 8 {
+		p[i] = alphabet[v&31]
+		v >>= 5
+	}
+	p[8] = '-'
+	return string(p[:])
+}
+
 func newContention(b *Backend, p backend.Participant) *contention {
 	lease := p.TTL + p.Transition
-	key := ownerKey(p.Mutex)
+	n := b.namesOf(p)
 	c := &contention{
 		b:          b,
 		mutex:      p.Mutex,
 		id:         p.ContenderID,
-		keys:       scriptKeys(p.Mutex),
-		lease:      strconv.FormatInt(lease.Milliseconds(), 10),
+		keys:       n.keys,
+		lease:      n.lease,
 		leaseDur:   lease,
-		ttl:        strconv.FormatInt(p.TTL.Milliseconds(), 10),
+		ttl:        n.ttl,
 		ttlDur:     p.TTL,
 		transition: p.Transition,
-		key:        key,
-		releases:   key + releaseChannelSuffix,
+		key:        n.key,
+		releases:   n.releases,
 		wake:       p.Wake,
 		grant:      p.Grant,
 		log:        p.Logger,
@@ -160,7 +210,7 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		value:      p.Value,
 	}
 	if c.grant != nil && c.id != "" {
-		c.nonces = rand.Text()[:8] + "-"
+		c.nonces = b.noncePrefix()
 	} else {
 		c.grant = nil
 	}
@@ -168,7 +218,7 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		if b.unlisted.take(p.Mutex, c.id) {
 			c.listed = unlisted // the ID's last contention on this backend left the waiting set
 		}
-		c.inbox = key + ":" + c.id
+		c.inbox = n.inbox
 		if p.WaitsOnly {
 			c.waitsOnly = true
 		} else {
@@ -455,17 +505,18 @@ func (c *contention) checkToken(tok uint64) {
 
 // channels returns the channels the contention listens on: a Locker's waiter leaves
 // simba:{mutex} out until it renews as the owner (see the package doc, Subscriptions).
-// Called by the method calls only.
-func (c *contention) channels() []string {
+// An array, which the caller ranges over without allocating. Called by the method calls
+// only.
+func (c *contention) channels() (chs [3]string, n int) {
 	switch {
 	case c.hold != nil:
-		return []string{c.hold.channel}
+		return [3]string{c.hold.channel}, 1
 	case c.inbox == "":
-		return []string{c.key, c.releases}
+		return [3]string{c.key, c.releases}, 2
 	case c.waitsOnly && !c.takeovers:
-		return []string{c.releases, c.inbox}
+		return [3]string{c.releases, c.inbox}, 2
 	default:
-		return []string{c.key, c.releases, c.inbox}
+		return [3]string{c.key, c.releases, c.inbox}, 3
 	}
 }
 

@@ -65,8 +65,8 @@
 //     release that grants it the mutex writes to the token key. The waiting set and this hash expire together, twice that long after the
 //     latest registration that needed it. A release that takes a waiter off the waiting
 //     set deletes its registration.
-//   - nonces, "<8 random characters>-<n>": a prefix drawn per contention and the number of
-//     the attempt. They are stored only in registrations and granted messages; the
+//   - nonces, "<8 characters>-<n>": a prefix unique per contention (a random number drawn
+//     per Backend, plus the number of the contention on it) and the number of the attempt. They are stored only in registrations and granted messages; the
 //     contender keeps those of its latest two attempts in memory, with their send times.
 //   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
 //     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke

@@ -31,7 +31,7 @@ type hub struct {
 	ping   time.Duration
 
 	mu        sync.Mutex
-	routes    map[string]map[*contention]struct{} // by channel: who listens
+	routes    map[string]map[*contention]struct{} // by channel: who listens; empty while it lingers
 	confirmed map[string]bool                     // subscriptions the server confirmed on the current connection
 	idle      map[string]time.Time                // subscribed channels nobody listens on, since when
 	wakeAt    time.Time                           // when the writer's timer ends the next linger; zero: not set
@@ -41,6 +41,8 @@ type hub struct {
 
 	kick chan struct{} // capacity 1: the routes changed, or the connection was replaced
 	wg   sync.WaitGroup
+
+	routing []*contention // the reader's: whom the message it routes goes to, reused
 }
 
 func newHub(client goredis.UniversalClient, log *slog.Logger, ping time.Duration) *hub {
@@ -85,7 +87,8 @@ func (h *hub) joinIfLive(c *contention) bool {
 	if h.closed {
 		return false
 	}
-	for _, ch := range c.channels() {
+	chs, n := c.channels()
+	for _, ch := range chs[:n] {
 		if !h.confirmed[ch] {
 			return false
 		}
@@ -98,7 +101,11 @@ func (h *hub) joinIfLive(c *contention) bool {
 // confirmed. Called with h.mu held.
 func (h *hub) addRoutes(c *contention) bool {
 	live := true
-	for _, ch := range c.channels() {
+	chs, n := c.channels()
+	if c.routed == nil {
+		c.routed = make([]string, 0, n)
+	}
+	for _, ch := range chs[:n] {
 		members := h.routes[ch]
 		if members == nil {
 			members = map[*contention]struct{}{}
@@ -123,7 +130,8 @@ func (h *hub) leave(c *contention) {
 		members := h.routes[ch]
 		delete(members, c)
 		if len(members) == 0 {
-			delete(h.routes, ch)
+			// Kept, empty, until the writer unsubscribes the channel: a contention that
+			// joins it meanwhile (a Locker's next section) makes no new one.
 			h.idle[ch] = now
 		}
 	}
@@ -237,7 +245,13 @@ func (h *hub) write(ctx context.Context) {
 // ends, or a linger when a channel left and joined again (zero: neither), which the
 // writer's timer is then set for. Called with h.mu held.
 func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, next time.Duration) {
-	for ch := range h.routes {
+	for ch, members := range h.routes {
+		if len(members) == 0 {
+			if !sent[ch] {
+				delete(h.routes, ch) // left before it was subscribed, or on a replaced connection
+			}
+			continue
+		}
 		if _, left := h.idle[ch]; left {
 			delete(h.idle, ch)
 			// Left and joined again since the writer last ran, as a Locker that takes
@@ -256,7 +270,7 @@ func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, 
 		}
 	}
 	for ch := range sent {
-		if h.routes[ch] != nil {
+		if len(h.routes[ch]) > 0 {
 			continue
 		}
 		since, ok := h.idle[ch]
@@ -271,6 +285,7 @@ func (h *hub) changes(sent map[string]bool, now time.Time) (add, drop []string, 
 		drop = append(drop, ch)
 		delete(sent, ch)
 		delete(h.idle, ch)
+		delete(h.routes, ch)
 		// From now on the channel is not heard: a contention that joins it again waits
 		// for its new confirmation.
 		delete(h.confirmed, ch)
@@ -399,6 +414,7 @@ func (h *hub) route(msg any) {
 					c.resync()
 				}
 			}
+			clear(h.routing) // no contention kept from the collector by a stale entry
 		case "unsubscribe":
 			h.mu.Lock()
 			delete(h.confirmed, m.Channel)
@@ -413,22 +429,24 @@ func (h *hub) route(msg any) {
 		for _, c := range h.members(m.Channel, false) {
 			c.hint(m.Channel, msg)
 		}
+		clear(h.routing)
 	}
 }
 
 // members returns the contentions listening on channel, first recording the channel's
-// subscription as confirmed when confirm is set.
+// subscription as confirmed when confirm is set. The list is h.routing, which the next
+// call reuses: called by the reader only.
 func (h *hub) members(channel string, confirm bool) []*contention {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if confirm {
 		h.confirmed[channel] = true
 	}
-	list := make([]*contention, 0, len(h.routes[channel]))
+	h.routing = h.routing[:0]
 	for c := range h.routes[channel] {
-		list = append(list, c)
+		h.routing = append(h.routing, c)
 	}
-	return list
+	return h.routing
 }
 
 // sooner returns the shorter of two waits, where zero is none.

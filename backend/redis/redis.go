@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +44,10 @@ type Backend struct {
 	regressions  atomic.Uint64
 	unlisted     unlistedIDs // IDs whose last contention here left the waiting set
 	participants closing.Set // the Participant.Closed of open contentions
+
+	nonceBase   uint64                // random: the first contention's nonce prefix (see noncePrefix)
+	contentions atomic.Uint64         // contentions that take grants opened so far
+	lastNames   atomic.Pointer[names] // the last contention's names, for the next of the same participant
 }
 
 var (
@@ -89,6 +95,9 @@ func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:]) // never fails (crypto/rand)
+	b.nonceBase = binary.LittleEndian.Uint64(seed[:])
 	if standalone {
 		b.renewals = newRenewals(single)
 	}
