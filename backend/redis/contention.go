@@ -298,11 +298,7 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	heard := c.hearing()
 	nonce, seq := c.nextNonce()
-	fresh := "0"
-	if c.fresh {
-		fresh = "1"
-	}
-	v, err := acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, string(c.listed), nonce, c.ttl, heard, fresh, c.value).Result()
+	v, err := acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed == listed), nonce, c.ttl, heard, flag(c.fresh), c.value).Result()
 	// Whatever the outcome, the call may have queued the contender, until an answer names
 	// it the owner: the script took it off then.
 	c.listed = listed
@@ -315,11 +311,17 @@ func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 // hearing returns the scripts' heard argument for a call about to be sent: whether the
 // contender's own channel is subscribed. A contention that has not joined the hub joins
 // at once when its channels are still subscribed (see hub.joinIfLive).
-func (c *contention) hearing() string {
+func (c *contention) hearing() any {
 	if !c.joined && c.b.hub.joinIfLive(c) {
 		c.joined = true // its channels are still subscribed: listen from before the call
 	}
-	if c.joined && c.b.hub.hears(c.inbox) {
+	return flag(c.joined && c.b.hub.hears(c.inbox))
+}
+
+// flag returns a scripts' flag argument: "1" if set, else "0". Boxed from a constant, it
+// allocates nothing, where a string variable passed as an argument allocates.
+func flag(set bool) any {
+	if set {
 		return "1"
 	}
 	return "0"
@@ -340,7 +342,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, string(c.listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
 		return c.b.storeError(ctx, "", err)
 	}
 	c.listed = unlisted

@@ -35,7 +35,7 @@ const (
 // client. A Backend must not be copied.
 type Backend struct {
 	client       goredis.UniversalClient
-	exact        string // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber: not a Cluster
+	exact        any // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber (not a Cluster), else "0"
 	log          *slog.Logger
 	hub          *hub
 	renewals     *renewals   // nil on a Cluster: renewals go one by one
@@ -91,7 +91,7 @@ func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 	single, standalone := client.(*goredis.Client)
 	b := &Backend{
 		client: client,
-		exact:  map[bool]string{true: "1", false: "0"}[standalone],
+		exact:  flag(standalone),
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
