@@ -13,29 +13,35 @@ import (
 	"github.com/simba-go/simba/backend"
 )
 
-// A contention that leaves while another channel lingers does not wake the writer, whose
-// timer is set already: with Lockers that take turns, every release would otherwise wake
-// it once. Its channels still go a linger after it left.
-func TestLeaveWakesNoWriterWhileAChannelLingers(t *testing.T) {
+// idleHub returns a backend and a hub that talk to no server, and a call of the hub's
+// writer's step at a given time (which keeps what it subscribed).
+func idleHub(t *testing.T) (*Backend, *hub, func(at time.Time) (add, drop []string, next time.Duration)) {
 	cfg, err := newConfig(nil)
 	require.NoError(t, err)
 	cfg.logger = slog.New(slog.DiscardHandler)
 	b := newBackend(nil, cfg)
 	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never dialled
-	defer func() { _ = client.Close() }()
+	t.Cleanup(func() { _ = client.Close() })
 	h := newHub(client, cfg.logger, time.Second)
 	h.ps = client.Subscribe(context.Background()) // no channels: no I/O
-	defer func() { _ = h.ps.Close() }()
-	locker := func(id string) *contention {
-		return newContention(b, backend.Participant{Mutex: "m", ContenderID: id, TTL: time.Second, WaitsOnly: true})
-	}
-	a, c := locker("a"), locker("c")
+	t.Cleanup(func() { _ = h.ps.Close() })
 	sent := map[string]bool{}
-	writer := func(at time.Time) (add, drop []string, next time.Duration) {
+	return b, h, func(at time.Time) (add, drop []string, next time.Duration) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.changes(sent, at)
 	}
+}
+
+// A contention that leaves while another channel lingers does not wake the writer, whose
+// timer is set already: with Lockers that take turns, every release would otherwise wake
+// it once. Its channels still go a linger after it left.
+func TestLeaveWakesNoWriterWhileAChannelLingers(t *testing.T) {
+	b, h, writer := idleHub(t)
+	locker := func(id string) *contention {
+		return newContention(b, backend.Participant{Mutex: "m", ContenderID: id, TTL: time.Second, WaitsOnly: true})
+	}
+	a, c := locker("a"), locker("c")
 	h.mu.Lock()
 	h.addRoutes(a)
 	h.addRoutes(c)
@@ -61,22 +67,8 @@ func TestLeaveWakesNoWriterWhileAChannelLingers(t *testing.T) {
 // wakes nobody either (it woke the writer a quarter of the sections of
 // BenchmarkEightContenders).
 func TestRejoinedChannelsKeepTheWriterAsleep(t *testing.T) {
-	cfg, err := newConfig(nil)
-	require.NoError(t, err)
-	cfg.logger = slog.New(slog.DiscardHandler)
-	b := newBackend(nil, cfg)
-	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never dialled
-	defer func() { _ = client.Close() }()
-	h := newHub(client, cfg.logger, time.Second)
-	h.ps = client.Subscribe(context.Background()) // no channels: no I/O
-	defer func() { _ = h.ps.Close() }()
+	b, h, writer := idleHub(t)
 	a := newContention(b, backend.Participant{Mutex: "m", ContenderID: "a", TTL: time.Second, WaitsOnly: true})
-	sent := map[string]bool{}
-	writer := func(at time.Time) (add, drop []string, next time.Duration) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.changes(sent, at)
-	}
 	join := func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
