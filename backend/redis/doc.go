@@ -62,12 +62,13 @@
 //     which it counts as waiting without registering again (the owner key's remaining
 //     time, when it will try again, plus its jitter and a lease), 1 if it listened on its
 //     channel when it registered, and the waiter's owner value if it has one, which a
-//     release that grants it the mutex writes to the token key. The waiting set and this hash expire together, twice that long after the
-//     latest registration that needed it. A release that takes a waiter off the waiting
-//     set deletes its registration.
+//     release that grants it the mutex writes to the token key. The waiting set and this
+//     hash expire together, twice that long after the latest registration that needed
+//     it. A release that takes a waiter off the waiting set deletes its registration.
 //   - nonces, "<8 characters>-<n>": a prefix unique per contention (a random number drawn
-//     per Backend, plus the number of the contention on it) and the number of the attempt. They are stored only in registrations and granted messages; the
-//     contender keeps those of its latest two attempts in memory, with their send times.
+//     per Backend, plus the number of the contention on it) and the number of the
+//     attempt. They are stored only in registrations and granted messages; the contender
+//     keeps those of its latest two attempts in memory, with their send times.
 //   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
 //     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke
 //     that waiter. No contender's channel has this name (IDs never contain "@@"), and JVM
