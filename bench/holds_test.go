@@ -107,7 +107,7 @@ func TestHoldsRunLeavesFullResults(t *testing.T) {
 // turn, and the permit's hand-over sees its waiter waiting.
 func TestHoldFiguresOnEtcd(t *testing.T) {
 	ctx := context.Background()
-	e := etcdEnv(t)
+	e := serverEnv(t, storeEtcd)
 	for _, id := range []string{"simba-etcd-holds", "etcd-recipes-rwmutex"} {
 		lib, ok := holdLibByID(id)
 		if !ok {
@@ -146,7 +146,7 @@ func TestHoldFiguresOnEtcd(t *testing.T) {
 // after a hand-over the new holder's key and the releaser's next place are as many.
 func TestEtcdWaitingForgetsTheLastWait(t *testing.T) {
 	ctx := context.Background()
-	e := etcdEnv(t)
+	e := serverEnv(t, storeEtcd)
 	dir := e.mutex("ew", "t") + "/"
 	for _, k := range []string{"a", "b"} {
 		if _, err := e.etcd.Put(ctx, dir+k, ""); err != nil {
@@ -168,10 +168,10 @@ func TestEtcdWaitingForgetsTheLastWait(t *testing.T) {
 	}
 }
 
-// etcdEnv starts a private etcd member for the test and returns an env on it.
-func etcdEnv(t *testing.T) *env {
+// serverEnv starts a private server of store for the test and returns an env on it.
+func serverEnv(t *testing.T, store string) *env {
 	t.Helper()
-	need := map[string]bool{storeEtcd: true}
+	need := map[string]bool{store: true}
 	srv, err := startServers(context.Background(), need, endpoints{})
 	if err != nil {
 		t.Fatal(err)

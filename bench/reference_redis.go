@@ -74,56 +74,82 @@ func referenceRedis() library {
 	return library{
 		id: "reference-redis", name: "reference (not a product)", store: storeRedis, process: true,
 		settings: "the benchmark's own reference lock, the floor of simba's guarantees on Redis: two Lua scripts (first-come queue, push grant on the waiter's channel, INCR fencing token); no renewal, no dead-waiter handling, no JVM format; lock TTL 10s; one go-redis client and PubSub per client",
-		open:     openReferenceRedis,
-		bound:    failoverLease + referenceRetry,
+		open: func(ctx context.Context, e *env, mutex string, o openOptions) (client, error) {
+			key := "reference:{" + mutex + "}"
+			return openReference(ctx, e, o, referenceLock{
+				acquire: referenceAcquire, release: referenceRelease,
+				keys:    []string{key, key + ":queue", key + ":token"},
+				channel: key + ":",
+				heard:   referenceGrant,
+			})
+		},
+		bound: failoverLease + referenceRetry,
 	}
 }
 
-// referenceClient is a client of the reference lock: its own go-redis client and a PubSub
-// subscribed to its grant channel from the start.
+// referenceGrant reads a grant of the reference lock: the new tenure's token.
+func referenceGrant(payload string) (uint64, bool, error) {
+	token, err := strconv.ParseUint(payload, 10, 64)
+	return token, err == nil, err
+}
+
+// referenceLock is one of the bench's reference locks on Redis, as its clients run it:
+// acquire(keys, id, ttl, retry) answers the token, or 0 when it queued the caller;
+// release(keys, id, ttl) answers 1 when the caller owned the lock.
+type referenceLock struct {
+	acquire, release *goredis.Script
+	keys             []string
+	channel          string // a waiter's channel is channel + its ID
+	// heard reads a message on a waiter's channel: the token of a grant, or granted false
+	// for a message that asks the waiter to try again at once.
+	heard func(payload string) (token uint64, granted bool, err error)
+}
+
+// referenceClient is a client of a reference lock: its own go-redis client and a PubSub
+// subscribed to its channel from the start.
 type referenceClient struct {
 	giveUpCounter
+	lock   referenceLock
 	rc     *goredis.Client
 	ps     *goredis.PubSub
 	grants <-chan *goredis.Message
-	keys   []string
 	id     string
 	ttl    string
 	queued atomic.Bool
+	token  atomic.Uint64 // of the latest tenure, for the tests
 }
 
 var referenceIDs atomic.Int64
 
-func openReferenceRedis(ctx context.Context, e *env, mutex string, o openOptions) (client, error) {
+func openReference(ctx context.Context, e *env, o openOptions, lock referenceLock) (*referenceClient, error) {
 	rc := newRedisClient(e.Redis)
 	rc.AddHook(&commands{}) // as on the other libraries' clients
 	ttl := lockTTL
 	if o.failover {
 		ttl = failoverLease
 	}
-	key := "reference:{" + mutex + "}"
-	id := fmt.Sprintf("%d-%d", os.Getpid(), referenceIDs.Add(1))
-	ps := rc.Subscribe(ctx, key+":"+id)
+	id := fmt.Sprintf("%d:%d@reference", referenceIDs.Add(1), os.Getpid())
+	ps := rc.Subscribe(ctx, lock.channel+id)
 	if _, err := ps.Receive(ctx); err != nil { // the confirmation: grants are heard from now on
 		_ = ps.Close()
 		_ = rc.Close()
 		return nil, fmt.Errorf("reference: subscribe: %w", err)
 	}
 	return &referenceClient{
-		rc: rc, ps: ps, grants: ps.Channel(), id: id,
-		keys: []string{key, key + ":queue", key + ":token"},
-		ttl:  strconv.FormatInt(ttl.Milliseconds(), 10),
+		lock: lock, rc: rc, ps: ps, grants: ps.Channel(), id: id,
+		ttl: strconv.FormatInt(ttl.Milliseconds(), 10),
 	}, nil
 }
 
 func (c *referenceClient) acquire(ctx context.Context) (func(context.Context) error, error) {
 	for retry := "0"; ; retry = "1" {
 		c.drain()
-		token, err := referenceAcquire.Run(ctx, c.rc, c.keys, c.id, c.ttl, retry).Int64()
+		token, err := c.lock.acquire.Run(ctx, c.rc, c.lock.keys, c.id, c.ttl, retry).Uint64()
 		if err != nil {
 			return nil, c.leave(ctx, fmt.Errorf("reference: acquire: %w", err))
 		}
 		if token > 0 {
+			c.token.Store(token)
 			return c.release, nil
 		}
 		c.queued.Store(true)
@@ -132,10 +158,14 @@ func (c *referenceClient) acquire(ctx context.Context) (func(context.Context) er
 		case m := <-c.grants:
 			t.Stop()
 			c.queued.Store(false)
-			if _, err := strconv.ParseUint(m.Payload, 10, 64); err != nil {
-				return nil, c.leave(ctx, fmt.Errorf("reference: grant %q: %w", m.Payload, err))
+			token, granted, err := c.lock.heard(m.Payload)
+			if err != nil {
+				return nil, c.leave(ctx, fmt.Errorf("reference: message %q: %w", m.Payload, err))
 			}
-			return c.release, nil
+			if granted {
+				c.token.Store(token)
+				return c.release, nil
+			}
 		case <-t.C:
 			c.n.Add(1)
 		case <-ctx.Done():
@@ -161,11 +191,11 @@ func (c *referenceClient) leave(ctx context.Context, err error) error {
 	c.queued.Store(false)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, referenceRelease.Run(rctx, c.rc, c.keys, c.id, c.ttl).Err())
+	return errors.Join(err, c.lock.release.Run(rctx, c.rc, c.lock.keys, c.id, c.ttl).Err())
 }
 
 func (c *referenceClient) release(ctx context.Context) error {
-	owned, err := referenceRelease.Run(ctx, c.rc, c.keys, c.id, c.ttl).Int()
+	owned, err := c.lock.release.Run(ctx, c.rc, c.lock.keys, c.id, c.ttl).Int()
 	if err != nil {
 		return fmt.Errorf("reference: release: %w", err)
 	}
