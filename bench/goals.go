@@ -25,12 +25,7 @@ func (r *results) goals() []goal {
 // reference returns the contended figure of the Redis reference lock (reference-redis),
 // and false when it did not run.
 func (r *results) reference() (contendedResult, bool) {
-	for _, c := range r.Contended {
-		if c.Store == storeRedis && isReference(c.ID) {
-			return c, true
-		}
-	}
-	return contendedResult{}, false
+	return r.contended(referenceRedis().id)
 }
 
 // writeFloor returns the floor of one autocommitted UPDATE with its commit on store.
@@ -94,7 +89,24 @@ func (r *results) redisGoals() []goal {
 		}
 		gs = append(gs, goal{"#35", text, m, met})
 	}
-	return gs
+	return append(gs, r.jvmFloorGoal())
+}
+
+// jvmFloorGoal is issue 35's Redis goal re-based on the floor JVM Simba's format sets: 8
+// clients against the JVM-format reference lock (reference-redis-jvm), which keeps that
+// format, first come first served, push grants and a token that survives an empty
+// restart, and nothing else.
+func (r *results) jvmFloorGoal() goal {
+	text := fmt.Sprintf("Redis, %d clients, one mutex: ≥ 0.9 × the JVM-format reference lock; Redis CPU per section ≤ 1.3 × its (the floor of JVM Simba's format with simba's hand-over guarantees)", r.Settings.Clients)
+	s, sok := r.contended("simba-redis")
+	f, fok := r.contended(referenceRedisJVM().id)
+	if !sok || !fok || f.PerSecond <= 0 || f.ServerCPUPerSection <= 0 {
+		return missing("#35", text)
+	}
+	speed, cpu := s.PerSecond/f.PerSecond, s.ServerCPUPerSection/f.ServerCPUPerSection
+	m := fmt.Sprintf("simba %.0f/s, %.1f commands, %.1f µs per section; JVM-format reference %.0f/s, %.1f commands, %.1f µs: %.2f ×, CPU %.2f ×",
+		s.PerSecond, s.ServerOpsPerSection, s.ServerCPUPerSection, f.PerSecond, f.ServerOpsPerSection, f.ServerCPUPerSection, speed, cpu)
+	return goal{"#35", text, m, verdict(speed >= 0.9 && cpu <= 1.3 && s.Overlaps == 0)}
 }
 
 // zooKeeperGoals are issue 35's ZooKeeper goals.

@@ -145,6 +145,7 @@ func libraries() []library {
 			bound:    failoverLease + tunedRetry,
 		},
 		referenceRedis(),
+		referenceRedisJVM(),
 		{
 			id: "simba-sql", name: "simba", store: storeSQL, simba: true, process: true,
 			settings: "Locker on backend/jdbc (named-lock hand-over on), one *sql.DB and backend per client; ttl 10s, transition 6s (defaults)",

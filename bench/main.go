@@ -88,7 +88,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: small samples, short windows, 1,000 contenders with ttl 2s")
 	fs.StringVar(&stores, "stores", strings.Join(allStores, ","), "stores to measure")
 	fs.StringVar(&figures, "figures", strings.Join(allFigures, ","), "figures to measure")
-	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, reference-redis, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock, simba-etcd, etcd-mutex; the holds figure's: simba-<store>-holds, simba-sql-holds-1b, simba-postgres-holds-1b, advisory-shared, etcd-recipes-rwmutex); empty: all")
+	fs.StringVar(&libs, "libs", "", "library ids to measure (simba-memory, simba-redis, redsync, redsync-tuned, redislock, redislock-tuned, reference-redis, reference-redis-jvm, simba-sql, getlock, simba-postgres, advisory, simba-zookeeper, zklock, simba-etcd, etcd-mutex; the holds figure's: simba-<store>-holds, simba-sql-holds-1b, simba-postgres-holds-1b, advisory-shared, etcd-recipes-rwmutex); empty: all")
 	fs.StringVar(&o.from, "from", "", "render the results, plots and README section from the raw data of an earlier run instead of measuring (results/runs/*.json; a quick run's: results/quick/runs/*.json)")
 	fs.StringVar(&o.profile, "profile", "", "directory for a CPU profile of every measurement and heap profiles of the scale runs (profiling slows the run down)")
 	fs.StringVar(&o.reuse.Redis, "redis", "", "use this Redis (host:port) instead of starting one")
