@@ -111,7 +111,10 @@ func TestReferenceJVMFirstComeInJVMFormat(t *testing.T) {
 	}
 	got := make(chan granted, len(c))
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel() // the waiters of a test that failed
+		wg.Wait()
+	}()
 	for _, w := range c[1:] {
 		wg.Go(func() {
 			release, err := w.acquire(ctx)
