@@ -37,24 +37,19 @@ const referenceJVMAcquireLua = `
 local owner, queue, fence = KEYS[1], KEYS[2], KEYS[3]
 local id, lease = ARGV[1], ARGV[2]
 local now = redis.call('time')
-if redis.call('set', owner, id, 'nx', 'px', lease) then
-  if ARGV[3] == '1' then
-    redis.call('zrem', queue, id)
+if not redis.call('set', owner, id, 'nx', 'px', lease) then
+  if ARGV[3] == '1' and redis.call('get', owner) == id then
+    return redis.call('get', fence)
   end
-  redis.call('publish', owner, 'acquired@@' .. id)
-  local token = now[1] * 1000000 + now[2]
-  local last = tonumber(redis.call('set', fence, string.format('%.0f', token), 'px', lease, 'get'))
-  if last and last >= token then
-    token = last + 1
-    redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-  end
-  return string.format('%.0f', token)
+  redis.call('zadd', queue, 'nx', now[1] .. '.' .. string.sub('00000' .. now[2], -6) .. '5', id)
+  return 0
 end
-if ARGV[3] == '1' and redis.call('get', owner) == id then
-  return redis.call('get', fence)
+if ARGV[3] == '1' then
+  redis.call('zrem', queue, id)
 end
-redis.call('zadd', queue, 'nx', now[1] .. '.' .. string.sub('00000' .. now[2], -6) .. '5', id)
-return 0
+redis.call('publish', owner, 'acquired@@' .. id)
+` + referenceJVMTokenLua + `
+return token
 `
 
 // referenceJVMReleaseLua grants the mutex to the oldest waiter, with a new token on its
@@ -77,17 +72,24 @@ if not next or not string.find(score, '.', 1, true) then
   return 1
 end
 local now = redis.call('time')
-local token = now[1] * 1000000 + now[2]
-local last = tonumber(redis.call('set', fence, string.format('%.0f', token), 'px', lease, 'get'))
-if last and last >= token then
-  token = last + 1
-  redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-end
+` + referenceJVMTokenLua + `
 redis.call('set', owner, next, 'px', lease)
-redis.call('publish', owner .. ':' .. next, 'granted@@' .. string.format('%.0f', token))
+redis.call('publish', owner .. ':' .. next, 'granted@@' .. token)
 redis.call('publish', owner, 'acquired@@' .. next)
 return 1
 `
+
+// referenceJVMTokenLua makes a new tenure's token, a string of digits, and keeps it in
+// the token key: the server's clock (now, a TIME reply) in microseconds, or the previous
+// token + 1 if that is not smaller. Strings, not Lua numbers: formatting a number cost
+// Redis more than the comparison of digits (callgrind, about 4 % of a section).
+const referenceJVMTokenLua = `
+local token = now[1] .. string.sub('00000' .. now[2], -6)
+local last = redis.call('set', fence, token, 'px', lease, 'get')
+if last and (#last > #token or (#last == #token and last >= token)) then
+  token = string.format('%.0f', last + 1)
+  redis.call('set', fence, token, 'px', lease)
+end`
 
 var (
 	referenceJVMAcquire = goredis.NewScript(referenceJVMAcquireLua)
