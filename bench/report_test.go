@@ -37,3 +37,25 @@ func TestQuickRunLeavesCommittedResults(t *testing.T) {
 		t.Errorf("a quick run's %s: %v", resultsFile, err)
 	}
 }
+
+// The Redis goals compare simba with each reference lock by its id: the JVM-format one,
+// listed before the other here, is neither the best peer nor the reference of the
+// original rows, and it has a row of its own.
+func TestRedisGoalsTellTheReferencesApart(t *testing.T) {
+	r := &results{Settings: runSettings{Clients: 8}, Contended: []contendedResult{
+		{Store: storeRedis, ID: "simba-redis", PerSecond: 3000, Fairness: 1, ServerOpsPerSection: 18, ServerCPUPerSection: 120},
+		{Store: storeRedis, ID: "reference-redis-jvm", PerSecond: 3200, ServerOpsPerSection: 12, ServerCPUPerSection: 100},
+		{Store: storeRedis, ID: "reference-redis", PerSecond: 4000, ServerOpsPerSection: 9, ServerCPUPerSection: 60},
+		{Store: storeRedis, ID: "redislock-tuned", PerSecond: 2000},
+	}}
+	if ref, ok := r.reference(); !ok || ref.ID != "reference-redis" {
+		t.Errorf("the reference lock is %q (%v), want reference-redis", ref.ID, ok)
+	}
+	if id, _, ok := r.bestPeer(storeRedis); !ok || id != "redislock-tuned" {
+		t.Errorf("best peer %q (%v), want redislock-tuned", id, ok)
+	}
+	g := r.jvmFloorGoal()
+	if want := "simba 3000/s, 18.0 commands, 120.0 µs per section; JVM-format reference 3200/s, 12.0 commands, 100.0 µs: 0.94 ×, CPU 1.20 ×"; g.measured != want || g.met != 1 {
+		t.Errorf("JVM-format row: %q, met %d; want %q, met 1", g.measured, g.met, want)
+	}
+}
