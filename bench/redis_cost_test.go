@@ -24,7 +24,7 @@ var (
 // measurement, client set-up included). The libraries take turns, -cost.rounds times, so
 // that the machine's load falls on all of them alike; compare within a round.
 //
-//	go test -run TestRedisCost -v -cost.libs simba-redis,reference-redis,redislock-tuned
+//	go test -run TestRedisCost -v -cost.libs simba-redis,reference-redis,reference-redis-jvm,redislock-tuned
 func TestRedisCost(t *testing.T) {
 	if *costLibs == "" {
 		t.Skip("no -cost.libs")

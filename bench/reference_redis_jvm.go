@@ -27,7 +27,9 @@ import (
 // as decimals, never whole: JVM Simba scores whole seconds, so the release tells the
 // waiters it may grant the mutex from JVM ones by the score alone, and wakes a JVM one
 // JVM Simba's way (DEL, "released@@<id>" on its channel). A JVM waiter that comes later
-// within a second is served before the Go ones of that second (simba moves them apart).
+// within a second is served before the Go ones of that second (simba keeps the order,
+// with a ZRANGEBYSCORE per queued waiter). The token key is written with SET GET (Redis
+// 6.2 or later).
 
 // referenceJVMAcquireLua takes the mutex when it is free (JVM Simba's SET NX PX and
 // message), with a new token, or queues the caller (ZADD NX keeps the place of a retry,
