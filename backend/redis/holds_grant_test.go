@@ -61,8 +61,8 @@ func (g *grantee) granted(t *testing.T, what string) backend.Record {
 	}
 }
 
-// scripts returns the scripts the server has run so far.
-func scripts(stats map[string]int64) int64 { return stats["evalsha"] + stats["eval"] }
+// scripts returns the scripts the server has run so far, by EVALSHA, EVAL or FCALL.
+func scripts(stats map[string]int64) int64 { return stats["evalsha"] + stats["eval"] + stats["fcall"] }
 
 // A release admits the waiters that now fit and hands each its hold: the release is the
 // only script of the hand-over, and the waiters own with a token new at their admission.

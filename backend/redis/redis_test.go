@@ -289,7 +289,7 @@ func (l *lossy) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 func (l *lossy) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
 		err := next(ctx, cmd)
-		script := cmd.Name() == "evalsha" || cmd.Name() == "eval" // not the connection's HELLO
+		script := cmd.Name() == "fcall" || cmd.Name() == "evalsha" || cmd.Name() == "eval" // not the connection's HELLO
 		if err == nil && script && l.armed.Add(-1) >= 0 {
 			cmd.SetErr(errLost)
 			return errLost

@@ -250,7 +250,7 @@ func TestStartCheckTellsRefusalsFromOutages(t *testing.T) {
 // refuses at every connection, and a server that is a Redis Cluster node.
 func TestStartCheckRefusesMisconfiguration(t *testing.T) {
 	t.Run("scripting disabled", func(t *testing.T) {
-		srv, err := startRedis("--rename-command", "EVALSHA", "", "--rename-command", "EVAL", "")
+		srv, err := startRedis("--rename-command", "EVALSHA", "", "--rename-command", "EVAL", "", "--rename-command", "FCALL", "")
 		need(t, err)
 		t.Cleanup(func() { _ = srv.Stop(); _ = os.RemoveAll(srv.Dir) })
 		classified(t, startCheck(t, newClient(t, srv.Addr())), true, "unknown command")

@@ -16,11 +16,10 @@ import (
 	"github.com/simba-go/simba/backend/redis"
 )
 
-// scriptCalls returns the scripts the server has run so far (EVALSHA and EVAL).
+// scriptCalls returns the scripts the server has run so far.
 func scriptCalls(t testing.TB, admin *goredis.Client) int64 {
 	t.Helper()
-	calls := commandStats(t, admin)
-	return calls["evalsha"] + calls["eval"]
+	return scripts(commandStats(t, admin))
 }
 
 // connectedClients returns the client connections the server counts open (INFO clients).
