@@ -19,7 +19,7 @@ func (b *Backend) check(ctx context.Context) error {
 	if err := b.client.Ping(ctx).Err(); err != nil {
 		return b.checkError(ctx, err)
 	}
-	if err := checkScript.Run(ctx, b.client, []string{checkKey}).Err(); err != nil {
+	if err := b.scripts.run(ctx, checkScript, []string{checkKey}).Err(); err != nil {
 		return b.checkError(ctx, err)
 	}
 	b.checked.Store(true)
@@ -34,9 +34,11 @@ func (b *Backend) check(ctx context.Context) error {
 // the check, a user that may write but not publish would leave owner keys that nobody
 // believes in.) checkKey is in simba's key space, for ACL key patterns, and is no mutex's
 // key nor any contender's channel (see the package doc, Keys and channels).
-var checkScript = goredis.NewScript(`redis.call('DEL', KEYS[1])
+var checkScript = &script{name: "check", eval: goredis.NewScript(checkLua), code: checkLua}
+
+const checkLua = `redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', KEYS[1], '')
-return 1`)
+return 1`
 
 const checkKey = "simba:{simba}:@@check"
 

@@ -290,7 +290,7 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 	if c.b.renewals != nil {
 		return c.b.renewals.renew(ctx, c)
 	}
-	return guardScript.Run(ctx, c.b.client, c.keys, c.id, c.lease).Result()
+	return c.b.scripts.run(ctx, guardScript, c.keys, c.id, c.lease).Result()
 }
 
 // runAcquire runs the acquire script for a contender that does not own the mutex, and
@@ -298,7 +298,7 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	heard := c.hearing()
 	nonce, seq := c.nextNonce()
-	v, err := acquireScript.Run(ctx, c.b.client, c.keys, c.id, c.lease, flag(c.listed == listed), nonce, c.ttl, heard, flag(c.fresh), c.value).Result()
+	v, err := c.b.scripts.run(ctx, acquireScript, c.keys, c.id, c.lease, flag(c.listed == listed), nonce, c.ttl, heard, flag(c.fresh), c.value).Result()
 	// Whatever the outcome, the call may have queued the contender, until an answer names
 	// it the owner: the script took it off then.
 	c.listed = listed
@@ -342,7 +342,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := releaseScript.Run(ctx, c.b.client, c.keys, append([]any{c.id, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
+	if err := c.b.scripts.run(ctx, releaseScript, c.keys, append([]any{c.id, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
 		return c.b.storeError(ctx, "", err)
 	}
 	c.listed = unlisted
@@ -400,7 +400,7 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	v, err := lookupScript.Run(ctx, c.b.client, c.keys).Result()
+	v, err := c.b.scripts.run(ctx, lookupScript, c.keys).Result()
 	if err != nil {
 		return backend.Record{}, c.b.storeError(ctx, "lookup", err)
 	}
@@ -421,7 +421,7 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return false, err
 	}
-	n, err := waitingScript.Run(ctx, c.b.client, c.keys, c.id, c.b.exact).Int()
+	n, err := c.b.scripts.run(ctx, waitingScript, c.keys, c.id, c.b.exact).Int()
 	if err != nil {
 		return false, c.b.storeError(ctx, "read the waiting set", err)
 	}

@@ -18,8 +18,8 @@ var (
 	//go:embed waiters.lua
 	waitersLua string
 
-	handOffScript = newScript(handOffLua)
-	waitersScript = newScript(waitersLua)
+	handOffScript = newScript("hand_off", handOffLua)
+	waitersScript = newScript("waiters", waitersLua)
 )
 
 var _ backend.HandOffer = (*contention)(nil)
@@ -31,7 +31,7 @@ func (c *contention) Waiters(ctx context.Context) ([]backend.Waiter, error) {
 	if err := c.mutexOnly(ctx, "hand-offs"); err != nil {
 		return nil, err
 	}
-	v, err := waitersScript.Run(ctx, c.b.client, c.keys).StringSlice()
+	v, err := c.b.scripts.run(ctx, waitersScript, c.keys).StringSlice()
 	if err != nil {
 		return nil, c.b.storeError(ctx, "read the waiters", err)
 	}
@@ -69,7 +69,7 @@ func (c *contention) HandOff(ctx context.Context, to string) error {
 	c.mu.Unlock()
 	heard := c.hearing()
 	nonce, seq := c.nextNonce()
-	n, err := handOffScript.Run(ctx, c.b.client, c.keys, c.id, tenure, to, c.b.exact, nonce, c.lease, c.ttl, heard, c.value).Int()
+	n, err := c.b.scripts.run(ctx, handOffScript, c.keys, c.id, tenure, to, c.b.exact, nonce, c.lease, c.ttl, heard, c.value).Int()
 	c.listed = listed // whatever the outcome: the call may have queued it
 	if err != nil {
 		return c.b.storeError(ctx, what, err)

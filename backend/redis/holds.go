@@ -28,10 +28,10 @@ var (
 	//go:embed holds_waiting.lua
 	holdsWaitingLua string
 
-	holdsAcquireScript = newScript(holdsPreludeLua + holdsAcquireLua)
-	holdsReleaseScript = newScript(holdsPreludeLua + holdsReleaseLua)
-	holdsLookupScript  = newScript(holdsPreludeLua + holdsLookupLua)
-	holdsWaitingScript = newScript(holdsPreludeLua + holdsWaitingLua)
+	holdsAcquireScript = newHoldsScript("holds_acquire", holdsAcquireLua)
+	holdsReleaseScript = newHoldsScript("holds_release", holdsReleaseLua)
+	holdsLookupScript  = newHoldsScript("holds_lookup", holdsLookupLua)
+	holdsWaitingScript = newHoldsScript("holds_waiting", holdsWaitingLua)
 )
 
 var _ backend.Holder = (*Backend)(nil)
@@ -107,7 +107,7 @@ func (c *contention) acquireHold(ctx context.Context) (backend.Record, error) {
 		fresh = "1"
 	}
 	nonce, seq := c.nextNonce()
-	v, err := holdsAcquireScript.Run(ctx, c.b.client, h.keys, c.id, h.mode, h.permits, c.ttl, c.lease, fresh, h.hold.Beside, nonce).Result()
+	v, err := c.b.scripts.run(ctx, holdsAcquireScript, h.keys, c.id, h.mode, h.permits, c.ttl, c.lease, fresh, h.hold.Beside, nonce).Result()
 	if err != nil {
 		return backend.Record{}, c.b.storeError(ctx, "acquire", err)
 	}
@@ -193,7 +193,7 @@ func (c *contention) releaseHold(ctx context.Context) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := holdsReleaseScript.Run(ctx, c.b.client, c.hold.keys, c.id, c.hold.mode).Err(); err != nil {
+	if err := c.b.scripts.run(ctx, holdsReleaseScript, c.hold.keys, c.id, c.hold.mode).Err(); err != nil {
 		return c.b.storeError(ctx, "", err)
 	}
 	c.owner.Store(false)
@@ -208,7 +208,7 @@ func (c *contention) lookupHold(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	v, err := holdsLookupScript.Run(ctx, c.b.client, c.hold.keys, "", c.hold.mode).Result()
+	v, err := c.b.scripts.run(ctx, holdsLookupScript, c.hold.keys, "", c.hold.mode).Result()
 	if err != nil {
 		return backend.Record{}, c.b.storeError(ctx, "lookup", err)
 	}
@@ -220,7 +220,7 @@ func (c *contention) othersWaitingHold(ctx context.Context) (bool, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return false, err
 	}
-	n, err := holdsWaitingScript.Run(ctx, c.b.client, c.hold.keys, c.id, c.hold.mode).Int()
+	n, err := c.b.scripts.run(ctx, holdsWaitingScript, c.hold.keys, c.id, c.hold.mode).Int()
 	if err != nil {
 		return false, c.b.storeError(ctx, "read the queue", err)
 	}

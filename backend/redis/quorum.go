@@ -651,7 +651,7 @@ func (qc *quorumContention) own(ctx context.Context, mine []reply) backend.Recor
 func (qc *quorumContention) raise(ctx context.Context, mine []reply) {
 	token := strconv.FormatUint(qc.token, 10)
 	for _, r := range qc.each(ctx, instancesOf(mine), func(c *contention, ctx context.Context) (backend.Record, error) {
-		return backend.Record{}, raiseScript.Run(ctx, c.b.client, c.keys, c.id, token).Err()
+		return backend.Record{}, c.b.scripts.run(ctx, raiseScript, c.keys, c.id, token).Err()
 	}, nil) {
 		if r.err != nil {
 			r.in.backend.log.Warn("simba/redis: could not raise a quorum instance's token key; the next tenure's token may not exceed this one's if its quorum shares only this instance",

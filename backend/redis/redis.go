@@ -38,6 +38,7 @@ type Backend struct {
 	exact        any // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber (not a Cluster), else "0"
 	log          *slog.Logger
 	hub          *hub
+	scripts      *runner
 	renewals     *renewals   // nil on a Cluster: renewals go one by one
 	checked      atomic.Bool // the server answered a start-up check
 	closed       atomic.Bool
@@ -88,18 +89,19 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 	// A standalone or Sentinel client talks to one server, which counts every subscriber;
 	// a Cluster node counts only its own, and other clients are not known.
-	single, standalone := client.(*goredis.Client)
+	_, standalone := client.(*goredis.Client)
 	b := &Backend{
 		client: client,
 		exact:  flag(standalone),
 		log:    cfg.logger,
 		hub:    newHub(client, cfg.logger, cfg.ping),
 	}
+	b.scripts = &runner{client: client, log: cfg.logger}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // never fails (crypto/rand)
 	b.nonceBase = binary.LittleEndian.Uint64(seed[:])
 	if standalone {
-		b.renewals = newRenewals(single)
+		b.renewals = newRenewals(b.scripts)
 	}
 	return b
 }
@@ -199,7 +201,7 @@ func (b *Backend) releaseOwner(ctx context.Context, mutex string, owner simba.Ow
 		return err // "": no owner
 	}
 	token := strconv.FormatUint(owner.Token, 10)
-	if err := releaseScript.Run(ctx, b.client, scriptKeys(mutex), owner.ID, string(unlisted), b.exact, raiseTo, token).Err(); err != nil {
+	if err := b.scripts.run(ctx, releaseScript, scriptKeys(mutex), owner.ID, string(unlisted), b.exact, raiseTo, token).Err(); err != nil {
 		return b.storeError(ctx, "release in the name of "+strconv.Quote(owner.ID), err)
 	}
 	return nil

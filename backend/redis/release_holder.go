@@ -12,7 +12,7 @@ import (
 var (
 	//go:embed holds_release_holder.lua
 	holdsReleaseHolderLua    string
-	holdsReleaseHolderScript = newScript(holdsPreludeLua + holdsReleaseHolderLua)
+	holdsReleaseHolderScript = newHoldsScript("holds_release_holder", holdsReleaseHolderLua)
 )
 
 // ReleaseHolder gives up holder id's hold of the semaphore or read-write lock name (kind
@@ -37,7 +37,7 @@ func (b *Backend) ReleaseHolder(ctx context.Context, k backend.Kind, name, id st
 	if k == backend.Semaphore {
 		mode = "p"
 	}
-	n, err := holdsReleaseHolderScript.Run(ctx, b.client, holdKeys(k, name), id, mode, strconv.FormatUint(token, 10)).Int()
+	n, err := b.scripts.run(ctx, holdsReleaseHolderScript, holdKeys(k, name), id, mode, strconv.FormatUint(token, 10)).Int()
 	if err != nil {
 		return false, b.storeError(ctx, "release in the name of "+strconv.Quote(id), err)
 	}

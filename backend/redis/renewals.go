@@ -18,7 +18,11 @@ var renewManyLua string
 
 // renewManyScript renews many mutexes in one call: the prelude and the guard script, as a
 // function called once per mutex (see renew_many.lua).
-var renewManyScript = goredis.NewScript("local function guard(KEYS, ARGV)\n" + withPrelude(guardLua) + "\nend\n" + renewManyLua)
+var renewManyScript = &script{
+	name: "renew_many",
+	eval: goredis.NewScript("local function guard(KEYS, ARGV)\n" + withPrelude(guardLua) + "\nend\n" + renewManyLua),
+	code: "local function guard(KEYS, ARGV)\n" + withNames(guardLua) + "\nend\n" + renewManyLua,
+}
 
 // How renewals are gathered into one call. simba has the owners of every mutex renew at
 // the same instants (its renewal grid), so the renewals of one instant reach the
@@ -39,7 +43,7 @@ const (
 // joined by close. Only a standalone or Sentinel client has one: on a Cluster, the keys
 // of one call must share a hash slot, which the mutexes of one instant seldom do.
 type renewals struct {
-	client *goredis.Client
+	scripts *runner
 	calls  *batch.Queue[*renewal]
 }
 
@@ -58,8 +62,8 @@ type renewed struct {
 	err error
 }
 
-func newRenewals(client *goredis.Client) *renewals {
-	q := &renewals{client: client}
+func newRenewals(scripts *runner) *renewals {
+	q := &renewals{scripts: scripts}
 	q.calls = batch.NewQueue(batch.Options[*renewal]{
 		Gap: renewGap, Max: maxRenewBatch,
 		Send:   q.send,
@@ -109,7 +113,7 @@ func (q *renewals) send(ctx context.Context, batch []*renewal) {
 		keys = append(keys, r.keys...)
 		args = append(args, r.id, r.lease)
 	}
-	v, err := renewManyScript.Run(ctx, q.client, keys, args...).Result()
+	v, err := q.scripts.run(ctx, renewManyScript, keys, args...).Result()
 	if err != nil && q.calls.Closing() {
 		err = fmt.Errorf("simba/redis: %w", simba.ErrClosed)
 	}

@@ -1,15 +1,17 @@
 package redis
 
 import (
+	"crypto/sha1"
 	_ "embed" // the Lua scripts
+	"encoding/hex"
 	"regexp"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// The scripts, each wrapped once: Run uses EVALSHA and falls back to EVAL when the server
-// does not know the script yet (after a restart, on a new cluster node).
+// The scripts: each a function of the backend's library (see library), and a script of
+// its own for EVALSHA, which falls back to EVAL when the server does not know it yet.
 var (
 	//go:embed prelude.lua
 	preludeLua string
@@ -26,28 +28,131 @@ var (
 	//go:embed waiting.lua
 	waitingLua string
 
-	acquireScript = newScript(acquireLua)
-	guardScript   = newScript(guardLua)
-	releaseScript = newScript(releaseLua)
-	lookupScript  = newScript(lookupLua)
-	raiseScript   = newScript(raiseLua)
-	waitingScript = newScript(waitingLua)
+	acquireScript = newScript("acquire", acquireLua)
+	guardScript   = newScript("guard", guardLua)
+	releaseScript = newScript("release", releaseLua)
+	lookupScript  = newScript("lookup", lookupLua)
+	raiseScript   = newScript("raise", raiseLua)
+	waitingScript = newScript("waiting", waitingLua)
 )
 
-// newScript returns the script of body after the part of prelude.lua it uses.
-func newScript(body string) *goredis.Script {
-	return goredis.NewScript(withPrelude(body))
+// script is one of the backend's Lua scripts.
+type script struct {
+	name     string          // in the library, after its name and '_'
+	function string          // the library's name for it (see library)
+	eval     *goredis.Script // the script on its own, for EVALSHA
+	code     string          // its function's body in the library
+	holds    bool            // a script of holds: after holds_prelude.lua's declarations
+}
+
+// newScript returns the script name of body: on its own, after the part of prelude.lua it
+// uses; in the library, after the prelude's names made per call that it uses.
+func newScript(name, body string) *script {
+	return &script{name: name, eval: goredis.NewScript(withPrelude(body)), code: withNames(body)}
+}
+
+// newHoldsScript returns the script name of body, a script of holds: on its own, after
+// the part of prelude.lua it uses and holds_prelude.lua; in the library, after the names
+// of both made per call.
+func newHoldsScript(name, body string) *script {
+	var b strings.Builder
+	writeNames(&b, preludeDecls, declarationsFor(namesIn(holdsPreludeLua+body), nil))
+	writeNames(&b, holdsDecls, nil) // all of them, as on its own: the server's time included
+	b.WriteString(body)
+	return &script{name: name, eval: goredis.NewScript(withPrelude(holdsPreludeLua + body)), code: b.String(), holds: true}
+}
+
+// library is the backend's scripts as one library of Redis functions (Redis 7 and later):
+// the preludes' declarations run once, when it is loaded, where a script of its own runs
+// them, creating a closure for each function, at every call. Its name and its functions'
+// names carry a hash of its code, so that two versions of simba on one server do not
+// collide.
+var library = newLibrary(acquireScript, guardScript, releaseScript, lookupScript, raiseScript,
+	waitingScript, handOffScript, waitersScript, claimSlotScript, renewManyScript, checkScript,
+	holdsAcquireScript, holdsReleaseScript, holdsLookupScript, holdsWaitingScript,
+	holdsReleaseHolderScript)
+
+// functionLibrary is the code and name of a library of Redis functions.
+type functionLibrary struct {
+	name, code string
+}
+
+// newLibrary returns the library of scripts, and names each script's function in it.
+func newLibrary(scripts ...*script) functionLibrary {
+	const unnamed = "\x00" // the library's name before its hash is known
+	var b strings.Builder
+	b.WriteString("#!lua name=" + unnamed + "\n")
+	writeLibraryLevel(&b, preludeDecls)
+	writeFunctions(&b, unnamed, scripts, false)
+	writeLibraryLevel(&b, holdsDecls)
+	writeFunctions(&b, unnamed, scripts, true)
+	sum := sha1.Sum([]byte(b.String()))
+	name := "simba_" + hex.EncodeToString(sum[:8])
+	for _, s := range scripts {
+		s.function = name + "_" + s.name
+	}
+	return functionLibrary{name: name, code: strings.ReplaceAll(b.String(), unnamed, name)}
+}
+
+// writeLibraryLevel writes decls at the library's level: the functions and constants as
+// they are, and the names made per call declared only (each function sets those it uses).
+func writeLibraryLevel(b *strings.Builder, decls []declaration) {
+	for _, d := range decls {
+		if d.perCall {
+			b.WriteString("local " + strings.Join(d.names, ", ") + "\n")
+		} else {
+			b.WriteString(d.text)
+		}
+	}
+}
+
+// writeFunctions registers the scripts of holds, or the others, as functions of the
+// library lib; KEYS and ARGV are their parameters.
+func writeFunctions(b *strings.Builder, lib string, scripts []*script, holds bool) {
+	for _, s := range scripts {
+		if s.holds == holds {
+			b.WriteString("redis.register_function('" + lib + "_" + s.name + "', function(KEYS, ARGV)\n" + s.code + "\nend)\n")
+		}
+	}
+}
+
+// withNames returns body after the prelude's names made per call (from KEYS[1]) that it
+// uses, itself or through the prelude's functions, set: its code as a function of the
+// library.
+func withNames(body string) string {
+	var b strings.Builder
+	writeNames(&b, preludeDecls, declarationsFor(namesIn(body), nil))
+	b.WriteString(body)
+	return b.String()
+}
+
+// writeNames writes the statements that set the names made per call of decls, those taken
+// (all of them when taken is nil), in order.
+func writeNames(b *strings.Builder, decls []declaration, taken []bool) {
+	for i, d := range decls {
+		if d.perCall && (taken == nil || taken[i]) {
+			b.WriteString(d.assign)
+		}
+	}
 }
 
 // preludeHead is what every script runs first; preludeDecls are the prelude's top-level
-// declarations, in order.
-var preludeHead, preludeDecls = splitPrelude(preludeLua)
+// declarations, in order; holdsDecls holds_prelude.lua's.
+var (
+	preludeHead, preludeDecls = splitPrelude(preludeLua)
+	_, holdsDecls             = splitPrelude(holdsPreludeLua)
+)
 
-// declaration is a top-level local of prelude.lua, with the comment above it.
+// declaration is a top-level local of a prelude, with the comment above it.
 type declaration struct {
 	text  string
 	names []string        // the names it declares
 	uses  map[string]bool // the names its code mentions
+	// perCall: a value made from the call's KEYS, ARGV or server, not a function. The
+	// library declares it once and each function sets it with assign, the declaration
+	// without its comment and "local ".
+	perCall bool
+	assign  string
 }
 
 // withPrelude returns body after the prelude's head and the declarations body uses, itself
@@ -113,6 +218,16 @@ func (d declaration) usedIn(names map[string]bool) bool {
 	return false
 }
 
+// usesAny reports whether code that mentions uses mentions any of names.
+func usesAny(uses, names map[string]bool) bool {
+	for n := range names {
+		if uses[n] {
+			return true
+		}
+	}
+	return false
+}
+
 // declared matches the first line of a top-level declaration and captures its names.
 var declared = regexp.MustCompile(`^local (?:function ([A-Za-z_]\w*)|([A-Za-z_][\w, ]*?) =)`)
 
@@ -136,18 +251,31 @@ func splitPrelude(src string) (string, []declaration) {
 		if m[1] == "" {
 			names = strings.Split(strings.ReplaceAll(m[2], " ", ""), ",")
 		}
-		decls = append(decls, declaration{names: names})
+		decls = append(decls, declaration{names: names, perCall: m[1] == ""})
 	}
 	if len(starts) == 0 {
 		return src, nil
 	}
+	perCall := map[string]bool{"KEYS": true, "ARGV": true, "redis": true}
 	for i, start := range starts {
 		end := len(lines)
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		decls[i].text = strings.Join(lines[start:end], "")
-		decls[i].uses = namesIn(decls[i].text)
+		d := &decls[i]
+		d.text = strings.Join(lines[start:end], "")
+		d.uses = namesIn(d.text)
+		d.perCall = d.perCall && usesAny(d.uses, perCall)
+		if d.perCall {
+			at := start
+			for strings.HasPrefix(lines[at], "--") {
+				at++
+			}
+			d.assign = strings.TrimPrefix(strings.Join(lines[at:end], ""), "local ")
+			for _, n := range d.names {
+				perCall[n] = true
+			}
+		}
 	}
 	return strings.Join(lines[:starts[0]], ""), decls
 }

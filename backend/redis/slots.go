@@ -19,7 +19,7 @@ import (
 var (
 	//go:embed claim_slot.lua
 	claimSlotLua    string
-	claimSlotScript = newScript(claimSlotLua)
+	claimSlotScript = newScript("claim_slot", claimSlotLua)
 )
 
 var _ backend.SlotRecorder = (*contention)(nil)
@@ -60,7 +60,7 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 	}
 	keys := []string{c.keys[0], slotKey(c.mutex)}
 	at, token := strconv.FormatInt(ns, 10), strconv.FormatUint(s.Token, 10)
-	v, err := claimSlotScript.Run(ctx, c.b.client, keys, at, token).Result()
+	v, err := c.b.scripts.run(ctx, claimSlotScript, keys, at, token).Result()
 	if err != nil {
 		return false, c.b.storeError(ctx, "claim a slot", err)
 	}

@@ -1,0 +1,95 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// runner runs a backend's scripts as functions of the library (FCALL), loading it where
+// the server lacks it; or by EVALSHA, for good, once the server has shown it cannot run
+// the library: Redis before 7 (FCALL is an unknown command), an ACL user that may not
+// FCALL or load it (NOPERM), or a load refused for another reason.
+type runner struct {
+	client goredis.UniversalClient
+	log    *slog.Logger
+	byEval atomic.Bool
+}
+
+// run runs s with keys and args, by FCALL or EVALSHA (see runner).
+func (r *runner) run(ctx context.Context, s *script, keys []string, args ...any) *goredis.Cmd {
+	if r.byEval.Load() {
+		return s.eval.Run(ctx, r.client, keys, args...)
+	}
+	cmd := r.client.FCall(ctx, s.function, keys, args...)
+	code, text := replyOf(cmd.Err())
+	switch {
+	case code == "ERR" && text == "Function not found":
+		// A server that lost it (restarted without persistence, FUNCTION FLUSH), or a new
+		// Cluster node or Sentinel primary that never had it: as EVALSHA meets NOSCRIPT.
+		if err := r.load(ctx, keys[0]); err != nil {
+			cmd.SetErr(err)
+			return cmd
+		}
+		if !r.byEval.Load() {
+			return r.client.FCall(ctx, s.function, keys, args...)
+		}
+	case cannotRun(code, text, "'fcall'"):
+		r.fallBack(cmd.Err())
+	default:
+		return cmd
+	}
+	return s.eval.Run(ctx, r.client, keys, args...)
+}
+
+// load loads the library on the server of key (the primary of its slot, on a Cluster). It
+// returns nil once the server has it or scripts go by EVALSHA instead, and otherwise the
+// error of a load that did not reach the server or that it refused for now (a replica,
+// loading, busy, out of memory...).
+func (r *runner) load(ctx context.Context, key string) error {
+	client := goredis.Cmdable(r.client)
+	if cc, ok := r.client.(*goredis.ClusterClient); ok {
+		master, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		client = master
+	}
+	err := client.FunctionLoad(ctx, library.code).Err()
+	code, text := replyOf(err)
+	switch {
+	case err == nil, code == "ERR" && strings.HasSuffix(text, "already exists"):
+		return nil
+	case cannotRun(code, text, "'function|load'"), code == "ERR":
+		r.fallBack(err)
+		return nil
+	}
+	return err
+}
+
+// replyOf returns the code and text of err when it is the server's error reply.
+func replyOf(err error) (code, text string) {
+	var reply goredis.Error
+	if !errors.As(err, &reply) {
+		return "", ""
+	}
+	return replyCode(reply.Error())
+}
+
+// cannotRun reports whether the reply to command ("'fcall'", "'function|load'") says that
+// the client may never run it: an unknown command, or one the ACL user may not run.
+func cannotRun(code, text, command string) bool {
+	return code == "ERR" && strings.HasPrefix(text, "unknown command") ||
+		code == "NOPERM" && strings.Contains(text, command)
+}
+
+// fallBack has scripts go by EVALSHA from now on, and says so once.
+func (r *runner) fallBack(err error) {
+	if r.byEval.CompareAndSwap(false, true) {
+		r.log.Info("simba/redis: the server does not run the scripts as functions (Redis 7 and an ACL user with FCALL and FUNCTION LOAD do); running them by EVALSHA", "err", err)
+	}
+}
