@@ -44,7 +44,7 @@ const (
 // of one call must share a hash slot, which the mutexes of one instant seldom do.
 type renewals struct {
 	scripts *runner
-	calls  *batch.Queue[*renewal]
+	calls   *batch.Queue[*renewal]
 }
 
 // renewal is one contention's renewal, waiting for its batch.
