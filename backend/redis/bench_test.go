@@ -160,10 +160,33 @@ func BenchmarkEightContenders(b *testing.B) {
 		lockers[i] = l
 	}
 	admin := newClient(b, srv.Addr())
-	before, cpuBefore := commandStats(b, admin), serverCPU(b, admin)
+	before, cpuBefore, usecBefore := commandStats(b, admin), serverCPU(b, admin), scriptUsec(b, admin)
 	contended(b, func(ctx context.Context, i int) (*simba.Lease, error) { return lockers[i].Acquire(ctx) })
 	b.ReportMetric(float64(serverCPU(b, admin)-cpuBefore)/float64(b.N)/1e3, "srv-µs/section")
-	reportCommands(b, before, commandStats(b, admin))
+	after := commandStats(b, admin)
+	b.ReportMetric(float64(scriptUsec(b, admin)-usecBefore)/float64(scripts(after)-scripts(before)), "script-µs/call")
+	reportCommands(b, before, after)
+}
+
+// scriptUsec returns the time the server has spent in scripts so far, by EVALSHA, EVAL or
+// FCALL, their inner commands included (INFO commandstats, µs).
+func scriptUsec(t testing.TB, admin *goredis.Client) int64 {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
+			continue
+		}
+		_, usec, _ := strings.Cut(rest, ",usec=")
+		usec, _, _ = strings.Cut(usec, ",")
+		n, err := strconv.ParseInt(usec, 10, 64)
+		require.NoError(t, err)
+		total += n
+	}
+	return total
 }
 
 // serverCPU returns the CPU time the server's main thread has used so far (INFO cpu:

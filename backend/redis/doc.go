@@ -90,8 +90,16 @@
 //
 // # Scripts
 //
-// Every store call of a contention but LastSlot (a GET) is one Lua script, prefixed with
-// the declarations of prelude.lua it uses, so every change is atomic. Each script of a mutex gets KEYS[1] = "{mutex}", from which
+// Every store call of a contention but LastSlot (a GET) is one Lua script, so every change
+// is atomic. On Redis 7 and later the scripts are the functions of one library (FCALL),
+// which the backend loads (FUNCTION LOAD) where a call finds it missing: after a restart
+// without persistence, FUNCTION FLUSH, on a Cluster's primary at its first call; its name,
+// simba_<hash of its code>, keeps two versions of simba on one server apart. The
+// declarations of prelude.lua run once, when it is loaded. Where the server cannot run it
+// (Redis before 7: "ERR unknown command"; an ACL user without FCALL or FUNCTION LOAD:
+// NOPERM; a load refused otherwise), the backend says so once, at Info level, and runs
+// each script by EVALSHA from then on, prefixed with the declarations of prelude.lua it
+// uses. Each script of a mutex gets KEYS[1] = "{mutex}", from which
 // it makes every name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
 // simba:{mutex}:token and simba:{mutex}:grant, which it never reads: they are named so
 // that while a Redis Cluster moves the slot a call runs only where all of them are, and
@@ -341,7 +349,7 @@
 //
 // # Cost
 //
-// Every store call is one script (EVALSHA); what the server processes is counted below in
+// Every store call is one script (FCALL, or EVALSHA); what the server processes is counted below in
 // commands, the scripts' inner calls included, as INFO commandstats counts them
 // (TestUncontendedCycleCommands and TestContendedSectionCommands hold them to these
 // counts):
@@ -554,7 +562,8 @@
 // user: "NOPERM ..." or "... can't publish to the channel ...") or ErrUnreachable for an
 // outage (a wrong address, the server down: "simba/redis: server 127.0.0.1:6380
 // unreachable: dial tcp ..."; a server still loading: "server 127.0.0.1:6380
-// unavailable: LOADING ..."), and the client's error. An ACL user needs EVAL, EVALSHA and
+// unavailable: LOADING ..."), and the client's error. An ACL user needs FCALL and
+// FUNCTION LOAD, or EVAL and EVALSHA, and
 // the commands the scripts call (GET, MGET, SET, DEL, PTTL, PEXPIRE, TIME, PUBLISH,
 // PUBSUB, HGET, HSET, HDEL, ZADD, ZRANGE, ZRANGEBYSCORE, ZREM, and ZSCORE for
 // hand-offs), the keys "simba:*" and the channels "simba:*", and SUBSCRIBE. The check is
@@ -578,7 +587,8 @@
 //	  AUTH, but no password is set                  older)
 //	NOPERM, ERR The user executing the     refusal  the ACL user lacks a command, key or channel
 //	  script can't ...                              of the scripts
-//	ERR unknown command                    refusal  EVALSHA or EVAL renamed away (or Redis < 3.2)
+//	ERR unknown command                    refusal  EVALSHA or EVAL renamed away (or Redis < 3.2),
+//	                                                where FCALL is too (or Redis < 7)
 //	ERR DB index is out of range, ERR      refusal  the client's DB option
 //	  invalid DB index, ERR SELECT is not
 //	  allowed in cluster mode

@@ -1,6 +1,8 @@
--- The prelude of every script of simba's Redis backend: scripts.go prepends to each of
--- the other .lua files what comes before the first declaration below and the declarations
--- the file uses, itself or through another (a call creates the closure of every function
+-- The prelude of every script of simba's Redis backend. In the library of Redis functions
+-- (scripts.go) the declarations below come once, before the functions; the names made
+-- from KEYS[1] are set by each call. For EVALSHA, scripts.go prepends to each of the other
+-- .lua files what comes before the first declaration below and the declarations the file
+-- uses, itself or through another (a call creates the closure of every function
 -- declared, used or not). The keys, channels and formats, what each script writes and
 -- which message wakes whom: the package doc, "Hand-over, end to end".
 --
