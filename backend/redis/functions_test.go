@@ -117,3 +117,28 @@ func TestFunctionsRefusedFallBackToScripts(t *testing.T) {
 		})
 	}
 }
+
+// A function that writes nothing is registered as such (no-writes): a server out of
+// memory, which refuses a function that may write before it runs, still answers a lookup,
+// as it answered the script by EVALSHA.
+func TestLookupRunsOutOfMemory(t *testing.T) {
+	srv := ownServer(t)
+	admin := newClient(t, srv.Addr())
+	b := newBackend(t, newClient(t, srv.Addr()))
+	mutex := uniqueName(t, "m")
+	l, err := simba.NewLocker(b, mutex, simba.WithContenderID("owner"))
+	require.NoError(t, err)
+	lease, err := l.Acquire(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, admin.ConfigSet(t.Context(), "maxmemory", "1").Err())
+	t.Cleanup(func() { _ = admin.ConfigSet(context.Background(), "maxmemory", "0").Err() })
+	other, err := simba.NewLocker(b, mutex, simba.WithContenderID("other"))
+	require.NoError(t, err)
+	_, err = other.TryAcquire(t.Context())
+	require.ErrorContains(t, err, "OOM", "a function that may write is refused")
+	owner, err := simba.Lookup(t.Context(), b, mutex)
+	require.NoError(t, err)
+	assert.Equal(t, "owner", owner.ID)
+	require.NoError(t, admin.ConfigSet(t.Context(), "maxmemory", "0").Err())
+	require.NoError(t, lease.Release(t.Context()))
+}

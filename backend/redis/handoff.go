@@ -19,7 +19,7 @@ var (
 	waitersLua string
 
 	handOffScript = newScript("hand_off", handOffLua)
-	waitersScript = newScript("waiters", waitersLua)
+	waitersScript = readOnly(newScript("waiters", waitersLua))
 )
 
 var _ backend.HandOffer = (*contention)(nil)

@@ -30,7 +30,7 @@ var (
 
 	holdsAcquireScript = newHoldsScript("holds_acquire", holdsAcquireLua)
 	holdsReleaseScript = newHoldsScript("holds_release", holdsReleaseLua)
-	holdsLookupScript  = newHoldsScript("holds_lookup", holdsLookupLua)
+	holdsLookupScript  = readOnly(newHoldsScript("holds_lookup", holdsLookupLua))
 	holdsWaitingScript = newHoldsScript("holds_waiting", holdsWaitingLua)
 )
 

@@ -31,7 +31,7 @@ var (
 	acquireScript = newScript("acquire", acquireLua)
 	guardScript   = newScript("guard", guardLua)
 	releaseScript = newScript("release", releaseLua)
-	lookupScript  = newScript("lookup", lookupLua)
+	lookupScript  = readOnly(newScript("lookup", lookupLua))
 	raiseScript   = newScript("raise", raiseLua)
 	waitingScript = newScript("waiting", waitingLua)
 )
@@ -43,6 +43,11 @@ type script struct {
 	eval     *goredis.Script // the script on its own, for EVALSHA
 	code     string          // its function's body in the library
 	holds    bool            // a script of holds: after holds_prelude.lua's declarations
+	// readOnly: it writes nothing, so its function is registered with the flag
+	// no-writes, which lets it run where a script that writes nothing ran by EVALSHA: on a
+	// replica, and on a server out of memory, which refuses a function that may write
+	// before it runs.
+	readOnly bool
 }
 
 // newScript returns the script name of body: on its own, after the part of prelude.lua it
@@ -60,6 +65,12 @@ func newHoldsScript(name, body string) *script {
 	writeNames(&b, holdsDecls, nil) // all of them, as on its own: the server's time included
 	b.WriteString(body)
 	return &script{name: name, eval: goredis.NewScript(withPrelude(holdsPreludeLua + body)), code: b.String(), holds: true}
+}
+
+// readOnly marks s as a script that writes nothing.
+func readOnly(s *script) *script {
+	s.readOnly = true
+	return s
 }
 
 // library is the backend's scripts as one library of Redis functions (Redis 7 and later):
@@ -111,7 +122,12 @@ func writeLibraryLevel(b *strings.Builder, decls []declaration) {
 func writeFunctions(b *strings.Builder, lib string, scripts []*script, holds bool) {
 	for _, s := range scripts {
 		if s.holds == holds {
-			b.WriteString("redis.register_function('" + lib + "_" + s.name + "', function(KEYS, ARGV)\n" + s.code + "\nend)\n")
+			flags := ""
+			if s.readOnly {
+				flags = ", flags = { 'no-writes' }"
+			}
+			b.WriteString("redis.register_function{ function_name = '" + lib + "_" + s.name + "'" + flags +
+				", callback = function(KEYS, ARGV)\n" + s.code + "\nend }\n")
 		}
 	}
 }
