@@ -31,7 +31,7 @@ func (r *runner) run(ctx context.Context, s *script, keys []string, args ...any)
 	case code == "ERR" && text == "Function not found":
 		// A server that lost it (restarted without persistence, FUNCTION FLUSH), or a new
 		// Cluster node or Sentinel primary that never had it: as EVALSHA meets NOSCRIPT.
-		if err := r.load(ctx, keys[0]); err != nil {
+		if err := r.load(ctx); err != nil {
 			cmd.SetErr(err)
 			return cmd
 		}
@@ -46,19 +46,24 @@ func (r *runner) run(ctx context.Context, s *script, keys []string, args ...any)
 	return s.eval.Run(ctx, r.client, keys, args...)
 }
 
-// load loads the library on the server of key (the primary of its slot, on a Cluster). It
+// load loads the library: on the server, or on every primary of a Cluster (the node that
+// answered may be one the slot is moving to, not yet its primary in the client's map). It
 // returns nil once the server has it or scripts go by EVALSHA instead, and otherwise the
 // error of a load that did not reach the server or that it refused for now (a replica,
-// loading, busy, out of memory...).
-func (r *runner) load(ctx context.Context, key string) error {
-	client := goredis.Cmdable(r.client)
-	if cc, ok := r.client.(*goredis.ClusterClient); ok {
-		master, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			return err
-		}
-		client = master
+// loading, busy, out of memory...); on a Cluster, nil: the call tried again tells.
+func (r *runner) load(ctx context.Context) error {
+	cc, ok := r.client.(*goredis.ClusterClient)
+	if !ok {
+		return r.loadOn(ctx, r.client)
 	}
+	_ = cc.ForEachMaster(ctx, func(ctx context.Context, master *goredis.Client) error {
+		return r.loadOn(ctx, master)
+	})
+	return nil
+}
+
+// loadOn loads the library on the server of client; see load.
+func (r *runner) loadOn(ctx context.Context, client goredis.Cmdable) error {
 	err := client.FunctionLoad(ctx, library.code).Err()
 	code, text := replyOf(err)
 	switch {

@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -41,13 +40,7 @@ func cycle(t *testing.T, l *simba.Locker) {
 func TestContendedSectionRunsFunctions(t *testing.T) {
 	srv := ownServer(t)
 	admin := newClient(t, srv.Addr())
-	mutex := uniqueName(t, "m")
-	acquires := make([]func(context.Context) (*simba.Lease, error), eight)
-	for i := range acquires {
-		l, err := simba.NewLocker(newBackend(t, newClient(t, srv.Addr())), mutex, simba.WithContenderID("c"+strconv.Itoa(i)))
-		require.NoError(t, err)
-		acquires[i] = l.Acquire
-	}
+	acquires := eightLockers(t, srv.Addr())
 	takeTurns(t, 50, acquires)
 	const sections = 200
 	before := commandStats(t, admin)
