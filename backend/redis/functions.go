@@ -69,7 +69,7 @@ func (r *runner) loadOn(ctx context.Context, client goredis.Cmdable) error {
 	switch {
 	case err == nil, code == "ERR" && strings.HasSuffix(text, "already exists"):
 		return nil
-	case cannotRun(code, text, "'function|load'"), code == "ERR":
+	case cannotRun(code, text, "'function|load'"), code == "ERR" && !strings.HasPrefix(text, "max number of clients"):
 		r.fallBack(err)
 		return nil
 	}
