@@ -20,7 +20,7 @@ var (
 // the libraries of -cost.libs, 8 clients on one mutex, on one redis-server this test
 // starts: sections per second, fairness, commands per section (the contended figure's
 // count), the server's CPU time per section (the contended figure's, INFO cpu) and the
-// time spent in scripts (INFO commandstats, EVALSHA and EVAL, around the whole
+// time spent in scripts (INFO commandstats, EVALSHA, EVAL and FCALL, around the whole
 // measurement, client set-up included). The libraries take turns, -cost.rounds times, so
 // that the machine's load falls on all of them alike; compare within a round.
 //
@@ -67,15 +67,15 @@ func TestRedisCost(t *testing.T) {
 	}
 }
 
-// scriptTime returns the time the server has spent in scripts so far (EVALSHA and EVAL,
-// their inner calls included), from INFO commandstats.
+// scriptTime returns the time the server has spent in scripts so far (EVALSHA, EVAL and
+// FCALL, their inner calls included), from INFO commandstats.
 func scriptTime(ctx context.Context, t *testing.T, e *env) time.Duration {
 	info, err := e.redis.Info(ctx, "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var usec int64
-	for _, name := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
+	for _, name := range []string{"cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"} {
 		stats := infoField(info, name) // calls=...,usec=...,...
 		for _, f := range strings.Split(stats, ",") {
 			if v, ok := strings.CutPrefix(f, "usec="); ok {

@@ -42,7 +42,7 @@ type scaleResult struct {
 	Periods      int           `json:"periods"`        // renewal periods in the window
 	Calls        int64         `json:"calls"`          // acquire/renew calls, counted by the wrapper
 	OpsPerSecond float64       `json:"ops_per_second"` // Calls / Window
-	ServerOps    float64       `json:"server_ops"`     // Redis: EVALSHA + EVAL per second from INFO commandstats
+	ServerOps    float64       `json:"server_ops"`     // Redis: scripts (EVALSHA, EVAL, FCALL) per second from INFO commandstats
 	Ideal        float64       `json:"ideal"`          // N / ttl
 	// The store's own counts per renewal period over the window (storeCounts names),
 	// and the most client connections it had open meanwhile beyond those open before the

@@ -94,7 +94,8 @@
 // is atomic. On Redis 7 and later the scripts are the functions of one library (FCALL),
 // which the backend loads (FUNCTION LOAD) where a call finds it missing: after a restart
 // without persistence, FUNCTION FLUSH, on a Cluster's primary at its first call; its name,
-// simba_<hash of its code>, keeps two versions of simba on one server apart. The
+// simba_<hash of its code>, keeps two versions of simba on one server apart (an old
+// version's library stays until FUNCTION DELETE removes it). The
 // declarations of prelude.lua run once, when it is loaded. Where the server cannot run it
 // (Redis before 7: "ERR unknown command"; an ACL user without FCALL or FUNCTION LOAD:
 // NOPERM; a load refused otherwise), the backend says so once, at Info level, and runs
