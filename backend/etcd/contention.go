@@ -697,7 +697,9 @@ func (c *contention) setWatches(lk look) {
 	}
 	for _, t := range lk.watch {
 		if _, ok := c.watches[t]; !ok {
-			c.watches[t] = c.b.watch(c, t, lk.rev+1)
+			// An owner's watch of its own key is sent late (ownWatchDelay): a short
+			// tenure, an uncontended Locker's, ends before it would be.
+			c.watches[t] = c.b.watch(c, t, lk.rev+1, lk.v.self && t.key == c.key)
 		}
 	}
 }

@@ -61,12 +61,13 @@
 // which reads the mutex again (one round trip) and owns if its key is now the lowest. A
 // service's waiter also watches the owner's key, so that it knows at once who owns after
 // a change; a Locker's waiter (which only waits for its turn) does not. The owner watches
-// its own key. A retriever watches the owner's key, or the mutex's prefix while nobody
-// contends. A watch that ends otherwise (the member lost its leader, the revision was
-// compacted, the stream broke) makes the contention read again. A backend's watches share
-// one watch stream, each a create and a cancel on it under an ID the backend picks, so
-// that a watch opens no stream of its own. etcd takes a client's watch ID since 3.4: the
-// backend needs etcd 3.4 or later.
+// its own key, once its tenure has lasted 50ms (see How long an owner believes). A
+// retriever watches the owner's key, or the mutex's prefix while nobody contends. A watch
+// that ends otherwise (the member lost its leader, the revision was compacted, the stream
+// broke) makes the contention read again. A backend's watches share one watch stream,
+// each a create and a cancel on it under an ID the backend picks, so that a watch opens
+// no stream of its own. etcd takes a client's watch ID since 3.4: the backend needs etcd
+// 3.4 or later.
 //
 // # Hand-off
 //
@@ -141,11 +142,16 @@
 // last answered keep-alive: when its process stalls, when its connection is cut, or when
 // its member is cut off from the leader. Earlier when it learns that its tenure is over:
 // a keep-alive answered without a TTL (the lease expired or was revoked), a put that
-// finds the lease gone, or a watch that sees its key deleted. A keep-alive goes every
-// third of the TTL, as etcd's own client sends them, and again soon after one fails or
-// goes unanswered for a sixth: a crashed owner's keys outlive it by the TTL less the time
-// since its last keep-alive, so a shorter period would make them outlive it longer. For
-// everyone else the same bound says how fresh the view is.
+// finds the lease gone, or its watch of its key, which sees the key deleted. That watch
+// is sent once the tenure has lasted 50ms, so that a shorter one (an uncontended Locker's)
+// sends neither it nor its cancel. It starts from the read that found the contender
+// owning: a deletion in the first 50ms reaches the owner when it is sent, or, when etcd
+// has written other revisions since, at etcd's next catch-up of such watches (every
+// 100ms), so within 150ms and a round trip. A keep-alive goes every third of the TTL, as
+// etcd's own client sends them, and again soon after one fails or goes unanswered for a
+// sixth: a crashed owner's keys outlive it by the TTL less the time since its last
+// keep-alive, so a shorter period would make them outlive it longer. For everyone else the
+// same bound says how fresh the view is.
 //
 // Once no keep-alive has been answered for a TTL, the backend gives the lease up: it stops
 // sending keep-alives and revokes it, as etcd's own client stops keeping alive a lease it

@@ -89,7 +89,7 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 		endLife:     endLife,
 		keepWake:    make(chan struct{}, 1),
 		sendWake:    make(chan struct{}, 1),
-		watches:     watchStream{byID: make(map[int64]*watcher)},
+		watches:     watchStream{byID: make(map[int64]*watcher), ownDelay: ownWatchDelay},
 		contentions: make(map[*contention]struct{}),
 		orphans:     make(map[string]orphan),
 		numbers:     make(map[number]bool),

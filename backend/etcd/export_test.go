@@ -1,6 +1,9 @@
 package etcd
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Test hooks.
 
@@ -44,4 +47,35 @@ func WatchAgainFrom(b *Backend, mutex string, rev int64) {
 		lk.rev = rev - 1
 		c.setWatches(lk)
 	}
+}
+
+// SetOwnWatchDelay sets how long b's owners' watches of their own keys wait before their
+// creates are sent (ownWatchDelay by default).
+func SetOwnWatchDelay(b *Backend, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.watches.ownDelay = d
+}
+
+// WatchesHeldBack returns how many of b's watches wait for their creates to be sent.
+func WatchesHeldBack(b *Backend) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, w := range b.watches.creates {
+		if b.watches.byID[w.id] == w {
+			n++
+		}
+	}
+	return n
+}
+
+// SendWatchesNow makes b send the creates of the watches it holds back at once.
+func SendWatchesNow(b *Backend) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.watches.creates {
+		w.due = time.Time{}
+	}
+	b.wakeSender()
 }

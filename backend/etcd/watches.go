@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -18,11 +19,19 @@ import (
 type watchStream struct {
 	lastID  int64
 	byID    map[int64]*watcher // the watches not ended yet, sent or to be sent
-	creates []*watcher         // to send; skipped when no longer in byID
+	creates []*watcher         // to send, each once it is due; skipped when no longer in byID
 	cancels []*watcher         // to send, on the stream their create went on
 	opened  uint64             // the number of the last stream opened
 	current uint64             // the number of the stream open now; 0: none
+	wakeAt  time.Time          // when the sender's timer wakes it for a create due then; zero: not set
+	// How long an owner's watch of its own key waits before its create is sent
+	// (ownWatchDelay; tests change it).
+	ownDelay time.Duration
 }
+
+// ownWatchDelay is how long an owner's watch of its own key waits before its create is
+// sent (the package doc says what that bounds).
+const ownWatchDelay = 50 * time.Millisecond
 
 // watcher is one watch of a contention: what it waits for, from revision rev on.
 type watcher struct {
@@ -30,17 +39,24 @@ type watcher struct {
 	t      target
 	id     int64
 	rev    int64
-	stream uint64 // the number of the stream its create went on; 0: not sent yet
+	due    time.Time // when its create may be sent; zero: at once
+	stream uint64    // the number of the stream its create went on; 0: not sent yet
 }
 
-// watch starts a watch of c for t from revision rev on: the sender sends its create.
-// Called with b.mu held.
-func (b *Backend) watch(c *contention, t target, rev int64) *watcher {
+// watch starts a watch of c for t from revision rev on: the sender sends its create, at
+// once, or with later after the backend's ownDelay. Called with b.mu held.
+func (b *Backend) watch(c *contention, t target, rev int64, later bool) *watcher {
 	ws := &b.watches
 	ws.lastID++
 	w := &watcher{c: c, t: t, id: ws.lastID, rev: rev}
 	ws.byID[w.id] = w
 	ws.creates = append(ws.creates, w)
+	if later {
+		w.due = time.Now().Add(ws.ownDelay)
+		if !ws.wakeAt.IsZero() && !w.due.Before(ws.wakeAt) {
+			return w // the sender's timer wakes it in time: a cycle wakes no goroutine
+		}
+	}
 	b.wakeSender()
 	return w
 }
@@ -56,6 +72,9 @@ func (b *Backend) unwatch(w *watcher) {
 	if w.stream != 0 {
 		ws.cancels = append(ws.cancels, w)
 		b.wakeSender()
+	} else if last := len(ws.creates) - 1; last >= 0 && ws.creates[last] == w {
+		ws.creates[last] = nil // the usual case, an uncontended tenure's: drop it now
+		ws.creates = ws.creates[:last]
 	}
 }
 
@@ -85,31 +104,35 @@ func (b *Backend) wakeSender() {
 	}
 }
 
-// send runs from the first StartContend until Close: it sends the watches' creates and
-// cancels on the backend's watch stream, opening one when none is open, and again, after
-// a pause that doubles up to a second, when opening fails.
+// send runs from the first StartContend until Close: it sends the watches' creates, each
+// once it is due, and cancels on the backend's watch stream, opening one when a create is
+// due and none is open, and again, after a pause that doubles up to a second, when opening
+// fails.
 func (b *Backend) send() {
 	var s openStream
 	defer s.close()
-	retry := stoppedTimer()
-	defer retry.Stop()
+	timer := stoppedTimer() // the next create due, or the retry
+	defer timer.Stop()
 	failures := 0
 	for {
 		select {
 		case <-b.life.Done():
 			return
 		case <-b.sendWake:
-		case <-retry.C:
+		case <-timer.C:
 		}
 		for {
-			more, ok := b.sendQueued(&s)
+			more, next, ok := b.sendQueued(&s)
 			if !ok {
 				failures++
-				retry.Reset(backoff(failures, time.Second))
+				timer.Reset(backoff(failures, time.Second))
 				break
 			}
 			failures = 0
 			if !more {
+				if !next.IsZero() {
+					timer.Reset(time.Until(next))
+				}
 				break
 			}
 		}
@@ -130,28 +153,41 @@ func (s *openStream) close() {
 	*s = openStream{}
 }
 
-// sendQueued sends the requests queued on s, opening it first when it is not open (or
-// the receiver saw it end). It reports whether it sent any (more may have come
-// meanwhile), and false in ok when the stream could not be opened.
-func (b *Backend) sendQueued(s *openStream) (sent, ok bool) {
+// sendQueued sends the requests queued on s that are due, opening it first when it is not
+// open (or the receiver saw it end). It reports whether it sent any (more may have come
+// meanwhile), when the next create left queued is due (zero: none), and false in ok when
+// the stream could not be opened.
+func (b *Backend) sendQueued(s *openStream) (sent bool, next time.Time, ok bool) {
 	ws := &b.watches
+	now := time.Now()
 	b.mu.Lock()
 	if s.n != ws.current {
 		s.close() // it ended: its watches have fired
 	}
-	open := s.n == 0 && len(ws.creates) > 0
+	open := s.n == 0 && slices.ContainsFunc(ws.creates, func(w *watcher) bool { return ws.byID[w.id] == w && !w.due.After(now) })
+	if open {
+		ws.wakeAt = time.Time{} // a watch wakes the sender while it cannot open one
+	}
 	b.mu.Unlock()
 	if open && !b.openStream(s) {
-		return false, false
+		return false, time.Time{}, false
 	}
 	b.mu.Lock()
 	if s.n != ws.current {
 		b.mu.Unlock()
-		return true, true // it ended meanwhile: the creates are sent on the next one
+		return true, time.Time{}, true // it ended meanwhile: the creates are sent on the next one
 	}
 	var reqs []*pb.WatchRequest
+	var later []*watcher
 	for _, w := range ws.creates {
-		if ws.byID[w.id] == w {
+		switch {
+		case ws.byID[w.id] != w: // ended
+		case w.due.After(now):
+			later = append(later, w)
+			if next.IsZero() || w.due.Before(next) {
+				next = w.due
+			}
+		default:
 			w.stream = s.n
 			reqs = append(reqs, w.create())
 		}
@@ -162,7 +198,7 @@ func (b *Backend) sendQueued(s *openStream) (sent, ok bool) {
 				CancelRequest: &pb.WatchCancelRequest{WatchId: w.id}}})
 		}
 	}
-	ws.creates, ws.cancels = nil, nil
+	ws.creates, ws.cancels, ws.wakeAt = later, nil, next
 	b.mu.Unlock()
 	for _, r := range reqs {
 		if err := s.stream.Send(r); err != nil {
@@ -171,7 +207,7 @@ func (b *Backend) sendQueued(s *openStream) (sent, ok bool) {
 			break
 		}
 	}
-	return len(reqs) > 0, true
+	return len(reqs) > 0, next, true
 }
 
 // openStream opens a watch stream, which requires a leader (the member cancels it when it

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba"
@@ -89,6 +90,55 @@ func TestCompactedWatchReadsAgain(t *testing.T) {
 	}, eventBound, 10*time.Millisecond, "the owner did not read the mutex again and watch its key after its watch was compacted away")
 	require.True(t, lease.Context().Err() == nil, "the owner stopped believing")
 }
+
+// An owner's watch of its own key is sent once its tenure has lasted ownWatchDelay, from
+// the revision of the read that found it owning: a deletion of its key before then (an
+// administrator's release, say) reaches it when the watch is sent, and its tenure ends.
+func TestKeyDeletedBeforeTheOwnersWatchIsSent(t *testing.T) {
+	b := newBackend(t, etcd.WithLeaseTTL(10*time.Second))
+	etcd.SetOwnWatchDelay(b.Backend, time.Hour)
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	lease, err := newLocker(t, b, "deleted-early", "owner").Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, etcd.WatchesHeldBack(b.Backend), "the owner's watch of its key is not held back")
+	admin := newClient(t, server.Addr())
+	id, _ := b.Lease()
+	del, err := admin.Delete(ctx, etcd.KeyOf(b.MutexPrefix("deleted-early"), id, 1))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, del.Deleted, "the owner's key")
+	_, err = admin.Put(ctx, "deleted-early-filler", "") // the watch starts behind etcd's revision
+	require.NoError(t, err)
+	require.NoError(t, lease.Context().Err(), "the tenure ended before its watch was sent")
+	etcd.SendWatchesNow(b.Backend)
+	await(t, lease.Done(), "the owner's tenure context ends")
+	assert.ErrorIs(t, context.Cause(lease.Context()), simba.ErrOwnershipLost)
+}
+
+// A tenure shorter than ownWatchDelay sends no watch: an owner that makes a round trip
+// while it holds, as a critical section would, then releases, sends neither the create of
+// its watch of its own key nor its cancel.
+func TestShortTenureSendsNoWatch(t *testing.T) {
+	b := newBackend(t)
+	etcd.SetOwnWatchDelay(b.Backend, eventBound) // longer than these tenures, however slow the machine
+	ctx, cancel := context.WithTimeout(t.Context(), eventBound)
+	defer cancel()
+	l := newLocker(t, b, "short-tenure", "owner")
+	admin := newClient(t, server.Addr())
+	received := serverMetric(t, watchRequestsReceived)
+	for range 5 {
+		lease, err := l.Acquire(ctx)
+		require.NoError(t, err)
+		_, err = admin.Get(ctx, "short-tenure-work")
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
+	}
+	assert.Zero(t, serverMetric(t, watchRequestsReceived)-received, "watch requests for 5 short tenures")
+}
+
+// watchRequestsReceived is the member's count of requests received on watch streams:
+// creates, cancels and progress requests.
+const watchRequestsReceived = `grpc_server_msg_received_total{grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}`
 
 // txnsHandled is the member's count of transactions answered.
 const txnsHandled = `grpc_server_handled_total{grpc_code="OK",grpc_method="Txn",grpc_service="etcdserverpb.KV",grpc_type="unary"}`
