@@ -35,6 +35,7 @@ type Backend struct {
 	endLife   context.CancelFunc
 	keepWake  chan struct{} // capacity 1: the keeper has work now
 	sendWake  chan struct{} // capacity 1: the watch stream's sender has work now
+	sendTimer *time.Timer   // wakes the sender when work is due later; reset with mu held (watchStream.wakeAt)
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the keeper, the watch stream's sender and receiver, and every contention's goroutine
 
@@ -89,6 +90,7 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 		endLife:     endLife,
 		keepWake:    make(chan struct{}, 1),
 		sendWake:    make(chan struct{}, 1),
+		sendTimer:   stoppedTimer(),
 		watches:     watchStream{byID: make(map[int64]*watcher), ownDelay: ownWatchDelay},
 		contentions: make(map[*contention]struct{}),
 		orphans:     make(map[string]orphan),

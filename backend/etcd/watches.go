@@ -23,7 +23,7 @@ type watchStream struct {
 	cancels []*watcher         // to send, on the stream their create went on
 	opened  uint64             // the number of the last stream opened
 	current uint64             // the number of the stream open now; 0: none
-	wakeAt  time.Time          // when the sender's timer wakes it for a create due then; zero: not set
+	wakeAt  time.Time          // when sendTimer wakes the sender; zero: not set, or it woke it already
 	// How long an owner's watch of its own key waits before its create is sent
 	// (ownWatchDelay; tests change it).
 	ownDelay time.Duration
@@ -51,14 +51,21 @@ func (b *Backend) watch(c *contention, t target, rev int64, later bool) *watcher
 	w := &watcher{c: c, t: t, id: ws.lastID, rev: rev}
 	ws.byID[w.id] = w
 	ws.creates = append(ws.creates, w)
-	if later {
-		w.due = time.Now().Add(ws.ownDelay)
-		if !ws.wakeAt.IsZero() && !w.due.Before(ws.wakeAt) {
-			return w // the sender's timer wakes it in time: a cycle wakes no goroutine
-		}
+	if !later {
+		b.wakeSender()
+		return w
 	}
-	b.wakeSender()
+	w.due = time.Now().Add(ws.ownDelay)
+	if ws.wakeAt.IsZero() || w.due.Before(ws.wakeAt) {
+		b.wakeSenderAt(w.due) // no goroutine wakes before then: a shorter tenure wakes none
+	}
 	return w
+}
+
+// wakeSenderAt sets the sender's timer to wake it at t. Called with b.mu held.
+func (b *Backend) wakeSenderAt(t time.Time) {
+	b.watches.wakeAt = t
+	b.sendTimer.Reset(time.Until(t))
 }
 
 // unwatch ends w: its create is not sent if it has not been yet, and its cancel is sent
@@ -111,28 +118,26 @@ func (b *Backend) wakeSender() {
 func (b *Backend) send() {
 	var s openStream
 	defer s.close()
-	timer := stoppedTimer() // the next create due, or the retry
-	defer timer.Stop()
+	defer b.sendTimer.Stop()
 	failures := 0
 	for {
 		select {
 		case <-b.life.Done():
 			return
 		case <-b.sendWake:
-		case <-timer.C:
+		case <-b.sendTimer.C:
 		}
 		for {
-			more, next, ok := b.sendQueued(&s)
+			more, ok := b.sendQueued(&s)
 			if !ok {
 				failures++
-				timer.Reset(backoff(failures, time.Second))
+				b.mu.Lock()
+				b.wakeSenderAt(time.Now().Add(backoff(failures, time.Second)))
+				b.mu.Unlock()
 				break
 			}
 			failures = 0
 			if !more {
-				if !next.IsZero() {
-					timer.Reset(time.Until(next))
-				}
 				break
 			}
 		}
@@ -154,10 +159,10 @@ func (s *openStream) close() {
 }
 
 // sendQueued sends the requests queued on s that are due, opening it first when it is not
-// open (or the receiver saw it end). It reports whether it sent any (more may have come
-// meanwhile), when the next create left queued is due (zero: none), and false in ok when
-// the stream could not be opened.
-func (b *Backend) sendQueued(s *openStream) (sent bool, next time.Time, ok bool) {
+// open (or the receiver saw it end), and sets the sender's timer for the next create left
+// queued. It reports whether it sent any (more may have come meanwhile), and false in ok
+// when the stream could not be opened.
+func (b *Backend) sendQueued(s *openStream) (sent, ok bool) {
 	ws := &b.watches
 	now := time.Now()
 	b.mu.Lock()
@@ -165,20 +170,18 @@ func (b *Backend) sendQueued(s *openStream) (sent bool, next time.Time, ok bool)
 		s.close() // it ended: its watches have fired
 	}
 	open := s.n == 0 && slices.ContainsFunc(ws.creates, func(w *watcher) bool { return ws.byID[w.id] == w && !w.due.After(now) })
-	if open {
-		ws.wakeAt = time.Time{} // a watch wakes the sender while it cannot open one
-	}
 	b.mu.Unlock()
 	if open && !b.openStream(s) {
-		return false, time.Time{}, false
+		return false, false
 	}
 	b.mu.Lock()
 	if s.n != ws.current {
 		b.mu.Unlock()
-		return true, time.Time{}, true // it ended meanwhile: the creates are sent on the next one
+		return true, true // it ended meanwhile: the creates are sent on the next one
 	}
 	var reqs []*pb.WatchRequest
 	var later []*watcher
+	var next time.Time // when the first of later is due
 	for _, w := range ws.creates {
 		switch {
 		case ws.byID[w.id] != w: // ended
@@ -198,7 +201,10 @@ func (b *Backend) sendQueued(s *openStream) (sent bool, next time.Time, ok bool)
 				CancelRequest: &pb.WatchCancelRequest{WatchId: w.id}}})
 		}
 	}
-	ws.creates, ws.cancels, ws.wakeAt = later, nil, next
+	ws.creates, ws.cancels, ws.wakeAt = later, nil, time.Time{}
+	if !next.IsZero() {
+		b.wakeSenderAt(next)
+	}
 	b.mu.Unlock()
 	for _, r := range reqs {
 		if err := s.stream.Send(r); err != nil {
@@ -207,7 +213,7 @@ func (b *Backend) sendQueued(s *openStream) (sent bool, next time.Time, ok bool)
 			break
 		}
 	}
-	return len(reqs) > 0, next, true
+	return len(reqs) > 0, true
 }
 
 // openStream opens a watch stream, which requires a leader (the member cancels it when it
