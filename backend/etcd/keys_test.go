@@ -5,6 +5,7 @@ import (
 
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/etcd"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,6 +47,7 @@ func TestAcquisitionsReuseTheirKeys(t *testing.T) {
 // lease ends, ahead of every later contender.
 func TestStopWhileJoiningAgainLeavesNoKey(t *testing.T) {
 	b := newBackend(t)
+	etcd.SetOwnWatchDelay(b.Backend, 0) // each round waits for the owner to see its key gone
 	const mutex = "stop-rejoining"
 	dir := b.MutexPrefix(mutex)
 	for i := range 150 {
