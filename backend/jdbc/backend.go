@@ -27,6 +27,7 @@ type Backend struct {
 	floors      floors
 	lookups     lookups // for ReleaseOwner
 	renewals    *renewals
+	stmts       *preparedStmts // the pinned connections' prepared statements; nil: none (prepared.go)
 
 	mu          sync.Mutex
 	schema      *schema // what Start checked; nil until a check succeeded
@@ -82,6 +83,9 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		table:       t,
 		sql:         cfg.dialect.statements(t),
 		contentions: make(map[*contention]struct{}),
+	}
+	if _, mysql := cfg.dialect.(mysqlDialect); mysql && cfg.prepared {
+		b.stmts = &preparedStmts{}
 	}
 	b.renewals = newRenewals(b)
 	return b, nil

@@ -682,7 +682,7 @@ func (c *contention) releaseRow(ctx context.Context) error {
 	// it a context of its own, which a Stop does not cut short (see run).
 	err := c.run(ctx, true, func(q querier) (err error) {
 		if unlocking {
-			released, unlocked, err = u.releaseUnlock(ctx, q, c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
+			released, unlocked, err = u.releaseUnlock(ctx, c.b.prepared(q), c.schema, limit(ctx), c.b.sql.releaseUnlock, c.lock, c.mutex, c.id, version)
 			return err
 		}
 		released, err = c.b.release(ctx, q, c.schema, c.mutex, c.id, version)

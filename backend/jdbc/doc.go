@@ -11,7 +11,11 @@
 //
 // With go-sql-driver/mysql, set interpolateParams=true in the DSN: otherwise every
 // statement with arguments costs a server-side prepare, execute and close, three round
-// trips instead of one. PostgreSQL takes the dialect as an option (see PostgreSQL below);
+// trips instead of one. The two statements of every cycle (the acquire and the release on
+// the hand-over's pinned connection) are prepared by the backend itself, once per
+// connection, which spares the server parsing them at every cycle; a server or proxy that
+// refuses to prepare them turns that off by itself, and WithPreparedStatements(false) does
+// so from the start. PostgreSQL takes the dialect as an option (see PostgreSQL below);
 // the package imports no driver.
 //
 // The sections up to PostgreSQL describe the format and the protocol, shared by both
@@ -314,7 +318,8 @@
 // contention's last answer while it knows its tenure (NULL: renew nothing); stale, the
 // version of another owner's row watched unchanged for longer than its lease (NULL:
 // none). On MariaDB a statement on the table begins with SET STATEMENT max_statement_time
-// = s FOR (mysqlBoundPrefix); on PostgreSQL its first parameter, limit, is its
+// = s FOR (mysqlBoundPrefix; s is nine tenths of the time left, to two significant digits
+// of milliseconds, so that successive calls send the same text); on PostgreSQL its first parameter, limit, is its
 // lock_timeout in ms (pgBound; NULL: the session's).
 //
 //	statement            parameters
@@ -949,7 +954,8 @@
 // service releases its mutex and returns its pinned connection. Backend.Close frees only
 // what the backend holds itself (pinned connections, whose sessions let their named locks
 // go, and waiting goroutines), without touching the table: stop services first, or their
-// leases lapse after ttl + transition. The pool recovers from a server restart by itself
+// leases lapse after ttl + transition. The statements it prepared stay on the pool's
+// connections (at most eight each) until those close. The pool recovers from a server restart by itself
 // (database/sql replaces dead connections); pinned connections are checked before each use
 // and replaced.
 package jdbc

@@ -3,6 +3,8 @@ package jdbc
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"reflect"
 	"time"
 )
 
@@ -77,4 +79,25 @@ func (b *Backend) CycleSQL(ttl, transition time.Duration, mutex string) (acquire
 // QueryRow is queryRow, on a pinned connection.
 func QueryRow(ctx context.Context, conn *sql.Conn, query string, args []any, dest ...any) error {
 	return queryRow(ctx, conn, query, args, dest...)
+}
+
+// ForgetPreparedOnServer makes the server forget the backend's prepared statements on
+// conn's session while the backend keeps them (COM_STMT_CLOSE for copies of them, as a
+// proxy that reconnects behind the client would), and returns how many it closed.
+func (b *Backend) ForgetPreparedOnServer(conn *sql.Conn) (n int) {
+	_ = conn.Raw(func(dc any) error {
+		b.stmts.mu.Lock()
+		defer b.stmts.mu.Unlock()
+		if cs := b.stmts.conns[dc]; cs != nil {
+			for _, c := range cs.stmts {
+				v := reflect.ValueOf(c.stmt)
+				dup := reflect.New(v.Type().Elem())
+				dup.Elem().Set(v.Elem())
+				_ = dup.Interface().(driver.Stmt).Close()
+				n++
+			}
+		}
+		return nil
+	})
+	return n
 }

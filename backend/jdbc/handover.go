@@ -234,7 +234,7 @@ func (c *contention) acquireTryingLock(ctx context.Context, a acquireArgs) (acqu
 	if c.taking != "" && !c.b.floors.contended(c.mutex) {
 		query, reads = c.taking, false // most likely matches: no read of the row
 	}
-	res, try, r, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, conn, c.schema, limit(ctx), query, c.lock, reads, a)
+	res, try, r, err := c.b.dialect.(lockingAcquirer).acquireLocking(ctx, c.b.prepared(conn), c.schema, limit(ctx), query, c.lock, reads, a)
 	if err == nil {
 		c.tried(conn, try)
 		return res, r, nil

@@ -155,7 +155,11 @@ func TestBound(t *testing.T) {
 	}
 	assert.Empty(t, prefix(schema{}, time.Second), "MySQL has no statement prefix")
 	assert.Empty(t, prefix(maria, 0))
-	assert.Equal(t, "SET STATEMENT max_statement_time = 0.225 FOR ", prefix(maria, 250*time.Millisecond))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 0.220 FOR ", prefix(maria, 250*time.Millisecond))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 2.200 FOR ", prefix(maria, 2499*time.Millisecond),
+		"two significant digits: the same text from one call to the next")
+	assert.Equal(t, prefix(maria, 2500*time.Millisecond), prefix(maria, 2480*time.Millisecond))
+	assert.Equal(t, "SET STATEMENT max_statement_time = 0.090 FOR ", prefix(maria, 100*time.Millisecond))
 	assert.Equal(t, "SET STATEMENT max_statement_time = 0.001 FOR ", prefix(maria, 10*time.Microsecond))
 
 	// PostgreSQL: the limit is the statement's first argument, lock_timeout in ms.

@@ -14,9 +14,10 @@ const DefaultTable = "simba_mutex"
 type Option func(*config)
 
 type config struct {
-	table   string
-	dialect Dialect
-	pins    int // connections the hand-over may hold; 0: no hand-over
+	table    string
+	dialect  Dialect
+	pins     int  // connections the hand-over may hold; 0: no hand-over
+	prepared bool // the MySQL dialect prepares its cycles' statements on pinned connections
 }
 
 // DefaultHandOverConnections is how many connections of the pool the hand-over of one
@@ -58,8 +59,15 @@ func WithHandOver(enabled bool) Option {
 // the pool, from the package documentation's connection budget.
 func WithHandOverConnections(n int) Option { return func(c *config) { c.pins = n } }
 
+// WithPreparedStatements turns server-side prepared statements on or off for the MySQL
+// dialect's acquire and release on the hand-over's pinned connections: each is prepared
+// once per connection, which spares the server parsing it at every cycle. A server or
+// proxy that refuses to prepare them turns them off by itself. Default true; PostgreSQL
+// ignores it.
+func WithPreparedStatements(enabled bool) Option { return func(c *config) { c.prepared = enabled } }
+
 func newConfig(opts []Option) (config, tableName, error) {
-	c := config{table: DefaultTable, dialect: MySQL, pins: DefaultHandOverConnections}
+	c := config{table: DefaultTable, dialect: MySQL, pins: DefaultHandOverConnections, prepared: true}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)

@@ -39,8 +39,10 @@ func TestCancelledAcquireTakesNoRowAfterRelease(t *testing.T) {
 	go func() { _, err := c.Acquire(ctx); done <- err }()
 	waitUntil(t, 5*time.Second, "the UPDATE to wait for the row lock", func() bool {
 		var n int
+		// A prepared statement shows its text with placeholders: the only UPDATE waiting is
+		// the acquisition's.
 		err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
-			"WHERE INFO LIKE '%UPDATE `simba_mutex`%' AND INFO LIKE ?", "%owner_id = 'stopped'%").Scan(&n)
+			"WHERE INFO LIKE '%UPDATE `simba_mutex`%' AND (INFO LIKE ? OR COMMAND = 'Execute')", "%owner_id = 'stopped'%").Scan(&n)
 		return err == nil && n > 0
 	})
 	cancel()
