@@ -94,8 +94,8 @@ func (p preparedConn) ExecContext(ctx context.Context, query string, args ...any
 				p.stmts.forget(dc, query)
 				continue
 			}
-			if errors.Is(err, driver.ErrBadConn) {
-				p.stmts.forgetConn(dc)
+			if v, ok := dc.(driver.Validator); err != nil && (errors.Is(err, driver.ErrBadConn) || ok && !v.IsValid()) {
+				p.stmts.forgetConn(dc) // its statements went with its session
 			}
 			return err
 		}

@@ -125,3 +125,29 @@ func TestMariaDBPreparedRefusedFallsBack(t *testing.T) {
 	_, e := stmtStatus(t, status)
 	assert.Equal(t, 0, e-executes, "executions of prepared statements")
 }
+
+// TestMariaDBPreparedBounded: a backend keeps at most eight prepared statements per
+// connection, whatever the number of different statements its contenders run (each ttl
+// gives its acquire its own): the server holds no more of them.
+func TestMariaDBPreparedBounded(t *testing.T) {
+	db := openDB(t)
+	db.SetMaxOpenConns(2)
+	b, err := jdbc.New(db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	status := openDB(t)
+	var before int
+	require.NoError(t, status.QueryRowContext(t.Context(), "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'PREPARED_STMT_COUNT'").Scan(&before))
+	prepares, _ := stmtStatus(t, status)
+	for i := range 12 {
+		l, err := simba.NewLocker(b, mutexName(t), simba.WithTTL(time.Duration(10+i)*time.Second))
+		require.NoError(t, err)
+		lockerCycles(t, l, 2)
+		require.NoError(t, l.Close())
+	}
+	var held int
+	require.NoError(t, status.QueryRowContext(t.Context(), "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'PREPARED_STMT_COUNT'").Scan(&held))
+	p, _ := stmtStatus(t, status)
+	require.GreaterOrEqual(t, p-prepares, 13, "each ttl's acquire and the release prepared")
+	assert.LessOrEqual(t, held-before, 2*8, "statements the server holds for the backend's two connections")
+}
