@@ -955,7 +955,8 @@
 // what the backend holds itself (pinned connections, whose sessions let their named locks
 // go, and waiting goroutines), without touching the table: stop services first, or their
 // leases lapse after ttl + transition. The statements it prepared stay on the pool's
-// connections (at most eight each) until those close. The pool recovers from a server restart by itself
-// (database/sql replaces dead connections); pinned connections are checked before each use
-// and replaced.
+// connections (at most eight each, on at most 256 connections used within ten minutes;
+// others run them as text) until those close. The pool recovers from a server restart by
+// itself (database/sql replaces dead connections); pinned connections are checked before
+// each use and replaced.
 package jdbc

@@ -101,3 +101,10 @@ func (b *Backend) ForgetPreparedOnServer(conn *sql.Conn) (n int) {
 	})
 	return n
 }
+
+// SetPreparedConns sets how many connections the backend keeps prepared statements for.
+func (b *Backend) SetPreparedConns(n int) {
+	b.stmts.mu.Lock()
+	defer b.stmts.mu.Unlock()
+	b.stmts.maxConns = n
+}

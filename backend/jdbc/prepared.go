@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Server-side prepared statements for the statements of every cycle on the MySQL dialect's
@@ -17,10 +18,15 @@ const (
 	// maxPreparedPerConn bounds the statements kept per connection: the least recently
 	// used is closed on the server when a new one would pass it.
 	maxPreparedPerConn = 8
-	// maxPreparedConns bounds the connections statements are kept for: the least
-	// recently used one's are forgotten (its statements stay on the server until the
-	// connection closes: at most maxPreparedPerConn each time it comes back).
-	maxPreparedConns = 64
+	// maxPreparedConns bounds the connections statements are kept for (more than a
+	// MariaDB server takes by default, 151): once that many were used within
+	// idleConnAfter, others run their statements as text.
+	maxPreparedConns = 256
+	// idleConnAfter is how long a connection goes unused before its entry may give way
+	// to another's: the pool has closed it by then, or it comes back so seldom that
+	// preparing its statements again (leaving the earlier ones on the server until it
+	// closes) costs little.
+	idleConnAfter = 10 * time.Minute
 )
 
 // Error numbers of a statement the server no longer knows or would have to prepare again,
@@ -36,14 +42,15 @@ const (
 // preparedStmts are the backend's prepared statements, by driver connection and text. A
 // connection's are used only inside conn.Raw, by the goroutine that holds the connection.
 type preparedStmts struct {
-	mu    sync.Mutex
-	off   bool // prepared statements are not used: WithPreparedStatements(false), or refused
-	conns map[any]*connStmts
-	tick  uint64
+	mu       sync.Mutex
+	off      bool // prepared statements are not used: WithPreparedStatements(false), or refused
+	conns    map[any]*connStmts
+	maxConns int // 0: maxPreparedConns
+	tick     uint64
 }
 
 type connStmts struct {
-	used  uint64
+	at    time.Time // when it was used last
 	stmts map[string]*cachedStmt
 }
 
@@ -122,16 +129,24 @@ func (s *preparedStmts) turnOff() {
 // prepare turns prepared statements off and returns errLeftToDatabaseSQL; a connection
 // that failed returns its error.
 func (s *preparedStmts) get(ctx context.Context, dc any, query string) (driver.Stmt, bool, error) {
+	now := time.Now()
 	s.mu.Lock()
 	s.tick++
 	cs := s.conns[dc]
 	if cs != nil {
-		cs.used = s.tick
+		cs.at = now
 		if c := cs.stmts[query]; c != nil {
 			c.used = s.tick
 			s.mu.Unlock()
 			return c.stmt, false, nil
 		}
+	}
+	if cs == nil && len(s.conns) >= s.connsBound() && !s.dropIdleConn(now) {
+		// Every connection kept was used lately: forgetting one that is still open
+		// would leave its statements on the server, to be prepared again when it came
+		// back. This one runs as text.
+		s.mu.Unlock()
+		return nil, false, errLeftToDatabaseSQL
 	}
 	s.mu.Unlock()
 	pc, ok := dc.(driver.ConnPrepareContext)
@@ -158,16 +173,13 @@ func (s *preparedStmts) get(ctx context.Context, dc any, query string) (driver.S
 		if s.conns == nil {
 			s.conns = make(map[any]*connStmts)
 		}
-		if len(s.conns) >= maxPreparedConns {
-			s.dropOldestConn()
-		}
 		cs = &connStmts{stmts: make(map[string]*cachedStmt)}
 		s.conns[dc] = cs
 	}
 	if len(cs.stmts) >= maxPreparedPerConn {
 		evict = cs.dropOldest()
 	}
-	cs.used = s.tick
+	cs.at = now
 	cs.stmts[query] = &cachedStmt{stmt: stmt, used: s.tick}
 	s.mu.Unlock()
 	if evict != nil {
@@ -192,15 +204,30 @@ func (s *preparedStmts) forgetConn(dc any) {
 	delete(s.conns, dc)
 }
 
-func (s *preparedStmts) dropOldestConn() {
+// connsBound is how many connections statements are kept for.
+func (s *preparedStmts) connsBound() int {
+	if s.maxConns > 0 {
+		return s.maxConns
+	}
+	return maxPreparedConns
+}
+
+// dropIdleConn forgets the connection used least lately if it has not been used for
+// idleConnAfter, and reports whether it did. A connection the pool closed is never used
+// again: its statements went with its session. Called with s.mu held.
+func (s *preparedStmts) dropIdleConn(now time.Time) bool {
 	var oldest any
-	var used uint64
+	var at time.Time
 	for dc, cs := range s.conns {
-		if oldest == nil || cs.used < used {
-			oldest, used = dc, cs.used
+		if oldest == nil || cs.at.Before(at) {
+			oldest, at = dc, cs.at
 		}
 	}
+	if oldest == nil || now.Sub(at) < idleConnAfter {
+		return false
+	}
 	delete(s.conns, oldest)
+	return true
 }
 
 func (cs *connStmts) dropOldest() driver.Stmt {

@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,4 +151,40 @@ func TestMariaDBPreparedBounded(t *testing.T) {
 	p, _ := stmtStatus(t, status)
 	require.GreaterOrEqual(t, p-prepares, 13, "each ttl's acquire and the release prepared")
 	assert.LessOrEqual(t, held-before, 2*8, "statements the server holds for the backend's two connections")
+}
+
+// TestMariaDBPreparedLeavesNoStatementsBehind: with more connections in use than the
+// backend keeps statements for, the others run their statements as text, rather than
+// prepare them again each time they come back and leave the earlier ones on the server.
+func TestMariaDBPreparedLeavesNoStatementsBehind(t *testing.T) {
+	db := openDB(t)
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	b, err := jdbc.New(db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	b.SetPreparedConns(1)
+	status := openDB(t)
+	count := func() (n int) {
+		require.NoError(t, status.QueryRowContext(t.Context(), "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'PREPARED_STMT_COUNT'").Scan(&n))
+		return n
+	}
+	before := count()
+	var wg sync.WaitGroup
+	for range 4 {
+		l, err := simba.NewLocker(b, mutexName(t))
+		require.NoError(t, err)
+		wg.Go(func() {
+			defer func() { assert.NoError(t, l.Close()) }()
+			for range 100 {
+				lease, err := l.Acquire(t.Context())
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.NoError(t, lease.Release(t.Context()))
+			}
+		})
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, count()-before, 2, "statements the server holds: the acquire and the release of the one connection kept")
 }
