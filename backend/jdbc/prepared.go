@@ -52,6 +52,7 @@ type preparedStmts struct {
 type connStmts struct {
 	at    time.Time // when it was used last
 	stmts map[string]*cachedStmt
+	seen  map[string]bool // the texts called on it, prepared or not
 }
 
 type cachedStmt struct {
@@ -141,10 +142,28 @@ func (s *preparedStmts) get(ctx context.Context, dc any, query string) (driver.S
 			return c.stmt, false, nil
 		}
 	}
-	if cs == nil && len(s.conns) >= s.connsBound() && !s.dropIdleConn(now) {
-		// Every connection kept was used lately: forgetting one that is still open
-		// would leave its statements on the server, to be prepared again when it came
-		// back. This one runs as text.
+	if cs == nil {
+		if len(s.conns) >= s.connsBound() && !s.dropIdleConn(now) {
+			// Every connection kept was used lately: forgetting one that is still open
+			// would leave its statements on the server, to be prepared again when it
+			// came back. This one runs as text.
+			s.mu.Unlock()
+			return nil, false, errLeftToDatabaseSQL
+		}
+		if s.conns == nil {
+			s.conns = make(map[any]*connStmts)
+		}
+		cs = &connStmts{at: now, stmts: make(map[string]*cachedStmt), seen: make(map[string]bool)}
+		s.conns[dc] = cs
+	}
+	if !cs.seen[query] {
+		// A text's first call runs as text: one that does not come again (its time limit
+		// is a caller's deadline, not the call timeout) is not worth a prepare's round
+		// trip, nor the place of one that does.
+		if len(cs.seen) >= 4*maxPreparedPerConn {
+			clear(cs.seen)
+		}
+		cs.seen[query] = true
 		s.mu.Unlock()
 		return nil, false, errLeftToDatabaseSQL
 	}
@@ -168,14 +187,6 @@ func (s *preparedStmts) get(ctx context.Context, dc any, query string) (driver.S
 	}
 	var evict driver.Stmt
 	s.mu.Lock()
-	cs = s.conns[dc]
-	if cs == nil {
-		if s.conns == nil {
-			s.conns = make(map[any]*connStmts)
-		}
-		cs = &connStmts{stmts: make(map[string]*cachedStmt)}
-		s.conns[dc] = cs
-	}
 	if len(cs.stmts) >= maxPreparedPerConn {
 		evict = cs.dropOldest()
 	}

@@ -143,7 +143,7 @@ func TestMariaDBPreparedBounded(t *testing.T) {
 	for i := range 12 {
 		l, err := simba.NewLocker(b, mutexName(t), simba.WithTTL(time.Duration(10+i)*time.Second))
 		require.NoError(t, err)
-		lockerCycles(t, l, 2)
+		lockerCycles(t, l, 3) // on a pool of two, one connection calls it twice: prepared
 		require.NoError(t, l.Close())
 	}
 	var held int
@@ -187,4 +187,25 @@ func TestMariaDBPreparedLeavesNoStatementsBehind(t *testing.T) {
 	}
 	wg.Wait()
 	assert.LessOrEqual(t, count()-before, 2, "statements the server holds: the acquire and the release of the one connection kept")
+}
+
+// TestMariaDBPreparedOnlyWhatComesAgain: a statement text called once on a connection (its
+// time limit a caller's deadline that does not come again) runs as text: no prepare.
+func TestMariaDBPreparedOnlyWhatComesAgain(t *testing.T) {
+	b := newBackend(t)
+	l, err := simba.NewLocker(b, mutexName(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	lockerCycles(t, l, 3) // the table's check, the row's creation, the default limit's texts
+	status := openDB(t)
+	prepares, _ := stmtStatus(t, status)
+	for i := range 10 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i+1)*100*time.Millisecond)
+		lease, err := l.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, lease.Release(ctx))
+		cancel()
+	}
+	p, _ := stmtStatus(t, status)
+	assert.LessOrEqual(t, p-prepares, 0, "prepares of texts called once")
 }
