@@ -79,7 +79,8 @@ type lifecycle struct {
 	hooks  hooks
 	ctx    context.Context // ends at halt: cuts a store call in flight short
 	cancel context.CancelFunc
-	rounds rounds // the attempts of a lease contention; leaving a session contention
+	rounds rounds     // the attempts of a lease contention; leaving a session contention
+	calls  callBounds // the store calls of its start-up, attempts and finish
 	events *dispatch.Queue
 	work   sync.WaitGroup // a session contention's yield, which finish waits for
 
@@ -146,6 +147,7 @@ func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.rounds.clock, l.rounds.spare = svc.cfg.clock, &svc.roundsTimer
+	l.calls.spare = &svc.callTimer
 	return l
 }
 
@@ -180,7 +182,7 @@ type firstAttempt struct {
 // keeps its calls' deadlines (Service.inline): the call timeout, derived from ctx, keeps ctx's.
 func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	svc := l.svc
-	cctx, cancel := context.WithTimeout(ctx, svc.cfg.callTimeout)
+	c := l.calls.begin(ctx, svc.cfg.callTimeout, false)
 	failed := func(err error, background bool) error {
 		l.halt()
 		if background {
@@ -188,12 +190,12 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		} else {
 			l.finish(ctx)
 		}
-		return callError(err, cctx, ctx, svc.cfg.callTimeout)
+		return callError(err, c.ctx, ctx, svc.cfg.callTimeout)
 	}
 	// gaveUp halts the lifecycle the caller gave up on; what the store did meanwhile is
 	// not known: finish undoes it in the background, and Close waits for that.
 	gaveUp := func(opening <-chan opened) error {
-		cancel()
+		l.calls.end(c)
 		l.halt()
 		svc.bg.Go(func() {
 			if opening != nil {
@@ -206,7 +208,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	if ctx.Done() == nil || svc.inline {
 		// No goroutine is needed to keep ctx: it cannot end, or the call timeout, derived
 		// from it, bounds each call of a backend that keeps deadlines.
-		o := l.try(ctx, cctx, cancel, ctx)
+		o := l.try(ctx, c, ctx)
 		switch {
 		case ctx.Err() != nil:
 			return firstAttempt{}, gaveUp(nil)
@@ -216,7 +218,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		return o.attempt, nil
 	}
 	out := make(chan opened, 1)
-	svc.bg.Go(func() { out <- l.try(ctx, cctx, cancel, nil) })
+	svc.bg.Go(func() { out <- l.try(ctx, c, nil) })
 	select {
 	case o := <-out:
 		if o.err != nil {
@@ -234,14 +236,14 @@ type opened struct {
 	attempt firstAttempt
 }
 
-// try opens the contention (bounded by cctx, which cancel ends) and, for a Locker, makes
+// try opens the contention (bounded by c, which it ends) and, for a Locker, makes
 // the first attempt of a lease contention, unless the caller has given up meanwhile (the
 // lifecycle is halted). caller is ctx when the caller's goroutine runs it, else nil (see
 // attempt). A method, not a closure of open's: the caller's goroutine allocates nothing
 // for it.
-func (l *lifecycle) try(ctx, cctx context.Context, cancel context.CancelFunc, caller context.Context) (o opened) {
-	o.err = l.startContend(ctx, cctx)
-	cancel()
+func (l *lifecycle) try(ctx context.Context, c call, caller context.Context) (o opened) {
+	o.err = l.startContend(ctx, c.ctx)
+	l.calls.end(c)
 	if o.err == nil && l.spec.single && l.leaseStore() && l.ctx.Err() == nil {
 		o.attempt = firstAttempt{made: true, next: l.attempt(caller)}
 	}
@@ -352,7 +354,8 @@ func (l *lifecycle) attempt(caller context.Context) time.Duration {
 	if caller != nil {
 		parent = caller
 	}
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	c := l.calls.begin(parent, timeout, caller == nil)
+	ctx := c.ctx
 	var (
 		rec backend.Record
 		err error
@@ -363,7 +366,7 @@ func (l *lifecycle) attempt(caller context.Context) time.Duration {
 		rec, err = lease.Acquire(ctx)
 	}
 	err = callError(err, ctx, parent, timeout)
-	cancel()
+	l.calls.end(c)
 	if svc.cfg.observer != nil {
 		svc.observeCall(attemptOp(svc.id, renewing), sent, rec, err)
 	}
@@ -924,6 +927,7 @@ func (l *lifecycle) delivered() {
 func (l *lifecycle) halt() {
 	l.rounds.halt() // first: ending the tenure below must not start a round
 	l.cancel()
+	l.calls.halt()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.tenure != nil {
@@ -945,9 +949,9 @@ func (l *lifecycle) finish(values context.Context) {
 	if _, ok := values.Deadline(); ok || values.Done() != nil {
 		values = context.WithoutCancel(values) // a context that cannot end is kept as it is
 	}
-	ctx, cancel := context.WithTimeout(values, l.svc.cfg.callTimeout)
-	defer cancel()
-	l.tellStore(ctx, nil)
+	c := l.calls.begin(values, l.svc.cfg.callTimeout, false)
+	defer l.calls.end(c)
+	l.tellStore(c.ctx, nil)
 }
 
 // finishWithin is finish on the caller's goroutine, for a backend that keeps deadlines
