@@ -303,14 +303,14 @@ func (l *lifecycle) run(first firstAttempt) {
 		if first.made {
 			delay = first.next
 		}
-		l.rounds.begin(l.round, true, delay)
+		l.rounds.begin(l, true, delay)
 	case l.spec.single:
-		l.rounds.begin(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }, false, 0)
+		l.rounds.begin(roundFunc(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }), false, 0)
 	case l.svc.cfg.prefer != nil && !l.svc.prefers(l.svc.cfg.ownerValue):
 		// A session store has no renewals: its leader looks for a preferred waiter as
 		// often as a lease store's leader renews.
 		every := l.svc.cfg.ttl - l.svc.cfg.renewalLead
-		l.rounds.begin(func() (time.Duration, bool) { l.handOffIfPreferred(); return every, true }, true, every)
+		l.rounds.begin(roundFunc(func() (time.Duration, bool) { l.handOffIfPreferred(); return every, true }), true, every)
 	}
 }
 
@@ -606,11 +606,16 @@ func (l *lifecycle) apply(o Owner, end time.Time) {
 func (l *lifecycle) changed(st State) {
 	l.state = st
 	if l.hooks.changed != nil {
-		l.events.Push(func() { l.hooks.changed(st) })
+		l.tellChanged(st)
 	}
 	if l.svc.logs(slog.LevelDebug) {
 		l.svc.log.Debug("simba: owner changed", "owner", st.After.ID, "token", st.After.Token)
 	}
+}
+
+// tellChanged queues the changed hook; apart from changed as tellAcquired is.
+func (l *lifecycle) tellChanged(st State) {
+	l.events.Push(func() { l.hooks.changed(st) })
 }
 
 // otherTenure reports whether o, a record naming the owner of was, is a later (or lost and

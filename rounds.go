@@ -30,13 +30,25 @@ import (
 type rounds struct {
 	mu    sync.Mutex
 	clock clock.Clock                            // sets the timer; nil: the system clock
-	do    func() (next time.Duration, more bool) // one round; more false: no more rounds
+	do    rounder
 	timed bool                                   // rounds follow each other after the delay a round returns
 	timer *relay
 	spare *spareTimer // if set, where timer comes from and goes back to (a service's)
 	state roundsState
 	over  chan struct{} // closed on entering done; made by the first to wait for it (ended)
 }
+
+// rounder runs one round: next is the delay until the next; more false, no more rounds.
+// An interface, not a func: a lifecycle is its own rounder, and a method value would be an
+// allocation per lifecycle.
+type rounder interface {
+	round() (next time.Duration, more bool)
+}
+
+// roundFunc is a func as a rounder.
+type roundFunc func() (time.Duration, bool)
+
+func (f roundFunc) round() (time.Duration, bool) { return f() }
 
 type roundsState uint8
 
@@ -61,7 +73,7 @@ func (q *rounds) enter(s roundsState) {
 
 // begin starts the rounds. Timed, the first runs after delay (or at once if poked
 // before), and each sets the delay until the next; otherwise rounds run only when poked.
-func (q *rounds) begin(do func() (time.Duration, bool), timed bool, delay time.Duration) {
+func (q *rounds) begin(do rounder, timed bool, delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.do, q.timed = do, timed
@@ -113,7 +125,7 @@ func (q *rounds) fire() {
 // over; timed, it then sets the timer for the next. Called in state running.
 func (q *rounds) run() {
 	for {
-		next, more := q.do()
+		next, more := q.do.round()
 		q.mu.Lock()
 		switch {
 		case q.state == roundsHalting || !more:
