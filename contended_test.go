@@ -155,11 +155,14 @@ func (c *countedContention) wait(waiting bool) {
 }
 
 // Issue 35: a contended section (an acquisition that finds the mutex owned and waits to be
-// woken, an empty section, a release) allocated N objects in the root package, besides the
-// one contention of the test's backend.
+// woken, an empty section, a release) allocated 41 objects, the memory backend's five and
+// the test backend's contention included. Of these, the context.WithTimeout of each of the
+// four store calls (start-up, first attempt, the attempt after the wake, release) made
+// three or four, and a lifecycle's method value for its rounds and the owner change queued
+// for a retriever it does not have one each: 25 now.
 func TestContendedSectionAllocations(t *testing.T) {
 	r := newContendedRing(t, 2)
-	require.NoError(t, r.run(20)) // the first make what later ones reuse
+	require.NoError(t, r.run(20)) // the first sections make what later ones reuse
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const sections = 200
 	var before, after runtime.MemStats
@@ -168,5 +171,6 @@ func TestContendedSectionAllocations(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	allocs := float64(after.Mallocs-before.Mallocs) / sections
 	t.Logf("%.2f allocations a section", allocs)
-	assert.LessOrEqual(t, allocs, 0.0)
+	// One over: the count is the process's, and an earlier test may still be finishing.
+	assert.LessOrEqual(t, allocs, 26.0)
 }
