@@ -29,9 +29,9 @@ import (
 // The zero value is new.
 type rounds struct {
 	mu    sync.Mutex
-	clock clock.Clock                            // sets the timer; nil: the system clock
-	do    rounder
-	timed bool                                   // rounds follow each other after the delay a round returns
+	clock clock.Clock // sets the timer; nil: the system clock
+	do    rounder     // runs each round
+	timed bool        // rounds follow each other after the delay a round returns
 	timer *relay
 	spare *spareTimer // if set, where timer comes from and goes back to (a service's)
 	state roundsState
