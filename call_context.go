@@ -10,7 +10,7 @@ import (
 // attempts, its release at the end) by the call timeout, with a context that costs one
 // object instead of context.WithTimeout's timer, context and registration with its parent.
 // Err reads the clock; a timer, the service's spare, is set only once Done is asked for.
-// A call that overlaps another, or whose parent can end by itself, gets
+// A call that overlaps another, or whose parent can end or has a deadline, gets
 // context.WithTimeout's.
 type callBounds struct {
 	spare *spareTimer // where the timer comes from and goes back to (a service's)
@@ -35,7 +35,7 @@ func (b *callBounds) begin(parent context.Context, d time.Duration, linked bool)
 	if linked {
 		values = context.Background() // the lifecycle's context carries no values
 	}
-	if values.Done() != nil {
+	if _, ok := values.Deadline(); ok || values.Done() != nil {
 		ctx, cancel := context.WithTimeout(parent, d)
 		return call{ctx: ctx, cancel: cancel}
 	}
