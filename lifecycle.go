@@ -79,8 +79,7 @@ type lifecycle struct {
 	hooks  hooks
 	ctx    context.Context // ends at halt: cuts a store call in flight short
 	cancel context.CancelFunc
-	rounds rounds     // the attempts of a lease contention; leaving a session contention
-	calls  callBounds // the store calls of its start-up, attempts and finish
+	rounds rounds // the attempts of a lease contention; leaving a session contention
 	events *dispatch.Queue
 	work   sync.WaitGroup // a session contention's yield, which finish waits for
 
@@ -147,7 +146,6 @@ func newLifecycle(svc *Service, spec runSpec, h hooks) *lifecycle {
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.rounds.clock, l.rounds.spare = svc.cfg.clock, &svc.roundsTimer
-	l.calls.spare = &svc.callTimer
 	return l
 }
 
@@ -182,7 +180,7 @@ type firstAttempt struct {
 // keeps its calls' deadlines (Service.inline): the call timeout, derived from ctx, keeps ctx's.
 func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	svc := l.svc
-	c := l.calls.begin(ctx, svc.cfg.callTimeout, false)
+	cctx, cancel := context.WithTimeout(ctx, svc.cfg.callTimeout)
 	failed := func(err error, background bool) error {
 		l.halt()
 		if background {
@@ -190,12 +188,12 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		} else {
 			l.finish(ctx)
 		}
-		return callError(err, c.ctx, ctx, svc.cfg.callTimeout)
+		return callError(err, cctx, ctx, svc.cfg.callTimeout)
 	}
 	// gaveUp halts the lifecycle the caller gave up on; what the store did meanwhile is
 	// not known: finish undoes it in the background, and Close waits for that.
 	gaveUp := func(opening <-chan opened) error {
-		l.calls.end(c)
+		cancel()
 		l.halt()
 		svc.bg.Go(func() {
 			if opening != nil {
@@ -208,7 +206,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 	if ctx.Done() == nil || svc.inline {
 		// No goroutine is needed to keep ctx: it cannot end, or the call timeout, derived
 		// from it, bounds each call of a backend that keeps deadlines.
-		o := l.try(ctx, c, ctx)
+		o := l.try(ctx, cctx, cancel, ctx)
 		switch {
 		case ctx.Err() != nil:
 			return firstAttempt{}, gaveUp(nil)
@@ -218,7 +216,7 @@ func (l *lifecycle) open(ctx context.Context) (firstAttempt, error) {
 		return o.attempt, nil
 	}
 	out := make(chan opened, 1)
-	svc.bg.Go(func() { out <- l.try(ctx, c, nil) })
+	svc.bg.Go(func() { out <- l.try(ctx, cctx, cancel, nil) })
 	select {
 	case o := <-out:
 		if o.err != nil {
@@ -236,14 +234,14 @@ type opened struct {
 	attempt firstAttempt
 }
 
-// try opens the contention (bounded by c, which it ends) and, for a Locker, makes
+// try opens the contention (bounded by cctx, which cancel ends) and, for a Locker, makes
 // the first attempt of a lease contention, unless the caller has given up meanwhile (the
 // lifecycle is halted). caller is ctx when the caller's goroutine runs it, else nil (see
 // attempt). A method, not a closure of open's: the caller's goroutine allocates nothing
 // for it.
-func (l *lifecycle) try(ctx context.Context, c call, caller context.Context) (o opened) {
-	o.err = l.startContend(ctx, c.ctx)
-	l.calls.end(c)
+func (l *lifecycle) try(ctx, cctx context.Context, cancel context.CancelFunc, caller context.Context) (o opened) {
+	o.err = l.startContend(ctx, cctx)
+	cancel()
 	if o.err == nil && l.spec.single && l.leaseStore() && l.ctx.Err() == nil {
 		o.attempt = firstAttempt{made: true, next: l.attempt(caller)}
 	}
@@ -303,14 +301,14 @@ func (l *lifecycle) run(first firstAttempt) {
 		if first.made {
 			delay = first.next
 		}
-		l.rounds.begin(l, true, delay)
+		l.rounds.begin(l.round, true, delay)
 	case l.spec.single:
-		l.rounds.begin(roundFunc(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }), false, 0)
+		l.rounds.begin(func() (time.Duration, bool) { return 0, !l.leaveIfOver() }, false, 0)
 	case l.svc.cfg.prefer != nil && !l.svc.prefers(l.svc.cfg.ownerValue):
 		// A session store has no renewals: its leader looks for a preferred waiter as
 		// often as a lease store's leader renews.
 		every := l.svc.cfg.ttl - l.svc.cfg.renewalLead
-		l.rounds.begin(roundFunc(func() (time.Duration, bool) { l.handOffIfPreferred(); return every, true }), true, every)
+		l.rounds.begin(func() (time.Duration, bool) { l.handOffIfPreferred(); return every, true }, true, every)
 	}
 }
 
@@ -354,8 +352,7 @@ func (l *lifecycle) attempt(caller context.Context) time.Duration {
 	if caller != nil {
 		parent = caller
 	}
-	c := l.calls.begin(parent, timeout, caller == nil)
-	ctx := c.ctx
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	var (
 		rec backend.Record
 		err error
@@ -366,7 +363,7 @@ func (l *lifecycle) attempt(caller context.Context) time.Duration {
 		rec, err = lease.Acquire(ctx)
 	}
 	err = callError(err, ctx, parent, timeout)
-	l.calls.end(c)
+	cancel()
 	if svc.cfg.observer != nil {
 		svc.observeCall(attemptOp(svc.id, renewing), sent, rec, err)
 	}
@@ -606,16 +603,11 @@ func (l *lifecycle) apply(o Owner, end time.Time) {
 func (l *lifecycle) changed(st State) {
 	l.state = st
 	if l.hooks.changed != nil {
-		l.tellChanged(st)
+		l.events.Push(func() { l.hooks.changed(st) })
 	}
 	if l.svc.logs(slog.LevelDebug) {
 		l.svc.log.Debug("simba: owner changed", "owner", st.After.ID, "token", st.After.Token)
 	}
-}
-
-// tellChanged queues the changed hook; apart from changed as tellAcquired is.
-func (l *lifecycle) tellChanged(st State) {
-	l.events.Push(func() { l.hooks.changed(st) })
 }
 
 // otherTenure reports whether o, a record naming the owner of was, is a later (or lost and
@@ -932,7 +924,6 @@ func (l *lifecycle) delivered() {
 func (l *lifecycle) halt() {
 	l.rounds.halt() // first: ending the tenure below must not start a round
 	l.cancel()
-	l.calls.halt()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.tenure != nil {
@@ -954,9 +945,9 @@ func (l *lifecycle) finish(values context.Context) {
 	if _, ok := values.Deadline(); ok || values.Done() != nil {
 		values = context.WithoutCancel(values) // a context that cannot end is kept as it is
 	}
-	c := l.calls.begin(values, l.svc.cfg.callTimeout, false)
-	defer l.calls.end(c)
-	l.tellStore(c.ctx, nil)
+	ctx, cancel := context.WithTimeout(values, l.svc.cfg.callTimeout)
+	defer cancel()
+	l.tellStore(ctx, nil)
 }
 
 // finishWithin is finish on the caller's goroutine, for a backend that keeps deadlines

@@ -17,8 +17,7 @@ import (
 // for hooks a Locker does not have served no acquisition. Issue 36: 38, of which the claim's
 // key, the channel that tells rounds already over have ended and the tenure's context boxed
 // apart from its tenure served none either; nor did making anew the renewals' timer and the
-// local TTL end's timer that the previous cycle stopped (31). Issue 35: nor did a
-// context.WithTimeout for each of the three store calls, nor the rounds' method value (21).
+// local TTL end's timer that the previous cycle stopped (31).
 func TestLockerCycleAllocations(t *testing.T) {
 	b, err := memory.New(memory.NewStore())
 	require.NoError(t, err)
@@ -36,7 +35,7 @@ func TestLockerCycleAllocations(t *testing.T) {
 		}
 	}
 	cycle() // the first makes what later ones reuse
-	// One over the 21 a cycle makes: AllocsPerRun counts the process's allocations, and an
+	// One over the 31 a cycle makes: AllocsPerRun counts the process's allocations, and an
 	// earlier test's lifecycle may still be finishing in the background.
-	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 22.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, cycle), 32.0)
 }

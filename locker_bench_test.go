@@ -2,8 +2,6 @@ package simba_test
 
 import (
 	"context"
-	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,34 +47,4 @@ func BenchmarkLockerCycle(b *testing.B) {
 			}
 		})
 	}
-}
-
-// The root package's share of a contended section: n Lockers on one memory store take
-// turns on one mutex (contendedRing), each acquisition finding the mutex owned and waiting
-// for the release to wake it. Each op is one section; cpu-ns/op is the process's CPU time
-// (getrusage) per section, the ring's own bookkeeping included.
-//
-//	go test -run '^$' -bench LockersContended -benchmem
-func BenchmarkLockersContended(b *testing.B) {
-	for _, n := range []int{2, 8} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			r := newContendedRing(b, n)
-			require.NoError(b, r.run(n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := cpuTime(b)
-			require.NoError(b, r.run(b.N))
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/op")
-		})
-	}
-}
-
-// cpuTime returns the CPU time the process has used so far, user and system.
-func cpuTime(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -29,26 +29,14 @@ import (
 // The zero value is new.
 type rounds struct {
 	mu    sync.Mutex
-	clock clock.Clock // sets the timer; nil: the system clock
-	do    rounder     // runs each round
-	timed bool        // rounds follow each other after the delay a round returns
+	clock clock.Clock                            // sets the timer; nil: the system clock
+	do    func() (next time.Duration, more bool) // one round; more false: no more rounds
+	timed bool                                   // rounds follow each other after the delay a round returns
 	timer *relay
 	spare *spareTimer // if set, where timer comes from and goes back to (a service's)
 	state roundsState
 	over  chan struct{} // closed on entering done; made by the first to wait for it (ended)
 }
-
-// rounder runs one round: next is the delay until the next; more false, no more rounds.
-// An interface, not a func: a lifecycle is its own rounder, and a method value would be an
-// allocation per lifecycle.
-type rounder interface {
-	round() (next time.Duration, more bool)
-}
-
-// roundFunc is a func as a rounder.
-type roundFunc func() (time.Duration, bool)
-
-func (f roundFunc) round() (time.Duration, bool) { return f() }
 
 type roundsState uint8
 
@@ -73,7 +61,7 @@ func (q *rounds) enter(s roundsState) {
 
 // begin starts the rounds. Timed, the first runs after delay (or at once if poked
 // before), and each sets the delay until the next; otherwise rounds run only when poked.
-func (q *rounds) begin(do rounder, timed bool, delay time.Duration) {
+func (q *rounds) begin(do func() (time.Duration, bool), timed bool, delay time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.do, q.timed = do, timed
@@ -125,7 +113,7 @@ func (q *rounds) fire() {
 // over; timed, it then sets the timer for the next. Called in state running.
 func (q *rounds) run() {
 	for {
-		next, more := q.do.round()
+		next, more := q.do()
 		q.mu.Lock()
 		switch {
 		case q.state == roundsHalting || !more:

@@ -81,7 +81,7 @@ func TestRoundsTimed(t *testing.T) {
 	l := newRoundLog(20 * time.Millisecond)
 	var q rounds
 	began := time.Now()
-	q.begin(roundFunc(l.do), true, 30*time.Millisecond)
+	q.begin(l.do, true, 30*time.Millisecond)
 	l.await(t, 1)
 	assert.GreaterOrEqual(t, time.Since(began), 30*time.Millisecond, "the first round waits for the delay")
 	l.await(t, 2)
@@ -95,7 +95,7 @@ func TestRoundsTimed(t *testing.T) {
 func TestRoundsPokeRunsAtOnce(t *testing.T) {
 	l := newRoundLog(time.Hour)
 	var q rounds
-	q.begin(roundFunc(l.do), true, time.Hour)
+	q.begin(l.do, true, time.Hour)
 	q.poke()
 	l.await(t, 1)
 	// A poke during a round runs one more right after it, however many came. (Round 1
@@ -118,7 +118,7 @@ func TestRoundsEarlyPoke(t *testing.T) {
 	l := newRoundLog(time.Hour)
 	var q rounds
 	q.poke() // before begin: remembered
-	q.begin(roundFunc(l.do), true, time.Hour)
+	q.begin(l.do, true, time.Hour)
 	l.await(t, 1)
 	q.halt()
 	q.wait()
@@ -126,7 +126,7 @@ func TestRoundsEarlyPoke(t *testing.T) {
 	l2 := newRoundLog(time.Hour)
 	var untimed rounds
 	untimed.poke()
-	untimed.begin(roundFunc(l2.do), false, 0)
+	untimed.begin(l2.do, false, 0)
 	l2.await(t, 1)
 	untimed.halt()
 	untimed.wait()
@@ -136,7 +136,7 @@ func TestRoundsUntimedRunOnlyWhenPoked(t *testing.T) {
 	l := newRoundLog(0)
 	l.last = 2
 	var q rounds
-	q.begin(roundFunc(l.do), false, 0)
+	q.begin(l.do, false, 0)
 	l.none(t, 50*time.Millisecond)
 	q.poke()
 	l.await(t, 1)
@@ -153,7 +153,7 @@ func TestRoundsHaltWaitsForTheRoundUnderWay(t *testing.T) {
 	l := newRoundLog(0)
 	l.holding.Store(true)
 	var q rounds
-	q.begin(roundFunc(l.do), true, 0)
+	q.begin(l.do, true, 0)
 	l.await(t, 1)
 	var (
 		mu        sync.Mutex
@@ -187,7 +187,7 @@ func TestRoundsHaltBeforeBegin(t *testing.T) {
 	q.halt()
 	q.wait()
 	l := newRoundLog(0)
-	q.begin(roundFunc(l.do), true, 0)
+	q.begin(l.do, true, 0)
 	q.poke()
 	l.none(t, 50*time.Millisecond)
 }
@@ -195,7 +195,7 @@ func TestRoundsHaltBeforeBegin(t *testing.T) {
 func TestRoundsReschedule(t *testing.T) {
 	l := newRoundLog(time.Hour)
 	var q rounds
-	q.begin(roundFunc(l.do), true, time.Hour)
+	q.begin(l.do, true, time.Hour)
 	l.none(t, 50*time.Millisecond)
 	q.reschedule(10 * time.Millisecond)
 	l.await(t, 1)
@@ -220,7 +220,7 @@ func TestRoundsRescheduleBeforeBegin(t *testing.T) {
 	l := newRoundLog(time.Hour)
 	var q rounds
 	q.reschedule(time.Millisecond)
-	q.begin(roundFunc(l.do), true, time.Hour)
+	q.begin(l.do, true, time.Hour)
 	l.await(t, 1)
 	q.halt()
 	q.wait()
@@ -232,7 +232,7 @@ func TestRoundsSpareTimerServesTheNextRounds(t *testing.T) {
 	var spare spareTimer
 	old := newRoundLog(time.Hour)
 	first := rounds{spare: &spare}
-	first.begin(roundFunc(old.do), true, time.Hour)
+	first.begin(old.do, true, time.Hour)
 	timer := first.timer
 	first.halt()
 	first.wait()
@@ -240,7 +240,7 @@ func TestRoundsSpareTimerServesTheNextRounds(t *testing.T) {
 
 	l := newRoundLog(20 * time.Millisecond)
 	second := rounds{spare: &spare}
-	second.begin(roundFunc(l.do), true, 10*time.Millisecond)
+	second.begin(l.do, true, 10*time.Millisecond)
 	require.Same(t, timer, second.timer, "the next rounds reset the kept timer")
 	l.await(t, 1)
 	l.await(t, 2)

@@ -42,7 +42,6 @@ type Service struct {
 	// resets it rather than make one.
 	roundsTimer spareTimer
 	tenureTimer spareTimer
-	callTimer   spareTimer
 
 	mu      sync.Mutex // guards the fields below (lock order: see lifecycle.go)
 	cur     *lifecycle // the running lifecycle; nil while not started
