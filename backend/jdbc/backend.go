@@ -85,7 +85,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		contentions: make(map[*contention]struct{}),
 	}
 	if _, mysql := cfg.dialect.(mysqlDialect); mysql && cfg.prepared {
-		b.stmts = &preparedStmts{}
+		b.stmts = &preparedStmts{maxConns: maxPreparedConns}
 	}
 	b.renewals = newRenewals(b)
 	return b, nil

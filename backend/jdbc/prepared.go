@@ -45,7 +45,7 @@ type preparedStmts struct {
 	mu       sync.Mutex
 	off      bool // prepared statements are not used: WithPreparedStatements(false), or refused
 	conns    map[any]*connStmts
-	maxConns int // 0: maxPreparedConns
+	maxConns int // how many connections statements are kept for: maxPreparedConns
 	tick     uint64
 }
 
@@ -143,7 +143,7 @@ func (s *preparedStmts) get(ctx context.Context, dc any, query string) (driver.S
 		}
 	}
 	if cs == nil {
-		if len(s.conns) >= s.connsBound() && !s.dropIdleConn(now) {
+		if len(s.conns) >= s.maxConns && !s.dropIdleConn(now) {
 			// Every connection kept was used lately: forgetting one that is still open
 			// would leave its statements on the server, to be prepared again when it
 			// came back. This one runs as text.
@@ -213,14 +213,6 @@ func (s *preparedStmts) forgetConn(dc any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, dc)
-}
-
-// connsBound is how many connections statements are kept for.
-func (s *preparedStmts) connsBound() int {
-	if s.maxConns > 0 {
-		return s.maxConns
-	}
-	return maxPreparedConns
 }
 
 // dropIdleConn forgets the connection used least lately if it has not been used for
