@@ -143,7 +143,9 @@ func TestHeldMutexesRenewInBatches(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close() })
 			const n = 200
 			prefix := mutexName(t) + "-"
-			leases := holdMany(t, b, prefix, n, simba.WithTTL(3*time.Second))
+			// A TTL of 6 s bounds each renewal at 1.5 s: a loaded CI machine stalled a
+			// PostgreSQL renewal of 200 rows past 750 ms, and an owner lost its lease.
+			leases := holdMany(t, b, prefix, n, simba.WithTTL(6*time.Second))
 			reach := func(v int64) {
 				t.Helper()
 				require.Eventually(t, func() bool { return st.versions(t, db, prefix) >= v }, time.Minute, 20*time.Millisecond)

@@ -99,6 +99,7 @@ func TestChaos(t *testing.T) {
 					if sc.timing != nil {
 						timing = sc.timing(timing)
 					}
+					timing = timing.Scaled(k.Scale)
 					s := &S{Run: NewRun(t, k, timing, fencedReferee), sc: sc, result: res}
 					sc.run(s)
 					res.Faults = s.Counts()

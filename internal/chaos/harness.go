@@ -54,6 +54,9 @@ type Kit struct {
 	// HoldsPoll reports whether a waiting holder learns of a hold given back in another
 	// process only when it next asks the store (the SQL backends), not at once.
 	HoldsPoll bool
+	// Scale stretches the scenarios' durations (TTL, transition, call timeout, session)
+	// on this store; zero: 1. Epsilon, the checker's slack on overlaps, is not stretched.
+	Scale float64
 	// Short names the scenarios ("02_graceful_handover") the short run (make test) runs
 	// on this store, to keep its time; nil: every scenario of the store. The full run
 	// (make chaos) runs them all.
@@ -101,6 +104,18 @@ type Timing struct {
 // DefaultTiming is the plan's budget: T 1s, G 500ms, D 250ms, S 1s.
 var DefaultTiming = Timing{TTL: time.Second, Transition: 500 * time.Millisecond,
 	CallTimeout: 250 * time.Millisecond, Session: time.Second, Epsilon: 50 * time.Millisecond}
+
+// Scaled returns t with its durations multiplied by f (f <= 1: t as it is); Epsilon
+// stays.
+func (t Timing) Scaled(f float64) Timing {
+	if f <= 1 {
+		return t
+	}
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f).Round(time.Millisecond) }
+	t.TTL, t.Transition, t.CallTimeout, t.Session = scale(t.TTL), scale(t.Transition), scale(t.CallTimeout), scale(t.Session)
+	t.RenewalLead = scale(t.RenewalLead)
+	return t
+}
 
 // Result is what one scenario run on one store reports.
 type Result struct {
