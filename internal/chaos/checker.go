@@ -149,15 +149,24 @@ func (f Findings) Violations(o Options) []string {
 }
 
 // intervals pairs acquired and released events per process and checks alternation (C1).
+// A tenure that had ended before its OnAcquired began (NoteEndedBeforeDelivery) is no
+// belief: it is paired, and left out of the intervals.
 func intervals(events []Event, end int64, onContext bool, f *Findings) []Interval {
 	type state struct {
 		open    *Interval
+		late    bool  // open ended before its OnAcquired was delivered
 		call    int64 // when the last Acquire of a hold was called
 		lostAt  int64 // when the open interval's tenure context ended
 		stopped bool  // between Stop returning and the next Start
 	}
 	procs := map[string]*state{}
 	var out []Interval
+	keep := func(s *state) {
+		if !s.late {
+			out = append(out, *s.open)
+		}
+		s.open = nil
+	}
 	get := func(p string) *state {
 		s := procs[p]
 		if s == nil {
@@ -191,6 +200,7 @@ func intervals(events []Event, end int64, onContext bool, f *Findings) []Interva
 				f.Alternation = append(f.Alternation, fmt.Sprintf("%s: OnAcquired without a fencing token", e.Proc))
 			}
 			s.open, s.lostAt = &Interval{Proc: e.Proc, Token: e.Token, From: e.At, Mode: e.Mode, Call: s.call}, 0
+			s.late = e.Note == NoteEndedBeforeDelivery
 		case KindLost:
 			if s := get(e.Proc); s.open != nil && s.lostAt == 0 {
 				s.lostAt = e.At
@@ -208,14 +218,12 @@ func intervals(events []Event, end int64, onContext bool, f *Findings) []Interva
 			if onContext && s.lostAt != 0 {
 				s.open.To = s.lostAt
 			}
-			out = append(out, *s.open)
-			s.open = nil
+			keep(s)
 		case KindKilled:
 			s := get(e.Proc)
 			if s.open != nil {
 				s.open.To, s.open.Killed = e.At, true
-				out = append(out, *s.open)
-				s.open = nil
+				keep(s)
 			}
 			s.stopped = false
 		}
@@ -223,7 +231,7 @@ func intervals(events []Event, end int64, onContext bool, f *Findings) []Interva
 	for _, s := range procs {
 		if s.open != nil {
 			s.open.To, s.open.Open = end, true
-			out = append(out, *s.open)
+			keep(s)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].From < out[j].From })

@@ -161,3 +161,28 @@ func TestShadowLossSign(t *testing.T) {
 		assert.Equal(t, c.fails, len(v) > 0, "shadow %d: %v", c.shadow, v)
 	}
 }
+
+// An OnAcquired delivered after its tenure had ended (its context done on entry: the
+// callbacks run behind the service's state) is no belief: a CI run saw p1's, for the
+// tenure of token 23, delivered 5 ms after p2 acquired with token 24, and a successor's
+// tenure began in between. It counts for the alternation of callbacks, not for
+// exclusion or token order; a late delivery with its context still live does.
+func TestCheckIgnoresTenuresEndedBeforeDelivery(t *testing.T) {
+	o := Options{Epsilon: time.Millisecond, OnContext: true}
+	late := history(
+		ev{0, "p2", KindAcquired, 24},
+		ev{5, "p1", KindAcquired, 23}, ev{5, "p1", KindLost, 23}, ev{8, "p1", KindReleased, 23},
+		ev{100, "p2", KindReleased, 24})
+	late[1].Note = NoteEndedBeforeDelivery
+	f := Check(late, o)
+	assert.Empty(t, f.Violations(o))
+	assert.Equal(t, 1, f.Tenures)
+
+	live := history(
+		ev{0, "p2", KindAcquired, 24},
+		ev{5, "p1", KindAcquired, 23}, ev{7, "p1", KindLost, 23}, ev{8, "p1", KindReleased, 23},
+		ev{100, "p2", KindReleased, 24})
+	v := Check(live, o).Violations(o)
+	assert.Contains(t, join(v), "C3 tokens")
+	assert.Contains(t, join(v), "C2 exclusion")
+}

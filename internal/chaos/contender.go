@@ -231,7 +231,14 @@ type contender struct {
 
 func (c *contender) acquired(ctx context.Context, s simba.State) {
 	tok := s.After.Token
-	c.log.Add(KindAcquired, tok, 0, "")
+	if ctx.Err() != nil {
+		// The tenure ended while this callback waited its turn (a Start that timed out
+		// after the store had named this contender, say): nobody here believes, and the
+		// writer below writes nothing.
+		c.log.Add(KindAcquired, tok, 0, NoteEndedBeforeDelivery)
+	} else {
+		c.log.Add(KindAcquired, tok, 0, "")
+	}
 	// The cause goes with the event: the logs a failed scenario keeps say why belief ended.
 	context.AfterFunc(ctx, func() { c.log.Add(KindLost, tok, 0, context.Cause(ctx).Error()) })
 	c.writer.Go(func() { c.write(ctx, tok) })

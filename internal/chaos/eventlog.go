@@ -23,7 +23,7 @@ type Kind string
 const (
 	KindStart      Kind = "start"       // Start called
 	KindStarted    Kind = "started"     // Start returned (Note: error, if any)
-	KindAcquired   Kind = "acquired"    // OnAcquired began (Token)
+	KindAcquired   Kind = "acquired"    // OnAcquired began (Token; Note: NoteEndedBeforeDelivery, if so)
 	KindReleased   Kind = "released"    // OnReleased returned (Token of the tenure)
 	KindStop       Kind = "stop"        // Stop called
 	KindStopped    Kind = "stopped"     // Stop returned (Note: error, if any)
@@ -44,6 +44,11 @@ const (
 	KindHandedOff  Kind = "handed_off"  // HandOff returned (Note: error, if any)
 	KindSlotRun    Kind = "slot_run"    // a Scheduler's run began (Token; Note: the slot's Unix ns)
 )
+
+// NoteEndedBeforeDelivery marks a KindAcquired whose tenure context had ended when
+// OnAcquired began: the tenure ended while the callback waited its turn, nobody in the
+// process believed, and the checker counts it for alternation only.
+const NoteEndedBeforeDelivery = "ended before delivery"
 
 // Event is one line of a log.
 type Event struct {
