@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -232,4 +233,55 @@ func TestStopFromTheFirstCallback(t *testing.T) {
 			require.NoError(t, svc.Close())
 		})
 	}
+}
+
+// reportingThenTimingOut is a session store whose StartContend reports its participant
+// the owner and then gets no further before ctx ends: the store named the contender, but
+// the Start timed out.
+type reportingThenTimingOut struct{}
+
+func (reportingThenTimingOut) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	p.Report(backend.Record{Owner: p.ContenderID, TTL: time.Minute, Transition: time.Minute, Token: 1}, time.Now())
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A Start that fails after the store named the contender leaves no belief behind: an
+// OnAcquired it delivers comes with its context ended already, and OnReleased follows.
+// (The chaos checker counts such a delivery as no belief: a CI run saw one come 5 ms
+// after another process had acquired.)
+func TestFailedStartDeliversNoLiveTenure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu       sync.Mutex
+			acquired []error // the tenure context's error as each OnAcquired began
+			released int
+		)
+		svc, err := simba.NewService(reportingThenTimingOut{}, simba.ContenderFuncs{MutexName: "m", ID: "c",
+			Acquired: func(ctx context.Context, _ simba.State) {
+				mu.Lock()
+				acquired = append(acquired, ctx.Err())
+				mu.Unlock()
+			},
+			Released: func(simba.State) {
+				mu.Lock()
+				released++
+				mu.Unlock()
+			},
+		}, simba.WithTTL(time.Second), simba.WithCallTimeout(100*time.Millisecond))
+		require.NoError(t, err)
+		err = svc.Start(t.Context())
+		require.ErrorIs(t, err, simba.ErrTimeout)
+		synctest.Wait()
+		require.NoError(t, svc.Close())
+		mu.Lock()
+		defer mu.Unlock()
+		for i, e := range acquired {
+			assert.Error(t, e, "OnAcquired %d began with a live tenure context", i)
+		}
+		assert.Equal(t, len(acquired), released, "every OnAcquired is followed by OnReleased")
+		// Today the tenure is delivered, ended; were it dropped instead, this test and the
+		// chaos checker's rule for late deliveries would have nothing left to guard.
+		assert.Len(t, acquired, 1, "the store's report was delivered")
+	})
 }
