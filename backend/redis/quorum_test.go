@@ -117,7 +117,9 @@ func TestQuorumMinorityAndMajorityFailure(t *testing.T) {
 	servers := instances(t, 5)
 	h := newHistory(t)
 	mutex := uniqueName(t, "m")
-	opts := []simba.Option{simba.WithTTL(time.Second), simba.WithTransition(500 * time.Millisecond)}
+	// The token key lingers for a lease after the release: 7.5 s here, for the next
+	// tenure to begin within on a loaded machine.
+	opts := []simba.Option{simba.WithTTL(5 * time.Second), simba.WithTransition(2500 * time.Millisecond)}
 	services := map[string]*simba.Service{}
 	for i := range 3 {
 		id := fmt.Sprintf("c%d", i)
@@ -225,6 +227,10 @@ func TestQuorumTokenSurvivesSkewedClocks(t *testing.T) {
 	require.NoError(t, l1.Release(t.Context())) // writes the token back to instance 1
 
 	require.NoError(t, servers[2].Start(t.Context()))
+	// Answering before the next quorum first calls it: an instance that does not is left
+	// out for the recheck interval (30 s), past the token key's life (a CI run saw that).
+	restarted := newClient(t, servers[2].Addr())
+	poll(t, "the restarted instance to answer", func() bool { return restarted.Ping(t.Context()).Err() == nil })
 	require.NoError(t, servers[0].Kill()) // the next quorum: instances 1 and 2
 	second, err := simba.NewLocker(newQuorum(t, servers), mutex, options.As[simba.LockerOption](opts)...)
 	require.NoError(t, err)

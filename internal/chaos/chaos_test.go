@@ -133,15 +133,25 @@ func (s *S) finish() Findings {
 	return f
 }
 
-// spawn starts n contender processes and the in-process contender, all contending.
+// spawn starts n contender processes and the in-process contender, and returns once all
+// are contending (their Start returned): a scenario's first fault must find waiters behind
+// the owner. On a loaded machine a process took more than a second to start, and the
+// in-process contender, first and alone, was stopped with nobody to succeed it.
 func (s *S) spawn(n int) []*Proc {
+	s.T.Helper()
 	var procs []*Proc
 	for i := range n {
 		procs = append(procs, s.Spawn(fmt.Sprintf("p%d", i)))
 	}
 	procs = append(procs, s.InProcess("inproc"))
+	t0 := Now()
 	for _, p := range procs {
 		p.Send("start")
+	}
+	for _, p := range procs {
+		if _, ok := s.EventAfter(p.ID, KindStarted, t0, startPatience+5*time.Second); !ok {
+			s.T.Fatalf("%s did not start", p.ID)
+		}
 	}
 	return procs
 }
