@@ -49,7 +49,21 @@ func checkServiceHandOff(e *env) error {
 		waiting, members = append(waiting, s), append(members, m)
 	}
 	sb, sc, mb, mc := waiting[0], waiting[1], members[0], members[1]
-	if err := sa.HandOff(e.ctx, mc.id); errors.Is(err, errors.ErrUnsupported) {
+	// c seeing a as the owner is not yet c waiting where the store can tell (a SQL
+	// backend's waiter row comes with c's next statement): until then the hand-off is
+	// refused with ErrNotWaiting, and asked again.
+	err = sa.HandOff(e.ctx, mc.id)
+	wait := time.NewTimer(e.cfg.takeoverBound())
+	defer wait.Stop()
+	for errors.Is(err, simba.ErrNotWaiting) {
+		select {
+		case <-wait.C:
+			return fmt.Errorf("HandOff by the leader to c, which waits: %w", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		err = sa.HandOff(e.ctx, mc.id)
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("%w (%v)", errUnsupported, err)
 	} else if err != nil {
 		return fmt.Errorf("HandOff by the leader to c: %w", err)

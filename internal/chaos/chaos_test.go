@@ -78,11 +78,14 @@ var (
 	results   []*Result
 )
 
-// TestChaos runs every scenario of the fault plan on every store it names, the stores in
-// parallel, and writes the report when all are done.
+// TestChaos runs every scenario of the fault plan on every store it names, the stores and
+// the mutations in parallel, and writes the report when all are done.
 func TestChaos(t *testing.T) {
 	if os.Getenv("SIMBA_MUTATION") == "" { // not inside a mutation run
-		t.Run("27_mutations", testMutations)
+		t.Run("27_mutations", func(t *testing.T) {
+			t.Parallel() // beside the stores: the suite's longest package waits less
+			testMutations(t)
+		})
 	}
 	for _, k := range Kits() {
 		t.Run(k.Name, func(t *testing.T) {
