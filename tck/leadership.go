@@ -50,8 +50,8 @@ func checkServiceHandOff(e *env) error {
 	}
 	sb, sc, mb, mc := waiting[0], waiting[1], members[0], members[1]
 	// c seeing a as the owner is not yet c waiting where the store can tell (a SQL
-	// backend's waiter row comes with c's next statement): until then the hand-off is
-	// refused with ErrNotWaiting, and asked again.
+	// backend's queue row, which c's attempts write, may not be there yet on a loaded
+	// machine): until then the hand-off is refused with ErrNotWaiting, and asked again.
 	err = sa.HandOff(e.ctx, mc.id)
 	wait := time.NewTimer(e.cfg.takeoverBound())
 	defer wait.Stop()
