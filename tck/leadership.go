@@ -53,13 +53,15 @@ func checkServiceHandOff(e *env) error {
 	// backend's queue row, which c's attempts write, may not be there yet on a loaded
 	// machine): until then the hand-off is refused with ErrNotWaiting, and asked again.
 	err = sa.HandOff(e.ctx, mc.id)
-	wait := time.NewTimer(e.cfg.takeoverBound())
-	defer wait.Stop()
+	waits, cancelWaits := e.within(e.cfg.takeoverBound())
+	defer cancelWaits()
+	again := time.NewTicker(10 * time.Millisecond)
+	defer again.Stop()
 	for errors.Is(err, simba.ErrNotWaiting) {
 		select {
-		case <-wait.C:
+		case <-waits.Done():
 			return fmt.Errorf("HandOff by the leader to c, which waits: %w", err)
-		case <-time.After(10 * time.Millisecond):
+		case <-again.C:
 		}
 		err = sa.HandOff(e.ctx, mc.id)
 	}

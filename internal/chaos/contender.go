@@ -231,16 +231,9 @@ type contender struct {
 
 func (c *contender) acquired(ctx context.Context, s simba.State) {
 	tok := s.After.Token
-	if ctx.Err() != nil {
-		// The tenure ended while this callback waited its turn (a Start that timed out
-		// after the store had named this contender, say): nobody here believes, and the
-		// writer below writes nothing.
-		c.log.Add(KindAcquired, tok, 0, NoteEndedBeforeDelivery)
-	} else {
-		c.log.Add(KindAcquired, tok, 0, "")
-	}
-	// The cause goes with the event: the logs a failed scenario keeps say why belief ended.
-	context.AfterFunc(ctx, func() { c.log.Add(KindLost, tok, 0, context.Cause(ctx).Error()) })
+	// A tenure may have ended while this callback waited its turn (a Start that timed
+	// out after the store had named this contender, say): the writer then writes nothing.
+	c.log.Acquired(ctx, tok)
 	c.writer.Go(func() { c.write(ctx, tok) })
 	if c.cfg.SlowAcquired > 0 {
 		time.Sleep(c.cfg.SlowAcquired)

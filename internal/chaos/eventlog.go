@@ -6,6 +6,7 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -90,6 +91,18 @@ func CreateLog(path, proc string) (*Log, error) {
 		return nil, err
 	}
 	return &Log{f: f, proc: proc}, nil
+}
+
+// Acquired logs the beginning of a tenure whose context is ctx (KindAcquired, marked
+// NoteEndedBeforeDelivery when ctx has ended already) and, when ctx ends, its end
+// (KindLost, with the cause: the logs a failed scenario keeps say why belief ended).
+func (l *Log) Acquired(ctx context.Context, token uint64) {
+	note := ""
+	if ctx.Err() != nil {
+		note = NoteEndedBeforeDelivery
+	}
+	l.Add(KindAcquired, token, 0, note)
+	context.AfterFunc(ctx, func() { l.Add(KindLost, token, 0, context.Cause(ctx).Error()) })
 }
 
 // Add records an event now and returns its time.

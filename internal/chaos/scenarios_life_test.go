@@ -112,9 +112,11 @@ func startStopCycling(s *S) {
 		}
 	}}
 	svc, err := simba.NewService(backend, simba.ContenderFuncs{MutexName: s.Mutex, ID: "cycler",
-		Acquired: func(_ context.Context, st simba.State) {
-			log.Add(KindAcquired, st.After.Token, 0, "")
-			acquired <- struct{}{}
+		Acquired: func(ctx context.Context, st simba.State) {
+			log.Acquired(ctx, st.After.Token)
+			if ctx.Err() == nil { // not the tenure of a Start that timed out, delivered late
+				acquired <- struct{}{}
+			}
 		},
 		Released: func(st simba.State) { log.Add(KindReleased, st.Before.Token, 0, "") },
 	}, simba.WithTTL(s.Timing.TTL), simba.WithTransition(s.Timing.Transition), simba.WithCallTimeout(s.Timing.CallTimeout),

@@ -20,8 +20,7 @@ func runScheduled(ctx context.Context, cfg ContenderConfig, b simba.Backend, log
 	opts := []simba.SchedulerOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
 		simba.WithContenderID(cfg.ID), simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		simba.WithLeaderHooks(func(ctx context.Context, leader simba.Owner) {
-			log.Add(KindAcquired, leader.Token, 0, "")
-			context.AfterFunc(ctx, func() { log.Add(KindLost, leader.Token, 0, context.Cause(ctx).Error()) })
+			log.Acquired(ctx, leader.Token)
 		}, func(leader simba.Owner, _ error) {
 			log.Add(KindReleased, leader.Token, 0, "")
 		})}
