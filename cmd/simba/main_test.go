@@ -90,11 +90,17 @@ func cli(t *testing.T, stdin string, args ...string) result {
 // test ends (or the returned lease is released).
 func holding(t *testing.T, raw, mutex, id string) (*storeurl.Store, *simba.Lease) {
 	t.Helper()
+	return holdingFor(t, raw, mutex, id, 2*time.Second, time.Second)
+}
+
+// holdingFor is holding with the owner's TTL and transition.
+func holdingFor(t *testing.T, raw, mutex, id string, ttl, transition time.Duration) (*storeurl.Store, *simba.Lease) {
+	t.Helper()
 	s, err := storeurl.Open(raw)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	l, err := simba.NewLocker(s.Backend(), mutex, simba.WithContenderID(id),
-		simba.WithTTL(2*time.Second), simba.WithTransition(time.Second))
+		simba.WithTTL(ttl), simba.WithTransition(transition))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	lease, err := l.Acquire(t.Context())
@@ -195,7 +201,10 @@ func TestRelease(t *testing.T) {
 	for scheme, raw := range stores.URLs() {
 		t.Run(scheme, func(t *testing.T) {
 			mutex, id := "cli-release-"+scheme, "stuck-"+scheme
-			s, _ := holding(t, raw, mutex, id)
+			// An owner that renews while the command runs makes its release refuse the
+			// record it looked up ("renewed since the lookup: look again"), as it must: a
+			// 30 s TTL keeps renewals out of the test's way on a loaded machine.
+			s, _ := holdingFor(t, raw, mutex, id, 30*time.Second, time.Second)
 			owner := func() string {
 				o, err := simba.Lookup(t.Context(), s.Backend(), mutex)
 				require.NoError(t, err)
@@ -334,15 +343,7 @@ func TestUsage(t *testing.T) {
 // holdingWith is holding with the owner's TTL and transition.
 func holdingWith(t *testing.T, raw, mutex, id string, ttl, transition time.Duration) *simba.Lease {
 	t.Helper()
-	s, err := storeurl.Open(raw)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	l, err := simba.NewLocker(s.Backend(), mutex, simba.WithContenderID(id),
-		simba.WithTTL(ttl), simba.WithTransition(transition))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	lease, err := l.Acquire(t.Context())
-	require.NoError(t, err)
+	_, lease := holdingFor(t, raw, mutex, id, ttl, transition)
 	return lease
 }
 
