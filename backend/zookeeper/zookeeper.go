@@ -608,8 +608,20 @@ func (b *Backend) collect(o orphan) {
 }
 
 // makeParents creates /simba and /simba/<mutex> as container nodes where missing, as
-// Curator does; ZooKeeper deletes a container once its last child is gone.
+// Curator does; ZooKeeper deletes a container once its last child is gone. It may delete
+// an empty /simba between the two creates (a CI run saw ErrNoNode for the mutex's node):
+// then both are made again, a few times at most.
 func (b *Backend) makeParents(ctx context.Context, parent string) error {
+	var err error
+	for range 3 {
+		if err = b.makeParentsOnce(ctx, parent); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return err
+}
+
+func (b *Backend) makeParentsOnce(ctx context.Context, parent string) error {
 	for _, p := range []string{rootPath, parent} {
 		if _, err := b.create(ctx, p, nil, zk.FlagContainer); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return storeError("create container", p, err)
