@@ -103,6 +103,9 @@ type handOffParty struct {
 	last backend.Record // the last record reported or granted
 }
 
+// handOffTTL is the unscaled TTL of a hand-off party's leases.
+const handOffTTL = 30 * time.Second
+
 // handOffParty opens a contention for mutex on b as a new contender of role.
 func (e *env) handOffParty(b backend.Backend, mutex, role, value string) (*handOffParty, error) {
 	p := &handOffParty{id: e.id(role), value: value}
@@ -112,8 +115,11 @@ func (e *env) handOffParty(b backend.Backend, mutex, role, value string) (*handO
 		p.mu.Unlock()
 		p.changed.notify()
 	}
+	// Nothing renews these leases, and the check tests no lapse: a's must outlive the whole
+	// check, which took 4.4s on a loaded CI machine where a 1.5s TTL had let c's Acquire
+	// take the lapsed mutex for itself.
 	c, err := b.StartContend(e.ctx, backend.Participant{
-		Mutex: mutex, ContenderID: p.id, Value: value, TTL: e.cfg.ttl, Transition: e.cfg.transition,
+		Mutex: mutex, ContenderID: p.id, Value: value, TTL: e.cfg.d(handOffTTL), Transition: e.cfg.transition,
 		Logger: e.logger(), Wake: func() {}, Report: keep, Grant: keep,
 	})
 	if err != nil {
