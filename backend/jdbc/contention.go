@@ -60,6 +60,7 @@ type contention struct {
 
 	waits      waitStatements // the wait table's (waits.go); empty without it, or for a Locker
 	registered time.Time      // when the contention last wrote its row in the wait table; zero: it has none
+	behind     bool           // it handed the mutex off and queued behind those waiting (yieldToEarlier)
 
 	// The database's clock as the last answer that told it read it; stepped is set when
 	// an answer of the current call showed the clock stepping forward.
@@ -174,6 +175,17 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
+	if c.behind {
+		rec, done, err := c.yieldToEarlier(ctx)
+		switch {
+		case err != nil:
+			return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
+		case done:
+			c.waiting(ctx, rec)
+			c.follow(ctx, rec)
+			return rec, nil
+		}
+	}
 	open := c.prepareLock(ctx)
 	c.acquiring(true)
 	c.stepped = false
@@ -181,6 +193,9 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 	err := c.valueBefore(ctx)
 	if err == nil {
 		rec, err = c.acquireRow(ctx, open)
+	}
+	if err == nil && rec.Owner == c.id {
+		c.behind = false
 	}
 	if err == nil && c.value == "" && c.schema.values && rec.Owner == c.id {
 		c.clearValue(ctx)

@@ -304,22 +304,34 @@ func (c *contention) deferTo(ctx context.Context, r row) (_ backend.Record, done
 		if closed(granted) {
 			return backend.Record{}, false, nil
 		}
-		r, err := c.read(ctx)
-		if err != nil {
-			return backend.Record{}, true, fmt.Errorf("read the row: %w", noRow(err))
-		}
-		switch rec := r.record(); {
-		case rec.Owner == c.id:
-			return backend.Record{}, false, nil // renew it
-		case rec.Owner != "":
-			rec, _ := c.seen(r)
-			return rec, !c.stale(), nil
+		r, free, rec, done, err := c.readFree(ctx)
+		switch {
+		case !free || err != nil:
+			return rec, done, err
 		case !r.lock.other || r.lock.holder == holder:
 			return backend.Record{}, false, nil // the holder did not take it
 		}
 		holder = r.lock.holder
 	}
 	return backend.Record{}, false, nil
+}
+
+// readFree reads the row again for an acquisition that leaves a free row to another
+// contender (deferTo, yieldToEarlier): free tells that it still is. Otherwise the
+// acquisition ends (done) with rec, another's row, or goes on: a row of its own, to
+// renew, or one stale, to take.
+func (c *contention) readFree(ctx context.Context) (r row, free bool, rec backend.Record, done bool, err error) {
+	if r, err = c.read(ctx); err != nil {
+		return r, false, backend.Record{}, true, fmt.Errorf("read the row: %w", noRow(err))
+	}
+	switch rec := r.record(); {
+	case rec.Owner == c.id:
+		return r, false, backend.Record{}, false, nil
+	case rec.Owner != "":
+		rec, _ := c.seen(r)
+		return r, false, rec, !c.stale(), nil
+	}
+	return r, true, backend.Record{}, false, nil
 }
 
 // follow, after an answered acquisition, keeps the contention's place in the queue for

@@ -174,24 +174,80 @@ func (c handOffContention) Waiters(ctx context.Context) ([]backend.Waiter, error
 	if err := c.b.usable(ctx); err != nil {
 		return nil, err
 	}
-	query, args := c.b.dialect.bound(c.schema, limit(ctx), c.waits.list, c.mutex)
-	rows, err := c.b.db.QueryContext(ctx, query, args...)
+	out, err := c.waiters(ctx, 0)
 	if err != nil {
 		return nil, c.b.refused(fmt.Errorf("simba/jdbc: list the waiters: %w", err))
 	}
+	return out, nil
+}
+
+// waiters lists the contenders in the wait table within their patience, first come
+// first, up to n of them (0: all).
+func (c *contention) waiters(ctx context.Context, n int) ([]backend.Waiter, error) {
+	query, args := c.b.dialect.bound(c.schema, limit(ctx), c.waits.list, c.mutex)
+	rows, err := c.b.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
 	var out []backend.Waiter
-	for rows.Next() {
+	for (n == 0 || len(out) < n) && rows.Next() {
 		var w backend.Waiter
 		if err := rows.Scan(&w.ID, &w.Value); err != nil {
-			return nil, fmt.Errorf("simba/jdbc: list the waiters: %w", err)
+			return nil, err
 		}
 		out = append(out, w)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, c.b.refused(fmt.Errorf("simba/jdbc: list the waiters: %w", err))
+	return out, rows.Err()
+}
+
+// yieldToEarlier, in an acquisition of a contention that handed the mutex off and so
+// queued behind those waiting (behind), leaves a free row to the first waiter of the wait
+// table while that is not this contender. The named lock's queue need not keep the wait
+// table's order: the waiter that the hand-off's release woke finds the receiver owning
+// without the lock, passes it on and queues for it again, perhaps behind the giver, whose
+// turn then comes first when the receiver releases. So the giver lets the lock go, which
+// wakes the next waiter for it to take the row, and waits for it again, a while at a time
+// as deferTo does, as long as the lock stays with another session; a row another took
+// ends the acquisition (done, with its record). It yields no more once nobody waits
+// before it (behind ends), when the lock comes back to it (nobody else waits for it: the
+// waiters before it poll), after a lease, or when ctx has less than two whiles left.
+func (c *contention) yieldToEarlier(ctx context.Context) (_ backend.Record, done bool, _ error) {
+	for began := time.Now(); time.Since(began) < c.lease; {
+		first, err := c.waiters(ctx, 1)
+		if err != nil {
+			c.log.Debug("simba/jdbc: list the waiters", "error", err)
+			return backend.Record{}, false, nil
+		}
+		if len(first) == 0 || first[0].ID == c.id {
+			c.behind = false
+			return backend.Record{}, false, nil
+		}
+		r, free, rec, done, err := c.readFree(ctx)
+		if !free || err != nil {
+			return rec, done, err
+		}
+		d := max(deferral, deferralTrips*r.got.Sub(r.sent))
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*d {
+			return backend.Record{}, false, nil
+		}
+		c.log.Debug("simba/jdbc: row free while a contender queued before this one's hand-off waits; leaving it the row",
+			"waiter", first[0].ID, "for", d)
+		if c.holdsLock() {
+			c.letGo(ctx)
+		}
+		granted := c.queue()
+		if granted == nil {
+			return backend.Record{}, false, nil // no named lock to wait for: nobody to leave the row to
+		}
+		if err := pause(ctx, d, granted); err != nil {
+			return backend.Record{}, true, err
+		}
+		if closed(granted) {
+			return backend.Record{}, false, nil
+		}
 	}
-	return out, nil
+	return backend.Record{}, false, nil
 }
 
 // HandOff makes to the owner with a new tenure, in one transaction with the checks that
@@ -218,7 +274,7 @@ func (c handOffContention) HandOff(ctx context.Context, to string) error {
 	}
 	c.version, c.token, c.valued = version, 0, 0
 	c.observe(version, version)
-	c.registered = time.Now()
+	c.registered, c.behind = time.Now(), true
 	c.letGo(ctx)
 	c.b.wakeContender(c.mutex, to)
 	return nil
@@ -320,6 +376,7 @@ func (c *contention) waiting(ctx context.Context, rec backend.Record) {
 // leaveQueue takes the contention off the wait table when it is on it (Release,
 // StopContend).
 func (c *contention) leaveQueue(ctx context.Context) {
+	c.behind = false
 	if c.registered.IsZero() {
 		return
 	}

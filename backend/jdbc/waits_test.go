@@ -2,6 +2,7 @@ package jdbc_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -126,4 +127,100 @@ func TestHandOff(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []backend.Waiter{{ID: "a", Value: "va"}}, waiters, "a waiter that released left the queue")
 	})
+}
+
+// TestHandOffGiverStaysBehindEarlierWaiters: a hand-off queues its giver behind those
+// waiting, and it stays there when the named lock's queue reorders. b waits first, c
+// second; a hands the mutex to c. The lock goes to b, which finds c the owner without the
+// lock and passes it on, queueing for it again; a queued for it in between (a CI run of
+// the conformance suite saw it on a loaded machine), so c's release wakes a before b. a
+// must leave the free row to b, which waited longer, rather than take it.
+func TestHandOffGiverStaysBehindEarlierWaiters(t *testing.T) {
+	eachStore(t, func(t *testing.T, s dialectStore) {
+		mutex := mutexName(t)
+		ctx := t.Context()
+		db := s.db(t)
+		ba := s.backend(t)
+		a := party(t, ba, mutex, "a", "")
+		_, err := a.Acquire(ctx)
+		require.NoError(t, err)
+		lock := ba.LockName(mutex)
+		waiter := func(id string, queued int) handOffParty {
+			p := party(t, s.backend(t), mutex, id, "")
+			rec, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "a", rec.Owner)
+			waitUntil(t, 10*time.Second, id+" to queue for the named lock", func() bool {
+				return lockWaiters(t, s, db, lock) == queued
+			})
+			return p
+		}
+		b := waiter("b", 1)
+		c := waiter("c", 2)
+
+		require.NoError(t, a.HandOff(ctx, "c"))
+		woken(t, b, "b, the first waiter for the lock")
+		rec, err := a.Acquire(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "c", rec.Owner)
+		waitUntil(t, 10*time.Second, "the giver to queue for the named lock", func() bool {
+			return lockWaiters(t, s, db, lock) == 2 // c, then a
+		})
+		rec, err = b.Acquire(ctx) // passes the lock on to c, and queues behind a
+		require.NoError(t, err)
+		require.Equal(t, "c", rec.Owner)
+		woken(t, c, "c, after b passed the lock on")
+		rec, err = c.Acquire(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "c", rec.Owner)
+
+		require.NoError(t, c.Release(ctx))
+		woken(t, a, "the giver, next in the lock's queue")
+		type answer struct {
+			rec backend.Record
+			err error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			rec, err := a.Acquire(ctx)
+			got <- answer{rec, err}
+		}()
+		select {
+		case g := <-got:
+			t.Fatalf("the giver's acquisition named %q (%v) before b, which waited longer, was woken", g.rec.Owner, g.err)
+		case <-b.woken:
+		case <-time.After(10 * time.Second):
+			t.Fatal("b was not woken")
+		}
+		rec, err = b.Acquire(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "b", rec.Owner, "b, which waited longest")
+		g := <-got
+		require.NoError(t, g.err)
+		assert.Equal(t, "b", g.rec.Owner, "the giver's acquisition")
+	})
+}
+
+// woken waits until p's Participant.Wake was called.
+func woken(t *testing.T, p handOffParty, who string) {
+	t.Helper()
+	select {
+	case <-p.woken:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s was not woken", who)
+	}
+}
+
+// lockWaiters returns how many sessions of s's server wait for the named lock lock (as
+// Backend.LockName gives it).
+func lockWaiters(t *testing.T, s dialectStore, db *sql.DB, lock string) int {
+	t.Helper()
+	q := "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE CONCAT('%', ?, '%')"
+	if s.dialect == jdbc.Postgres {
+		q = "SELECT count(*) FROM pg_locks, (SELECT $1::text::bigint AS k) AS key WHERE locktype = 'advisory' AND NOT granted " +
+			"AND objsubid = 1 AND classid::bigint = (k >> 32) & 4294967295 AND objid::bigint = k & 4294967295"
+	}
+	var n int
+	require.NoError(t, db.QueryRowContext(t.Context(), q, lock).Scan(&n))
+	return n
 }
