@@ -149,9 +149,14 @@ func TestGoReleaseWakesForeignWaiter(t *testing.T) {
 	assert.True(t, waiting, "the foreign waiter counts as waiting")
 	r := newRecorder()
 	waiter := r.service(t, newBackend(t, newClient(t, srv.Addr())), mutex, "zgo-waiter", opts...)
-	poll(t, "the Go waiter in the waiting set, after the foreign one", func() bool {
+	// Once subscribed, the waiter attempts again at once, and that attempt's registration
+	// says it listens (heard "1"): only then does it wait for a message. An attempt after
+	// the release below would find the mutex free and take it before the foreign waiter
+	// (a CI run saw it).
+	poll(t, "the Go waiter in the waiting set, after the foreign one, listening", func() bool {
+		reg, ok := registration(t, admin, mutex, "zgo-waiter")
 		return admin.ZScore(ctx, jvm.key()+":contender", "zgo-waiter").Err() == nil &&
-			numSub(t, admin, jvm.key()+":zgo-waiter") == 1
+			numSub(t, admin, jvm.key()+":zgo-waiter") == 1 && ok && reg[5] == "1"
 	})
 
 	require.NoError(t, lease.Release(ctx))

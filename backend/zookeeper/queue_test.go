@@ -58,14 +58,34 @@ func (r *requestCount) take() map[int32]int {
 // a create under a reaped mutex node fails and makes the parents again.
 func keepMutexNode(t *testing.T, mutex string) {
 	t.Helper()
-	admin := adminConn(t)
-	for _, p := range []string{"/simba", "/simba/" + mutex} {
-		if _, err := admin.CreateContainer(p, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	createIn(t, adminConn(t), "/simba/"+mutex+"/keep", nil, zk.FlagEphemeral)
+}
+
+// createIn creates node path with data and flags on admin's session, and the containers
+// above it as needed, and returns its path. The server reaps an empty container (the test
+// server every 100ms), perhaps between two of the creates (a CI run saw it): the chain is
+// then made again, up to three times.
+func createIn(t *testing.T, admin *zk.Conn, path string, data []byte, flags int32) string {
+	t.Helper()
+	acl := zk.WorldACL(zk.PermAll)
+	for try := 1; ; try++ {
+		var err error
+		for i := 1; i < len(path) && err == nil; i++ {
+			if path[i] == '/' {
+				if _, err = admin.CreateContainer(path[:i], nil, zk.FlagContainer, acl); errors.Is(err, zk.ErrNodeExists) {
+					err = nil
+				}
+			}
+		}
+		var created string
+		if err == nil {
+			created, err = admin.Create(path, data, flags, acl)
+		}
+		if !errors.Is(err, zk.ErrNoNode) || try == 3 {
 			require.NoError(t, err)
+			return created
 		}
 	}
-	_, err := admin.Create("/simba/"+mutex+"/keep", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
 }
 
 func total(ops map[int32]int) int {

@@ -460,13 +460,7 @@ func TestSharesTheCuratorFormat(t *testing.T) {
 	mutex := mutexName(t)
 	parent := "/simba/" + mutex
 	admin := adminConn(t)
-	for _, p := range []string{"/simba", parent} {
-		if _, err := admin.CreateContainer(p, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			require.NoError(t, err)
-		}
-	}
-	jvm, err := admin.Create(parent+"/_c_5f0b3f3c-1d6f-4c4e-9d0e-2c6a3e6b4b5a-latch-", []byte("jvm-1"), zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
+	jvm := createIn(t, admin, parent+"/_c_5f0b3f3c-1d6f-4c4e-9d0e-2c6a3e6b4b5a-latch-", []byte("jvm-1"), zk.FlagEphemeralSequential)
 	_, jvmStat, err := admin.Get(jvm)
 	require.NoError(t, err)
 	_, err = admin.Create(parent+"/stray", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)) // no contender

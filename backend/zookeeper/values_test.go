@@ -59,19 +59,11 @@ func TestOwnerValueNode(t *testing.T) {
 func TestOwnerValueOfAnotherTransaction(t *testing.T) {
 	mutex := mutexName(t)
 	admin := adminConn(t)
-	acl := zk.WorldACL(zk.PermAll)
-	for _, p := range []string{"/simba", "/simba/" + mutex, "/simba-value", "/simba-value/" + mutex} {
-		if _, err := admin.CreateContainer(p, nil, zk.FlagContainer, acl); err != nil {
-			require.ErrorIs(t, err, zk.ErrNodeExists)
-		}
-	}
 	prefix := zookeeper.NewProtection()
 	prefix = prefix[:17] + "8" + prefix[18:] // the UUID's version: a node with a value
 	name := strings.TrimSuffix(prefix, "-")
-	_, err := admin.Create("/simba-value/"+mutex+"/"+name, []byte("not this tenure's"), zk.FlagEphemeral, acl)
-	require.NoError(t, err)
-	_, err = admin.Create("/simba/"+mutex+"/"+prefix+"latch-", []byte("a"), zk.FlagEphemeralSequential, acl)
-	require.NoError(t, err)
+	createIn(t, admin, "/simba-value/"+mutex+"/"+name, []byte("not this tenure's"), zk.FlagEphemeral)
+	createIn(t, admin, "/simba/"+mutex+"/"+prefix+"latch-", []byte("a"), zk.FlagEphemeralSequential)
 	for name, opts := range map[string][]zookeeper.Option{"queue": nil, "per node": {perNode}} {
 		o, err := simba.Lookup(t.Context(), newBackend(t, opts...), mutex)
 		require.NoError(t, err, name)
@@ -88,14 +80,7 @@ func TestOwnerValueOfAnotherTransaction(t *testing.T) {
 func TestLockerCycleRequestsWithValue(t *testing.T) {
 	mutex := mutexName(t)
 	keepMutexNode(t, mutex)
-	admin := adminConn(t)
-	for _, p := range []string{"/simba-value", "/simba-value/" + mutex} {
-		if _, err := admin.CreateContainer(p, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
-			require.ErrorIs(t, err, zk.ErrNodeExists)
-		}
-	}
-	_, err := admin.Create("/simba-value/"+mutex+"/keep", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
+	createIn(t, adminConn(t), "/simba-value/"+mutex+"/keep", nil, zk.FlagEphemeral)
 	count := newRequestCount()
 	l, err := simba.NewLocker(spied(t, count.seen), mutex, simba.WithOwnerValue("v"))
 	require.NoError(t, err)
