@@ -49,6 +49,11 @@ type ContenderConfig struct {
 	// SlotEvery, if set, makes the contender a simba.Scheduler whose slots are the
 	// multiples of SlotEvery: see runScheduled.
 	SlotEvery time.Duration
+
+	// Debug, if set, gets the service's log from the debug level on: a contender process
+	// writes it to its stderr, which the run keeps with the event logs, so that a failed
+	// scenario's hand-overs and retries can be read afterwards.
+	Debug io.Writer `json:"-"`
 }
 
 // roleEnv and configEnv carry a contender process's role and configuration.
@@ -69,6 +74,7 @@ func ContenderMain() (code int, isContender bool) {
 		return 2, true
 	}
 	quietDrivers()
+	cfg.Debug = os.Stderr
 	commands := make(chan string)
 	go func() { // ends with the process
 		sc := bufio.NewScanner(os.Stdin)
@@ -129,7 +135,7 @@ func RunContender(ctx context.Context, cfg ContenderConfig, commands <-chan stri
 
 	c := &contender{cfg: cfg, log: log, ref: ref}
 	opts := []simba.ServiceOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
-		simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+		simba.WithLogger(cfg.logger())}
 	if cfg.CallTimeout > 0 {
 		opts = append(opts, simba.WithCallTimeout(cfg.CallTimeout))
 	}
@@ -308,3 +314,11 @@ func quietDrivers() {
 type discardRedisLog struct{}
 
 func (discardRedisLog) Printf(context.Context, string, ...any) {}
+
+// logger is the logger of the contender's service: Debug's, or none.
+func (cfg ContenderConfig) logger() *slog.Logger {
+	if cfg.Debug == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(cfg.Debug, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

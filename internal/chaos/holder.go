@@ -3,8 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/simba-go/simba"
@@ -44,7 +42,7 @@ type holder struct {
 // rounds of holds, "stop" ends them (a hold held is released first).
 func runHolder(ctx context.Context, cfg ContenderConfig, b simba.Backend, log *Log, ref *RefereeClient, commands <-chan string) error {
 	opts := []simba.LockerOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
-		simba.WithContenderID(cfg.ID), simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+		simba.WithContenderID(cfg.ID), simba.WithLogger(cfg.logger())}
 	if cfg.CallTimeout > 0 {
 		opts = append(opts, simba.WithCallTimeout(cfg.CallTimeout))
 	}

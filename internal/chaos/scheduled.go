@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -18,7 +16,7 @@ import (
 // WorkPause before the run ends.
 func runScheduled(ctx context.Context, cfg ContenderConfig, b simba.Backend, log *Log, commands <-chan string) error {
 	opts := []simba.SchedulerOption{simba.WithTTL(cfg.TTL), simba.WithTransition(cfg.Transition),
-		simba.WithContenderID(cfg.ID), simba.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		simba.WithContenderID(cfg.ID), simba.WithLogger(cfg.logger()),
 		simba.WithLeaderHooks(func(ctx context.Context, leader simba.Owner) {
 			log.Acquired(ctx, leader.Token)
 		}, func(leader simba.Owner, _ error) {
