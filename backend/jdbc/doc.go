@@ -907,9 +907,10 @@
 // directly. A waiter that passes the lock on queues for it again, perhaps behind the
 // caller, which may so be woken before it when to releases: until the caller finds
 // nobody before it in the queue (the table's), it leaves a free row to the first waiter,
-// lets the lock go and waits for it again, a while at a time, up to a lease. to's next Acquire finds the row naming it at a version it does not know, and
-// takes it over as its own earlier tenure (see Fencing token): a renewal, whose version is
-// its token, larger than the caller's. If to dies after the hand-off, its tenure lapses at
+// lets the lock go and waits for it again, a while at a time (yieldToEarlier). to's next
+// Acquire finds the row naming it at a version it does not know, and takes it over as its
+// own earlier tenure (see Fencing token): a renewal, whose version is its token, larger
+// than the caller's. If to dies after the hand-off, its tenure lapses at
 // its transition_at as any owner's that crashed. A to without the hand-over's named lock
 // (WithHandOver(false), the budget spent) is not woken: it finds the row its own at its
 // next attempt, up to the caller's ttl + transition later.

@@ -73,6 +73,11 @@ const (
 		"WHERE {bound}mutex = ? AND version = ?"
 )
 
+// yieldTurns bounds the whiles (deferral, at least) a giver leaves a free row to the
+// waiters before it (yieldToEarlier): more than deferTo's, since a waiter woken on a
+// loaded machine may take longer than a few of them to take the row.
+const yieldTurns = 20
+
 // waitStatements are the wait table's statements for one backend, rendered for its
 // dialect and session; empty where it has no wait table.
 type waitStatements struct {
@@ -211,9 +216,10 @@ func (c *contention) waiters(ctx context.Context, n int) ([]backend.Waiter, erro
 // as deferTo does, as long as the lock stays with another session; a row another took
 // ends the acquisition (done, with its record). It yields no more once nobody waits
 // before it (behind ends), when the lock comes back to it (nobody else waits for it: the
-// waiters before it poll), after a lease, or when ctx has less than two whiles left.
+// waiters before it poll), after yieldTurns whiles or a lease, or when ctx has less than
+// two whiles left.
 func (c *contention) yieldToEarlier(ctx context.Context) (_ backend.Record, done bool, _ error) {
-	for began := time.Now(); time.Since(began) < c.lease; {
+	for began, turn := time.Now(), 0; turn < yieldTurns && time.Since(began) < c.lease; turn++ {
 		first, err := c.waiters(ctx, 1)
 		if err != nil {
 			c.log.Debug("simba/jdbc: list the waiters", "error", err)
