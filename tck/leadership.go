@@ -52,9 +52,9 @@ func checkServiceHandOff(e *env) error {
 	// c seeing a as the owner is not yet c waiting where the store can tell (a SQL
 	// backend's queue row, which c's attempts write, may not be there yet on a loaded
 	// machine): until then the hand-off is refused with ErrNotWaiting, and asked again.
-	err = sa.HandOff(e.ctx, mc.id)
 	waits, cancelWaits := e.within(e.cfg.takeoverBound())
 	defer cancelWaits()
+	err = sa.HandOff(waits, mc.id)
 	again := time.NewTicker(10 * time.Millisecond)
 	defer again.Stop()
 	for errors.Is(err, simba.ErrNotWaiting) {
@@ -63,7 +63,7 @@ func checkServiceHandOff(e *env) error {
 			return fmt.Errorf("HandOff by the leader to c, which waits: %w", err)
 		case <-again.C:
 		}
-		err = sa.HandOff(e.ctx, mc.id)
+		err = sa.HandOff(waits, mc.id)
 	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("%w (%v)", errUnsupported, err)
