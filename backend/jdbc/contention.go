@@ -181,8 +181,8 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		case err != nil:
 			return backend.Record{}, c.b.refused(fmt.Errorf("simba/jdbc: acquire: %w", err))
 		case done:
-			c.waiting(ctx, rec)
 			c.follow(ctx, rec)
+			c.waiting(ctx, rec)
 			return rec, nil
 		}
 	}
@@ -208,10 +208,11 @@ func (c *contention) Acquire(ctx context.Context) (backend.Record, error) {
 		valueErr = c.valueAfter(ctx, &rec)
 	}
 	if err == nil {
-		// The table's statements come first: once the contention follows the answer, it
-		// may wait on its pinned connection, as if the call were over.
-		c.waiting(ctx, rec)
+		// The lock's queue before the wait table's: a giver hands off to whom the table
+		// lists and wakes it through the lock, which a waiter listed but not yet queued
+		// would miss (it would learn of its tenure only when it next polls).
 		c.follow(ctx, rec)
+		c.waiting(ctx, rec)
 		err = valueErr
 	}
 	c.acquiring(false)

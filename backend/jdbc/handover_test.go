@@ -100,7 +100,7 @@ func TestHandOverWakesTheWaiter(t *testing.T) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to wait for the named lock", func() bool { return bb.Waiting(mutex) == 1 })
+	waitsBehind(t, b, bb, mutex, "a")
 
 	began := time.Now()
 	require.NoError(t, a.svc.Stop(t.Context()))
@@ -192,7 +192,7 @@ func TestConnections(t *testing.T) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to wait", func() bool { return bb.Waiting(mutex) == 1 })
+	waitsBehind(t, b, bb, mutex, "a")
 	assert.Equal(t, 1, inUse(dba), "the owner's pinned connection")
 	assert.Equal(t, 1, inUse(dbb), "the waiter's connection, blocked on the named lock")
 	require.NoError(t, b.svc.Stop(t.Context()), "stops a waiting contender")
@@ -211,6 +211,17 @@ func TestConnections(t *testing.T) {
 	require.NoError(t, c.svc.Stop(t.Context()))
 }
 
+// waitsBehind waits until c, a service of b, waits behind owner for mutex: its last
+// Acquire answered (the service names owner) and left it queued for the named lock. The
+// queue comes first: the Acquire's last statements, on a pool connection of their own,
+// may run after it.
+func waitsBehind(t *testing.T, c *contender, b *jdbc.Backend, mutex, owner string) {
+	t.Helper()
+	waitUntil(t, 10*time.Second, c.svc.ContenderID()+" to wait for the named lock", func() bool {
+		return b.Waiting(mutex) == 1 && c.svc.Owner().ID == owner
+	})
+}
+
 // TestCloseFreesWhatTheBackendHolds: Close returns pinned connections and ends waiting
 // goroutines, without touching the table or the pool.
 func TestCloseFreesWhatTheBackendHolds(t *testing.T) {
@@ -225,7 +236,7 @@ func TestCloseFreesWhatTheBackendHolds(t *testing.T) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to wait", func() bool { return bb.Waiting(mutex) == 1 })
+	waitsBehind(t, b, bb, mutex, "a")
 
 	require.NoError(t, bb.Close())
 	require.NoError(t, ba.Close())

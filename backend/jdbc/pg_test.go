@@ -376,7 +376,7 @@ func handOvers(t *testing.T, opts ...jdbc.Option) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to wait for the advisory lock", func() bool { return bb.Waiting(mutex) == 1 })
+	waitsBehind(t, b, bb, mutex, "a")
 
 	for range 3 { // back and forth
 		began := time.Now()
@@ -388,7 +388,7 @@ func handOvers(t *testing.T, opts ...jdbc.Option) {
 		a, b = b, a
 		ba, bb = bb, ba
 		require.NoError(t, b.svc.Start(t.Context()))
-		waitUntil(t, 10*time.Second, "the new waiter to wait for the advisory lock", func() bool { return bb.Waiting(mutex) == 1 })
+		waitsBehind(t, b, bb, mutex, a.svc.ContenderID())
 	}
 	require.NoError(t, a.svc.Stop(t.Context()))
 	require.NoError(t, b.svc.Stop(t.Context()))

@@ -106,7 +106,7 @@ func TestServerCrashShortOutage(t *testing.T) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to wait", func() bool { return bb.Waiting(mutex) == 1 })
+	waitsBehind(t, b, bb, mutex, "a")
 	check := openOn(t, s)
 	before := readRow(t, check, mutex)
 
@@ -148,7 +148,7 @@ func TestServerCrashLongOutage(t *testing.T) {
 	require.NoError(t, a.svc.Start(t.Context()))
 	first := wait(t, a.acquired, 10*time.Second, "acquisition by a")
 	require.NoError(t, b.svc.Start(t.Context()))
-	waitUntil(t, 10*time.Second, "b to wait", func() bool { return bb.Waiting(mutex) == 1 })
+	waitsBehind(t, b, bb, mutex, "a")
 
 	require.NoError(t, s.Kill())
 	killed := time.Now()

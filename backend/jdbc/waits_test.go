@@ -3,6 +3,8 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/backend/jdbc"
+	"github.com/simba-go/simba/internal/faultproxy"
 )
 
 // handOffParty is a service's contention as the hand-off tests drive it, with a channel
@@ -199,6 +202,74 @@ func TestHandOffGiverStaysBehindEarlierWaiters(t *testing.T) {
 		require.NoError(t, g.err)
 		assert.Equal(t, "b", g.rec.Owner, "the giver's acquisition")
 	})
+}
+
+// TestHandOffWakesAWaiterAsSoonAsItIsListed: a giver hands off to a waiter the wait table
+// lists and wakes it through the named lock, so a waiter must queue for the lock before
+// it is listed. c's answers reach it 500 ms late; a hands off to c the moment the table
+// lists it. b, first in the lock's queue, is woken, finds c the owner and passes the lock
+// on, which c must be queued for by then. A CI run of the conformance suite saw c
+// listed and not queued: b took the lock back and c waited for its poll.
+func TestHandOffWakesAWaiterAsSoonAsItIsListed(t *testing.T) {
+	eachStore(t, func(t *testing.T, s dialectStore) {
+		mutex := mutexName(t)
+		ctx := t.Context()
+		db := s.db(t)
+		ba := s.backend(t)
+		a := party(t, ba, mutex, "a", "")
+		_, err := a.Acquire(ctx)
+		require.NoError(t, err)
+		lock := ba.LockName(mutex)
+		b := party(t, s.backend(t), mutex, "b", "")
+		rec, err := b.Acquire(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "a", rec.Owner)
+		waitUntil(t, 10*time.Second, "b to queue for the named lock", func() bool { return lockWaiters(t, s, db, lock) == 1 })
+
+		c := party(t, slowBackend(t, s, 500*time.Millisecond), mutex, "c", "")
+		answered := make(chan error, 1)
+		go func() {
+			_, err := c.Acquire(ctx)
+			answered <- err
+		}()
+		waitUntil(t, 10*time.Second, "the wait table to list c", func() bool {
+			waiters, err := a.Waiters(ctx)
+			require.NoError(t, err)
+			return slices.Contains(waiters, backend.Waiter{ID: "c"})
+		})
+		require.NoError(t, a.HandOff(ctx, "c"))
+		woken(t, b, "b, first in the lock's queue")
+		rec, err = b.Acquire(ctx) // passes the lock on
+		require.NoError(t, err)
+		require.Equal(t, "c", rec.Owner)
+		require.NoError(t, <-answered)
+		woken(t, c, "c, the receiver, through the named lock")
+		rec, err = c.Acquire(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "c", rec.Owner)
+	})
+}
+
+// slowBackend returns a backend of s's store whose connections get the server's answers
+// late by delay.
+func slowBackend(t *testing.T, s dialectStore, delay time.Duration) *jdbc.Backend {
+	t.Helper()
+	addr, dsn, opts := server.Addr(), server.DSN(), []jdbc.Option(nil)
+	if s.dialect == jdbc.Postgres {
+		addr, dsn, opts = pgServer.Addr(), pgServer.DSN(), []jdbc.Option{jdbc.WithDialect(jdbc.Postgres)}
+	}
+	p, err := faultproxy.New(addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	p.Delay(faultproxy.Down, delay, 0)
+	driver := map[jdbc.Dialect]string{jdbc.MySQL: "mysql", jdbc.Postgres: "pgx"}[s.dialect]
+	db, err := sql.Open(driver, strings.Replace(dsn, addr, p.Addr(), 1))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	b, err := jdbc.New(db, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 // woken waits until p's Participant.Wake was called.
