@@ -226,7 +226,9 @@ func TestHandOffWakesAWaiterAsSoonAsItIsListed(t *testing.T) {
 		require.Equal(t, "a", rec.Owner)
 		waitUntil(t, 10*time.Second, "b to queue for the named lock", func() bool { return lockWaiters(t, s, db, lock) == 1 })
 
-		c := party(t, slowBackend(t, s, 500*time.Millisecond), mutex, "c", "")
+		bc, proxy := proxiedBackend(t, s)
+		c := party(t, bc, mutex, "c", "")
+		proxy.Delay(faultproxy.Down, 500*time.Millisecond, 0)
 		answered := make(chan error, 1)
 		go func() {
 			_, err := c.Acquire(ctx)
@@ -242,17 +244,19 @@ func TestHandOffWakesAWaiterAsSoonAsItIsListed(t *testing.T) {
 		rec, err = b.Acquire(ctx) // passes the lock on
 		require.NoError(t, err)
 		require.Equal(t, "c", rec.Owner)
-		require.NoError(t, <-answered)
 		woken(t, c, "c, the receiver, through the named lock")
+		proxy.Heal()
+		require.NoError(t, <-answered)
 		rec, err = c.Acquire(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, "c", rec.Owner)
 	})
 }
 
-// slowBackend returns a backend of s's store whose connections get the server's answers
-// late by delay.
-func slowBackend(t *testing.T, s dialectStore, delay time.Duration) *jdbc.Backend {
+// proxiedBackend returns a backend of s's store whose connections pass through a fault
+// proxy, with three of them open already (connections made through a slow proxy would
+// take many of its round trips).
+func proxiedBackend(t *testing.T, s dialectStore) (*jdbc.Backend, *faultproxy.Proxy) {
 	t.Helper()
 	addr, dsn, opts := server.Addr(), server.DSN(), []jdbc.Option(nil)
 	if s.dialect == jdbc.Postgres {
@@ -261,15 +265,24 @@ func slowBackend(t *testing.T, s dialectStore, delay time.Duration) *jdbc.Backen
 	p, err := faultproxy.New(addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
-	p.Delay(faultproxy.Down, delay, 0)
 	driver := map[jdbc.Dialect]string{jdbc.MySQL: "mysql", jdbc.Postgres: "pgx"}[s.dialect]
 	db, err := sql.Open(driver, strings.Replace(dsn, addr, p.Addr(), 1))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxIdleConns(3)
+	var conns []*sql.Conn
+	for range 3 {
+		conn, err := db.Conn(t.Context())
+		require.NoError(t, err)
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		require.NoError(t, conn.Close())
+	}
 	b, err := jdbc.New(db, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return b, p
 }
 
 // woken waits until p's Participant.Wake was called.
