@@ -57,8 +57,9 @@ func TestConformanceInADaylightSavingZone(t *testing.T) {
 
 // mariadbScale doubles the suite's times on MariaDB, as on PostgreSQL: a semaphore's or
 // read-write lock's release waits for the row locks of a decision under way, a DELETE
-// queued behind deciders' commits, each an fsync. On a loaded CI machine such releases
-// timed out at the suite's 250ms call timeout, and again at 375ms (1.5 times).
+// queued behind deciders' transactions. On a loaded CI machine such releases timed out
+// at the suite's 250ms call timeout, and again at 375ms (1.5 times) and at 500ms while
+// the test server still flushed every commit to the disk (see needServer).
 var mariadbScale = tck.WithTimeScale(2)
 
 // openConns returns how many connections the server has for the simba user besides db's.
