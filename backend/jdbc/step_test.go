@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -17,10 +18,11 @@ import (
 	"github.com/simba-go/simba/backend/jdbc"
 )
 
-// steppedClock is a database clock the test can step: every connection of a pool made
-// with it sets its session's timestamp (which UTC_TIMESTAMP follows) to the real time
-// plus the clock's offset, and connections are not reused, so each statement reads the
-// clock as it is then.
+// steppedClock is a database clock the test can step: every statement on a pool made
+// with it first sets its session's timestamp (which UTC_TIMESTAMP follows) to the real
+// time plus the clock's offset, so each statement reads the clock as it is then. (Set
+// once per connection, the timestamp stayed frozen through a transaction's statements: a
+// loaded CI run saw it fall 57 ms behind, reported as a step back.)
 type steppedClock struct {
 	offset atomic.Int64 // ms
 }
@@ -36,7 +38,6 @@ func (c *steppedClock) pool(t *testing.T) *sql.DB {
 	base, err := mysql.NewConnector(cfg)
 	require.NoError(t, err)
 	db := sql.OpenDB(&steppedConnector{Connector: base, clock: c})
-	db.SetMaxIdleConns(0)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
@@ -51,12 +52,58 @@ func (s *steppedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	at := time.Now().UnixMilli() + s.clock.offset.Load()
-	if _, err := conn.(driver.ExecerContext).ExecContext(ctx, fmt.Sprintf("SET timestamp = %d.%03d", at/1000, at%1000), nil); err != nil {
-		_ = conn.Close()
+	return &steppedConn{conn: conn, clock: s.clock}, nil
+}
+
+// steppedConn is a connection of the MariaDB driver whose statements run after the
+// session's timestamp is set: every one goes through ExecContext or QueryContext, which
+// database/sql prefers (the DSN interpolates arguments), and begins no prepared
+// statement.
+type steppedConn struct {
+	conn  driver.Conn
+	clock *steppedClock
+}
+
+func (c *steppedConn) set(ctx context.Context) error {
+	at := time.Now().UnixMilli() + c.clock.offset.Load()
+	_, err := c.conn.(driver.ExecerContext).ExecContext(ctx, fmt.Sprintf("SET timestamp = %d.%03d", at/1000, at%1000), nil)
+	return err
+}
+
+func (c *steppedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.set(ctx); err != nil {
 		return nil, err
 	}
-	return conn, nil
+	return c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c *steppedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.set(ctx); err != nil {
+		return nil, err
+	}
+	return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c *steppedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *steppedConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("steppedConn: prepared statements would read the clock unset")
+}
+
+func (c *steppedConn) Begin() (driver.Tx, error) { return nil, errors.New("steppedConn: use BeginTx") }
+
+func (c *steppedConn) Close() error { return c.conn.Close() }
+
+func (c *steppedConn) ResetSession(ctx context.Context) error {
+	return c.conn.(driver.SessionResetter).ResetSession(ctx)
+}
+
+func (c *steppedConn) IsValid() bool { return c.conn.(driver.Validator).IsValid() }
+
+func (c *steppedConn) CheckNamedValue(nv *driver.NamedValue) error {
+	return c.conn.(driver.NamedValueChecker).CheckNamedValue(nv)
 }
 
 // TestClockStepForward (issue 15, item 4): the database's clock steps forward by less
