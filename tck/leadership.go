@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,22 +51,16 @@ func checkServiceHandOff(e *env) error {
 	}
 	sb, sc, mb, mc := waiting[0], waiting[1], members[0], members[1]
 	// c seeing a as the owner is not yet c waiting where the store can tell (a SQL
-	// backend's queue row, which c's attempts write, may not be there yet on a loaded
-	// machine): until then the hand-off is refused with ErrNotWaiting, and asked again.
+	// backend's wait-table row, which c's attempt writes within its call's deadline, may
+	// be missing on a loaded machine until its next attempt). A hand-off to a contender
+	// not listed steps down all the same (ErrNotWaiting), so the check waits for the
+	// listing first.
 	waits, cancelWaits := e.within(e.cfg.takeoverBound())
 	defer cancelWaits()
-	err = sa.HandOff(waits, mc.id)
-	again := time.NewTicker(10 * time.Millisecond)
-	defer again.Stop()
-	for errors.Is(err, simba.ErrNotWaiting) {
-		select {
-		case <-waits.Done():
-			return fmt.Errorf("HandOff by the leader to c, which waits: %w", err)
-		case <-again.C:
-		}
-		err = sa.HandOff(waits, mc.id)
+	if err := e.awaitListed(waits, mutex, mc.id); err != nil {
+		return err
 	}
-	if errors.Is(err, errors.ErrUnsupported) {
+	if err := sa.HandOff(waits, mc.id); errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("%w (%v)", errUnsupported, err)
 	} else if err != nil {
 		return fmt.Errorf("HandOff by the leader to c: %w", err)
@@ -100,6 +95,50 @@ func checkServiceHandOff(e *env) error {
 		f.add(fmt.Errorf("the former leader after the others stopped: %w", err))
 	}
 	return f.join(sa.Stop(e.ctx), checkPreference(e), a.err())
+}
+
+// awaitListed waits until the store lists id among mutex's waiters, as a hand-off's giver
+// would ask, through a contention of its own that it stops again (on a session store it
+// queues while it asks); errUnsupported when the store lists none. A start that takes
+// longer than a TTL is tried again, as start does.
+func (e *env) awaitListed(ctx context.Context, mutex, id string) error {
+	b, lister := e.backend().inner, e.id("lister")
+	c, err := untilAnswered(ctx, func(ctx context.Context) (backend.Contention, error) {
+		sctx, cancel := context.WithTimeout(ctx, e.cfg.ttl)
+		defer cancel()
+		c, err := b.StartContend(sctx, backend.Participant{
+			Mutex: mutex, ContenderID: lister, TTL: e.cfg.ttl, Transition: e.cfg.transition, Logger: e.logger(),
+			Wake: func() {}, Report: func(backend.Record, time.Time) {}, Grant: func(backend.Record, time.Time) {},
+		})
+		if err != nil && sctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", simba.ErrTimeout, err)
+		}
+		return c, err
+	})
+	if err != nil {
+		return fmt.Errorf("StartContend: %w", err)
+	}
+	defer func() { _ = c.StopContend(context.WithoutCancel(ctx)) }()
+	h, ok := c.(backend.HandOffer)
+	if !ok {
+		return fmt.Errorf("%w (its contentions are no backend.HandOffer)", errUnsupported)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		waiters, err := h.Waiters(ctx)
+		if errors.Is(err, errors.ErrUnsupported) {
+			return fmt.Errorf("%w (%v)", errUnsupported, err)
+		}
+		if err == nil && slices.ContainsFunc(waiters, func(w backend.Waiter) bool { return w.ID == id }) {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for the store to list %s among the waiters (last: %v, %v)", id, waiters, err)
+		}
+	}
 }
 
 // checkPreference is checkServiceHandOff's preference part, on a mutex of its own; nil on

@@ -185,7 +185,6 @@ func (e *env) backend() *probe {
 	return newProbe(e.factory(e.t))
 }
 
-// options returns the service options of the suite plus extra.
 // options returns the options of every check's simba objects, then extra, as options of
 // the constructor whose option type O is.
 func options[O any](e *env, extra ...O) []O {
