@@ -29,8 +29,8 @@ type RedisSentinel struct {
 	Primary, Replica *Server
 	// Sentinels watch the primary; clients ask them where the master is.
 	Sentinels []*Server
-	// DownAfter is how long the sentinels wait before they fail an unreachable master
-	// over: 500ms.
+	// DownAfter is how long the first sentinel waits before it fails an unreachable
+	// master over (the others wait longer: half of it more each): 500ms.
 	DownAfter time.Duration
 
 	link *faultproxy.Proxy // the replica's connection to the primary, once started
@@ -73,14 +73,20 @@ func NewRedisSentinel(dir string) (*RedisSentinel, error) {
 				return nil
 			}
 			written = true
+			// The sentinels fail the master at staggered times, so that the first asks
+			// the others for their votes before they stand themselves: three that stood
+			// at once each voted for itself (a CI run), and a failed election waits twice
+			// the failover timeout before the next, which is 5 s here (Redis's default,
+			// 3 min).
+			downAfter := d.DownAfter + time.Duration(i)*d.DownAfter/2
 			conf := fmt.Sprintf(`bind %s
 port %d
 dir %s
 sentinel monitor %s %s %d 2
 sentinel down-after-milliseconds %s %d
-sentinel failover-timeout %s 60000
+sentinel failover-timeout %s 5000
 sentinel parallel-syncs %s 1
-`, s.Host, s.Port, s.Dir, SentinelMaster, d.Primary.Host, d.Primary.Port, SentinelMaster, d.DownAfter.Milliseconds(),
+`, s.Host, s.Port, s.Dir, SentinelMaster, d.Primary.Host, d.Primary.Port, SentinelMaster, downAfter.Milliseconds(),
 				SentinelMaster, SentinelMaster)
 			return os.WriteFile(cfg, []byte(conf), 0o644)
 		}
