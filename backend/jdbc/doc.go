@@ -887,10 +887,12 @@
 // SELECT the next place ... ON DUPLICATE KEY UPDATE, on PostgreSQL ON CONFLICT DO UPDATE;
 // a row that outlived its patience goes to the end), with a patience of twice its ttl +
 // transition and 2s, and writes it again once half of that has passed while it waits; it
-// leaves the queue (waitRemove) when it owns the mutex, releases or stops. A Locker's
-// acquisition (Participant.WaitsOnly) never queues there and hands nothing off: its
-// statements are as they were. Waiters lists the rows within their patience, by place
-// (waitList). A waiter that dies is dropped after its patience.
+// leaves the queue (waitRemove) when it owns the mutex, releases or stops. It queues for
+// the named lock first, so that a hand-off to a contender the table lists reaches it
+// through the lock (below). A Locker's acquisition (Participant.WaitsOnly) never queues
+// there and hands nothing off: its statements are as they were. Waiters lists the rows
+// within their patience, by place (waitList). A waiter that dies is dropped after its
+// patience.
 //
 // HandOff(to) is one transaction: it locks the mutex's row (handOffOwner, SELECT ... FOR
 // UPDATE) and checks that the caller owns it at the version of its last answer with its
