@@ -132,6 +132,18 @@ func TestHandOff(t *testing.T) {
 	})
 }
 
+// owningParty opens a service's contention "a" on s's store and makes it the owner of a
+// mutex of its own; it returns the mutex, a, and the name of the mutex's named lock.
+func owningParty(t *testing.T, s dialectStore) (string, handOffParty, string) {
+	t.Helper()
+	mutex := mutexName(t)
+	b := s.backend(t)
+	a := party(t, b, mutex, "a", "")
+	_, err := a.Acquire(t.Context())
+	require.NoError(t, err)
+	return mutex, a, b.LockName(mutex)
+}
+
 // TestHandOffGiverStaysBehindEarlierWaiters: a hand-off queues its giver behind those
 // waiting, and it stays there when the named lock's queue reorders. b waits first, c
 // second; a hands the mutex to c. The lock goes to b, which finds c the owner without the
@@ -140,14 +152,8 @@ func TestHandOff(t *testing.T) {
 // must leave the free row to b, which waited longer, rather than take it.
 func TestHandOffGiverStaysBehindEarlierWaiters(t *testing.T) {
 	eachStore(t, func(t *testing.T, s dialectStore) {
-		mutex := mutexName(t)
-		ctx := t.Context()
-		db := s.db(t)
-		ba := s.backend(t)
-		a := party(t, ba, mutex, "a", "")
-		_, err := a.Acquire(ctx)
-		require.NoError(t, err)
-		lock := ba.LockName(mutex)
+		mutex, a, lock := owningParty(t, s)
+		ctx, db := t.Context(), s.db(t)
 		waiter := func(id string, queued int) handOffParty {
 			p := party(t, s.backend(t), mutex, id, "")
 			rec, err := p.Acquire(ctx)
@@ -212,14 +218,8 @@ func TestHandOffGiverStaysBehindEarlierWaiters(t *testing.T) {
 // listed and not queued: b took the lock back and c waited for its poll.
 func TestHandOffWakesAWaiterAsSoonAsItIsListed(t *testing.T) {
 	eachStore(t, func(t *testing.T, s dialectStore) {
-		mutex := mutexName(t)
-		ctx := t.Context()
-		db := s.db(t)
-		ba := s.backend(t)
-		a := party(t, ba, mutex, "a", "")
-		_, err := a.Acquire(ctx)
-		require.NoError(t, err)
-		lock := ba.LockName(mutex)
+		mutex, a, lock := owningParty(t, s)
+		ctx, db := t.Context(), s.db(t)
 		b := party(t, s.backend(t), mutex, "b", "")
 		rec, err := b.Acquire(ctx)
 		require.NoError(t, err)
