@@ -231,7 +231,7 @@ func TestRelease(t *testing.T) {
 			assert.Contains(t, r.stdout, "nothing to release")
 
 			mutex2 := mutex + "-2"
-			holding(t, raw, mutex2, id)
+			holdingFor(t, raw, mutex2, id, 30*time.Second, time.Second) // as above
 			r = cli(t, "", "--store", raw, "--yes", "--json", "release", mutex2)
 			require.Equal(t, 0, r.code, r.stderr)
 			var out struct{ Released record }
