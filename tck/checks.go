@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/simba-go/simba"
 	"github.com/simba-go/simba/backend"
 	"github.com/simba-go/simba/observe"
@@ -1205,36 +1203,6 @@ func nonZero(o simba.Owner) error {
 		return nil
 	}
 	return fmt.Errorf("Lookup found %v, want no owner", o)
-}
-
-// checkLeaks: after a warm-up round, rounds of every way of use leave no goroutine behind.
-// The backends are made before the baseline: they live until the test ends.
-func checkLeaks(e *env) error {
-	backends := [4]*probe{e.backend(), e.backend(), e.backend(), e.backend()}
-	if err := useEveryWay(e, backends); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	// A backend may start goroutines of its own, kept until it is closed, the first time
-	// it needs them (a Redis backend's subscription connection, when one of its
-	// contentions first waits or renews), which timing decides: one round may need them
-	// and the warm-up not. What a lifecycle leaks, it leaks at every round: the check
-	// passes when two rounds leave nothing, or else when two more rounds leave nothing
-	// beyond what the first two left.
-	var err error
-	for range 2 {
-		e.runCleanups()
-		baseline := goleak.IgnoreCurrent()
-		for range 2 {
-			if err := useEveryWay(e, backends); err != nil {
-				return err
-			}
-		}
-		e.runCleanups()
-		if err = goleak.Find(baseline); err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("goroutines left after Stop: %w", err)
 }
 
 // useEveryWay is one round of the leak check on a new mutex: a retriever watches while a

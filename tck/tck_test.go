@@ -337,3 +337,46 @@ func (b *stallsFirstCalls) Holds(k backend.Kind) bool {
 	h, ok := b.Backend.(backend.Holder)
 	return ok && h.Holds(k)
 }
+
+// A backend may replace a goroutine it keeps until Close (an etcd backend opens its watch
+// stream again when the member lost its leader): the leak check passes it, while a
+// goroutine left at every StartContend is caught (TestBrokenBackendsAreCaught).
+func TestLeakCheckPassesAReplacedGoroutine(t *testing.T) {
+	factory := memoryFactory()
+	replacing := func(t *testing.T) backend.Backend {
+		b := &replacesKept{Backend: factory(t)}
+		t.Cleanup(b.stop)
+		return b
+	}
+	assert.NoError(t, runCheck(t, config{scale: 1, ttl: 1e9, transition: 5e8}, newSuiteID(), find(t, "goroutine_leaks"), replacing))
+}
+
+// replacesKept keeps one goroutine, which each StartContend replaces by a new one.
+type replacesKept struct {
+	backend.Backend
+	mu   sync.Mutex
+	kept chan struct{} // closed to end the kept goroutine
+	wg   sync.WaitGroup
+}
+
+func (b *replacesKept) StartContend(ctx context.Context, p backend.Participant) (backend.Contention, error) {
+	b.mu.Lock()
+	if b.kept != nil {
+		close(b.kept)
+	}
+	kept := make(chan struct{})
+	b.kept = kept
+	b.wg.Go(func() { <-kept })
+	b.mu.Unlock()
+	return b.Backend.StartContend(ctx, p)
+}
+
+func (b *replacesKept) stop() {
+	b.mu.Lock()
+	if b.kept != nil {
+		close(b.kept)
+		b.kept = nil
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
