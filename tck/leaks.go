@@ -3,11 +3,11 @@ package tck
 import (
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/simba-go/simba/internal/goroutine"
 	"go.uber.org/goleak"
 )
 
@@ -61,17 +61,8 @@ func noneMoreThan(before map[string]int, wait time.Duration) bool {
 
 // goroutinesByStart counts the goroutines running now by the function each began in.
 func goroutinesByStart() map[string]int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	counts := map[string]int{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range goroutine.Stacks() {
 		// A goroutine's stack ends with the function it began in (a line of its name and
 		// arguments, then one of its file), then "created by" and the creator's file.
 		lines := strings.Split(strings.TrimSpace(g), "\n")

@@ -1,12 +1,12 @@
 package chaos
 
 import (
-	"bytes"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/simba-go/simba/internal/goroutine"
 )
 
 // The goroutine checks of a scenario see only what the scenario started. The stores'
@@ -31,21 +31,12 @@ const core = "github.com/simba-go/simba."
 
 // goroutineStacks returns the stack of every goroutine, by number.
 func goroutineStacks() map[uint64]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	out := map[uint64]string{}
-	for _, block := range bytes.Split(buf, []byte("\n\n")) {
-		header, _, _ := strings.Cut(string(block), " [")
+	for _, block := range goroutine.Stacks() {
+		header, _, _ := strings.Cut(block, " [")
 		id, err := strconv.ParseUint(strings.TrimPrefix(header, "goroutine "), 10, 64)
 		if err == nil {
-			out[id] = string(block)
+			out[id] = block
 		}
 	}
 	return out

@@ -2,6 +2,8 @@
 // simba needs one in a single place: a Stop called from inside one of the service's own
 // callbacks must not wait for that callback to return. The number comes from the header
 // of the goroutine's stack trace, as golang.org/x/net/http2 reads it for its own checks.
+// Stacks gives the checks of leftover goroutines (tests, the conformance suite) every
+// goroutine's trace.
 package goroutine
 
 import (
@@ -27,4 +29,23 @@ func ID() uint64 {
 		return 0
 	}
 	return n
+}
+
+// Stacks returns the stack trace of every goroutine, one string each, as runtime.Stack
+// writes them ("goroutine N [state]:", then its frames).
+func Stacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, block := range bytes.Split(buf, []byte("\n\n")) {
+		out = append(out, string(block))
+	}
+	return out
 }

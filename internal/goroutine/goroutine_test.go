@@ -1,6 +1,8 @@
 package goroutine
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,4 +20,27 @@ func TestIDTellsGoroutinesApart(t *testing.T) {
 	there := <-other
 	assert.NotZero(t, there)
 	assert.NotEqual(t, here, there)
+}
+
+func TestStacksHasEveryGoroutine(t *testing.T) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go parked(stop, done)
+	defer func() { close(stop); <-done }()
+	var mine, its int
+	for _, s := range Stacks() {
+		if strings.HasPrefix(s, fmt.Sprintf("goroutine %d [", ID())) {
+			mine++
+		}
+		if strings.Contains(s, "goroutine.parked(") {
+			its++
+		}
+	}
+	assert.Equal(t, 1, mine, "the caller's stack, once")
+	assert.Equal(t, 1, its, "the parked goroutine's stack, once")
+}
+
+func parked(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	<-stop
 }

@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -213,19 +211,9 @@ func (w *world) disturb(until time.Time) {
 // leftovers returns the stacks of the goroutines of this bubble other than the caller's
 // and those of testing/synctest itself.
 func leftovers() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	self := fmt.Sprintf("goroutine %d ", goroutine.ID())
 	var out []string
-	for _, block := range bytes.Split(buf, []byte("\n\n")) {
-		s := string(block)
+	for _, s := range goroutine.Stacks() {
 		header, _, _ := strings.Cut(s, "\n")
 		if strings.Contains(header, "synctest bubble") && !strings.HasPrefix(s, self) && !strings.Contains(s, "testing/synctest.") {
 			out = append(out, s)
