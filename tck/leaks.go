@@ -2,7 +2,6 @@ package tck
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -47,16 +46,23 @@ func checkLeaks(e *env) error {
 // cluster did), which goleak counts as new, while a leak adds goroutines at every round.
 func noneMoreThan(before map[string]int, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
-	for {
-		now := goroutinesByStart()
-		if !slices.ContainsFunc(slices.Collect(maps.Keys(now)), func(f string) bool { return now[f] > before[f] }) {
-			return true
-		}
+	for !notMore(goroutinesByStart(), before) {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // goroutines that end tell nobody
 	}
+	return true
+}
+
+// notMore reports whether no function has more goroutines in now than in before.
+func notMore(now, before map[string]int) bool {
+	for f, n := range now {
+		if n > before[f] {
+			return false
+		}
+	}
+	return true
 }
 
 // goroutinesByStart counts the goroutines running now by the function each began in.

@@ -75,9 +75,8 @@ func NewRedisSentinel(dir string) (*RedisSentinel, error) {
 			written = true
 			// The sentinels fail the master at staggered times, so that the first asks
 			// the others for their votes before they stand themselves: three that stood
-			// at once each voted for itself (a CI run), and a failed election waits twice
-			// the failover timeout before the next, which is 5 s here (Redis's default,
-			// 3 min).
+			// at once each voted for itself (a CI run). A failed election is tried again
+			// after twice the failover timeout: 5 s here, where Redis's default is 3 min.
 			downAfter := d.DownAfter + time.Duration(i)*d.DownAfter/2
 			conf := fmt.Sprintf(`bind %s
 port %d
