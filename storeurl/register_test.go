@@ -3,7 +3,9 @@ package storeurl_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,9 +16,14 @@ import (
 	"github.com/simba-go/simba/storeurl"
 )
 
+// registrations numbers TestRegister's scheme: a scheme stays registered for the
+// process, and -count runs the test again in it.
+var registrations atomic.Int64
+
 // A registered scheme opens through its opener: Open hands it the parsed URL, and the
 // Store serves its backend, client, list and close.
 func TestRegister(t *testing.T) {
+	scheme := fmt.Sprintf("test-store-%d", registrations.Add(1))
 	for _, bad := range []struct {
 		scheme string
 		open   storeurl.Opener
@@ -34,7 +41,7 @@ func TestRegister(t *testing.T) {
 	var got *url.URL
 	b, err := memory.New(memory.NewStore())
 	require.NoError(t, err)
-	require.NoError(t, storeurl.Register("test-store", func(u *url.URL) (storeurl.Opened, error) {
+	require.NoError(t, storeurl.Register(scheme, func(u *url.URL) (storeurl.Opened, error) {
 		got = u
 		if u.Query().Has("bad") {
 			return storeurl.Opened{}, simba.InvalidArgument("store URL", u.Redacted(), "bad option")
@@ -46,14 +53,14 @@ func TestRegister(t *testing.T) {
 			Close:   func() error { closed++; return b.Close() },
 		}, nil
 	}))
-	assert.ErrorIs(t, storeurl.Register("test-store", func(*url.URL) (storeurl.Opened, error) { return storeurl.Opened{}, nil }),
+	assert.ErrorIs(t, storeurl.Register(scheme, func(*url.URL) (storeurl.Opened, error) { return storeurl.Opened{}, nil }),
 		simba.ErrInvalidArgument, "registered twice")
 
-	_, err = storeurl.Open("test-store://user:secret@h1:1,h2:2/prefix?bad=1")
+	_, err = storeurl.Open(scheme + "://user:secret@h1:1,h2:2/prefix?bad=1")
 	require.ErrorIs(t, err, simba.ErrInvalidArgument)
 	assert.NotContains(t, err.Error(), "secret")
 
-	s, err := storeurl.Open("test-store://h1:1,h2:2/prefix")
+	s, err := storeurl.Open(scheme + "://h1:1,h2:2/prefix")
 	require.NoError(t, err)
 	assert.Equal(t, "h1:1,h2:2", got.Host)
 	assert.Equal(t, "/prefix", got.Path)
