@@ -192,7 +192,8 @@ func TestLostRenewalRepliesKeepTheToken(t *testing.T) {
 func TestDeletedRowNeverGivesALowerToken(t *testing.T) {
 	db := openDB(t)
 	mutex := mutexName(t)
-	_, err := db.ExecContext(t.Context(), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 100000)", mutex)
+	base := aboveTheFloor(t, db)
+	_, err := db.ExecContext(t.Context(), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', ?)", mutex, base)
 	require.NoError(t, err)
 	delete := func() {
 		t.Helper()
@@ -202,14 +203,14 @@ func TestDeletedRowNeverGivesALowerToken(t *testing.T) {
 	ba := newBackend(t, jdbc.WithHandOver(false))
 	a := leaseOf(t, ba, mutex, "a")
 	first := acquire(t, a)
-	require.Equal(t, uint64(100001), first.Token)
-	acquire(t, a) // a renewal: version 100002
+	require.Equal(t, base+1, first.Token)
+	acquire(t, a) // a renewal: version base + 2
 	require.NoError(t, a.Release(t.Context()))
 
 	delete()
 	next := acquire(t, a)
 	require.Equal(t, "a", next.Owner)
-	assert.Greater(t, next.Token, uint64(100002), "the row came back at the highest version the backend saw")
+	assert.Greater(t, next.Token, base+2, "the row came back at the highest version the backend saw")
 	require.NoError(t, a.Release(t.Context()))
 	high := readRow(t, db, mutex).Version
 
@@ -217,7 +218,7 @@ func TestDeletedRowNeverGivesALowerToken(t *testing.T) {
 	b := leaseOf(t, newBackend(t, jdbc.WithHandOver(false)), mutex, "b")
 	low := acquire(t, b)
 	require.Equal(t, "b", low.Owner)
-	assert.Less(t, low.Token, high, "b's backend never saw the row: it starts from 0")
+	assert.Less(t, low.Token, high, "b's backend never saw the row: it starts from the floor")
 	assert.Zero(t, ba.TokenRegressions())
 
 	var logs records
@@ -233,6 +234,16 @@ func TestDeletedRowNeverGivesALowerToken(t *testing.T) {
 	again := acquire(t, a)
 	require.Equal(t, "a", again.Owner)
 	assert.Greater(t, again.Token, high, "larger than every token the backend saw")
+}
+
+// aboveTheFloor returns a version 100,000 above the table's floor row (the highest
+// version of the rows Prune removed, from which a backend that never saw a row creates
+// it), for a test's row whose tokens must lie above those of a row created anew.
+func aboveTheFloor(t *testing.T, db *sql.DB) uint64 {
+	t.Helper()
+	var floor uint64
+	require.NoError(t, db.QueryRowContext(t.Context(), "SELECT COALESCE(MAX(version), 0) FROM simba_mutex WHERE mutex = ''").Scan(&floor))
+	return floor + 100000
 }
 
 // records keeps the attributes of every record logged, by level.
@@ -315,7 +326,7 @@ func TestVersionLoweredUnderTheOwner(t *testing.T) {
 }
 
 // The row is deleted behind its owner's back, created again by a contender whose backend
-// never saw it (token 1 after 100001), and released before the owner's next renewal. That
+// never saw it (token 1 after 100001, above a floor of 0), and released before the owner's next renewal. That
 // renewal found the row free at version 2 and took it, above the floor: the version below
 // the floor was never read back, and the regression went unreported (TokenRegressions 0,
 // issue 33, item 15), while it was reported when the successor still held the row. The
@@ -324,21 +335,23 @@ func TestVersionLoweredUnderTheOwner(t *testing.T) {
 func TestRegressionSeenByTheAcquire(t *testing.T) {
 	for _, dialect := range []string{"mysql", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
-			db, insert, del := openDB(t), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', 100000)", "DELETE FROM simba_mutex WHERE mutex = ?"
+			db, insert, del := openDB(t), "INSERT INTO simba_mutex VALUES (?, 0, 0, 0, '', ?)", "DELETE FROM simba_mutex WHERE mutex = ?"
 			backend := func() *jdbc.Backend { return newBackend(t, jdbc.WithHandOver(false)) }
 			if dialect == "postgres" {
 				db = openPG(t)
-				insert, del = strings.ReplaceAll(insert, "?", "$1"), strings.ReplaceAll(del, "?", "$1")
+				insert = "INSERT INTO simba_mutex VALUES ($1, 0, 0, 0, '', $2)"
+				del = strings.ReplaceAll(del, "?", "$1")
 				backend = func() *jdbc.Backend { return newPGBackend(t, jdbc.WithHandOver(false)) }
 			}
 			mutex := mutexName(t)
-			_, err := db.ExecContext(t.Context(), insert, mutex)
+			base := aboveTheFloor(t, db)
+			_, err := db.ExecContext(t.Context(), insert, mutex, base)
 			require.NoError(t, err)
 			ba := backend()
 			var logs records
 			a := leaseOf(t, ba, mutex, "a", slog.New(&logs))
 			first := acquire(t, a)
-			require.Equal(t, uint64(100001), first.Token)
+			require.Equal(t, base+1, first.Token)
 
 			_, err = db.ExecContext(t.Context(), del, mutex)
 			require.NoError(t, err)
