@@ -326,12 +326,13 @@ func TestVersionLoweredUnderTheOwner(t *testing.T) {
 }
 
 // The row is deleted behind its owner's back, created again by a contender whose backend
-// never saw it (token 1 after 100001, above a floor of 0), and released before the owner's next renewal. That
-// renewal found the row free at version 2 and took it, above the floor: the version below
-// the floor was never read back, and the regression went unreported (TokenRegressions 0,
-// issue 33, item 15), while it was reported when the successor still held the row. The
-// acquire statement now tells the version it found; one below the floor is a regression,
-// whoever the row names and whenever it is seen.
+// never saw it (its token just above the table's floor row, 100,000 below the owner's),
+// and released before the owner's next renewal. That renewal found the row free and took
+// it, above its backend's floor: the version below that floor was never read back, and
+// the regression went unreported (TokenRegressions 0, issue 33, item 15), while it was
+// reported when the successor still held the row. The acquire statement now tells the
+// version it found; one below the floor is a regression, whoever the row names and
+// whenever it is seen.
 func TestRegressionSeenByTheAcquire(t *testing.T) {
 	for _, dialect := range []string{"mysql", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
