@@ -2,7 +2,6 @@ package tck
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +25,7 @@ func checkLeaks(e *env) error {
 	var err error
 	for range 2 {
 		e.runCleanups()
-		baseline, before := goleak.IgnoreCurrent(), goroutinesByStart()
+		baseline, before := goleak.IgnoreCurrent(), goroutinesByCreator()
 		for range 2 {
 			if err := useEveryWay(e, backends); err != nil {
 				return err
@@ -40,13 +39,13 @@ func checkLeaks(e *env) error {
 	return fmt.Errorf("goroutines left after Stop: %w", err)
 }
 
-// noneMoreThan reports whether, within wait, no function runs in more goroutines begun
-// by it than before: a backend may replace a goroutine it keeps (an etcd backend opens
-// its watch stream again when the member lost its leader, which a loaded CI run's
+// noneMoreThan reports whether, within wait, no function has more goroutines running that
+// it created than before: a backend may replace a goroutine it keeps (an etcd backend
+// opens its watch stream again when the member lost its leader, which a loaded CI run's
 // cluster did), which goleak counts as new, while a leak adds goroutines at every round.
 func noneMoreThan(before map[string]int, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
-	for !notMore(goroutinesByStart(), before) {
+	for !notMore(goroutinesByCreator(), before) {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -65,22 +64,19 @@ func notMore(now, before map[string]int) bool {
 	return true
 }
 
-// goroutinesByStart counts the goroutines running now by the function each began in.
-func goroutinesByStart() map[string]int {
+// goroutinesByCreator counts the goroutines running now by the function that created
+// each: what a stack says of a goroutine whether or not it has begun to run (one that has
+// not shows the go statement's wrapper, not its function).
+func goroutinesByCreator() map[string]int {
 	counts := map[string]int{}
 	for _, g := range goroutine.Stacks() {
-		// A goroutine's stack ends with the function it began in (a line of its name and
-		// arguments, then one of its file), then "created by" and the creator's file.
-		lines := strings.Split(strings.TrimSpace(g), "\n")
-		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "created by ") })
-		if i < 2 {
-			continue // the main goroutine, or a stack cut short
+		_, creator, ok := strings.Cut(g, "\ncreated by ")
+		if !ok {
+			continue // the main goroutine
 		}
-		start := lines[i-2]
-		if cut := strings.LastIndex(start, "("); cut > 0 {
-			start = start[:cut]
-		}
-		counts[start]++
+		creator, _, _ = strings.Cut(creator, "\n")
+		creator, _, _ = strings.Cut(creator, " in goroutine ")
+		counts[creator]++
 	}
 	return counts
 }
