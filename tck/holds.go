@@ -176,7 +176,14 @@ func cycle(e *env, s *simba.Semaphore, held *believed, cycles int) error {
 			err = e.pause(e.cfg.d(30 * time.Millisecond))
 		}
 		held.remove(l)
-		if rerr := l.Release(e.ctx); err == nil && rerr != nil {
+		switch rerr := l.Release(e.ctx); {
+		case errors.Is(rerr, simba.ErrTimeout):
+			// The check is of the permits handed out, not of the release's speed: a
+			// release cut off at the call timeout (a loaded machine's server can take
+			// longer, once in a CI run on MariaDB) leaves the permit to its TTL, which
+			// the others wait out; a permit handed out beside it would still fail.
+			e.t.Logf("a release timed out, its permit left to the TTL: %v", rerr)
+		case err == nil && rerr != nil:
 			err = fmt.Errorf("Release: %w", rerr)
 		}
 		if err != nil {
