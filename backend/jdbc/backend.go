@@ -39,6 +39,7 @@ type Backend struct {
 	renderMu   sync.Mutex
 	renderings map[renderKey]renderedSQL // contenders' statements, by ttl and session (rendered)
 
+	parkLock   parkLock        // what holds' parked statements wait for on MySQL (holds_wake.go)
 	background sync.WaitGroup  // sweeps of abandoned acquisitions (stray.go), holds' wakes (wakeLater)
 	wakes      context.Context // the holds' wakes' (wakeLater): ended by Close
 	stopWakes  context.CancelFunc

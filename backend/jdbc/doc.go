@@ -744,10 +744,19 @@
 // the backend's contentions of the name directly. Across processes:
 //
 //   - A queued waiter parks: on a connection of its own, pinned from the hand-over's
-//     budget (WithHandOverConnections, shared with the mutexes'), it runs a sleep marked
-//     with a digest of the table, the kind, the name and its contender ID: SELECT
-//     /*simba-wake:<digest>*/ SLEEP(s), on PostgreSQL SELECT /*simba-wake:<digest>*/ 0
-//     FROM pg_sleep(s), for its ttl + transition (at most 30s), and again after that.
+//     budget (WithHandOverConnections, shared with the mutexes'), it runs a wait marked
+//     with a digest of the table, the kind, the name and its contender ID, for its ttl +
+//     transition (at most 30s), and again after that. On PostgreSQL the wait is a sleep,
+//     SELECT /*simba-wake:<digest>*/ 0 FROM pg_sleep(s); on MySQL and MariaDB it waits
+//     for the park lock, SELECT /*simba-wake:<digest>*/ GET_LOCK('simba-park:<random>',
+//     s): a named lock the backend holds on one more connection of the budget while any
+//     of its waiters parks. Not SLEEP(s): on MariaDB a KILL that reaches a SLEEP as it
+//     ends (a second wake of one waiter, or a wake as the sleep runs out) holds up that
+//     KILL and every sleep on the server for a second, which made one release of a
+//     hundred take one to two and a half seconds with four processes on a semaphore
+//     (TestSemaphoreWakesKeepTheCallTimeout); a KILL of a lock wait ends it within
+//     milliseconds, however many arrive. A wait that takes the park lock (its holder's
+//     connection is gone) ends the parking; the next holds the lock anew.
 //   - Once the server shows the sleep running (information_schema.PROCESSLIST,
 //     pg_stat_activity), the waiter reads the name's rows. If it fits now, by the rule a
 //     release wakes by (below), it ends the sleep and tries at once; other changes, a
@@ -767,23 +776,24 @@
 // Wakes are lost where the releaser's user may not see or end the waiter's statement
 // (another MySQL user, without PROCESS and CONNECTION_ADMIN; a PostgreSQL role it is not a
 // member of), where the hand-over's connections are all in use (a backend parks as many
-// waiters at once as WithHandOverConnections allows, less the mutexes' pinned connections;
-// the others poll), and where the server does not show running statements (PostgreSQL with
-// track_activities off: the waiter then polls only). A waiter that dies parks no more (its
-// session ends with it, at the latest when its sleep does) and is dropped after its
-// patience, as before. The parking's connection is closed, never returned to the pool,
-// when the waiter is admitted or stops, as a release that found its sleep may end the next
-// statement of the session (MySQL's KILL QUERY names a session); StopContend and Close
-// interrupt the sleep first (within a second, or close the connection under it) so that it
-// does not go on sleeping on the server. The sleep belongs to no call and holds no
-// caller's deadline: an acquisition that ends stops its contention, which ends the sleep.
+// waiters at once as WithHandOverConnections allows, less the mutexes' pinned connections
+// and, on MySQL, the park lock's; the others poll), and where the server does not show
+// running statements (PostgreSQL with track_activities off: the waiter then polls only).
+// A waiter that dies parks no more (its session ends with it, at the latest when its wait
+// does) and is dropped after its patience, as before. The parking's connection is closed,
+// never returned to the pool, when the waiter is admitted or stops, as a release that
+// found its wait may end the next statement of the session (MySQL's KILL QUERY names a
+// session); StopContend and Close interrupt the wait first (within a second, or close the
+// connection under it) so that it does not go on waiting on the server. The wait belongs
+// to no call and holds no caller's deadline: an acquisition that ends stops its
+// contention, which ends the wait.
 //
-// Not taken: waiting on named locks, as a mutex's waiters do, would need a waiter to wait
-// on every holder's lock at once (a pinned connection each); database/sql has no LISTEN
-// (pgx's WaitForNotification is a driver's API, and MySQL has nothing like it); and a
-// sleep guarded in its own statement (SELECT SLEEP(s) FROM the hold table WHERE ...)
-// would hold the table's metadata lock while it sleeps, so that an ALTER TABLE waiting for
-// it would hold up every statement on the table.
+// Not taken: waiting on the holders' named locks, as a mutex's waiters wait on the
+// owner's, would need a waiter to wait on every holder's lock at once (a pinned connection
+// each); database/sql has no LISTEN (pgx's WaitForNotification is a driver's API, and
+// MySQL has nothing like it); and a sleep guarded in its own statement (SELECT SLEEP(s)
+// FROM the hold table WHERE ...) would hold the table's metadata lock while it sleeps, so
+// that an ALTER TABLE waiting for it would hold up every statement on the table.
 //
 // # Owner values
 //

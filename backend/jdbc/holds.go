@@ -83,7 +83,8 @@ type holdStatements struct {
 
 	// The cross-process wake (holds_wake.go).
 	session    string // the session's ID
-	park       string // follows a mark: sleeps, answering 0 unless interrupted: seconds
+	park       string // follows a mark: waits, answering 0 unless interrupted: [the park lock's name,] seconds
+	parkLocked bool   // park waits for the backend's park lock (parkLock), not in a sleep
 	parked     string // counts the session's running statements that begin with a mark: session, wakeMarkLen, mark
 	findParked string // the running statements that begin with marks (%s: their placeholders), their IDs for killParked: wakeMarkLen, marks...
 	killParked string // ends the statement of findParked's ID %d; empty: findParked ends them itself
@@ -116,7 +117,8 @@ func holdSQL(d Dialect, t tableName) (holdStatements, error) {
 		quoted, now = d.quote(h), mysqlNow
 		s.ddl = strings.Replace(mysqlHoldDDL, "`simba_mutex_hold`", quoted, 1)
 		s.ensure = ensure + "ON DUPLICATE KEY UPDATE place = place"
-		s.session, s.park = "SELECT CONNECTION_ID()", " SLEEP(?)"
+		// A wait for the backend's park lock, not SLEEP: see Hand-over of holds in doc.go.
+		s.session, s.park, s.parkLocked = "SELECT CONNECTION_ID()", " GET_LOCK(?, ?)", true
 		s.parked = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND LEFT(INFO, ?) = ?"
 		// MySQL's: KILL QUERY names a session, which may run another statement by then;
 		// holdStatements gives MariaDB's, which names the statement.

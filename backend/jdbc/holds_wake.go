@@ -2,6 +2,7 @@ package jdbc
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -152,13 +153,21 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 		return
 	}
 	defer discard(conn)
+	var lock string
+	if c.sql.parkLocked {
+		if lock, err = c.b.parkLock.hold(ctx, c.b, stop); err != nil {
+			c.log.Debug("simba/jdbc: no park lock to wait on; waiting by polling only", "err", err)
+			return
+		}
+		defer c.b.parkLock.leave(c.b)
+	}
 	var used uint64
 	for {
 		gen, ok := c.latest(stop, used)
 		if !ok {
 			return
 		}
-		switch c.parkOnce(ctx, cancel, conn, session, stop) {
+		switch c.parkOnce(ctx, cancel, conn, session, lock, stop) {
 		case sleptOut:
 			used = gen - 1 // park again
 		case woken:
@@ -188,15 +197,8 @@ func (c *holdContention) generation() uint64 {
 // parkingConn takes a connection from the pool for the parking, and its session ID,
 // within interruptFor.
 func (c *holdContention) parkingConn(ctx context.Context, stop <-chan struct{}) (*sql.Conn, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, interruptFor)
+	ctx, cancel := within(ctx, stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	conn, err := c.b.db.Conn(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -209,22 +211,40 @@ func (c *holdContention) parkingConn(ctx context.Context, stop <-chan struct{}) 
 	return conn, session, nil
 }
 
-// parkOnce runs one parked statement on conn (session) and waits for its end. It first
-// waits until the server shows the statement running, and only then reads the name's
-// rows: a release that committed before that read is seen there (the contention fits
-// now), and one that committed after it finds the statement running when it looks for
-// it. cancel ends ctx, closing conn, when the statement cannot be interrupted.
+// within bounds ctx by interruptFor, and ends it early when stop closes.
+func within(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, interruptFor)
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// parkOnce runs one parked statement on conn (session), waiting for lock (the park
+// lock's name; "" for a sleep), and waits for its end. It first waits until the server
+// shows the statement running, and only then reads the name's rows: a release that
+// committed before that read is seen there (the contention fits now), and one that
+// committed after it finds the statement running when it looks for it. cancel ends ctx,
+// closing conn, when the statement cannot be interrupted.
 func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, session int64,
-	stop <-chan struct{}) parkOutcome {
+	lock string, stop <-chan struct{}) parkOutcome {
 	var (
 		slept  int64
 		err    error
 		ended  = make(chan struct{})
 		length = min(time.Duration(c.lease)*time.Millisecond, waitSeconds*time.Second)
+		args   = []any{length.Seconds()}
 	)
+	if lock != "" {
+		args = []any{lock, length.Seconds()}
+	}
 	go func() {
 		defer close(ended)
-		err = conn.QueryRowContext(ctx, c.parkSQL, length.Seconds()).Scan(&slept)
+		err = conn.QueryRowContext(ctx, c.parkSQL, args...).Scan(&slept)
 	}()
 	outcome := func() parkOutcome {
 		switch {
@@ -233,8 +253,13 @@ func (c *holdContention) parkOnce(ctx context.Context, cancel context.CancelFunc
 		case err != nil && !valid(conn):
 			c.log.Debug("simba/jdbc: parking failed; waiting by polling only", "err", err)
 			return broken
+		case err == nil && lock != "":
+			// The wait took the park lock: the connection that held it is gone. This
+			// parking ends (closing its connection lets the lock go); the next holds one anew.
+			c.b.parkLock.lost(c.b, lock)
+			return broken
 		}
-		return woken // SLEEP interrupted answers 1; pg_sleep cancelled is an error
+		return woken // a wait that a wake ended answers an error or NULL
 	}
 	// end interrupts the parked statement, for a reason of the loop's, and waits for it.
 	end := func(why parkOutcome) parkOutcome {
@@ -321,8 +346,7 @@ func (c *holdContention) parked(ctx context.Context, session int64, ended, stop 
 	}
 }
 
-// wakeTimeout bounds the wake that follows a release (wakeLater): a KILL QUERY on MariaDB
-// waits, under load, up to 2s for a lock that every sleeping statement takes.
+// wakeTimeout bounds the wake that follows a release (wakeLater).
 const wakeTimeout = 5 * time.Second
 
 // wakeLater runs wakeOthers off the release's call, so that a slow KILL costs the
@@ -443,4 +467,76 @@ func (s holdStatements) wakeParked(ctx context.Context, db *sql.DB, marks []any)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// parkLock is the named lock that parked statements wait for on MySQL and MariaDB, held by
+// the backend on a connection pinned from the hand-over's budget while any of its holds'
+// contentions parks: a wait for it lasts its timeout unless a wake ends it.
+type parkLock struct {
+	mu    sync.Mutex
+	users int       // the parkings under way that hold a place on it
+	name  string    // the lock's name; "" when not held
+	conn  *sql.Conn // the session that holds it
+}
+
+// hold returns the lock's name, taking the lock first when the backend does not hold it,
+// and counts the caller among its users until leave; it fails when the hand-over's
+// budget has no connection for it, or within interruptFor when the server does not answer.
+func (p *parkLock) hold(ctx context.Context, b *Backend, stop <-chan struct{}) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.name == "" {
+		if !b.pin() {
+			return "", errors.New("the hand-over's connections are all in use")
+		}
+		ctx, cancel := within(ctx, stop)
+		defer cancel()
+		conn, err := b.db.Conn(ctx)
+		if err != nil {
+			b.unpin()
+			return "", err
+		}
+		name := "simba-park:" + rand.Text()
+		var got sql.NullInt64
+		err = conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got)
+		if err == nil && got.Int64 != 1 {
+			err = fmt.Errorf("GET_LOCK(%q, 0) answered %v", name, got)
+		}
+		if err != nil {
+			discard(conn)
+			b.unpin()
+			return "", err
+		}
+		p.name, p.conn = name, conn
+	}
+	p.users++
+	return p.name, nil
+}
+
+// leave ends a use of the lock; the last lets the lock and its connection go.
+func (p *parkLock) leave(b *Backend) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.users--
+	if p.users == 0 {
+		p.drop(b)
+	}
+}
+
+// lost forgets the lock named name, if it is still the one held: a wait took it.
+func (p *parkLock) lost(b *Backend, name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.name == name {
+		p.drop(b)
+	}
+}
+
+// drop closes the lock's connection, which lets it go; p.mu is held.
+func (p *parkLock) drop(b *Backend) {
+	if p.name != "" {
+		discard(p.conn)
+		b.unpin()
+		p.name, p.conn = "", nil
+	}
 }
