@@ -34,6 +34,7 @@ type Backend struct {
 	contentions map[*contention]struct{}
 	holds       map[*holdContention]struct{} // semaphores' and read-write locks' (holds.go)
 	holdSQL     *holdStatements              // the hold table's, once checked; nil until then
+	spare       *parkConn                    // a parking's connection, kept with its pin for the next (holds_wake.go)
 	cleared     map[string]struct{}          // mutex and contender pairs whose value row was cleared (clearValue)
 
 	renderMu   sync.Mutex
@@ -122,6 +123,7 @@ func (b *Backend) Close() error {
 			c.closed() // an acquisition waiting for its turn ends now, not at its next attempt
 		}
 	}
+	b.dropSpare(false)
 	b.renewals.close()
 	b.stopWakes() // a wake still under way ends: its waiters poll, if any are left
 	b.background.Wait()
@@ -196,7 +198,7 @@ func (b *Backend) pin() bool {
 	select {
 	case b.pins <- struct{}{}:
 	default:
-		return false
+		return b.dropSpare(true) // the kept parking connection's place, if any
 	}
 	if most := b.db.Stats().MaxOpenConnections; most > 0 && len(b.pins) >= most {
 		<-b.pins

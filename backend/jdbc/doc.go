@@ -780,13 +780,17 @@
 // and, on MySQL, the park lock's; the others poll), and where the server does not show
 // running statements (PostgreSQL with track_activities off: the waiter then polls only).
 // A waiter that dies parks no more (its session ends with it, at the latest when its wait
-// does) and is dropped after its patience, as before. The parking's connection is closed,
-// never returned to the pool, when the waiter is admitted or stops, as a release that
-// found its wait may end the next statement of the session (MySQL's KILL QUERY names a
-// session); StopContend and Close interrupt the wait first (within a second, or close the
-// connection under it) so that it does not go on waiting on the server. The wait belongs
-// to no call and holds no caller's deadline: an acquisition that ends stops its
-// contention, which ends the wait.
+// does) and is dropped after its patience, as before. The parking's connection is never
+// returned to the pool when the waiter is admitted or stops, as a release that found its
+// wait may end the next statement of the session (MySQL's KILL QUERY names a session):
+// the backend keeps one, in its place in the budget, for its next parking, where such a
+// stray interruption only wakes that waiter early, and closes the others (a new
+// connection for each parking cost PostgreSQL, which starts a server process for each,
+// 26 ms a hand-over). A mutex's hand-over that finds the budget full takes the kept one's
+// place; Close closes it. StopContend and Close interrupt the wait first (within a
+// second, or close the connection under it) so that it does not go on waiting on the
+// server. The wait belongs to no call and holds no caller's deadline: an acquisition that
+// ends stops its contention, which ends the wait.
 //
 // Not taken: waiting on the holders' named locks, as a mutex's waiters wait on the
 // owner's, would need a waiter to wait on every holder's lock at once (a pinned connection

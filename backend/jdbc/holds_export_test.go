@@ -19,3 +19,13 @@ func (b *Backend) Parked(name string) int {
 
 // ParkSeen bounds a parking's look for its statement among the server's running ones.
 const ParkSeen = parkSeen
+
+// Spares returns how many parking connections the backend keeps for its next parking.
+func (b *Backend) Spares() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.spare != nil {
+		return 1
+	}
+	return 0
+}

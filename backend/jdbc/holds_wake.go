@@ -75,7 +75,8 @@ func (c *holdContention) park() {
 	}
 	p.gen++
 	if p.stop == nil {
-		if !c.b.pin() {
+		spare := c.b.takeSpare() // its pin comes with it
+		if spare == nil && !c.b.pin() {
 			c.log.Debug("simba/jdbc: the hand-over's connections are all in use; waiting by polling only")
 			return
 		}
@@ -84,7 +85,7 @@ func (c *holdContention) park() {
 		}
 		stop := make(chan struct{})
 		p.stop = stop
-		p.running.Go(func() { c.parkLoop(stop) })
+		p.running.Go(func() { c.parkLoop(stop, spare) })
 	}
 	select {
 	case p.kick <- struct{}{}:
@@ -131,12 +132,18 @@ func (c *holdContention) latest(stop <-chan struct{}, after uint64) (uint64, boo
 	}
 }
 
-// parkLoop parks on a connection of its own until stop closes, waking the service when a
-// parking ends otherwise than by its length. The connection is closed at the end, never
-// returned to the pool: a release that found the parked statement may end the statement
-// it runs next (MySQL's KILL QUERY names a session, not a statement).
-func (c *holdContention) parkLoop(stop chan struct{}) {
-	defer c.b.unpin()
+// parkLoop parks on a connection of its own (spare, if not nil) until stop closes, waking
+// the service when a parking ends otherwise than by its length. The connection is never
+// returned to the pool, as a release that found the parked statement may end the
+// statement it runs next (MySQL's KILL QUERY names a session, not a statement); the
+// backend keeps it for its next parking (keepSpare), where such a stray interruption
+// only wakes a waiter early.
+func (c *holdContention) parkLoop(stop chan struct{}, spare *parkConn) {
+	var (
+		pc    parkConn
+		reuse bool
+	)
+	defer func() { c.b.keepSpare(pc, reuse) }() // or closes it, and gives the pin back
 	defer func() {
 		p := &c.parking
 		p.mu.Lock()
@@ -147,13 +154,18 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	conn, session, err := c.parkingConn(ctx, stop)
-	if err != nil {
-		c.log.Debug("simba/jdbc: no connection to park on; waiting by polling only", "err", err)
-		return
+	if spare != nil {
+		pc = *spare
+	} else {
+		var err error
+		if pc.conn, pc.session, err = c.parkingConn(ctx, stop); err != nil {
+			c.log.Debug("simba/jdbc: no connection to park on; waiting by polling only", "err", err)
+			return
+		}
 	}
-	defer discard(conn)
+	conn, session := pc.conn, pc.session
 	var lock string
+	var err error
 	if c.sql.parkLocked {
 		if lock, err = c.b.parkLock.hold(ctx, c.b, stop); err != nil {
 			c.log.Debug("simba/jdbc: no park lock to wait on; waiting by polling only", "err", err)
@@ -165,6 +177,7 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 	for {
 		gen, ok := c.latest(stop, used)
 		if !ok {
+			reuse = true
 			return
 		}
 		switch c.parkOnce(ctx, cancel, conn, session, lock, stop) {
@@ -181,6 +194,7 @@ func (c *holdContention) parkLoop(stop chan struct{}) {
 			}
 			return
 		case stopped:
+			reuse = true
 			return
 		}
 	}
@@ -547,4 +561,61 @@ func (p *parkLock) lost(b *Backend, name string) {
 func (p *parkLock) forget(b *Backend) {
 	b.unpin()
 	p.name, p.conn = "", nil
+}
+
+// parkConn is a parking's connection and its session ID.
+type parkConn struct {
+	conn    *sql.Conn
+	session int64
+}
+
+// keepSpare keeps pc, a parking's connection, with its pin, for the backend's next
+// parking when reuse says it is sound and none is kept already (see Hand-over of holds in
+// doc.go); otherwise, or once the backend is closing, it closes pc and gives the pin back.
+func (b *Backend) keepSpare(pc parkConn, reuse bool) {
+	if pc.conn == nil {
+		b.unpin()
+		return
+	}
+	b.mu.Lock()
+	kept := reuse && b.holds != nil && b.spare == nil
+	if kept {
+		b.spare = &pc
+	}
+	b.mu.Unlock()
+	if !kept {
+		discard(pc.conn)
+		b.unpin()
+	}
+}
+
+// takeSpare returns the kept parking connection, if any, with its pin; nil otherwise.
+func (b *Backend) takeSpare() *parkConn {
+	b.mu.Lock()
+	pc := b.spare
+	b.spare = nil
+	b.mu.Unlock()
+	if pc != nil && !alive(context.Background(), pc.conn) {
+		discard(pc.conn)
+		b.unpin()
+		return nil
+	}
+	return pc
+}
+
+// dropSpare closes the kept parking connection, if any, and reports whether there was
+// one; its pin is given back unless keepPin (the caller takes it over).
+func (b *Backend) dropSpare(keepPin bool) bool {
+	b.mu.Lock()
+	pc := b.spare
+	b.spare = nil
+	b.mu.Unlock()
+	if pc == nil {
+		return false
+	}
+	discard(pc.conn)
+	if !keepPin {
+		b.unpin()
+	}
+	return true
 }
