@@ -190,7 +190,8 @@ func (b *Backend) ClockSteps() uint64 { return b.steps.Load() }
 
 // pin takes a place in the hand-over's budget of connections, if one is free and the pool
 // keeps a connection for the statements besides the pinned ones. Every connection a
-// contention pins holds one, from pin to unpin. (With a pool no larger than the budget,
+// contention pins holds one, from pin to unpin, and so does the parking connection the
+// backend keeps (keepSpare), whose place pin takes over when the budget is full. (With a pool no larger than the budget,
 // every connection could be pinned, and an owner's renewals, which borrow from the pool,
 // would wait for one until their deadline: a pool of 2 with the default budget lost a
 // held lease that way.)

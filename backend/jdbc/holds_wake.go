@@ -156,7 +156,15 @@ func (c *holdContention) parkLoop(stop chan struct{}, spare *parkConn) {
 	defer cancel()
 	if spare != nil {
 		pc = *spare
-	} else {
+		actx, acancel := within(ctx, stop)
+		ok := alive(actx, pc.conn)
+		acancel()
+		if !ok {
+			discard(pc.conn) // the server closed it, say; its pin stays for a new one
+			pc = parkConn{}
+		}
+	}
+	if pc.conn == nil {
 		var err error
 		if pc.conn, pc.session, err = c.parkingConn(ctx, stop); err != nil {
 			c.log.Debug("simba/jdbc: no connection to park on; waiting by polling only", "err", err)
@@ -590,16 +598,12 @@ func (b *Backend) keepSpare(pc parkConn, reuse bool) {
 }
 
 // takeSpare returns the kept parking connection, if any, with its pin; nil otherwise.
+// The parking checks it (a check may take a round trip).
 func (b *Backend) takeSpare() *parkConn {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	pc := b.spare
 	b.spare = nil
-	b.mu.Unlock()
-	if pc != nil && !alive(context.Background(), pc.conn) {
-		discard(pc.conn)
-		b.unpin()
-		return nil
-	}
 	return pc
 }
 
