@@ -5,9 +5,13 @@ package jdbc
 // once a waiter of another process can be woken by it.
 func (b *Backend) Parked(name string) int {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
+	var holds []*holdContention
 	for c := range b.holds {
+		holds = append(holds, c)
+	}
+	b.mu.Unlock() // a parking's lock is taken before the backend's, never after (holdPark)
+	n := 0
+	for _, c := range holds {
 		c.parking.mu.Lock()
 		if c.name == name && c.parking.parked {
 			n++

@@ -43,7 +43,7 @@ func wakeMark(t tableName, kind int64, name, holder string) string {
 // pinned from the hand-over's budget, in a goroutine (parkLoop) that lives from the first
 // queued answer to the contention's admission or end.
 type holdPark struct {
-	mu      sync.Mutex
+	mu      sync.Mutex    // taken before the backend's mu (park takes the kept connection), never after
 	gen     uint64        // counts the queued answers; the loop parks after the latest
 	kick    chan struct{} // a queued answer came
 	stop    chan struct{} // closed to end the running loop; nil when none runs
@@ -495,10 +495,10 @@ func (s holdStatements) wakeParked(ctx context.Context, db *sql.DB, marks []any)
 // the backend on a connection pinned from the hand-over's budget while any of its holds'
 // contentions parks: a wait for it lasts its timeout unless a wake ends it.
 type parkLock struct {
-	mu    sync.Mutex
-	users int       // the parkings under way that hold a place on it
-	name  string    // the lock's name; "" when not held
-	conn  *sql.Conn // the session that holds it
+	mu    sync.Mutex // taken before the backend's mu (hold pins), never after
+	users int        // the parkings under way that hold a place on it
+	name  string     // the lock's name; "" when not held
+	conn  *sql.Conn  // the session that holds it
 }
 
 // hold returns the lock's name, taking the lock first when the backend does not hold it,
@@ -610,10 +610,7 @@ func (b *Backend) takeSpare() *parkConn {
 // dropSpare closes the kept parking connection, if any, and reports whether there was
 // one; its pin is given back unless keepPin (the caller takes it over).
 func (b *Backend) dropSpare(keepPin bool) bool {
-	b.mu.Lock()
-	pc := b.spare
-	b.spare = nil
-	b.mu.Unlock()
+	pc := b.takeSpare()
 	if pc == nil {
 		return false
 	}
