@@ -373,13 +373,19 @@ func TestPostgresGrantFloor(t *testing.T) {
 		t.Run(proto.String(), func(t *testing.T) {
 			const sections = 150
 			run := pgFloorRun{proto: proto, n: 3, sections: sections, rewaits: new(atomic.Int64)}
-			res := run.run(t, db)
-			t.Logf("%d sections in %v, %d by a grant, %d woken waiters found another owner",
-				res.sections, res.elapsed, res.granted, run.rewaits.Load())
-			assert.Zero(t, res.overlaps, "sections overlapped")
 			// How many sections begin by a grant depends on the machine's load (a
 			// release with no waiter queued yet frees the row); that some do does not.
-			assert.Positive(t, res.granted, "sections begun by a grant")
+			// On a loaded machine one client once made all 150 sections alone, the others
+			// not yet running: up to three runs, until one has had a grant.
+			var granted int64
+			for i := 0; i < 3 && granted == 0; i++ {
+				res := run.run(t, db)
+				t.Logf("%d sections in %v, %d by a grant, %d woken waiters found another owner",
+					res.sections, res.elapsed, res.granted, run.rewaits.Load())
+				assert.Zero(t, res.overlaps, "sections overlapped")
+				granted += res.granted
+			}
+			assert.Positive(t, granted, "sections begun by a grant")
 			if proto == pgFloorLocked || proto == pgFloorRow {
 				// The release holds the row's lock when it lets the advisory lock go: the
 				// woken waiter waits for its commit and reads the committed row.
