@@ -85,7 +85,8 @@ type redisHandOverCost struct {
 }
 
 // measureRedisHandOver makes n hand-overs between two clients of lib, as the hand-over
-// figure does, and times the holder's release calls and the server's script calls.
+// figure does, and times the holder's release calls and the server's script calls (the
+// waiter's acquisitions' and the holder's retakes' among them).
 func measureRedisHandOver(ctx context.Context, t *testing.T, e *env, lib library, n int) (redisHandOverCost, error) {
 	h, err := newHandOver(ctx, e, lib)
 	if err != nil {
@@ -95,6 +96,11 @@ func measureRedisHandOver(ctx context.Context, t *testing.T, e *env, lib library
 	calls0, usec0 := scriptCalls(ctx, t, e)
 	var took, releases []time.Duration
 	for range n {
+		// The holder takes the mutex again now if it is due to, so that the release
+		// timed below is the hand-over's, not the retake's.
+		if err := h.retake(ctx); err != nil {
+			return redisHandOverCost{}, err
+		}
 		var release time.Duration
 		held := h.release
 		h.release = func(ctx context.Context) error {
