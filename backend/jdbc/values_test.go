@@ -89,6 +89,16 @@ func renewedTwice(t *testing.T, db *sql.DB, s dialectStore, mutex string) {
 		"the owner did not renew")
 }
 
+// renewing returns the Locker options of tests that wait for an owner's renewals and
+// check what they write, not how fast they are: a renewal every 1.5 s, with 1.5 s to get
+// through before the tenure ends (twice the call timeout, ttl/4). In CI a renewal on
+// PostgreSQL timed out at a 500 ms call timeout (ttl 2 s), then again within the ttl/3
+// left, and the tenure ended.
+func renewing() []simba.LockerOption {
+	return []simba.LockerOption{simba.WithTTL(3 * time.Second), simba.WithTransition(time.Second),
+		simba.WithRenewalLead(1500 * time.Millisecond)}
+}
+
 // TestOwnerValueLastsItsTenure: a contender's value comes back with its lease and with
 // every lookup through its renewals; a later tenure of another contender without a value,
 // and one of the same ID without a value (a process restarted without it), shows none,
@@ -97,8 +107,7 @@ func TestOwnerValueLastsItsTenure(t *testing.T) {
 	eachStore(t, func(t *testing.T, s dialectStore) {
 		b, db := s.backend(t), s.db(t)
 		mutex := mutexName(t)
-		// The call timeout (ttl/4) outlasts a loaded machine's statements.
-		opts := []simba.LockerOption{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
+		opts := renewing()
 		locker := func(id, value string, b *jdbc.Backend) *simba.Locker {
 			o := append([]simba.LockerOption{simba.WithContenderID(id)}, opts...)
 			if value != "" {
@@ -213,9 +222,7 @@ func TestOwnerValueStatements(t *testing.T) {
 		// Renewals: none writes the value again; without a value, the first tenure
 		// clears a value of the ID, once per backend and mutex.
 		for _, value := range []string{"v", ""} {
-			// A TTL long enough for the default call timeout (ttl/4) to outlast a loaded
-			// machine's statements: the test counts statements, not how fast they are.
-			opts := []simba.LockerOption{simba.WithTTL(2 * time.Second), simba.WithTransition(time.Second)}
+			opts := renewing()
 			if value != "" {
 				opts = append(opts, simba.WithOwnerValue(value))
 			}
