@@ -105,10 +105,19 @@ func TestMariaDBPreparedForgottenByServer(t *testing.T) {
 		_, err := status.ExecContext(t.Context(), "KILL CONNECTION ?", id)
 		require.NoError(t, err)
 	}
+	// The pool's new connections: which of them a statement meets is the pool's choice,
+	// and a text is prepared on a connection at its second call there, so the cycles go
+	// on until both statements were prepared again (in CI two cycles once made one
+	// prepare), each at most once per connection.
 	prepares, _ = stmtStatus(t, status)
-	lockerCycles(t, l, 2)
-	p, _ = stmtStatus(t, status)
-	assert.Equal(t, 2, p-prepares, "prepared on the new connection")
+	for range 10 {
+		lockerCycles(t, l, 1)
+		if p, _ = stmtStatus(t, status); p-prepares >= 2 {
+			break
+		}
+	}
+	assert.GreaterOrEqual(t, p-prepares, 2, "prepared on the new connections")
+	assert.LessOrEqual(t, p-prepares, 4, "prepared once per statement and connection")
 }
 
 // TestMariaDBPreparedRefusedFallsBack: a server that refuses to prepare statements
