@@ -110,6 +110,10 @@ func Etcd(dir string, o EtcdOptions) (*Server, error) {
 		return nil, err
 	}
 	m.s.args = func() []string { return m.args(bin, m.name+"="+m.peerURL(), o) }
+	m.s.repick = func() (err error) {
+		m.peer, err = FreePort()
+		return err
+	}
 	return m.s, nil
 }
 

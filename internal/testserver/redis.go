@@ -41,12 +41,22 @@ func RedisClusterNode(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := Redis(dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(bus), "--repl-diskless-sync-delay", "0")
+	s, err := Redis(dir)
 	if err != nil {
 		return nil, err
 	}
 	s.Name = "redis-cluster-node"
+	plain := s.args
+	s.args = func() []string {
+		return append(plain(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(bus), "--repl-diskless-sync-delay", "0")
+	}
+	// The bus port is taken as often as the client port: another test's server may have
+	// bound it since FreePort found it free.
+	s.repick = func() (err error) {
+		bus, err = FreePort()
+		return err
+	}
 	return s, nil
 }
 

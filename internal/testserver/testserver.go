@@ -49,6 +49,7 @@ type Server struct {
 	before func(ctx context.Context) error // runs before every start, if set
 	ready  func(ctx context.Context) error
 	setup  func(ctx context.Context) error // runs once, after the first start is ready
+	repick func() error                    // picks the server's other ports (a cluster bus, a peer port) anew, if set
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -73,8 +74,8 @@ func (s *Server) PID() int {
 }
 
 // Start starts the process (again) and waits until it is ready or ctx ends. If the very
-// first start finds its port taken, it moves to another free port and tries again; later
-// starts keep the port, as a restarted server must.
+// first start finds a port taken, it moves to other free ports and tries again; later
+// starts keep the ports, as a restarted server must.
 func (s *Server) Start(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		err := s.start(ctx)
@@ -88,6 +89,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 		port, perr := FreePort()
+		if perr == nil && s.repick != nil {
+			perr = s.repick()
+		}
 		if perr != nil {
 			return err
 		}

@@ -3,7 +3,10 @@ package testserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,4 +256,41 @@ func TestEtcdClusterIsolatesAMember(t *testing.T) {
 	assert.Equal(t, leader, got, "the same leader")
 	require.NoError(t, c.Rejoin(follower))
 	require.NoError(t, c.AwaitHealthy(ctx, follower))
+}
+
+// argAfter returns the argument that follows flag in s's command line.
+func argAfter(t *testing.T, s *Server, flag string) string {
+	t.Helper()
+	args := s.args()
+	i := slices.Index(args, flag)
+	require.True(t, i >= 0 && i+1 < len(args), "no %s in %q", flag, args)
+	return args[i+1]
+}
+
+// TestFirstStartMovesOffATakenSecondPort: a server whose second port (a cluster bus, a
+// peer port) another process bound after it was picked starts on other ports.
+func TestFirstStartMovesOffATakenSecondPort(t *testing.T) {
+	for _, c := range []struct {
+		name, flag string
+		server     func(dir string) (*Server, error)
+		port       func(arg string) string
+	}{
+		{"redis cluster bus", "--cluster-port", RedisClusterNode, func(a string) string { return a }},
+		{"etcd peer", "--listen-peer-urls", func(dir string) (*Server, error) { return Etcd(dir, EtcdOptions{}) },
+			func(a string) string { return a[strings.LastIndex(a, ":")+1:] }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := c.server(shortDir(t))
+			Need(t, err)
+			taken := c.port(argAfter(t, s, c.flag))
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", taken))
+			require.NoError(t, err)
+			defer l.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			require.NoError(t, s.Start(ctx))
+			t.Cleanup(func() { _ = s.Stop() })
+			assert.NotEqual(t, taken, c.port(argAfter(t, s, c.flag)))
+		})
+	}
 }
