@@ -291,6 +291,9 @@ func run(ctx context.Context, o options) error {
 					if err == nil {
 						res.Held = append(res.Held, r)
 						logf("  %s: %.0f calls/s (N/ttl %.0f), %v per period, %d connections, late %d", st, r.OpsPerSecond, r.Ideal, r.PerPeriod, r.Connections, r.Late)
+						for cause, n := range r.LateCauses {
+							logf("    %d late: %s", n, cause)
+						}
 					}
 					return err
 				})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,9 @@ type scaleResult struct {
 	IntervalP99  time.Duration `json:"interval_p99_ns"`
 	IntervalMax  time.Duration `json:"interval_max_ns"`
 	Late         int           `json:"late"` // owners whose lease context ended: belief lost
+	// LateCauses counts the late owners by their lease context's cause, the mutex's name
+	// taken out.
+	LateCauses map[string]int `json:"late_causes,omitempty"`
 }
 
 // scalePlan is what one scale run does.
@@ -87,6 +91,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	renewals := newIntervals(2 * p.ttl)
 	lockers := make([]*simba.Locker, p.n)
 	leases := make([]*simba.Lease, p.n)
+	names := make([]string, p.n)
 	var (
 		be      simba.Backend
 		closeBe func()
@@ -151,7 +156,8 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	m0, g0 := heapBaseline(p.n)
 	began := time.Now()
 	err = parallel(ctx, p.n, 64, func(i int) error {
-		l, err := simba.NewLocker(cb, fmt.Sprintf("b%s-s-%s-%d-%d", e.run, p.store, e.names.Add(1), i), opts...)
+		names[i] = fmt.Sprintf("b%s-s-%s-%d-%d", e.run, p.store, e.names.Add(1), i)
+		l, err := simba.NewLocker(cb, names[i], opts...)
 		if err != nil {
 			return err
 		}
@@ -232,9 +238,13 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	res.Periods = p.periods
 	res.Renewals, res.IntervalMean, res.IntervalMax = renewals.stats()
 	res.IntervalP99 = renewals.quantile(0.99)
-	for _, l := range leases {
+	for i, l := range leases {
 		if l.Context().Err() != nil {
 			res.Late++
+			if res.LateCauses == nil {
+				res.LateCauses = map[string]int{}
+			}
+			res.LateCauses[strings.ReplaceAll(context.Cause(l.Context()).Error(), names[i], "<mutex>")]++
 		}
 	}
 
