@@ -78,7 +78,7 @@ func TestClusterConformance(t *testing.T) {
 	})
 	tck.Run(t, func(t *testing.T) simba.Backend {
 		return newBackend(t, newClusterClient(t, addrs))
-	})
+	}, tck.WithTimeScale(deploymentScale))
 }
 
 // Every key of a mutex is in the slot of its hash tag, whichever node serves it.

@@ -50,7 +50,7 @@ func newQuorum(t testing.TB, servers []*testserver.Server, opts ...redis.Option)
 
 func TestQuorumConformance(t *testing.T) {
 	servers := instances(t, 5)
-	tck.Run(t, func(t *testing.T) simba.Backend { return newQuorum(t, servers) }, tck.WithMinorityClaims())
+	tck.Run(t, func(t *testing.T) simba.Backend { return newQuorum(t, servers) }, tck.WithMinorityClaims(), tck.WithTimeScale(deploymentScale))
 }
 
 // history logs the callbacks of in-process contenders to a fault-suite event log, so that

@@ -51,5 +51,5 @@ func TestSentinelConformance(t *testing.T) {
 	})
 	tck.Run(t, func(t *testing.T) simba.Backend {
 		return newBackend(t, failoverClient(t))
-	})
+	}, tck.WithTimeScale(deploymentScale))
 }
