@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -61,6 +62,9 @@ type scaleResult struct {
 	// taken out.
 	LateCauses map[string]int `json:"late_causes,omitempty"`
 }
+
+// durations matches the durations in an error's text.
+var durations = regexp.MustCompile(`[0-9.]+(ns|µs|ms|s|m)\b`)
 
 // scalePlan is what one scale run does.
 type scalePlan struct {
@@ -154,6 +158,8 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 		}
 	}
 	m0, g0 := heapBaseline(p.n)
+	stalls := watchStalls(ctx, e, p.store)
+	defer stalls.end()
 	began := time.Now()
 	err = parallel(ctx, p.n, 64, func(i int) error {
 		names[i] = fmt.Sprintf("b%s-s-%s-%d-%d", e.run, p.store, e.names.Add(1), i)
@@ -244,9 +250,11 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 			if res.LateCauses == nil {
 				res.LateCauses = map[string]int{}
 			}
-			res.LateCauses[strings.ReplaceAll(context.Cause(l.Context()).Error(), names[i], "<mutex>")]++
+			cause := strings.ReplaceAll(context.Cause(l.Context()).Error(), names[i], "<mutex>")
+			res.LateCauses[durations.ReplaceAllString(cause, "<d>")]++
 		}
 	}
+	stalls.stop(ctx, e, res.Late)
 
 	m1, g1 := heapNow()
 	n := float64(p.n)
