@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -98,6 +99,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 	names := make([]string, p.n)
 	var (
 		be      simba.Backend
+		pool    *sql.DB // the SQL stores' pool
 		closeBe func()
 		warm    func(context.Context) error
 	)
@@ -138,7 +140,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 			_ = db.Close()
 			return res, err
 		}
-		be, closeBe = jb, func() { _ = jb.Close(); _ = db.Close() }
+		be, closeBe, pool = jb, func() { _ = jb.Close(); _ = db.Close() }, db
 		warm = db.PingContext
 	default:
 		return res, fmt.Errorf("no scale figure on %s", p.store)
@@ -158,7 +160,7 @@ func measureScale(ctx context.Context, e *env, p scalePlan) (scaleResult, error)
 		}
 	}
 	m0, g0 := heapBaseline(p.n)
-	stalls := watchStalls(ctx, e, p.store)
+	stalls := watchStalls(ctx, e, p.store, pool)
 	defer stalls.end()
 	began := time.Now()
 	err = parallel(ctx, p.n, 64, func(i int) error {

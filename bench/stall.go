@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"sort"
@@ -13,9 +14,10 @@ import (
 
 // A store that stalls (every statement slow at once) shows in the held-mutex runs as
 // owners that lost their lease. stallWatch samples PostgreSQL meanwhile, every 100 ms:
-// what its active sessions wait for, how long a plain SELECT takes to answer, and how busy
-// the machine's disks are; the run logs the seconds that look stalled, so that the cause
-// (the WAL's flushes, a checkpoint, the machine) can be told from the backend's doing.
+// what its active sessions wait for, how long a plain SELECT takes to answer, how busy
+// the machine's disks are, and the backend's connection pool; the run logs the seconds
+// that look stalled, so that the cause (the WAL's flushes, a checkpoint, the machine, the
+// pool) can be told from the backend's doing.
 
 // stallSample is one look at the store.
 type stallSample struct {
@@ -23,6 +25,7 @@ type stallSample struct {
 	answer time.Duration  // the sampling SELECT's round trip
 	waits  map[string]int // active client sessions by wait event ("CPU" when none)
 	diskMS int64          // the disks' milliseconds doing I/O since boot (/proc/diskstats)
+	pool   sql.DBStats    // the backend's pool
 }
 
 // stallWatch samples until stopped.
@@ -32,17 +35,19 @@ type stallWatch struct {
 	mu      sync.Mutex
 	samples []stallSample
 	ckpt0   [3]int64 // checkpoints, write ms, sync ms (pg_stat_bgwriter) at the start
+	pool    *sql.DB
 }
 
 const pgCheckpoints = "SELECT checkpoints_timed + checkpoints_req, checkpoint_write_time::bigint, checkpoint_sync_time::bigint FROM pg_stat_bgwriter"
 
-// watchStalls starts sampling the store when it is PostgreSQL; it returns nil otherwise.
-func watchStalls(ctx context.Context, e *env, store string) *stallWatch {
-	if store != storePostgres || e.pg == nil {
+// watchStalls starts sampling the store, and pool, the backend's connection pool, when
+// the store is PostgreSQL; it returns nil otherwise.
+func watchStalls(ctx context.Context, e *env, store string, pool *sql.DB) *stallWatch {
+	if store != storePostgres || e.pg == nil || pool == nil {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &stallWatch{cancel: cancel, done: make(chan struct{})}
+	w := &stallWatch{cancel: cancel, done: make(chan struct{}), pool: pool}
 	_ = e.pg.QueryRowContext(ctx, pgCheckpoints).Scan(&w.ckpt0[0], &w.ckpt0[1], &w.ckpt0[2])
 	go func() {
 		defer close(w.done)
@@ -75,7 +80,7 @@ func (w *stallWatch) end() {
 func (w *stallWatch) sample(ctx context.Context, e *env) (stallSample, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s := stallSample{at: time.Now(), waits: map[string]int{}, diskMS: diskBusyMS()}
+	s := stallSample{at: time.Now(), waits: map[string]int{}, diskMS: diskBusyMS(), pool: w.pool.Stats()}
 	rows, err := e.pg.QueryContext(ctx, "SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU'), count(*) FROM pg_stat_activity "+
 		"WHERE datname = current_database() AND backend_type = 'client backend' AND state = 'active' AND pid <> pg_backend_pid() GROUP BY 1")
 	if err != nil {
@@ -112,6 +117,9 @@ func (w *stallWatch) stop(ctx context.Context, e *env, late int) {
 		answer        time.Duration
 		active, disks int64
 		waits         map[string]int
+		inUse         int           // the pool's connections in use, at most
+		poolWaits     int64         // waits for a pool connection begun
+		poolWaited    time.Duration // and the time they waited
 	}
 	var (
 		order []int64
@@ -132,13 +140,17 @@ func (w *stallWatch) stop(ctx context.Context, e *env, late int) {
 			n += c
 		}
 		sec.active = max(sec.active, int64(n))
+		sec.inUse = max(sec.inUse, s.pool.InUse)
 		if i > 0 {
-			sec.disks += s.diskMS - w.samples[i-1].diskMS
+			prev := w.samples[i-1]
+			sec.disks += s.diskMS - prev.diskMS
+			sec.poolWaits += s.pool.WaitCount - prev.pool.WaitCount
+			sec.poolWaited += s.pool.WaitDuration - prev.pool.WaitDuration
 		}
 	}
 	for _, k := range order {
 		sec := secs[k]
-		if sec.answer < 200*time.Millisecond && sec.active < 10 {
+		if sec.answer < 200*time.Millisecond && sec.active < 10 && sec.poolWaited < time.Second {
 			continue
 		}
 		evs := make([]string, 0, len(sec.waits))
@@ -150,8 +162,9 @@ func (w *stallWatch) stop(ctx context.Context, e *env, late int) {
 		for _, ev := range evs[:min(len(evs), 4)] {
 			top = append(top, fmt.Sprintf("%s %d", ev, sec.waits[ev]))
 		}
-		logf("    %s: SELECT answered in %v at worst, %d sessions active at most, disks busy %d ms; waits: %s",
-			time.Unix(k, 0).UTC().Format("15:04:05"), sec.answer.Round(time.Millisecond), sec.active, sec.disks, strings.Join(top, ", "))
+		logf("    %s: SELECT answered in %v at worst, %d sessions active at most, disks busy %d ms; pool: %d in use at most, %d waits begun, %v waited; waits: %s",
+			time.Unix(k, 0).UTC().Format("15:04:05"), sec.answer.Round(time.Millisecond), sec.active, sec.disks,
+			sec.inUse, sec.poolWaits, sec.poolWaited.Round(time.Millisecond), strings.Join(top, ", "))
 	}
 }
 
