@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,4 +245,40 @@ func renewTogether(t *testing.T, b *jdbc.Backend, db *sql.DB, takeOver string, s
 	assert.Equal(t, tokens[2], recs[2].Token, "in the tenure it had")
 	t.Logf("statements: %v", counts)
 	return counts["renew many"] == 1
+}
+
+// TestRenewManyPlanIgnoresReleasedRows: PostgreSQL's statistics of a table whose rows were
+// all released when it was last analyzed say that no row's transition ends after now.
+// The batch's statement must not plan on that (a nested loop that reads the batch's JSON
+// again for every row of the table: 2.7 s for 2,000 renewals of 10,000 held mutexes, past
+// the renewals' deadline, in the bench's held-mutex run).
+func TestRenewManyPlanIgnoresReleasedRows(t *testing.T) {
+	db := openPG(t)
+	ctx := t.Context()
+	table := "renew_plan"
+	_, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
+	require.NoError(t, err)
+	require.NoError(t, jdbc.CreateTable(ctx, db, jdbc.WithDialect(jdbc.Postgres), jdbc.WithTable(table)))
+	insert := func(from, to int, transitionAt string) {
+		_, err := db.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
+			"SELECT 'm' || g, 1, 1, %s, 'o' || g, 1 FROM generate_series(%d, %d) g", table, transitionAt, from, to-1))
+		require.NoError(t, err)
+	}
+	insert(100000, 100500, "0") // released
+	_, err = db.ExecContext(ctx, "ANALYZE "+table)
+	require.NoError(t, err)
+	insert(0, 10000, "(extract(epoch FROM now()) * 1000)::bigint + 600000") // held for ten minutes
+	var rows [][3]any
+	for i := range 2000 {
+		rows = append(rows, [3]any{fmt.Sprint("m", i*5), fmt.Sprint("o", i*5), 1})
+	}
+	plan, err := jdbc.ExplainRenewMany(ctx, db, table, 10*time.Second, rows)
+	require.NoError(t, err)
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, "rows=2000 loops=1)", "every row renewed, in one statement:\n%s", text)
+	for _, line := range plan {
+		if strings.Contains(line, "json_to_recordset") {
+			assert.Contains(t, line, "loops=1)", "the batch's rows read once:\n%s", text)
+		}
+	}
 }
