@@ -24,24 +24,15 @@ func (b *Backend) RememberClearings(n int) {
 // MaxCleared is how many pairs a backend remembers having cleared.
 const MaxCleared = maxCleared
 
-// ExplainRenewMany runs the PostgreSQL statement that renews rows (mutex, contender,
-// version) of table in one batch under EXPLAIN ANALYZE, and returns the plan's lines.
-func ExplainRenewMany(ctx context.Context, db *sql.DB, table string, ttl time.Duration, rows [][3]any) ([]string, error) {
-	d := postgresDialect{}
-	list := make([]renewRow, len(rows))
-	for i, r := range rows {
-		list[i] = renewRow{mutex: r[0].(string), contender: r[1].(string), version: uint64(r[2].(int))}
-	}
-	text, err := json.Marshal(func() []map[string]any {
-		out := make([]map[string]any, len(list))
-		for i, r := range list {
-			out[i] = map[string]any{"m": r.mutex, "o": r.contender, "v": r.version}
-		}
-		return out
-	}())
+// ExplainRenewMany runs the PostgreSQL statement that renews a batch of table's rows,
+// each named by its mutex, owner and version, under EXPLAIN ANALYZE, and returns the plan's
+// lines.
+func ExplainRenewMany(ctx context.Context, db *sql.DB, table string, ttl time.Duration, rows []RenewRow) ([]string, error) {
+	text, err := json.Marshal(rows)
 	if err != nil {
 		return nil, err
 	}
+	d := postgresDialect{}
 	query, args := d.bound(schema{}, time.Second, d.renewStatement(tableName{name: table}, schema{}, ttl, ttl/2), string(text))
 	answer, err := db.QueryContext(ctx, "EXPLAIN (ANALYZE) "+query, args...)
 	if err != nil {
@@ -57,4 +48,11 @@ func ExplainRenewMany(ctx context.Context, db *sql.DB, table string, ttl time.Du
 		plan = append(plan, line)
 	}
 	return plan, answer.Err()
+}
+
+// RenewRow is a row of ExplainRenewMany's batch, as the backend sends it.
+type RenewRow struct {
+	Mutex   string `json:"m"`
+	Owner   string `json:"o"`
+	Version uint64 `json:"v"`
 }

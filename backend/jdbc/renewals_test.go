@@ -268,9 +268,9 @@ func TestRenewManyPlanIgnoresReleasedRows(t *testing.T) {
 	_, err = db.ExecContext(ctx, "ANALYZE "+table)
 	require.NoError(t, err)
 	insert(0, 10000, "(extract(epoch FROM now()) * 1000)::bigint + 600000") // held for ten minutes
-	var rows [][3]any
+	var rows []jdbc.RenewRow
 	for i := range 2000 {
-		rows = append(rows, [3]any{fmt.Sprint("m", i*5), fmt.Sprint("o", i*5), 1})
+		rows = append(rows, jdbc.RenewRow{Mutex: fmt.Sprint("m", i*5), Owner: fmt.Sprint("o", i*5), Version: 1})
 	}
 	plan, err := jdbc.ExplainRenewMany(ctx, db, table, 10*time.Second, rows)
 	require.NoError(t, err)

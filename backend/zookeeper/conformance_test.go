@@ -10,8 +10,8 @@ import (
 // The conformance suite, each backend with a session of its own (2s), against the real
 // server, at one and a half times its own durations (TTL 1.5s, call timeout 375ms): in
 // CI, where every core is busy, a delete took longer than the 250ms call timeout of the
-// suite's own scale, and a Release reported the store untold. A vanished backend's session expires after 2s,
-// inside the suite's take-over bound.
+// suite's own scale, and a Release reported the store untold. A vanished backend's
+// session expires after 2s, inside the suite's take-over bound.
 func TestConformance(t *testing.T) {
 	needServer(t)
 	tck.Run(t, func(t *testing.T) simba.Backend { return newBackend(t) }, tck.WithTimeScale(conformanceScale))
