@@ -588,6 +588,15 @@ func unreachableAtStart(s *S) {
 	}
 	fixed := Now()
 	heal()
+	if s.Kit.Name == "zookeeper" {
+		// The server is fixed once it serves sessions, not when it answers ruok: a
+		// restarted server's first session waits for its transaction log, which it
+		// preallocates (64 MB), and in CI, every core busy, that took seconds.
+		admin := f.zookeeperAdmin()
+		admin.exists("/")
+		admin.conn.Close()
+		fixed = Now()
+	}
 	if s.Kit.Name == "mariadb" || s.Kit.Name == "postgres" {
 		// The server is back, but no contender has created the table yet.
 		f.startBroken("missing table", c, jdbc.ErrSchema)
