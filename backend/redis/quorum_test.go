@@ -533,7 +533,7 @@ func TestQuorumYieldHandsOver(t *testing.T) {
 	for i, s := range servers {
 		direct[i] = newClient(t, s.Addr())
 	}
-	missed := 0
+	missed, lost := 0, 0
 	for round := range 16 {
 		other := map[string]string{"a": "b", "b": "a"}[leader]
 		poll(t, other+" queued on a majority before the leader yields", func() bool {
@@ -545,7 +545,16 @@ func TestQuorumYieldHandsOver(t *testing.T) {
 			}
 			return queued >= 2
 		})
-		require.NoError(t, svcs[leader].Yield(t.Context()))
+		if err := svcs[leader].Yield(t.Context()); errors.Is(err, simba.ErrNotOwner) {
+			// A renewal held up on a loaded machine lets the lease lapse and the other
+			// take it; that hand-over is not the one under test.
+			t.Logf("round %d: %s lost the mutex before it yielded", round, leader)
+			lost++
+			leader = next(fmt.Sprintf("after %s lost the mutex (round %d)", leader, round))
+			continue
+		} else {
+			require.NoError(t, err)
+		}
 		got := next(fmt.Sprintf("after %s yielded (round %d)", leader, round))
 		if got != other {
 			t.Logf("round %d: %s yielded and led again; %s was waiting", round, leader, other)
@@ -555,7 +564,7 @@ func TestQuorumYieldHandsOver(t *testing.T) {
 	}
 	// A loaded machine can hold the woken waiter up past the yielder's grace now and then;
 	// a yielder that takes the mutex back by design does so in most rounds.
-	if missed > 2 {
-		t.Fatalf("in %d of 16 rounds the yielder led again while the other waited", missed)
+	if missed > 2 || lost > 4 {
+		t.Fatalf("of 16 rounds, in %d the yielder led again while the other waited, in %d it lost the mutex before yielding", missed, lost)
 	}
 }
