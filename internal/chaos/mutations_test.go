@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -58,9 +59,17 @@ func testMutations(t *testing.T) {
 			if err := mutant.Build(root, t.TempDir(), m.name, "./internal/chaos", bin); err != nil {
 				t.Fatal(err)
 			}
+			// The harness keeps a failed run's logs in the temporary directory, and a
+			// mutation's run fails: a directory of this test's, removed when it ends. Not
+			// t.TempDir(): a MariaDB server's socket path under it would be too long.
+			tmp, err := os.MkdirTemp("", "simba-mutation-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 			var output string
 			m.ran, m.caught, output = mutant.Check(bin, "TestChaos/"+m.store+"/"+m.scenario, m.expected,
-				"SIMBA_MUTATION="+m.name, "SIMBA_CHAOS_REPORT="+filepath.Join(t.TempDir(), "report.md"))
+				"SIMBA_MUTATION="+m.name, "SIMBA_CHAOS_REPORT="+filepath.Join(t.TempDir(), "report.md"), "TMPDIR="+tmp)
 			switch {
 			case !m.ran:
 				t.Errorf("mutation %s: the scenario %s/%s did not run:\n%s", m.name, m.store, m.scenario, mutant.Tail(output, 30))
