@@ -114,7 +114,7 @@ func statementKind(q string) string {
 		return "interrupt"
 	case has("GET_LOCK(?, ?)", "pg_advisory_lock($1"):
 		return "wait"
-	case has("(mutex, owner_id, version) IN", "json_to_recordset"):
+	case has("STRAIGHT_JOIN", "json_to_recordset"):
 		return "renew many"
 	case has("SET version = "):
 		switch {

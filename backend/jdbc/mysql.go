@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,16 +114,7 @@ func (d mysqlDialect) renewStatement(t tableName, s schema, ttl, lease time.Dura
 // renewMany runs mysqlRenewMany. Its answer counts the rows renewed: when it counts fewer
 // than all, it does not tell which, and none is reported renewed.
 func (d mysqlDialect) renewMany(ctx context.Context, q querier, s schema, limit time.Duration, query string, rows []renewRow) ([]bool, uint64, error) {
-	args := make([]any, 0, 4*len(rows))
-	for _, r := range rows {
-		args = append(args, r.mutex)
-	}
-	for _, r := range rows {
-		args = append(args, r.mutex, r.contender, r.version)
-	}
-	query = strings.Replace(query, "{mutexes}", d.list(len(rows)), 1)
-	query = strings.Replace(query, "{rows}", strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(rows)), ", "), 1)
-	query, args = d.bound(s, limit, query, args...)
+	query, args := d.bound(s, limit, renewManyQuery(query, len(rows)), renewManyArgs(rows)...)
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return nil, 0, err
@@ -237,6 +229,22 @@ func (mysqlDialect) prefix(s schema, d time.Duration) string {
 	}
 	limit := time.Duration(ms/unit*unit) * time.Millisecond
 	return fmt.Sprintf(mysqlBoundPrefix, strconv.FormatFloat(limit.Seconds(), 'f', 3, 64))
+}
+
+// renewManyQuery completes mysqlRenewMany, rendered as query, for n rows.
+func renewManyQuery(query string, n int) string {
+	return strings.Replace(query, "{rows}", strings.Repeat(" UNION ALL SELECT ?, ?, ?", n-1), 1)
+}
+
+// renewManyArgs are mysqlRenewMany's arguments for rows, in the key's order: the order in
+// which the statement locks them, as every statement that locks several rows does.
+func renewManyArgs(rows []renewRow) []any {
+	sorted := slices.SortedFunc(slices.Values(rows), func(a, b renewRow) int { return strings.Compare(a.mutex, b.mutex) })
+	args := make([]any, 0, 3*len(rows))
+	for _, r := range sorted {
+		args = append(args, r.mutex, r.contender, r.version)
+	}
+	return args
 }
 
 func (mysqlDialect) list(n int) string {

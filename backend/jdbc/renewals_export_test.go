@@ -50,6 +50,20 @@ func ExplainRenewMany(ctx context.Context, db *sql.DB, table string, ttl time.Du
 	return plan, answer.Err()
 }
 
+// AnalyzeRenewManyMariaDB runs the MariaDB statement that renews a batch of table's rows
+// under ANALYZE FORMAT=JSON, which executes it, and returns the plan with the rows read.
+func AnalyzeRenewManyMariaDB(ctx context.Context, db *sql.DB, table string, ttl time.Duration, rows []RenewRow) (string, error) {
+	batch := make([]renewRow, len(rows))
+	for i, r := range rows {
+		batch[i] = renewRow{mutex: r.Mutex, contender: r.Owner, version: r.Version}
+	}
+	d := mysqlDialect{}
+	query := renewManyQuery(d.renewStatement(tableName{name: table}, schema{mariaDB: true}, ttl, ttl/2), len(rows))
+	var plan string
+	err := db.QueryRowContext(ctx, "ANALYZE FORMAT=JSON "+query, renewManyArgs(batch)...).Scan(&plan)
+	return plan, err
+}
+
 // RenewRow is a row of ExplainRenewMany's batch, as the backend sends it.
 type RenewRow struct {
 	Mutex   string `json:"m"`

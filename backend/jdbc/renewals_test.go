@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -281,4 +282,65 @@ func TestRenewManyPlanIgnoresReleasedRows(t *testing.T) {
 			assert.Contains(t, line, "loops=1)", "the batch's rows read once:\n%s", text)
 		}
 	}
+}
+
+// TestRenewManyPlanMariaDB: MariaDB's batch statement reads, and so locks, only the rows
+// it names, also when the batch names a large share of the table's rows (here 2,000 of
+// 10,500): with the mutexes in an IN list, MariaDB 10.11 read the whole key instead,
+// locking every row of the table while the statement ran.
+func TestRenewManyPlanMariaDB(t *testing.T) {
+	db := openDB(t)
+	ctx := t.Context()
+	table := "renew_plan"
+	_, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
+	require.NoError(t, err)
+	require.NoError(t, jdbc.CreateTable(ctx, db, jdbc.WithTable(table)))
+	insert := func(from, to int, transitionAt string) {
+		_, err := db.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
+			"SELECT CONCAT('m', seq), 1, 1, %s, CONCAT('o', seq), 1 FROM seq_%d_to_%d", table, transitionAt, from, to-1))
+		require.NoError(t, err)
+	}
+	insert(100000, 100500, "0")                                   // released
+	insert(0, 10000, "UNIX_TIMESTAMP(NOW(3)) * 1000 + 600000")    // held for ten minutes
+	for _, analyze := range []string{"", " PERSISTENT FOR ALL"} { // the server's statistics, then also its own
+		_, err = db.ExecContext(ctx, "ANALYZE TABLE "+table+analyze)
+		require.NoError(t, err)
+		var rows []jdbc.RenewRow
+		for i := range 2000 {
+			rows = append(rows, jdbc.RenewRow{Mutex: fmt.Sprint("m", i*5), Owner: fmt.Sprint("o", i*5), Version: 1})
+		}
+		text, err := jdbc.AnalyzeRenewManyMariaDB(ctx, db, table, 10*time.Second, rows)
+		require.NoError(t, err)
+		var plan any
+		require.NoError(t, json.Unmarshal([]byte(text), &plan), text)
+		read := planTable(plan, table)
+		require.NotNil(t, read, "the table in the plan:\n%s", text)
+		assert.Equal(t, "eq_ref", read["access_type"], "each row found by the key%s:\n%s", analyze, text)
+		assert.Equal(t, 2000.0, read["r_loops"], "once per row of the batch%s:\n%s", analyze, text)
+		assert.Equal(t, 100.0, read["r_filtered"], "every row renewed%s:\n%s", analyze, text)
+		_, err = db.ExecContext(ctx, "UPDATE "+table+" SET version = 1")
+		require.NoError(t, err)
+	}
+}
+
+// planTable finds the entry of table in plan, a MariaDB ANALYZE FORMAT=JSON answer.
+func planTable(plan any, table string) map[string]any {
+	switch v := plan.(type) {
+	case map[string]any:
+		if v["table_name"] == table {
+			return v
+		}
+		for _, x := range v {
+			if t := planTable(x, table); t != nil {
+				return t
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if t := planTable(x, table); t != nil {
+				return t
+			}
+		}
+	}
+	return nil
 }
