@@ -24,7 +24,8 @@ const (
 	// countCommitStatements: MariaDB and PostgreSQL statements that end a transaction
 	// (COMMIT, ROLLBACK), included in countRequests.
 	countCommitStatements = "commit_statements"
-	// countUpdates: MariaDB UPDATE statements (Com_update).
+	// countUpdates: MariaDB UPDATE statements (Com_update, and Com_update_multi for those
+	// that join another table, as the batched renewal does).
 	countUpdates = "updates"
 	// countFsyncs: MariaDB fsyncs (Innodb_data_fsyncs: the redo log's at every durable
 	// commit, and the data files' at checkpoints).
@@ -98,7 +99,7 @@ func readCounts(ctx context.Context, e *env, store string) (storeCounts, error) 
 	case storeSQL:
 		read := mariaDBReadings.Add(1) // Questions counts this statement too
 		rows, err := e.db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN "+
-			"('Questions', 'Com_commit', 'Com_rollback', 'Com_update', 'Innodb_data_fsyncs')")
+			"('Questions', 'Com_commit', 'Com_rollback', 'Com_update', 'Com_update_multi', 'Innodb_data_fsyncs')")
 		if err != nil {
 			return nil, fmt.Errorf("mariadb status: %w", err)
 		}
@@ -114,8 +115,8 @@ func readCounts(ctx context.Context, e *env, store string) (storeCounts, error) 
 				c[countRequests] = v - read
 			case "Com_commit", "Com_rollback":
 				c[countCommitStatements] += v
-			case "Com_update":
-				c[countUpdates] = v
+			case "Com_update", "Com_update_multi":
+				c[countUpdates] += v
 			case "Innodb_data_fsyncs":
 				c[countFsyncs] = v
 			}
