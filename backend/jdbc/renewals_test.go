@@ -256,24 +256,12 @@ func renewTogether(t *testing.T, b *jdbc.Backend, db *sql.DB, takeOver string, s
 func TestRenewManyPlanIgnoresReleasedRows(t *testing.T) {
 	db := openPG(t)
 	ctx := t.Context()
-	table := "renew_plan"
-	_, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
-	require.NoError(t, err)
-	require.NoError(t, jdbc.CreateTable(ctx, db, jdbc.WithDialect(jdbc.Postgres), jdbc.WithTable(table)))
-	insert := func(from, to int, transitionAt string) {
-		_, err := db.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
-			"SELECT 'm' || g, 1, 1, %s, 'o' || g, 1 FROM generate_series(%d, %d) g", table, transitionAt, from, to-1))
-		require.NoError(t, err)
-	}
+	insert := planTable(t, db, jdbc.Postgres, "SELECT 'm' || g, 1, 1, %s, 'o' || g, 1 FROM generate_series(%d, %d) g")
 	insert(100000, 100500, "0") // released
-	_, err = db.ExecContext(ctx, "ANALYZE "+table)
+	_, err := db.ExecContext(ctx, "ANALYZE "+planTableName)
 	require.NoError(t, err)
 	insert(0, 10000, "(extract(epoch FROM now()) * 1000)::bigint + 600000") // held for ten minutes
-	var rows []jdbc.RenewRow
-	for i := range 2000 {
-		rows = append(rows, jdbc.RenewRow{Mutex: fmt.Sprint("m", i*5), Owner: fmt.Sprint("o", i*5), Version: 1})
-	}
-	plan, err := jdbc.ExplainRenewMany(ctx, db, table, 10*time.Second, rows)
+	plan, err := jdbc.ExplainRenewMany(ctx, db, planTableName, 10*time.Second, planBatch())
 	require.NoError(t, err)
 	text := strings.Join(plan, "\n")
 	require.Contains(t, text, "rows=2000 loops=1)", "every row renewed, in one statement:\n%s", text)
@@ -291,53 +279,69 @@ func TestRenewManyPlanIgnoresReleasedRows(t *testing.T) {
 func TestRenewManyPlanMariaDB(t *testing.T) {
 	db := openDB(t)
 	ctx := t.Context()
-	table := "renew_plan"
-	_, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
-	require.NoError(t, err)
-	require.NoError(t, jdbc.CreateTable(ctx, db, jdbc.WithTable(table)))
-	insert := func(from, to int, transitionAt string) {
-		_, err := db.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
-			"SELECT CONCAT('m', seq), 1, 1, %s, CONCAT('o', seq), 1 FROM seq_%d_to_%d", table, transitionAt, from, to-1))
-		require.NoError(t, err)
-	}
+	insert := planTable(t, db, jdbc.MySQL, "SELECT CONCAT('m', seq), 1, 1, %s, CONCAT('o', seq), 1 FROM seq_%d_to_%d")
 	insert(100000, 100500, "0")                                   // released
 	insert(0, 10000, "UNIX_TIMESTAMP(NOW(3)) * 1000 + 600000")    // held for ten minutes
 	for _, analyze := range []string{"", " PERSISTENT FOR ALL"} { // the server's statistics, then also its own
-		_, err = db.ExecContext(ctx, "ANALYZE TABLE "+table+analyze)
+		_, err := db.ExecContext(ctx, "ANALYZE TABLE "+planTableName+analyze)
 		require.NoError(t, err)
-		var rows []jdbc.RenewRow
-		for i := range 2000 {
-			rows = append(rows, jdbc.RenewRow{Mutex: fmt.Sprint("m", i*5), Owner: fmt.Sprint("o", i*5), Version: 1})
-		}
-		text, err := jdbc.AnalyzeRenewManyMariaDB(ctx, db, table, 10*time.Second, rows)
+		text, err := jdbc.AnalyzeRenewManyMariaDB(ctx, db, planTableName, 10*time.Second, planBatch())
 		require.NoError(t, err)
 		var plan any
 		require.NoError(t, json.Unmarshal([]byte(text), &plan), text)
-		read := planTable(plan, table)
+		read := planEntry(plan, planTableName)
 		require.NotNil(t, read, "the table in the plan:\n%s", text)
 		assert.Equal(t, "eq_ref", read["access_type"], "each row found by the key%s:\n%s", analyze, text)
 		assert.Equal(t, 2000.0, read["r_loops"], "once per row of the batch%s:\n%s", analyze, text)
 		assert.Equal(t, 100.0, read["r_filtered"], "every row renewed%s:\n%s", analyze, text)
-		_, err = db.ExecContext(ctx, "UPDATE "+table+" SET version = 1")
+		_, err = db.ExecContext(ctx, "UPDATE "+planTableName+" SET version = 1")
 		require.NoError(t, err)
 	}
 }
 
-// planTable finds the entry of table in plan, a MariaDB ANALYZE FORMAT=JSON answer.
-func planTable(plan any, table string) map[string]any {
+// planTableName is the mutex table of the plan tests.
+const planTableName = "renew_plan"
+
+// planTable makes the plan tests' mutex table, empty, on db of dialect d, and returns a
+// function that inserts the rows m<from> to m<to-1>, owned by o<n> at version 1, their
+// transitions ending at transitionAt. rows is the SELECT that makes them, with the
+// places of transitionAt, from and to-1.
+func planTable(t *testing.T, db *sql.DB, d jdbc.Dialect, rows string) func(from, to int, transitionAt string) {
+	ctx := t.Context()
+	_, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+planTableName)
+	require.NoError(t, err)
+	require.NoError(t, jdbc.CreateTable(ctx, db, jdbc.WithDialect(d), jdbc.WithTable(planTableName)))
+	return func(from, to int, transitionAt string) {
+		_, err := db.ExecContext(ctx, "INSERT INTO "+planTableName+" (mutex, acquired_at, ttl_at, transition_at, owner_id, version) "+
+			fmt.Sprintf(rows, transitionAt, from, to-1))
+		require.NoError(t, err)
+	}
+}
+
+// planBatch is the plan tests' batch: 2,000 of the rows planTable inserts, every fifth.
+func planBatch() []jdbc.RenewRow {
+	var rows []jdbc.RenewRow
+	for i := range 2000 {
+		rows = append(rows, jdbc.RenewRow{Mutex: fmt.Sprint("m", i*5), Owner: fmt.Sprint("o", i*5), Version: 1})
+	}
+	return rows
+}
+
+// planEntry finds the entry of table in plan, a MariaDB ANALYZE FORMAT=JSON answer.
+func planEntry(plan any, table string) map[string]any {
 	switch v := plan.(type) {
 	case map[string]any:
 		if v["table_name"] == table {
 			return v
 		}
 		for _, x := range v {
-			if t := planTable(x, table); t != nil {
+			if t := planEntry(x, table); t != nil {
 				return t
 			}
 		}
 	case []any:
 		for _, x := range v {
-			if t := planTable(x, table); t != nil {
+			if t := planEntry(x, table); t != nil {
 				return t
 			}
 		}
