@@ -563,9 +563,9 @@
 // which finds each by the key and so reads and locks no other row, whose LAST_INSERT_ID
 // is the database's now; on PostgreSQL pgRenewMany, with the rows as one JSON argument,
 // RETURNING the mutexes renewed. Each row gets the writes of the renewal in (1) step 2,
-// and JVM Simba's format is unchanged. A batch goes once no
-// renewal has come for 2 ms, once its first has waited 50 ms (or half its deadline), or
-// at 2,000 renewals, under the latest of their deadlines; each caller returns by its own.
+// and JVM Simba's format is unchanged. A batch goes once no renewal has come for 2 ms,
+// once its first has waited 50 ms (or half its deadline), or at 2,000 renewals, under
+// the latest of their deadlines; each caller returns by its own.
 // A renewal the statement did not renew (its row taken over, released, or past its
 // transition window) is made again with its contention's own acquire statement, which
 // tells why; so is every renewal of a statement the server failed, and of a MySQL

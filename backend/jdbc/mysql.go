@@ -233,7 +233,7 @@ func (mysqlDialect) prefix(s schema, d time.Duration) string {
 
 // renewManyQuery completes mysqlRenewMany, rendered as query, for n rows.
 func renewManyQuery(query string, n int) string {
-	return strings.Replace(query, "{rows}", strings.Repeat(" UNION ALL SELECT ?, ?, ?", n-1), 1)
+	return strings.Replace(query, "{rows}", strings.Repeat(" UNION ALL SELECT ?, ?, ?", max(n-1, 0)), 1)
 }
 
 // renewManyArgs are mysqlRenewMany's arguments for rows, in the key's order: the order in

@@ -130,8 +130,8 @@ const (
 	// mysqlRenewMany renews many tenures in one UPDATE (renewals.go): each row that still
 	// names its contender at the version its contention knows, within its transition
 	// window, gets a renewal's writes, as mysqlAcquire's (version + 1, ttl_at marked as a
-	// renewal's: renewalMark). Other rows are left alone. The batch's rows, in the key's
-	// order, drive the statement (STRAIGHT_JOIN), each finding its row by the key: the
+	// renewal's: renewalMark). Other rows are left alone. The batch's rows, sorted by
+	// mutex, drive the statement (STRAIGHT_JOIN), each finding its row by the key: the
 	// server reads, and in REPEATABLE READ locks, only the rows named, in the key's order,
 	// whatever its statistics say. (With the mutexes in an IN list instead, MariaDB 10.11
 	// scanned the whole key, locking every row of the table, once a batch named a fifth of
