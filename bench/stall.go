@@ -35,6 +35,7 @@ type stallWatch struct {
 	mu      sync.Mutex
 	samples []stallSample
 	ckpt0   [3]int64 // checkpoints, write ms, sync ms (pg_stat_bgwriter) at the start
+	ckptOK  bool     // ckpt0 was read
 	pool    *sql.DB
 }
 
@@ -48,7 +49,7 @@ func watchStalls(ctx context.Context, e *env, store string, pool *sql.DB) *stall
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &stallWatch{cancel: cancel, done: make(chan struct{}), pool: pool}
-	_ = e.pg.QueryRowContext(ctx, pgCheckpoints).Scan(&w.ckpt0[0], &w.ckpt0[1], &w.ckpt0[2])
+	w.ckptOK = e.pg.QueryRowContext(ctx, pgCheckpoints).Scan(&w.ckpt0[0], &w.ckpt0[1], &w.ckpt0[2]) == nil
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -110,7 +111,7 @@ func (w *stallWatch) stop(ctx context.Context, e *env, late int) {
 		return
 	}
 	var ckpt [3]int64
-	if err := e.pg.QueryRowContext(ctx, pgCheckpoints).Scan(&ckpt[0], &ckpt[1], &ckpt[2]); err == nil {
+	if err := e.pg.QueryRowContext(ctx, pgCheckpoints).Scan(&ckpt[0], &ckpt[1], &ckpt[2]); err == nil && w.ckptOK {
 		logf("    postgres checkpoints meanwhile: %d (write %d ms, sync %d ms)", ckpt[0]-w.ckpt0[0], ckpt[1]-w.ckpt0[1], ckpt[2]-w.ckpt0[2])
 	}
 	type second struct {

@@ -236,7 +236,7 @@ func renewManyQuery(query string, n int) string {
 	return strings.Replace(query, "{rows}", strings.Repeat(" UNION ALL SELECT ?, ?, ?", max(n-1, 0)), 1)
 }
 
-// renewManyArgs are mysqlRenewMany's arguments for rows, in the key's order: the order in
+// renewManyArgs are mysqlRenewMany's arguments for rows, sorted by mutex: the order in
 // which the statement locks them, as every statement that locks several rows does.
 func renewManyArgs(rows []renewRow) []any {
 	sorted := slices.SortedFunc(slices.Values(rows), func(a, b renewRow) int { return strings.Compare(a.mutex, b.mutex) })

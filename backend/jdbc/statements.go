@@ -130,12 +130,15 @@ const (
 	// mysqlRenewMany renews many tenures in one UPDATE (renewals.go): each row that still
 	// names its contender at the version its contention knows, within its transition
 	// window, gets a renewal's writes, as mysqlAcquire's (version + 1, ttl_at marked as a
-	// renewal's: renewalMark). Other rows are left alone. The batch's rows, sorted by
-	// mutex, drive the statement (STRAIGHT_JOIN), each finding its row by the key: the
-	// server reads, and in REPEATABLE READ locks, only the rows named, in the key's order,
-	// whatever its statistics say. (With the mutexes in an IN list instead, MariaDB 10.11
-	// scanned the whole key, locking every row of the table, once a batch named a fifth of
-	// the table's rows.) LAST_INSERT_ID hands back the low 31 bits of the database's now.
+	// renewal's: renewalMark). Other rows are left alone. The batch's rows drive the
+	// statement (STRAIGHT_JOIN), each finding its row by the key: the server reads, and in
+	// REPEATABLE READ locks, only the rows named, whatever its statistics say. (With the
+	// mutexes in an IN list instead, MariaDB 10.11 scanned the whole key, locking every
+	// row of the table, once a batch named a fifth of the table's rows.) The rows come
+	// sorted by mutex, the order the server reads them in as a rule; should two batches
+	// still lock shared rows in opposite orders, InnoDB ends one with a deadlock error,
+	// and its renewals are made one by one (sendOne). LAST_INSERT_ID hands back the low 31
+	// bits of the database's now.
 	// {rows} stands for " UNION ALL SELECT ?, ?, ?" for each row after the first.
 	// Arguments: each row's mutex, contender and version.
 	mysqlRenewMany = "UPDATE (SELECT ? AS m, ? AS o, ? AS v{rows}) AS batch STRAIGHT_JOIN %[1]s ON mutex = batch.m " +
