@@ -39,20 +39,27 @@ func zookeeperBackend(_ context.Context, cfg ContenderConfig) (simba.Backend, fu
 		session = time.Second
 	}
 	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-		handshake := zookeeper.Dialer(session / 2)
 		return zk.Connect(strings.Split(cfg.Addr, ","), session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}),
-			zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
-				c, err := handshake(network, address, timeout)
-				if err != nil {
-					return nil, err
-				}
-				return zkdial.Wrap(c), nil
-			}))
+			zk.WithDialer(contenderDialer(session)))
 	}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, nil, err
 	}
 	return b, func() { _ = b.Close() }, nil
+}
+
+// contenderDialer dials as the README tells users to (zookeeper.Dialer, half the session
+// for the handshake: a restarting server can take a connection and never answer it), with
+// zkdial's ordering on top.
+func contenderDialer(session time.Duration) zk.Dialer {
+	handshake := zookeeper.Dialer(session / 2)
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := handshake(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return zkdial.Wrap(c), nil
+	}
 }
 
 type quietZK struct{}

@@ -1120,7 +1120,7 @@ func (f storeFaults) openBackend(addr, password string) (simba.Backend, func(), 
 	case "zookeeper":
 		session := f.Timing.Session
 		b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-			return zk.Connect([]string{addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}), zk.WithDialer(zkdial.Dial))
+			return zk.Connect([]string{addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}), zk.WithDialer(contenderDialer(session)))
 		}, zookeeper.WithLogger(quiet))
 		if err != nil {
 			return nil, nil, err
