@@ -40,7 +40,7 @@ func zookeeperBackend(_ context.Context, cfg ContenderConfig) (simba.Backend, fu
 	}
 	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
 		return zk.Connect(strings.Split(cfg.Addr, ","), session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}),
-			zk.WithDialer(contenderDialer(session)))
+			zk.WithDialer(zookeeperDialer(session)))
 	}, zookeeper.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, nil, err
@@ -48,10 +48,10 @@ func zookeeperBackend(_ context.Context, cfg ContenderConfig) (simba.Backend, fu
 	return b, func() { _ = b.Close() }, nil
 }
 
-// contenderDialer dials as the README tells users to (zookeeper.Dialer, half the session
+// zookeeperDialer dials as the README tells users to (zookeeper.Dialer, half the session
 // for the handshake: a restarting server can take a connection and never answer it), with
 // zkdial's ordering on top.
-func contenderDialer(session time.Duration) zk.Dialer {
+func zookeeperDialer(session time.Duration) zk.Dialer {
 	handshake := zookeeper.Dialer(session / 2)
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := handshake(network, address, timeout)

@@ -25,7 +25,6 @@ import (
 	"github.com/simba-go/simba/backend/zookeeper"
 	"github.com/simba-go/simba/internal/faultproxy"
 	"github.com/simba-go/simba/internal/testserver"
-	"github.com/simba-go/simba/internal/zkdial"
 )
 
 // The store faults of the plan: 17–21 and 25.
@@ -988,7 +987,7 @@ type zookeeperAdmin struct {
 
 func (f storeFaults) zookeeperAdmin() *zookeeperAdmin {
 	f.T.Helper()
-	conn, _, err := zk.Connect([]string{f.Server.Addr()}, 2*time.Second, zk.WithLogger(quietZK{}), zk.WithDialer(zkdial.Dial))
+	conn, _, err := zk.Connect([]string{f.Server.Addr()}, 2*time.Second, zk.WithLogger(quietZK{}), zk.WithDialer(zookeeperDialer(2*time.Second)))
 	f.must(err)
 	f.T.Cleanup(conn.Close)
 	return &zookeeperAdmin{f: f, conn: conn}
@@ -1120,7 +1119,7 @@ func (f storeFaults) openBackend(addr, password string) (simba.Backend, func(), 
 	case "zookeeper":
 		session := f.Timing.Session
 		b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-			return zk.Connect([]string{addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}), zk.WithDialer(contenderDialer(session)))
+			return zk.Connect([]string{addr}, session, zk.WithEventCallback(events), zk.WithLogger(quietZK{}), zk.WithDialer(zookeeperDialer(session)))
 		}, zookeeper.WithLogger(quiet))
 		if err != nil {
 			return nil, nil, err
