@@ -187,6 +187,9 @@ func newBackendAt(t testing.TB, srv *testserver.Server, timeout time.Duration, n
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 	opts = append([]zookeeper.Option{zookeeper.WithLogger(log)}, opts...)
+	if n.handshake == 0 {
+		n.handshake = timeout / 2
+	}
 	b, err := zookeeper.New(func(events zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
 		return zk.Connect([]string{srv.Addr()}, timeout,
 			zk.WithEventCallback(events), zk.WithDialer(n.dial), zk.WithLogger(quiet{}))
@@ -205,6 +208,9 @@ type network struct {
 	conns  []net.Conn
 	// wrap, when set, wraps every new connection.
 	wrap func(net.Conn) net.Conn
+	// handshake bounds the wait for the server's first answer (zookeeper.Dialer), as
+	// users are told to: a restarted server can take a connection and never answer.
+	handshake time.Duration
 }
 
 var errRefused = errors.New("test network: connection refused")
@@ -215,7 +221,7 @@ func (n *network) dial(network, addr string, timeout time.Duration) (net.Conn, e
 	if n.refuse {
 		return nil, errRefused
 	}
-	c, err := net.DialTimeout(network, addr, timeout)
+	c, err := zookeeper.Dialer(n.handshake)(network, addr, timeout)
 	if err != nil {
 		return nil, err
 	}
