@@ -285,6 +285,9 @@
 //	no server answers: down, a wrong address, cut off       no session: ErrNoSession and     outage
 //	  from its quorum (go-zookeeper asks for no read-only     the context's error
 //	  session)
+//	a server takes the connection and does not answer       no session: ErrNoSession, saying outage
+//	  the handshake (one still starting can; Dialer            so
+//	  bounds the wait)
 //	the connection breaks, or a request gets no answer      zk.ErrConnectionClosed, network  outage
 //	  within its bound                                        errors, a context deadline
 //	the session expired or moved                            zk.ErrSessionExpired,            outage

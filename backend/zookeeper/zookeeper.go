@@ -252,6 +252,12 @@ func (b *Backend) pending(c *contention) error {
 	switch {
 	case !b.sawEvent:
 		return fmt.Errorf("%w: the connection has reported no event; does Connect pass zk.WithEventCallback(events) to zk.Connect?", ErrNoSession)
+	case !b.sess.up && b.conn.State() == zk.StateConnected:
+		// Connected and the handshake sent: a server that takes connections and does not
+		// answer (one still starting can) holds go-zookeeper ten times two thirds of the
+		// session timeout, unless the dialer bounds the wait.
+		return fmt.Errorf("%w: the server took the connection %v ago and has not answered the handshake (see zookeeper.Dialer)",
+			ErrNoSession, time.Since(b.connectedAt).Round(time.Millisecond))
 	case !b.sess.up:
 		return fmt.Errorf("%w: connecting", ErrNoSession)
 	case c.lastErr != nil:
