@@ -286,7 +286,7 @@
 //	  from its quorum (go-zookeeper asks for no read-only     the context's error
 //	  session)
 //	a server takes the connection and does not answer       no session: ErrNoSession, saying outage
-//	  the handshake (one still starting can; Dialer            so
+//	  the handshake (one still starting can; Dialer           so
 //	  bounds the wait)
 //	the connection breaks, or a request gets no answer      zk.ErrConnectionClosed, network  outage
 //	  within its bound                                        errors, a context deadline
