@@ -11,8 +11,9 @@ import (
 // Dialer returns a zk.Dialer (for zk.WithDialer) whose connections wait at most handshake
 // for the server's first answer. go-zookeeper waits ten times two thirds of the session
 // timeout for it (13s with a 2s session): a server that takes the connection and never
-// answers, as a restarting ZooKeeper 3.8 can, holds the client that long and lets its
-// session expire. Half the session timeout is a good handshake.
+// answers, as a restarting ZooKeeper 3.8 can, holds the client that long (Backend.Close
+// too, which waits for the connection's goroutines) and lets its session expire. Half the
+// session timeout is a good handshake.
 func Dialer(handshake time.Duration) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		c, err := net.DialTimeout(network, address, timeout)
