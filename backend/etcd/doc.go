@@ -147,11 +147,13 @@
 // sends neither it nor its cancel. It starts from the read that found the contender
 // owning: a deletion in the first 50ms reaches the owner when it is sent, or, when etcd
 // has written other revisions since, at etcd's next catch-up of such watches (every
-// 100ms), so within 150ms and a round trip. A keep-alive goes every third of the TTL, as
-// etcd's own client sends them, and again soon after one fails or goes unanswered for a
-// sixth: a crashed owner's keys outlive it by the TTL less the time since its last
-// keep-alive, so a shorter period would make them outlive it longer. For everyone else the
-// same bound says how fresh the view is.
+// 100ms), so within 150ms and a round trip. A keep-alive goes every third of the TTL, and
+// again soon after one fails or goes unanswered for a sixth, so an owner keeps its tenure
+// through any silence of etcd shorter than about two thirds of the TTL (etcd's own client,
+// a third after each answer from a loop that wakes every 500ms, through 500ms less at
+// worst). The price is in failover: a crashed owner's keys outlive it by the TTL less the
+// time since its last keep-alive, which longer gaps would shorten only by shortening the
+// silence an owner rides out. For everyone else the same bound says how fresh the view is.
 //
 // Once no keep-alive has been answered for a TTL, the backend gives the lease up: it stops
 // sending keep-alives and revokes it, as etcd's own client stops keeping alive a lease it

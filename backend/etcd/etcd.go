@@ -286,11 +286,11 @@ func (b *Backend) keep() {
 		default:
 			ok = b.beat(&ka, l)
 		}
-		// A third, as etcd's own client: a crashed owner's lease outlives it by a TTL less
-		// the time since its last keep-alive, which a shorter period makes longer on
-		// average. A beat that fails is tried again within tens of milliseconds, and one
-		// that stalls after a sixth (beat): belief lapses only when four beats in a row
-		// stall.
+		// A third: an owner rides out any silence shorter than two thirds of the TTL, and
+		// a crashed owner's lease outlives it by the TTL less the time since its last
+		// keep-alive (see the package doc for that trade). A beat that fails is tried
+		// again within tens of milliseconds, and one that stalls after a sixth (beat):
+		// belief lapses only when four beats in a row stall.
 		next := max(l.ttl, b.leaseTTL) / 3
 		if ok {
 			failures = 0
