@@ -252,7 +252,7 @@ func (b *Backend) pending(c *contention) error {
 	switch {
 	case !b.sawEvent:
 		return fmt.Errorf("%w: the connection has reported no event; does Connect pass zk.WithEventCallback(events) to zk.Connect?", ErrNoSession)
-	case !b.sess.up && b.conn.State() == zk.StateConnected:
+	case !b.sess.up && b.conn.State() == zk.StateConnected && !b.connectedAt.IsZero():
 		// Connected and the handshake sent: a server that takes connections and does not
 		// answer (one still starting can) holds go-zookeeper ten times two thirds of the
 		// session timeout, unless the dialer bounds the wait.
