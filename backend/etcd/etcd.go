@@ -286,9 +286,9 @@ func (b *Backend) keep() {
 		default:
 			ok = b.beat(&ka, l)
 		}
-		// A third: an owner rides out any silence shorter than two thirds of the TTL, and
-		// a crashed owner's lease outlives it by the TTL less the time since its last
-		// keep-alive (see the package doc for that trade). A beat that fails is tried
+		// A third: an owner rides out any silence shorter than about two thirds of the
+		// TTL, and a crashed owner's lease outlives it by the TTL less the time since its
+		// last keep-alive (the package doc has that trade). A beat that fails is tried
 		// again within tens of milliseconds, and one that stalls after a sixth (beat):
 		// belief lapses only when four beats in a row stall.
 		next := max(l.ttl, b.leaseTTL) / 3
