@@ -17,8 +17,8 @@ import (
 )
 
 // BenchmarkPostgresCycleParts takes an uncontended Locker cycle on a PostgreSQL whose
-// commits wait for the disk apart, layer by layer, each timed in blocks of 50 cycles that
-// take turns, and reports each one's p50 over the unit's (x/update) and the client CPU per
+// commits wait for the disk apart, layer by layer, the layers taking turns cycle by
+// cycle, and reports each one's p50 over the unit's (x/update) and the client CPU per
 // cycle (x-cpu-µs):
 //
 //   - update: one autocommitted UPDATE of a one-row table, the unit; async-update: the
@@ -129,20 +129,17 @@ func BenchmarkPostgresCycleParts(b *testing.B) {
 			return lease.Release(ctx)
 		}},
 	}
-	const block = 50
+	// The parts take turns cycle by cycle: timed in blocks of cycles, a slow or fast spell
+	// of the disk fell on some parts and not others, and moved their ratios by a third.
+	const warm = 50
 	took := make([][]time.Duration, len(parts))
 	cpu := make([]time.Duration, len(parts))
-	for round := 0; round < max(b.N/block, 4)+1; round++ {
+	for round := range max(b.N, 200) + warm {
 		for i, p := range parts {
-			began := processCPU()
-			for range block {
-				t := time.Now()
-				require.NoError(b, p.cycle(), p.name)
-				if round > 0 { // the first round warms up
-					took[i] = append(took[i], time.Since(t))
-				}
-			}
-			if round > 0 {
+			began, t := processCPU(), time.Now()
+			require.NoError(b, p.cycle(), p.name)
+			if round >= warm {
+				took[i] = append(took[i], time.Since(t))
 				cpu[i] += processCPU() - began
 			}
 		}
