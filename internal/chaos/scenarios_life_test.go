@@ -296,7 +296,11 @@ func slowCallbacks(s *S) {
 	for !ok && Holder(events) == other.ID {
 		t := Now()
 		other.Send("stop")
-		s.awaitSuccessor(other.ID, t, s.gracefulBound())
+		// Not C6's bound (scenario 2 holds graceful hand-overs to it): a Stop that cuts an
+		// owner's renewal short may leave that UPDATE to the store, take the row back for
+		// the stopped owner, and leave the row to the backend's sweep (jdbc's stray.go),
+		// which wakes no waiter; the next waiter's poll then takes it, within a failover.
+		s.awaitSuccessor(other.ID, t, s.failoverBound())
 		other.Send("start")
 		events, ok = s.Await(s.failoverBound()+time.Second, func(e []Event) bool { return Holder(e) == panicky.ID })
 	}
