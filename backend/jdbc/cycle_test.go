@@ -130,7 +130,8 @@ func BenchmarkPostgresCycleParts(b *testing.B) {
 		}},
 	}
 	// The parts take turns cycle by cycle: timed in blocks of cycles, a slow or fast spell
-	// of the disk fell on some parts and not others, and moved their ratios by a third.
+	// of the disk fell on some parts and not others, and their ratios moved from run to
+	// run with it.
 	const warm = 50
 	took := make([][]time.Duration, len(parts))
 	cpu := make([]time.Duration, len(parts))
