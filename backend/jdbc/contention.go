@@ -367,13 +367,18 @@ func (c *contention) afterUnmatched(ctx context.Context, again bool, known *row)
 		if err := c.ensureRow(ctx); err != nil {
 			return backend.Record{}, false, err
 		}
+		c.token = 0                        // a tenure the contention knew went with the row
 		return backend.Record{}, true, nil // the first use of the mutex: try again on the new row
 	case err != nil:
 		return backend.Record{}, false, noRow(err)
 	case r.version >= maxVersion:
 		return backend.Record{}, false, fmt.Errorf("the row's version is %d, the largest the column holds: no larger fencing token can be handed out", r.version)
 	case again && r.record().Owner == "":
-		return backend.Record{}, true, nil // free now: created or released since the UPDATE; try again
+		// Free now: created or released since the UPDATE, or released behind the back of
+		// a renewal, which takes no free row (mysqlTakesFree). A tenure the contention knew
+		// is over; its next statement may take the row.
+		c.seen(r)
+		return backend.Record{}, true, nil
 	}
 	if rec, known := c.seen(r); known {
 		return rec, false, nil

@@ -158,9 +158,10 @@
 // acquisition. A renewal matches only at the exact version of the contention's last
 // answer: a tenure goes on, and keeps its token, only while nothing has come between. A
 // row freed behind its owner's back, or deleted and created again, is taken as a new
-// tenure, with a new token, even by the contender that owned it before. When an answer is
-// lost, the statements that follow still expect the version of the last answer, so none
-// of them renews again; the next one that does not match reads the row, and the row's
+// tenure, with a new token, even by the contender that owned it before (by its statement
+// after the renewal that found the row free: a renewal takes no free row, see Bounded
+// statements, and statements that arrive late). When an answer is lost, the statements
+// that follow still expect the version of the last answer, so none of them renews again; the next one that does not match reads the row, and the row's
 // last write tells what happened: the acquisition writes ttl_at up to a millisecond short
 // so that transition_at - ttl_at is odd after a renewal and even after a new tenure's
 // first write (the renewal mark), so a renewal at the next version continues the tenure
@@ -222,16 +223,18 @@
 // (backend.DeadlineKeeper), so a Locker makes its calls on its caller's goroutine.
 // A statement the caller abandoned may still reach the server later (it sat in a socket
 // buffer, or MySQL, which has no such prefix for UPDATE, kept it waiting for a row lock).
-// That is harmless: an acquisition is one UPDATE that only takes a free row or renews this
-// contender's own at the version its contention last saw (a late one renews nothing that
-// changed since, or takes a row nobody protects); a release
-// names the exact version its contention last saw, or read just before, so a release that
-// arrives after the row was acquired again, by this contender ID included, finds another
-// version and changes nothing.
+// That is harmless: an acquisition is one UPDATE that only renews this contender's own at
+// the version its contention last saw or, in a contention that knows no tenure of its
+// own, takes a free row (a late one renews nothing that changed since, or takes a row
+// nobody protects). A renewal takes no free row, not even one its own release has just
+// freed: one that finds the row free ends its tenure, and the contention's next statement
+// takes the row. A release names the exact version its contention last saw, or read just
+// before, so a release that arrives after the row was acquired again, by this contender
+// ID included, finds another version and changes nothing.
 //
-// One case is not harmless by itself: an acquisition abandoned as its contender stops
-// (Stop cuts the round under way short) that the server runs after the release which
-// followed it found the row free. It takes the row for a contender that has stopped, and
+// One case is not harmless by itself: an acquisition (not a renewal) abandoned as its
+// contender stops (Stop cuts the round under way short) that the server runs after the
+// release which followed it found the row free. It takes the row for a contender that has stopped, and
 // the mutex would stay held until that lease lapsed. StopContend therefore leaves a sweep
 // behind whenever one of the contention's UPDATEs may still run: once the statement's
 // deadline has passed (and with it the server's limit, on MariaDB and PostgreSQL), the
@@ -315,7 +318,8 @@
 // A contention's statements and their parameters, in order. The table, the ttl, ttl +
 // transition and the transition's parity are in the statement's text. floor is the
 // highest version the backend has seen for the mutex; expected, the version of the
-// contention's last answer while it knows its tenure (NULL: renew nothing); stale, the
+// contention's last answer while it knows its tenure (NULL: renew nothing; only then is a
+// free row taken); stale, the
 // version of another owner's row watched unchanged for longer than its lease (NULL:
 // none). On MariaDB a statement on the table begins with SET STATEMENT max_statement_time
 // = s FOR (mysqlBoundPrefix; s is nine tenths of the time left, to two significant digits
@@ -324,7 +328,7 @@
 //
 //	statement            parameters
 //	mysqlAcquire         contender, expected, floor, contender, mutex, floor, contender,
-//	                     expected, stale
+//	                     expected, expected, stale
 //	mysqlAcquireLocking  mysqlAcquire's, then lock name twice
 //	mysqlReadLocking     lock name, mutex
 //	mysqlReadTrying      lock name three times, mutex

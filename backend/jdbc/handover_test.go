@@ -497,7 +497,7 @@ func TestLockingAcquireTakesTheLockOnce(t *testing.T) {
 	require.Equal(t, 1, got)
 
 	res, err := conn.ExecContext(ctx, jdbc.LockingAcquireSQL(jdbc.MySQL, 2*time.Second, 3*time.Second),
-		"a", nil, 0, "a", mutex, 0, "a", nil, nil, lock, lock)
+		"a", nil, 0, "a", mutex, 0, "a", nil, nil, nil, lock, lock)
 	require.NoError(t, err)
 	n, err := res.RowsAffected()
 	require.NoError(t, err)

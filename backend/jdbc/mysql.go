@@ -157,7 +157,7 @@ func (d mysqlDialect) acquireLocking(ctx context.Context, conn querier, s schema
 // runAcquire runs an acquire statement with q and decodes its answer; more are the
 // arguments that follow mysqlAcquire's.
 func (d mysqlDialect) runAcquire(ctx context.Context, q querier, s schema, limit time.Duration, query string, a acquireArgs, more ...any) (acquireResult, error) {
-	query, args := d.bound(s, limit, query, append([]any{a.contender, a.expect, a.floor, a.contender, a.mutex, a.floor, a.contender, a.expect, a.stale}, more...)...)
+	query, args := d.bound(s, limit, query, append([]any{a.contender, a.expect, a.floor, a.contender, a.mutex, a.floor, a.contender, a.expect, a.expect, a.stale}, more...)...)
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return acquireResult{}, err

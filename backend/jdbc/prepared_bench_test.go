@@ -63,7 +63,7 @@ func BenchmarkMariaDBPreparedCycle(b *testing.B) {
 
 	type execer func(stmt int, args ...any) (sql.Result, error)
 	cycle := func(exec execer) error {
-		res, err := exec(0, "me", nil, 0, "me", mutex+"-s", 0, "me", nil, nil, lock, lock)
+		res, err := exec(0, "me", nil, 0, "me", mutex+"-s", 0, "me", nil, nil, nil, lock, lock)
 		if err != nil {
 			return err
 		}

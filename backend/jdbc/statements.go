@@ -105,9 +105,10 @@ const (
 		" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE version = version"
 
 	// mysqlAcquire is JVM Simba's one conditional UPDATE, with this backend's additions
-	// (see the package doc, Hand-over, end to end): it takes a free row, or renews the
-	// contender's own only at the exact version the contention last saw (nothing has come
-	// between, so the tenure goes on). It also takes a row at the version the contention
+	// (see the package doc, Hand-over, end to end): it takes a free row when the
+	// contention knows no tenure (mysqlTakesFree), or renews the contender's own only at
+	// the exact version the contention last saw (nothing has come between, so the tenure
+	// goes on). It also takes a row at the version the contention
 	// has watched unchanged for longer than the row's lease, by the local clock
 	// (contention.stale): its owner has stopped believing, even if the database's clock,
 	// stepped back since, says the row is still held. version is assigned first, so that
@@ -124,8 +125,8 @@ const (
 	// token. %[2]d and %[3]d stand for ttl and ttl + transition in ms, %[4]d for the
 	// parity of the transition.
 	// Arguments: contender, expected version (NULL: none), floor, contender, mutex, floor,
-	// contender, expected version, stale version (NULL: none).
-	mysqlAcquire = mysqlAcquireUpdate + mysqlFree + " OR version <=> ?)"
+	// contender, expected version, expected version, stale version (NULL: none).
+	mysqlAcquire = mysqlAcquireUpdate + mysqlTakesFree + " OR version <=> ?)"
 
 	// mysqlRenewMany renews many tenures in one UPDATE (renewals.go): each row that still
 	// names its contender at the version its contention knows, within its transition
@@ -150,7 +151,7 @@ const (
 		"AND {end} > " + mysqlNow
 
 	// mysqlAcquireUpdate is the acquire's UPDATE up to the condition under which it begins
-	// a new tenure: the row is free, or stale (the last argument).
+	// a new tenure: the row is free (mysqlTakesFree), or stale (the last argument).
 	mysqlAcquireUpdate = "UPDATE %[1]s SET " +
 		"version = GREATEST(LAST_INSERT_ID((version << 32) | " +
 		"((owner_id = ? AND version <=> ? AND {end} > " + mysqlNow + ") << 31) | (" + mysqlNow + " & 2147483647)) >> 32, ?) + 1, " +
@@ -171,7 +172,7 @@ const (
 	// statement unsafe for statement-based binary logging, as RELEASE_LOCK does
 	// mysqlReleaseUnlock's (schema.locksInUpdates).
 	// Arguments: mysqlAcquire's, then lock name twice.
-	mysqlAcquireLocking = mysqlAcquireUpdate + "(" + mysqlFree + " OR version <=> ?) AND " + mysqlTakeLock + ")"
+	mysqlAcquireLocking = mysqlAcquireUpdate + "(" + mysqlTakesFree + " OR version <=> ?) AND " + mysqlTakeLock + ")"
 
 	// mysqlTakeLock takes the named lock if the session does not hold it already, and
 	// holds if the session holds it then (mysqlReadTrying does the same). GET_LOCK is
@@ -183,6 +184,16 @@ const (
 	// mysqlFree holds when a row has no owner: its transition window has ended (a
 	// released row's is 0).
 	mysqlFree = "{end} < " + mysqlNow
+
+	// mysqlTakesFree holds when the acquire statement takes a free row: only for a
+	// contention that knows no tenure of its own (expected version NULL). A renewal's
+	// statement may reach the row after its tenure's release (its caller gave up on it,
+	// as Stop does with the round under way, and the server ran it all the same): taking
+	// the row then would begin a tenure nobody believes in, and the waiters the release
+	// woke would find it held. A renewal that finds the row free ends its tenure instead
+	// (contention.afterUnmatched), and its contention takes the row with its next
+	// statement. Arguments: expected version.
+	mysqlTakesFree = "(? IS NULL AND " + mysqlFree + ")"
 
 	// mysqlRead reads a row, its times as long as their writer meant them (mysqlEnd), and
 	// the database's now, in one statement. Arguments: mutex.
@@ -357,7 +368,7 @@ const (
 	// for ttl and ttl + transition in ms, %[4]d for the parity of the transition.
 	// Arguments: limit, floor, contender, expected version (NULL: none), mutex, stale
 	// version (NULL: none).
-	pgAcquire = pgAcquireUpdate + "transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6 END " +
+	pgAcquire = pgAcquireUpdate + pgTakesFree + " OR version IS NOT DISTINCT FROM $6 END " +
 		"RETURNING version, (" + pgNow + " + %[2]d - ttl_at) # %[4]d, " + pgNow + ", " + pgFoundValue
 
 	// pgFound keeps the version of the row an UPDATE changes, as its SET clause reads it,
@@ -369,7 +380,7 @@ const (
 	pgFoundValue = "current_setting('simba.found')::bigint"
 
 	// pgAcquireUpdate is the acquire's UPDATE up to the condition under which it begins
-	// a new tenure: the row is free, or stale ($6).
+	// a new tenure: the row is free (pgTakesFree), or stale ($6).
 	pgAcquireUpdate = "UPDATE %[1]s SET " +
 		"version = CASE WHEN " + pgFound + " THEN GREATEST(version, $2) + 1 END, " +
 		"ttl_at = " + pgNow + " + %[2]d - (CASE WHEN " + pgOwns + " AND transition_at > " + pgNow + " THEN 1 ELSE 0 END # %[4]d), " +
@@ -425,7 +436,7 @@ const (
 	// acquire, and the answer's columns up to the row's.
 	pgTakeAndAcquire = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(k) AS got, pg_backend_pid() AS pid, k " +
 		"FROM (SELECT $7::text::bigint AS k) AS key), " +
-		"u AS (" + pgAcquireUpdate + "(transition_at < " + pgNow + " OR version IS NOT DISTINCT FROM $6) AND (SELECT got FROM l) END " +
+		"u AS (" + pgAcquireUpdate + "(" + pgTakesFree + " OR version IS NOT DISTINCT FROM $6) AND (SELECT got FROM l) END " +
 		"RETURNING version, (" + pgNow + " + %[2]d - ttl_at) # %[4]d AS mark, " + pgNow + " AS now, " + pgFoundValue + " AS found) " +
 		"SELECT l.got::int, l.pid, u.version, u.mark, u.now, u.found"
 
@@ -485,6 +496,10 @@ const (
 
 	// pgFree holds when a row has no owner.
 	pgFree = "transition_at < " + pgNow
+
+	// pgTakesFree is mysqlTakesFree: a free row is taken only without an expected
+	// version ($4).
+	pgTakesFree = "($4 IS NULL AND " + pgFree + ")"
 
 	// The statements of Prune, as MySQL's. Arguments: limit, then as MySQL's.
 	pgEnsureFloor = "INSERT INTO %[1]s (mutex, acquired_at, ttl_at, transition_at, owner_id, version) " +

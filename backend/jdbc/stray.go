@@ -8,7 +8,7 @@ import (
 // Abandoned statements. A caller that gives up on an acquisition (its context ends: Stop
 // cut the round short, a deadline passed) leaves its UPDATE to the server, which may
 // still run it: after the release that followed found the row free or someone else's, it
-// can take the row for a contender that has stopped, and the mutex then stays held until
+// can take the row for a contender that has stopped (a renewal's cannot: mysqlTakesFree), and the mutex then stays held until
 // that lease lapses. The server gives a statement up at the caller's deadline (MariaDB's
 // max_statement_time; on PostgreSQL, lock_timeout ends its wait for a row lock: see
 // Dialect.bound), so strayGrace after that deadline the row is safe from it; MySQL has no

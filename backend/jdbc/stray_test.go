@@ -68,3 +68,55 @@ func TestCancelledAcquireTakesNoRowAfterRelease(t *testing.T) {
 	r := readRow(t, db, mutex)
 	assert.NotEqual(t, "stopped", r.Owner, "the row an abandoned UPDATE took after the release is left held: %+v", r)
 }
+
+// TestAbandonedRenewalTakesNoRowAfterRelease: an owner's renewal waits behind a row lock
+// (an administrator's SELECT ... FOR UPDATE) when its caller gives up on it, as Stop does
+// with the round under way; the tenure's release commits before the row lock goes (here
+// in the administrator's transaction). The server then runs the abandoned renewal on the
+// released row. It must take nothing: a renewal that took a free row would begin a tenure
+// for a contender that has stopped, which only its lease or a later sweep ends, and the
+// waiters the release woke would find the row held and fall back to polling (seen in the
+// fault suite, mariadb/06: no successor of a stopped owner within 1.25 s).
+func TestAbandonedRenewalTakesNoRowAfterRelease(t *testing.T) {
+	needServer(t)
+	db := openDB(t)
+	mutex := mutexName(t)
+	a := leaseOf(t, newBackend(t), mutex, "a")
+	require.Equal(t, "a", acquire(t, a).Owner)
+
+	tx, err := db.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	var v uint64
+	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
+
+	// A call without a deadline makes its own statement (a batch renews only rows still
+	// held: lostReply).
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { _, err := a.Acquire(ctx); done <- err }()
+	renewing := func() bool {
+		var n int
+		err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
+			"WHERE ID <> CONNECTION_ID() AND INFO LIKE '%UPDATE `simba_mutex`%' AND (INFO LIKE ? OR COMMAND = 'Execute')", "%owner_id = 'a'%").Scan(&n)
+		require.NoError(t, err)
+		return n > 0
+	}
+	waitUntil(t, 5*time.Second, "the renewal to wait for the row lock", renewing)
+	cancel()
+	select {
+	case err := <-done:
+		require.Error(t, err, "the renewal was given up")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Acquire did not return when its context was cancelled")
+	}
+	// The release, as the owner's would write it, commits first.
+	_, err = tx.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = '', ttl_at = 0, transition_at = 0, version = version + 1 WHERE mutex = ?", mutex)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	waitUntil(t, 5*time.Second, "the abandoned renewal to end on the server", func() bool { return !renewing() })
+
+	r := readRow(t, db, mutex)
+	assert.Equal(t, v+1, r.Version, "the abandoned renewal changed the released row: %+v", r)
+	assert.Empty(t, r.Owner, "the abandoned renewal took the released row: %+v", r)
+}

@@ -71,11 +71,17 @@ func lookupValue(t *testing.T, b *jdbc.Backend, mutex string) (string, string) {
 // versionOf returns the version of mutex's row in the mutex table.
 func versionOf(t *testing.T, db *sql.DB, s dialectStore, mutex string) uint64 {
 	t.Helper()
-	q := "SELECT version FROM simba_mutex WHERE mutex = ?"
+	return columnOf[uint64](t, db, s, mutex, "version")
+}
+
+// columnOf returns column of mutex's row in the mutex table.
+func columnOf[T any](t *testing.T, db *sql.DB, s dialectStore, mutex, column string) T {
+	t.Helper()
+	q := "SELECT " + column + " FROM simba_mutex WHERE mutex = ?"
 	if s.dialect == jdbc.Postgres {
-		q = "SELECT version FROM simba_mutex WHERE mutex = $1"
+		q = "SELECT " + column + " FROM simba_mutex WHERE mutex = $1"
 	}
-	var v uint64
+	var v T
 	require.NoError(t, db.QueryRowContext(t.Context(), q, mutex).Scan(&v))
 	return v
 }
