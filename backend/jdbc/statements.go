@@ -108,19 +108,19 @@ const (
 	// (see the package doc, Hand-over, end to end): it takes a free row when the
 	// contention knows no tenure (mysqlTakesFree), or renews the contender's own only at
 	// the exact version the contention last saw (nothing has come between, so the tenure
-	// goes on). It also takes a row at the version the contention
-	// has watched unchanged for longer than the row's lease, by the local clock
-	// (contention.stale): its owner has stopped believing, even if the database's clock,
-	// stepped back since, says the row is still held. version is assigned first, so that
-	// it reads the row as it was whether the server assigns left to right (the MySQL
-	// default) or simultaneously (MariaDB's SIMULTANEOUS_ASSIGNMENT). LAST_INSERT_ID hands
-	// back, in the OK packet, the version found (bits 32 and up), 1 for a renewal or 0 for
-	// a new tenure (bit 31), and the low 31 bits of the database's now in ms
-	// (contention.clock); ttl_at reads bit 31 back (LAST_INSERT_ID without an argument)
-	// and leaves it in the row (renewalMark). The new version is max(found, floor) + 1
-	// (tokens stay above those of a row deleted and created again lower); the caller, who
-	// knows the floor, works it out from the version found, and so sees a version below
-	// the floor even when the statement took the row above it. The version guard keeps int unsigned from
+	// goes on). It also takes a row at the version the contention has watched unchanged
+	// for longer than the row's lease, by the local clock (contention.stale): its owner
+	// has stopped believing, even if the database's clock, stepped back since, says the
+	// row is still held. version is assigned first, so that it reads the row as it was
+	// whether the server assigns left to right (the MySQL default) or simultaneously
+	// (MariaDB's SIMULTANEOUS_ASSIGNMENT). LAST_INSERT_ID hands back, in the OK packet,
+	// the version found (bits 32 and up), 1 for a renewal or 0 for a new tenure (bit 31),
+	// and the low 31 bits of the database's now in ms (contention.clock); ttl_at reads bit
+	// 31 back (LAST_INSERT_ID without an argument) and leaves it in the row
+	// (renewalMark). The new version is max(found, floor) + 1 (tokens stay above those of
+	// a row deleted and created again lower); the caller, who knows the floor, works it
+	// out from the version found, and so sees a version below the floor even when the
+	// statement took the row above it. The version guard keeps int unsigned from
 	// overflowing or, in non-strict mode, from sticking at its maximum and repeating a
 	// token. %[2]d and %[3]d stand for ttl and ttl + transition in ms, %[4]d for the
 	// parity of the transition.
