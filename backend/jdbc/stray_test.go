@@ -90,19 +90,21 @@ func TestAbandonedRenewalTakesNoRowAfterRelease(t *testing.T) {
 	var v uint64
 	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
 
-	// A call without a deadline makes its own statement (a batch renews only rows still
-	// held: lostReply).
+	// A call without a deadline renews with the acquire statement (one with a deadline
+	// renews in a batch, whose statement never took a free row).
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { _, err := a.Acquire(ctx); done <- err }()
-	renewing := func() bool {
+	renewals := func() (int, error) {
 		var n int
 		err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
 			"WHERE ID <> CONNECTION_ID() AND INFO LIKE '%UPDATE `simba_mutex`%' AND (INFO LIKE ? OR COMMAND = 'Execute')", "%owner_id = 'a'%").Scan(&n)
-		require.NoError(t, err)
-		return n > 0
+		return n, err
 	}
-	waitUntil(t, 5*time.Second, "the renewal to wait for the row lock", renewing)
+	waitUntil(t, 5*time.Second, "the renewal to wait for the row lock", func() bool {
+		n, err := renewals()
+		return err == nil && n > 0
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -114,7 +116,10 @@ func TestAbandonedRenewalTakesNoRowAfterRelease(t *testing.T) {
 	_, err = tx.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = '', ttl_at = 0, transition_at = 0, version = version + 1 WHERE mutex = ?", mutex)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
-	waitUntil(t, 5*time.Second, "the abandoned renewal to end on the server", func() bool { return !renewing() })
+	waitUntil(t, 5*time.Second, "the abandoned renewal to end on the server", func() bool {
+		n, err := renewals()
+		return err == nil && n == 0
+	})
 
 	r := readRow(t, db, mutex)
 	assert.Equal(t, v+1, r.Version, "the abandoned renewal changed the released row: %+v", r)
