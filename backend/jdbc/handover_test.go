@@ -617,11 +617,7 @@ func TestCutShortRenewalKeepsTheLock(t *testing.T) {
 	})
 
 	// The renewal waits behind an admin's row lock and is cut short.
-	tx, err := db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = tx.Rollback() })
-	var locked uint64
-	require.NoError(t, tx.QueryRowContext(ctx, "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&locked))
+	tx, _ := lockRow(t, db, mutex)
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second) // the sweep it leaves behind lasts as long (stray.go)
 	renewed := make(chan error, 1)
 	go func() {

@@ -67,11 +67,7 @@ func TestReleaseBehindARowLock(t *testing.T) {
 	require.NoError(t, err)
 	held := readRow(t, db, mutex)
 
-	tx, err := db.BeginTx(t.Context(), nil)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback() }()
-	var v uint64
-	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
+	tx, _ := lockRow(t, db, mutex)
 
 	began := time.Now()
 	err = lease.Release(t.Context())

@@ -2,11 +2,14 @@ package jdbc_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/simba-go/simba/backend"
 )
 
 // TestCancelledAcquireTakesNoRowAfterRelease: an acquisition's UPDATE waits behind a row
@@ -26,32 +29,13 @@ func TestCancelledAcquireTakesNoRowAfterRelease(t *testing.T) {
 	acquire(t, other) // the row exists, free once released
 	require.NoError(t, other.Release(t.Context()))
 
-	tx, err := db.BeginTx(t.Context(), nil)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback() }()
-	var v uint64
-	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
+	tx, _ := lockRow(t, db, mutex)
 
 	c := leaseOf(t, b, mutex, "stopped")
 	const window = 2 * time.Second // the UPDATE's deadline, and its server-side limit
 	ctx, cancel := context.WithTimeout(t.Context(), window)
-	done := make(chan error, 1)
-	go func() { _, err := c.Acquire(ctx); done <- err }()
-	waitUntil(t, 5*time.Second, "the UPDATE to wait for the row lock", func() bool {
-		var n int
-		// A prepared statement shows its text with placeholders: the only UPDATE waiting is
-		// the acquisition's.
-		err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
-			"WHERE INFO LIKE '%UPDATE `simba_mutex`%' AND (INFO LIKE ? OR COMMAND = 'Execute')", "%owner_id = 'stopped'%").Scan(&n)
-		return err == nil && n > 0
-	})
-	cancel()
-	select {
-	case err := <-done:
-		require.Error(t, err, "the acquisition was given up")
-	case <-time.After(5 * time.Second):
-		t.Fatal("Acquire did not return when its context was cancelled")
-	}
+	defer cancel()
+	abandonWaiting(ctx, t, db, c, cancel, "stopped")
 	rctx, rcancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer rcancel()
 	require.NoError(t, c.Release(rctx))
@@ -84,44 +68,67 @@ func TestAbandonedRenewalTakesNoRowAfterRelease(t *testing.T) {
 	a := leaseOf(t, newBackend(t), mutex, "a")
 	require.Equal(t, "a", acquire(t, a).Owner)
 
-	tx, err := db.BeginTx(t.Context(), nil)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback() }()
-	var v uint64
-	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
+	tx, v := lockRow(t, db, mutex)
 
 	// A call without a deadline renews with the acquire statement (one with a deadline
 	// renews in a batch, whose statement never took a free row).
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { _, err := a.Acquire(ctx); done <- err }()
-	renewals := func() (int, error) {
-		var n int
-		err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
-			"WHERE ID <> CONNECTION_ID() AND INFO LIKE '%UPDATE `simba_mutex`%' AND (INFO LIKE ? OR COMMAND = 'Execute')", "%owner_id = 'a'%").Scan(&n)
-		return n, err
-	}
-	waitUntil(t, 5*time.Second, "the renewal to wait for the row lock", func() bool {
-		n, err := renewals()
-		return err == nil && n > 0
-	})
-	cancel()
-	select {
-	case err := <-done:
-		require.Error(t, err, "the renewal was given up")
-	case <-time.After(5 * time.Second):
-		t.Fatal("Acquire did not return when its context was cancelled")
-	}
+	defer cancel()
+	abandonWaiting(ctx, t, db, a, cancel, "a")
 	// The release, as the owner's would write it, commits first.
-	_, err = tx.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = '', ttl_at = 0, transition_at = 0, version = version + 1 WHERE mutex = ?", mutex)
+	_, err := tx.ExecContext(t.Context(), "UPDATE simba_mutex SET owner_id = '', ttl_at = 0, transition_at = 0, version = version + 1 WHERE mutex = ?", mutex)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
 	waitUntil(t, 5*time.Second, "the abandoned renewal to end on the server", func() bool {
-		n, err := renewals()
+		n, err := updatesOf(t.Context(), db, "a")
 		return err == nil && n == 0
 	})
 
 	r := readRow(t, db, mutex)
 	assert.Equal(t, v+1, r.Version, "the abandoned renewal changed the released row: %+v", r)
 	assert.Empty(t, r.Owner, "the abandoned renewal took the released row: %+v", r)
+}
+
+// lockRow holds mutex's row locked, as an administrator's SELECT ... FOR UPDATE does, in
+// a transaction of db (MariaDB) that the test ends, or its cleanup rolls back. It returns
+// the transaction and the row's version.
+func lockRow(t *testing.T, db *sql.DB, mutex string) (*sql.Tx, uint64) {
+	t.Helper()
+	tx, err := db.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	var v uint64
+	require.NoError(t, tx.QueryRowContext(t.Context(), "SELECT version FROM simba_mutex WHERE mutex = ? FOR UPDATE", mutex).Scan(&v))
+	return tx, v
+}
+
+// abandonWaiting calls c.Acquire under ctx, waits until its UPDATE, for contender id,
+// waits on the server (behind lockRow's lock), then gives the call up with cancel, as Stop
+// does with the round under way, and returns once the call has failed.
+func abandonWaiting(ctx context.Context, t *testing.T, db *sql.DB, c backend.LeaseContention, cancel context.CancelFunc, id string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { _, err := c.Acquire(ctx); done <- err }()
+	waitUntil(t, 5*time.Second, "the UPDATE to wait for the row lock", func() bool {
+		n, err := updatesOf(t.Context(), db, id)
+		return err == nil && n > 0
+	})
+	cancel()
+	select {
+	case err := <-done:
+		require.Error(t, err, "the call was given up")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Acquire did not return when its context was cancelled")
+	}
+}
+
+// updatesOf counts the UPDATEs of the mutex table for contender id that the server runs
+// now, other sessions'. A prepared statement shows its text with placeholders: the only
+// UPDATE running in these tests is the contender's.
+func updatesOf(ctx context.Context, db *sql.DB, id string) (int, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
+		"WHERE ID <> CONNECTION_ID() AND INFO LIKE '%UPDATE `simba_mutex`%' AND (INFO LIKE ? OR COMMAND = 'Execute')",
+		"%owner_id = '"+id+"'%").Scan(&n)
+	return n, err
 }
