@@ -42,6 +42,7 @@ type contention struct {
 	acquire   string // the acquire statement, for this contention's ttl and transition
 	locking   string // the acquire statement that tries the named lock too; "" where none (lockingAcquirer)
 	taking    string // locking without its read of the row, where the dialect has one; else ""
+	holding   string // the acquire statement while the pinned session holds the lock; "" where none (holdingAcquirer)
 	renew     string // the statement that renews many tenures, this contention's among them (renewals.go)
 
 	// What the last answers said. version is the row's version as of the last answer;
@@ -105,7 +106,7 @@ func newContention(b *Backend, s schema, p backend.Participant) *contention {
 		r := b.rendered(s, c.ttl, c.lease)
 		c.acquire, c.renew = r.acquire, r.renew
 		if c.lock != "" {
-			c.locking, c.taking = r.locking, r.taking
+			c.locking, c.taking, c.holding = r.locking, r.taking, r.holding
 		}
 		if s.waits && !p.WaitsOnly {
 			c.waits = r.waits
@@ -121,6 +122,7 @@ type renderedSQL struct {
 	acquire string
 	locking string // "" where the dialect or the session has none (lockingAcquirer)
 	taking  string // locking without its read of the row; "" where the dialect has none
+	holding string // acquire while the pinned session holds the lock; "" where none (holdingAcquirer)
 	renew   string // Dialect.renewStatement
 	waits   waitStatements
 }
@@ -153,6 +155,9 @@ func (b *Backend) rendered(s schema, ttl, lease time.Duration) renderedSQL {
 		if r.locking != "" {
 			r.taking = l.lockingAcquireStatement(b.table, s, ttl, lease, false)
 		}
+	}
+	if h, ok := b.dialect.(holdingAcquirer); ok {
+		r.holding = h.holdingAcquireStatement(b.table, s, ttl, lease)
 	}
 	if s.waits {
 		r.waits = waitSQL(b.dialect, b.table, s)
@@ -455,6 +460,9 @@ func (c *contention) update(ctx context.Context, a acquireArgs, locking bool) (a
 func (c *contention) acquirePlain(ctx context.Context, a acquireArgs) (res acquireResult, err error) {
 	if res, batched, err := c.renewInBatch(ctx, a); batched {
 		return res, err
+	}
+	if session := c.holdingSession(); session != 0 {
+		return c.b.dialect.(holdingAcquirer).acquireHolding(ctx, c.b.db, c.schema, limit(ctx), c.holding, c.lock, session, a)
 	}
 	err = c.run(ctx, false, func(q querier) (err error) {
 		res, err = c.b.dialect.acquire(ctx, q, c.schema, limit(ctx), c.acquire, a)

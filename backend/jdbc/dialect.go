@@ -73,6 +73,16 @@ type lockingAcquirer interface {
 	acquireLocking(ctx context.Context, conn querier, s schema, d time.Duration, query, lock string, reads bool, a acquireArgs) (acquireResult, lockTry, *row, error)
 }
 
+// holdingAcquirer is a Dialect whose acquire can begin a new tenure only while a given
+// session holds the named lock (see mysqlAcquireHolding), for a contention whose pinned
+// connection holds it and whose acquire runs on the pool. holdingAcquireStatement renders
+// that statement as acquireStatement does, or returns "" where the session may not run it
+// (schema.locksInUpdates); acquireHolding runs it with q, bounded on the server to d.
+type holdingAcquirer interface {
+	holdingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string
+	acquireHolding(ctx context.Context, q querier, s schema, d time.Duration, query, lock string, session int64, a acquireArgs) (acquireResult, error)
+}
+
 // lockTry is what a statement found of the named lock on the session it ran on.
 type lockTry struct {
 	told    bool  // the statement told whether the session holds the lock; else only session may be set

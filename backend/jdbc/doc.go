@@ -241,7 +241,11 @@
 // sweep reads the row and releases it if it names the stopped contender, unless a
 // contention of the same contender ID has started since on the same backend (that one
 // takes such a row over as its own). Backend.Close waits for the sweeps, at most the call
-// timeout and a little more; close the backend before the pool.
+// timeout and a little more; close the backend before the pool. On MySQL and MariaDB an
+// acquisition made while the contention's pinned session holds the named lock (a waiter
+// the lock woke) begins a tenure only while that session still holds the lock
+// (mysqlAcquireHolding): abandoned, and run after the contention let the lock go, it
+// takes nothing, and leaves the row to the waiter the lock woke next.
 //
 // # Hand-over, end to end
 //
@@ -330,6 +334,7 @@
 //	mysqlAcquire         contender, expected, floor, contender, mutex, floor, contender,
 //	                     expected, expected, stale
 //	mysqlAcquireLocking  mysqlAcquire's, then lock name twice
+//	mysqlAcquireHolding  mysqlAcquire's, then lock name, the pinned session's ID
 //	mysqlReadLocking     lock name, mutex
 //	mysqlReadTrying      lock name three times, mutex
 //	mysqlEnsureRow       mutex, floor
@@ -420,7 +425,8 @@
 //     before the SET runs RELEASE_LOCK, which grants the lock to a waiter: B's GET_LOCK
 //     answers 1 while A's UPDATE commits.
 //  5. B's waiting goroutine records that B holds the lock and wakes B's service, which
-//     contends at once: mysqlAcquire on a pool connection. If A's release has not
+//     contends at once: mysqlAcquireHolding on a pool connection (mysqlAcquire that
+//     begins a tenure only while B's pinned session holds the lock). If A's release has not
 //     committed yet, the UPDATE waits for the row's lock and then reads the row as
 //     committed: free. It takes the row as in (1), a new tenure, whose token is the
 //     version it writes: A's renewals wrote up to some version r, A's release r + 1, and

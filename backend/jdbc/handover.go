@@ -533,6 +533,21 @@ func (c *contention) holdsLock() bool {
 	return h.holds && !h.waiting && h.conn != nil
 }
 
+// holdingSession returns the ID of the pinned connection's session when it holds the
+// named lock and the contention has an acquire that checks so (mysqlAcquireHolding), or 0.
+func (c *contention) holdingSession() int64 {
+	if c.holding == "" {
+		return 0
+	}
+	h := &c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.holds && !h.waiting && h.conn != nil {
+		return h.session
+	}
+	return 0
+}
+
 // unlocked records that a statement on the pinned connection let the named lock go.
 func (c *contention) unlocked() {
 	h := &c.hand

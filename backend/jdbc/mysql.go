@@ -143,6 +143,17 @@ func (d mysqlDialect) lockingAcquireStatement(t tableName, s schema, ttl, lease 
 	return d.renderAcquire(mysqlAcquireLocking, t, s, ttl, lease)
 }
 
+func (d mysqlDialect) holdingAcquireStatement(t tableName, s schema, ttl, lease time.Duration) string {
+	if !s.locksInUpdates {
+		return ""
+	}
+	return d.renderAcquire(mysqlAcquireHolding, t, s, ttl, lease)
+}
+
+func (d mysqlDialect) acquireHolding(ctx context.Context, q querier, s schema, limit time.Duration, query, lock string, session int64, a acquireArgs) (acquireResult, error) {
+	return d.runAcquire(ctx, q, s, limit, query, a, lock, session)
+}
+
 // acquireLocking runs mysqlAcquireLocking. Its answer tells that the session holds the
 // lock when it began a new tenure, and nothing of the lock or the row otherwise (see
 // mysqlAcquireLocking): the contention reads the row next.

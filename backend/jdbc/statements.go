@@ -174,6 +174,18 @@ const (
 	// Arguments: mysqlAcquire's, then lock name twice.
 	mysqlAcquireLocking = mysqlAcquireUpdate + "(" + mysqlTakesFree + " OR version <=> ?) AND " + mysqlTakeLock + ")"
 
+	// mysqlAcquireHolding is mysqlAcquire for a contention whose pinned connection holds
+	// the named lock: it runs on the pool (only the release runs on the pinned connection:
+	// see contention.run) and begins a new tenure only while the pinned session, whose ID
+	// it is given, still holds the lock. A caller that gave it up (Stop cuts the round
+	// under way short) leaves it to the server, which may run it after the contention let
+	// the lock go, waking the next waiter: it then takes nothing, where mysqlAcquire would
+	// take a row freed meanwhile for a contender that has stopped, and the woken waiter
+	// would find it held. A renewal does not need the lock. IS_USED_LOCK makes the
+	// statement unsafe for statement-based binary logging, as GET_LOCK does
+	// mysqlAcquireLocking's. Arguments: mysqlAcquire's, then lock name and session ID.
+	mysqlAcquireHolding = mysqlAcquireUpdate + "(" + mysqlTakesFree + " OR version <=> ?) AND IS_USED_LOCK(?) <=> ?)"
+
 	// mysqlTakeLock takes the named lock if the session does not hold it already, and
 	// holds if the session holds it then (mysqlReadTrying does the same). GET_LOCK is
 	// re-entrant: on a session that held the lock already (whatever its contention

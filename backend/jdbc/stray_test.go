@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,6 +88,74 @@ func TestAbandonedRenewalTakesNoRowAfterRelease(t *testing.T) {
 	r := readRow(t, db, mutex)
 	assert.Equal(t, v+1, r.Version, "the abandoned renewal changed the released row: %+v", r)
 	assert.Empty(t, r.Owner, "the abandoned renewal took the released row: %+v", r)
+}
+
+// TestAbandonedAcquisitionOfTheLockHolderTakesNoRowAfterRelease: a waiter that the named
+// lock woke holds it, and its acquisition, which then runs on the pool, waits behind a row
+// lock (an administrator's SELECT ... FOR UPDATE) when its caller gives up on it, as Stop
+// does with the round under way. Its contention stops and lets the lock go to the next
+// waiter; the row lock goes; the server runs the abandoned acquisition. It must take
+// nothing: the next waiter, which the lock woke, would find the row held by a contender
+// that has stopped, and poll until that lease lapsed or a sweep freed it.
+func TestAbandonedAcquisitionOfTheLockHolderTakesNoRowAfterRelease(t *testing.T) {
+	needServer(t)
+	db := openDB(t)
+	mutex := mutexName(t)
+	b := newBackend(t)
+	o := leaseOf(t, b, mutex, "o")
+	require.Equal(t, "o", acquire(t, o).Owner)
+	lock := b.LockName(mutex) // once the backend has seen the server
+	w := leaseOf(t, newBackend(t), mutex, "w")
+	require.Equal(t, "o", acquire(t, w).Owner) // w now waits for the named lock
+	lockWaiters := func(n int) func() bool {
+		return func() bool {
+			var got int
+			err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
+				"WHERE STATE = 'User lock' AND INFO LIKE CONCAT('%', ?, '%')", lock).Scan(&got)
+			return err == nil && got == n
+		}
+	}
+	waitUntil(t, 5*time.Second, "w to wait for the named lock", lockWaiters(1))
+
+	// The next waiter, behind w.
+	x, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = x.Close() })
+	xGot := make(chan error, 1)
+	go func() {
+		var got sql.NullInt64
+		err := x.QueryRowContext(t.Context(), "SELECT GET_LOCK(?, 20)", lock).Scan(&got)
+		if err == nil && got.Int64 != 1 {
+			err = fmt.Errorf("GET_LOCK answered %v", got)
+		}
+		xGot <- err
+	}()
+	waitUntil(t, 5*time.Second, "the next waiter to wait behind w", lockWaiters(2))
+
+	require.NoError(t, o.Release(t.Context())) // the lock goes to w
+	waitUntil(t, 5*time.Second, "w to get the named lock", lockWaiters(1))
+
+	tx, _ := lockRow(t, db, mutex)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	abandonWaiting(ctx, t, db, w, cancel, "w")
+	sctx, scancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer scancel()
+	require.NoError(t, w.StopContend(sctx)) // lets the named lock go
+	select {
+	case err := <-xGot:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the next waiter did not get the named lock")
+	}
+
+	require.NoError(t, tx.Commit())
+	waitUntil(t, 5*time.Second, "the abandoned acquisition to end on the server", func() bool {
+		n, err := updatesOf(t.Context(), db, "w")
+		return err == nil && n == 0
+	})
+	r := readRow(t, db, mutex)
+	assert.NotEqual(t, "w", r.Owner, "the abandoned acquisition took the row after its contention let the lock go: %+v", r)
 }
 
 // lockRow holds mutex's row locked, as an administrator's SELECT ... FOR UPDATE does, in

@@ -299,8 +299,9 @@ func slowCallbacks(s *S) {
 		// Not C6's bound (scenario 2 holds graceful hand-overs to it): an acquisition a
 		// Stop cuts short may still run on a SQL store after the release and take the
 		// freed row for the stopped owner (a renewal no longer does: jdbc's
-		// mysqlTakesFree); the backend's sweep (stray.go) frees it but wakes no waiter,
-		// and the next waiter's poll takes it, within a failover.
+		// mysqlTakesFree; nor, on MariaDB, one made holding the named lock:
+		// mysqlAcquireHolding); the backend's sweep (stray.go) frees it but wakes no
+		// waiter, and the next waiter's poll takes it, within a failover.
 		s.awaitSuccessor(other.ID, t, s.failoverBound())
 		other.Send("start")
 		events, ok = s.Await(s.failoverBound()+time.Second, func(e []Event) bool { return Holder(e) == panicky.ID })
