@@ -107,20 +107,23 @@ func TestAbandonedAcquisitionOfTheLockHolderTakesNoRowAfterRelease(t *testing.T)
 	lock := b.LockName(mutex) // once the backend has seen the server
 	w := leaseOf(t, newBackend(t), mutex, "w")
 	require.Equal(t, "o", acquire(t, w).Owner) // w now waits for the named lock
-	lockWaiters := func(n int) func() bool {
-		return func() bool {
-			var got int
-			err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST "+
-				"WHERE STATE = 'User lock' AND INFO LIKE CONCAT('%', ?, '%')", lock).Scan(&got)
-			return err == nil && got == n
-		}
-	}
-	waitUntil(t, 5*time.Second, "w to wait for the named lock", lockWaiters(1))
 
-	// The next waiter, behind w.
+	// The next waiter, which waits behind w.
 	x, err := db.Conn(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = x.Close() })
+	var xSession int64
+	require.NoError(t, x.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&xSession))
+	// waiting holds when n sessions wait for the lock, x among them if xToo.
+	waiting := func(n int, xToo bool) func() bool {
+		return func() bool {
+			var all, xs int
+			err := db.QueryRowContext(t.Context(), "SELECT COUNT(*), COALESCE(SUM(ID = ?), 0) FROM information_schema.PROCESSLIST "+
+				"WHERE STATE = 'User lock' AND INFO LIKE CONCAT('%', ?, '%')", xSession, lock).Scan(&all, &xs)
+			return err == nil && all == n && (xs == 1) == xToo
+		}
+	}
+	waitUntil(t, 5*time.Second, "w to wait for the named lock", waiting(1, false))
 	xGot := make(chan error, 1)
 	go func() {
 		var got sql.NullInt64
@@ -130,10 +133,10 @@ func TestAbandonedAcquisitionOfTheLockHolderTakesNoRowAfterRelease(t *testing.T)
 		}
 		xGot <- err
 	}()
-	waitUntil(t, 5*time.Second, "the next waiter to wait behind w", lockWaiters(2))
+	waitUntil(t, 5*time.Second, "the next waiter to wait behind w", waiting(2, true))
 
-	require.NoError(t, o.Release(t.Context())) // the lock goes to w
-	waitUntil(t, 5*time.Second, "w to get the named lock", lockWaiters(1))
+	require.NoError(t, o.Release(t.Context())) // the lock goes to w, the first to wait
+	waitUntil(t, 5*time.Second, "w to get the named lock, the next waiter still waiting", waiting(1, true))
 
 	tx, _ := lockRow(t, db, mutex)
 	ctx, cancel := context.WithCancel(t.Context())
