@@ -8,15 +8,17 @@ import (
 // Abandoned statements. A caller that gives up on an acquisition (its context ends: Stop
 // cut the round short, a deadline passed) leaves its UPDATE to the server, which may
 // still run it: after the release that followed found the row free or someone else's, it
-// can take the row for a contender that has stopped (a renewal's cannot: mysqlTakesFree), and the mutex then stays held until
-// that lease lapses. The server gives a statement up at the caller's deadline (MariaDB's
-// max_statement_time; on PostgreSQL, lock_timeout ends its wait for a row lock: see
-// Dialect.bound), so strayGrace after that deadline the row is safe from it; MySQL has no
-// such limit, and there the window is a heuristic. A contention that stops while one of its UPDATEs may still run
-// leaves a sweep behind: once the window has closed, the sweep reads the row and releases
-// it if it names the stopped contender, unless a contention of the same contender has
-// started meanwhile (its acquisitions take such a row over as its own). Close waits for
-// the sweeps.
+// can take the row for a contender that has stopped (a renewal's cannot: mysqlTakesFree;
+// nor, on MySQL and MariaDB, one made while the contention's pinned session held the
+// named lock, once that session has let it go: mysqlAcquireHolding), and the mutex then
+// stays held until that lease lapses. The server gives a statement up at the caller's
+// deadline (MariaDB's max_statement_time; on PostgreSQL, lock_timeout ends its wait for a
+// row lock: see Dialect.bound), so strayGrace after that deadline the row is safe from
+// it; MySQL has no such limit, and there the window is a heuristic. A contention that
+// stops while one of its UPDATEs may still run leaves a sweep behind: once the window has
+// closed, the sweep reads the row and releases it if it names the stopped contender,
+// unless a contention of the same contender has started meanwhile (its acquisitions take
+// such a row over as its own). Close waits for the sweeps.
 
 // strayGrace is how long after its caller's deadline an abandoned statement may still
 // take effect: the server counts the statement's limit from its start, a little after
