@@ -29,9 +29,15 @@ local heard = ARGV[6]
 local fresh = ARGV[7] == '1'
 local value = ARGV[8] or ''
 
--- The owner is read first, with the token: under contention most attempts find the
--- mutex owned, and they return before the declarations only taking it needs.
-local owner, fence = readOwner()
+-- The owner is read first, with the token and the stopped contentions: under contention
+-- most attempts find the mutex owned, and they return before the declarations only
+-- taking it needs.
+local owner, fence, stopped = readOwner(true)
+if hasStopped(stopped, nonce) then
+  -- A call of a contention that has stopped, which reached the server after its stop
+  -- (its caller gave it up, unanswered): it takes nothing and queues nobody.
+  return { '@@', '0', '' }
+end
 if owner and owner ~= id then
   local now = redis.call('time')
   enqueue(id, now, fresh)

@@ -48,6 +48,9 @@ type contention struct {
 	takeovers bool    // a waitsOnly contention that has renewed: it listens for acquisitions too
 	listed    listing // whether it may be in the waiting set (and registered for a grant)
 	fresh     bool    // no acquire call has been answered yet: the scripts' "fresh"
+	// unanswered: an acquire call carrying a nonce got no answer, and may still reach the
+	// server; StopContend records the contention as stopped (stop.lua).
+	unanswered bool
 
 	// Guarded by the hub's mu.
 	routed []string // the channels the hub routes to this contention
@@ -129,11 +132,16 @@ func scriptKeys(mutex string) []string {
 	// every key. '{mutex}' alone, which never exists, sent every call to the target while
 	// the mutex's keys were still on the source: a second owner. Named, a call waits
 	// (TRYAGAIN) until the keys have moved.
-	return []string{"{" + mutex + "}", key, key + ":contender", key + ":token", key + ":grant"}
+	return []string{"{" + mutex + "}", key, key + ":contender", key + ":token", key + ":grant", key + ":stopped"}
 }
 
 // ownerKey returns the name of mutex's owner key, which the other keys' names extend.
 func ownerKey(mutex string) string { return "simba:{" + mutex + "}" }
+
+// stoppedFor is how long the stopped key remembers a contention that stopped with an
+// acquire call unanswered (stop.lua): a call held on a network path longer than that is
+// not caught (TCP gives up on a connection's unacknowledged data after some minutes).
+const stoppedFor = 5 * time.Minute
 
 // names are the strings a contention derives from its participant's mutex, ID, ttl and
 // transition: the same for the next contention of the participant (a Locker opens one per
@@ -304,6 +312,8 @@ func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	c.listed = listed
 	if err == nil {
 		c.fresh = false
+	} else if code, _ := replyOf(err); code == "" && nonce != "" {
+		c.unanswered = true
 	}
 	return v, seq, err
 }
@@ -431,7 +441,15 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 // StopContend stops routing messages to the contention; the backend's subscription
 // goroutine unsubscribes the channels no other contention needs. It does no I/O itself,
 // so it returns at once even when the server does not answer.
-func (c *contention) StopContend(context.Context) error {
+func (c *contention) StopContend(ctx context.Context) error {
+	if c.unanswered {
+		// An acquire call of this contention that reaches the server after this takes
+		// nothing: without the record it would take a free mutex for a contender that has
+		// stopped, held until that lease lapsed. A failure leaves that risk, as before.
+		if err := c.b.scripts.run(ctx, stopScript, c.keys, c.nonces, stoppedFor.Milliseconds()).Err(); err != nil {
+			c.log.Debug("simba/redis: recording a stop after an unanswered acquire failed", "err", err)
+		}
+	}
 	if c.forget != nil {
 		c.forget()
 	}

@@ -74,6 +74,13 @@
 //     that waiter. No contender's channel has this name (IDs never contain "@@"), and JVM
 //     Simba does not subscribe it: on their own channels JVM peers get only JVM Simba's
 //     messages, in JVM Simba's cases.
+//   - simba:{mutex}:stopped, a string: the nonce prefixes of up to 8 contentions that
+//     stopped while one of their acquire calls was unanswered, separated by spaces, the
+//     latest first (the stop script writes it, for 5 minutes after the latest). The
+//     acquire script reads it with the owner and token keys, and a call of a contention
+//     it names takes nothing: given up by its caller, held on the network path, and run
+//     after the contention's release, it would take a free mutex for a contender that
+//     has stopped.
 //   - simba:{mutex}:slot, a string: "<at>@@<token>", the last slot a Scheduler started
 //     on the mutex (backend.SlotRecorder): its instant in Unix nanoseconds, a signed
 //     decimal, and the fencing token of the tenure that started it. ClaimSlot writes it
@@ -356,14 +363,15 @@
 // counts):
 //
 //   - An uncontended Locker cycle (acquire, release) takes two scripts and 11 commands:
-//     the acquisition reads the owner and token keys (MGET), takes the mutex (SET NX
-//     PX), reads the clock (TIME), writes the token key (SET PX) and announces itself
-//     (PUBLISH); the release reads the owner (MGET), finds nobody waiting (ZRANGE),
-//     deletes the key (DEL) and announces the release (PUBLISH). The first contention of
-//     a contender ID on a Backend adds two (ZREM, HDEL: an entry an earlier lifecycle of
-//     the ID may have left), and a call that finds no token key (no Go tenure began
-//     within a lease) one: a GET, which refuses another program's data under that name
-//     (WRONGTYPE), as MGET reads it as nothing.
+//     the acquisition reads the owner, token and stopped keys (MGET), takes the mutex
+//     (SET NX PX), reads the clock (TIME), writes the token key (SET PX) and announces
+//     itself (PUBLISH); the release reads the owner (MGET), finds nobody waiting
+//     (ZRANGE), deletes the key (DEL) and announces the release (PUBLISH). A contention
+//     that stops after an unanswered acquire call adds the stop script (GET, SET). The
+//     first contention of a contender ID on a Backend adds two (ZREM, HDEL: an entry an
+//     earlier lifecycle of the ID may have left), and a call that finds no token key (no
+//     Go tenure began within a lease) one: a GET, which refuses another program's data
+//     under that name (WRONGTYPE), as MGET reads it as nothing.
 //   - A renewal is the guard script's 5 commands (MGET, SET XX PX, TIME, SET PX); a
 //     retriever looks up (MGET, PTTL) at every message. simba renews every mutex held
 //     with the same ttl and lead at the same instants, and on a standalone or Sentinel
@@ -473,6 +481,9 @@
 // registration of a waiter with a value, so instead of granting it the mutex they wake it
 // (JVM Simba's hand-over) and it takes the mutex itself. A Quorum keeps no values (it does
 // not implement backend.ValueKeeper): simba refuses WithOwnerValue for one.
+//
+// The stopped key came later still: earlier versions neither read nor write it, so their
+// acquire calls that arrive after their contention stopped can still take a free mutex.
 //
 // # Semaphores and read-write locks
 //

@@ -9,9 +9,9 @@
 -- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster
 --             hash tag, so all of them hash to one slot.
 -- KEYS[2..]   the keys the script touches, never read: simba:{mutex},
---             simba:{mutex}:contender, simba:{mutex}:token and simba:{mutex}:grant, or
---             simba:{mutex}:slot for the slot scripts; named so that Redis Cluster sees
---             every key a call touches (see scriptKeys).
+--             simba:{mutex}:contender, simba:{mutex}:token, simba:{mutex}:grant and
+--             simba:{mutex}:stopped, or simba:{mutex}:slot for the slot scripts; named so
+--             that Redis Cluster sees every key a call touches (see scriptKeys).
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -25,6 +25,7 @@ local tokenKey = ownerKey .. ':token'
 local grantKey = ownerKey .. ':grant'
 local releaseChannel = ownerKey .. ':@@released'
 local slotKey = ownerKey .. ':slot'
+local stoppedKey = ownerKey .. ':stopped'
 
 -- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
 -- Arithmetic converts a string of digits (strtod) once; tonumber converts it twice (Lua
@@ -83,16 +84,32 @@ end
 -- when there is none) and the token key's value (false when it is gone),
 -- '<token>@@<expires>@@<id>[@@<value>]': the token of the latest tenure a Go contender
 -- began, when the owner key expires if that contender owns it (server ms), its ID, and
--- the tenure's owner value, when it has one.
-local function readOwner()
-  local v = redis.call('mget', ownerKey, tokenKey)
+-- the tenure's owner value, when it has one; withStopped, also the stopped key's value
+-- (false when it is gone): the contentions stop.lua recorded.
+local function readOwner(withStopped)
+  local v
+  if withStopped then
+    v = redis.call('mget', ownerKey, tokenKey, stoppedKey)
+  else
+    v = redis.call('mget', ownerKey, tokenKey)
+  end
   if not v[2] then
     -- MGET reads a key of another type as nothing: GET fails on it with WRONGTYPE, so
     -- that another program's data there is refused, not overwritten. A missing token
     -- key (no Go tenure for a lease) costs this one command more.
     redis.call('get', tokenKey)
   end
-  return v[1], v[2]
+  return v[1], v[2], v[3]
+end
+
+-- hasStopped reports whether the contention whose call carries nonce is among those the
+-- stop script recorded in stopped, the stopped key's value (nil: none).
+local function hasStopped(stopped, nonce)
+  if not stopped then
+    return false
+  end
+  local prefix = string.match(nonce, '^(.*%-)%d+$')
+  return prefix ~= nil and string.find(' ' .. stopped .. ' ', ' ' .. prefix .. ' ', 1, true) ~= nil
 end
 
 -- splitFence returns the token, the expiry, the contender ID and the owner value ('' for

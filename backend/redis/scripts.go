@@ -27,6 +27,8 @@ var (
 	raiseLua string
 	//go:embed waiting.lua
 	waitingLua string
+	//go:embed stop.lua
+	stopLua string
 
 	acquireScript = newScript("acquire", acquireLua)
 	guardScript   = newScript("guard", guardLua)
@@ -34,6 +36,7 @@ var (
 	lookupScript  = readOnly(newScript("lookup", lookupLua))
 	raiseScript   = newScript("raise", raiseLua)
 	waitingScript = newScript("waiting", waitingLua)
+	stopScript    = newScript("stop", stopLua)
 )
 
 // script is one of the backend's Lua scripts.
@@ -79,7 +82,7 @@ func readOnly(s *script) *script {
 // names carry a hash of its code, so that two versions of simba on one server do not
 // collide.
 var library = newLibrary(acquireScript, guardScript, releaseScript, lookupScript, raiseScript,
-	waitingScript, handOffScript, waitersScript, claimSlotScript, renewManyScript, checkScript,
+	waitingScript, stopScript, handOffScript, waitersScript, claimSlotScript, renewManyScript, checkScript,
 	holdsAcquireScript, holdsReleaseScript, holdsLookupScript, holdsWaitingScript,
 	holdsReleaseHolderScript)
 
