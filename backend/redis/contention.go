@@ -440,7 +440,8 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 
 // StopContend stops routing messages to the contention; the backend's subscription
 // goroutine unsubscribes the channels no other contention needs. It does no I/O itself,
-// so it returns at once even when the server does not answer.
+// so it returns at once even when the server does not answer, unless an acquire call of
+// the contention went unanswered: then it records the stop (stop.lua) within ctx.
 func (c *contention) StopContend(ctx context.Context) error {
 	if c.unanswered {
 		// An acquire call of this contention that reaches the server after this takes

@@ -103,7 +103,7 @@ local function readOwner(withStopped)
 end
 
 -- hasStopped reports whether the contention whose call carries nonce is among those the
--- stop script recorded in stopped, the stopped key's value (nil: none).
+-- stop script recorded in stopped, the stopped key's value (false: none).
 local function hasStopped(stopped, nonce)
   if not stopped then
     return false
