@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -253,12 +252,7 @@ func TestGrantInReleaseFloor(t *testing.T) {
 // on a MariaDB of its own with the defaults, whose commits wait for the disk: what the
 // grant saves is a durable commit, which the tests' shared server does not make.
 func BenchmarkGrantFloor(b *testing.B) {
-	dir, err := os.MkdirTemp("", "simba-gf-")
-	require.NoError(b, err)
-	defer os.RemoveAll(dir)
-	srv, err := startServer(dir)
-	require.NoError(b, err)
-	defer srv.Stop()
+	srv := privateServer(b)
 	setUpGrantFloor(b, srv)
 	const rounds = 5
 	var rates [2][]float64

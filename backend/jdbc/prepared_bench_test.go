@@ -24,12 +24,7 @@ import (
 // /proc) and, for the text, the server's time per statement (performance_schema's digests,
 // which count no prepared statement's executions on MariaDB 10.11).
 func BenchmarkMariaDBPreparedCycle(b *testing.B) {
-	dir, err := os.MkdirTemp("", "simba-pp-")
-	require.NoError(b, err)
-	defer os.RemoveAll(dir)
-	srv, err := startServer(dir, "--performance-schema=ON")
-	require.NoError(b, err)
-	defer srv.Stop()
+	srv := privateServer(b, "--performance-schema=ON")
 	ctx := context.Background()
 	require.NoError(b, srv.Exec(ctx, "GRANT SELECT ON performance_schema.* TO 'simba'@'127.0.0.1';"))
 	textDB := openOn(b, srv)
@@ -163,12 +158,7 @@ func serverCPU(b *testing.B, pid int) time.Duration {
 // as a service's calls have, on a MariaDB of its own: the p50 cycle and the server's CPU
 // per cycle (from /proc).
 func BenchmarkMariaDBLockerServerCPU(b *testing.B) {
-	dir, err := os.MkdirTemp("", "simba-pc-")
-	require.NoError(b, err)
-	defer os.RemoveAll(dir)
-	srv, err := startServer(dir)
-	require.NoError(b, err)
-	defer srv.Stop()
+	srv := privateServer(b)
 	be, err := jdbc.New(openOn(b, srv))
 	require.NoError(b, err)
 	defer be.Close()

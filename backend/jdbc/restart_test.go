@@ -18,7 +18,7 @@ import (
 
 // privateServer starts a MariaDB of the test's own, to kill and restart or to run with
 // extra server options, and stops it when the test ends.
-func privateServer(t *testing.T, extra ...string) *testserver.MariaDB {
+func privateServer(t testing.TB, extra ...string) *testserver.MariaDB {
 	t.Helper()
 	needServer(t) // the programs are there
 	dir, err := os.MkdirTemp("", "simba-my-")
