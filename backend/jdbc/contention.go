@@ -461,7 +461,8 @@ func (c *contention) acquirePlain(ctx context.Context, a acquireArgs) (res acqui
 	if res, batched, err := c.renewInBatch(ctx, a); batched {
 		return res, err
 	}
-	if session := c.holdingSession(); session != 0 {
+	if held, session := c.heldLock(); held && session != 0 && c.holding != "" {
+		// On the pool, as run would; a tenure only while the session holds the lock.
 		return c.b.dialect.(holdingAcquirer).acquireHolding(ctx, c.b.db, c.schema, limit(ctx), c.holding, c.lock, session, a)
 	}
 	err = c.run(ctx, false, func(q querier) (err error) {

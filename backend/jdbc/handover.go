@@ -527,25 +527,19 @@ func (c *contention) letGo(ctx context.Context) {
 // holdsLock reports whether the contention holds the named lock on its pinned connection,
 // which no waiter uses.
 func (c *contention) holdsLock() bool {
-	h := &c.hand
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.holds && !h.waiting && h.conn != nil
+	held, _ := c.heldLock()
+	return held
 }
 
-// holdingSession returns the ID of the pinned connection's session when it holds the
-// named lock and the contention has an acquire that checks so (mysqlAcquireHolding), or 0.
-func (c *contention) holdingSession() int64 {
-	if c.holding == "" {
-		return 0
-	}
+// heldLock is holdsLock, with the pinned session's ID (0 when not known).
+func (c *contention) heldLock() (held bool, session int64) {
 	h := &c.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.holds && !h.waiting && h.conn != nil {
-		return h.session
+		return true, h.session
 	}
-	return 0
+	return false, 0
 }
 
 // unlocked records that a statement on the pinned connection let the named lock go.
