@@ -312,10 +312,20 @@ func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	c.listed = listed
 	if err == nil {
 		c.fresh = false
-	} else if code, _ := replyOf(err); code == "" && nonce != "" {
+	}
+	c.noteUnanswered(err, nonce)
+	return v, seq, err
+}
+
+// noteUnanswered notes an acquire call carrying nonce whose error is not the server's
+// reply: the call may still reach the server (see StopContend).
+func (c *contention) noteUnanswered(err error, nonce string) {
+	if err == nil || nonce == "" {
+		return
+	}
+	if code, _ := replyOf(err); code == "" {
 		c.unanswered = true
 	}
-	return v, seq, err
 }
 
 // hearing returns the scripts' heard argument for a call about to be sent: whether the
@@ -447,7 +457,13 @@ func (c *contention) StopContend(ctx context.Context) error {
 		// An acquire call of this contention that reaches the server after this takes
 		// nothing: without the record it would take a free mutex for a contender that has
 		// stopped, held until that lease lapsed. A failure leaves that risk, as before.
-		if err := c.b.scripts.run(ctx, stopScript, c.keys, c.nonces, stoppedFor.Milliseconds()).Err(); err != nil {
+		var err error
+		if c.hold != nil {
+			err = c.b.scripts.run(ctx, holdsStopScript, c.hold.keys, c.nonces, c.hold.mode, stoppedFor.Milliseconds()).Err()
+		} else {
+			err = c.b.scripts.run(ctx, stopScript, c.keys, c.nonces, stoppedFor.Milliseconds()).Err()
+		}
+		if err != nil {
 			c.log.Debug("simba/redis: recording a stop after an unanswered acquire failed", "err", err)
 		}
 	}

@@ -513,6 +513,9 @@
 //     refused (simba.ErrRefused) while anyone holds or waits; the count goes with them.
 //   - p:fence, a string: the latest token of the name, expiring no sooner than a lease
 //     after the latest admission or renewal.
+//   - p:stopped, a string: as simba:{mutex}:stopped for a mutex (the holds_stop script
+//     writes it); the acquire script of holds reads it first, and a call of a contention
+//     it names admits, renews and queues nobody.
 //   - channel p: "admitted@@<id>@@<waiter>@@<nonce>@@<token>@@<waiter>@@<nonce>@@<token>..."
 //     when <id> left (released, or was dropped by a script of <id>) and the named waiters,
 //     which now fit, were granted their holds (below); "released@@<id>@@<waiter>..." names
@@ -521,7 +524,7 @@
 //
 // Every script reads TIME first and drops the holds whose transition ended and the
 // waiters past their deadline; the keys of a name expire with its last hold or waiter and
-// are deleted when none is left, but for the fence. Admission is first come, first served:
+// are deleted when none is left, but for the fence and the stopped record. Admission is first come, first served:
 // a waiter is admitted when it and every waiter ahead of it fit, that is, for a semaphore,
 // the holders and the waiters up to it number at most the permits; for a read-write lock,
 // a reader when no writer holds and no writer waits ahead of it, a writer when nobody
@@ -547,7 +550,7 @@
 // was down) is an ordinary hold: the waiter's next attempt renews it, or it lapses a
 // lease after the registration, sooner than the dead waiter would have left the queue.
 // A hand-over is thus the release and its message, with no polling: with eight clients
-// on three permits, a critical section costs 2 scripts and about 53 commands
+// on three permits, a critical section costs 2 scripts and about 54 commands
 // (BenchmarkSemaphoreEightOnThree; TestSemaphoreContendedSectionScripts holds it to 2.5
 // scripts), the release and the releaser's next attempt, which queues, against a
 // contended mutex's 2 and 17; a fifth of them are the expiries every script sets on the

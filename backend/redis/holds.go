@@ -27,11 +27,14 @@ var (
 	holdsLookupLua string
 	//go:embed holds_waiting.lua
 	holdsWaitingLua string
+	//go:embed holds_stop.lua
+	holdsStopLua string
 
 	holdsAcquireScript = newHoldsScript("holds_acquire", holdsAcquireLua)
 	holdsReleaseScript = newHoldsScript("holds_release", holdsReleaseLua)
 	holdsLookupScript  = readOnly(newHoldsScript("holds_lookup", holdsLookupLua))
 	holdsWaitingScript = newHoldsScript("holds_waiting", holdsWaitingLua)
+	holdsStopScript    = newHoldsScript("holds_stop", holdsStopLua)
 )
 
 var _ backend.Holder = (*Backend)(nil)
@@ -65,7 +68,7 @@ func holdPrefix(k backend.Kind) string {
 func holdKeys(k backend.Kind, name string) []string {
 	base := holdPrefix(k) + "{" + name + "}"
 	return []string{base + ":holders", base + ":holds", base + ":queue", base + ":alive",
-		base + ":writers", base + ":permits", base + ":fence"}
+		base + ":writers", base + ":permits", base + ":fence", base + ":stopped"}
 }
 
 // newHolding returns the holding of a participant that asks for a semaphore or read-write
@@ -109,6 +112,7 @@ func (c *contention) acquireHold(ctx context.Context) (backend.Record, error) {
 	nonce, seq := c.nextNonce()
 	v, err := c.b.scripts.run(ctx, holdsAcquireScript, h.keys, c.id, h.mode, h.permits, c.ttl, c.lease, fresh, h.hold.Beside, nonce).Result()
 	if err != nil {
+		c.noteUnanswered(err, nonce)
 		return backend.Record{}, c.b.storeError(ctx, "acquire", err)
 	}
 	rec, err := c.holdRecord("acquire", v)

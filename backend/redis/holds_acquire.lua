@@ -8,6 +8,12 @@
 local id, mode, permits, ttl, lease, fresh, beside, nonce =
   ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7], ARGV[8]
 
+if nonce ~= '' and hasStopped(redis.call('get', holdStoppedKey), nonce) then
+  -- A call of a contention that has stopped, which reached the server after its stop
+  -- (its caller gave it up, unanswered): it admits, renews and queues nobody.
+  return noHolder
+end
+
 local freed = prune()
 
 if mode == 'p' then

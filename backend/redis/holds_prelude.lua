@@ -12,12 +12,14 @@
 -- KEYS[5]  writers  sorted set: a read-write lock's waiting writers -> arrival
 -- KEYS[6]  permits  string: a semaphore's permit count
 -- KEYS[7]  fence    string: the latest token; it outlives every hold of the name
+-- KEYS[8]  stopped  string: the contentions that stopped with an acquire call unanswered
+--                   (see stop.lua, whose record this is for holds)
 --
 -- The hold's mode (ARGV[2] of every script) is 'p' for a semaphore's permit, 's' for a
 -- read hold, 'x' for a write hold.
 
-local holdersKey, holdsKey, queueKey, aliveKey, writersKey, permitsKey, holdFenceKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local holdersKey, holdsKey, queueKey, aliveKey, writersKey, permitsKey, holdFenceKey, holdStoppedKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 -- The keys that expire with the name's last hold or waiter: a semaphore has no writers, a
 -- read-write lock no permit count.
 local groupKeys = { holdersKey, holdsKey, queueKey, aliveKey, permitsKey }

@@ -112,6 +112,24 @@ local function hasStopped(stopped, nonce)
   return prefix ~= nil and string.find(' ' .. stopped .. ' ', ' ' .. prefix .. ' ', 1, true) ~= nil
 end
 
+-- recordStop records in key (a stopped key) that the contention whose nonces begin with
+-- prefix has stopped, keeping the latest 8 such prefixes for px ms after the latest, and
+-- returns 1 (see stop.lua).
+local function recordStop(key, prefix, px)
+  local kept = { prefix }
+  -- GET, not MGET: another program's data under that name is refused (WRONGTYPE).
+  local list = redis.call('get', key)
+  if list then
+    for p in string.gmatch(list, '%S+') do
+      if #kept < 8 and p ~= prefix then
+        kept[#kept + 1] = p
+      end
+    end
+  end
+  redis.call('set', key, table.concat(kept, ' '), 'px', px)
+  return 1
+end
+
 -- splitFence returns the token, the expiry, the contender ID and the owner value ('' for
 -- none) of a token key's value, or nil. The ID ends at the first '@@' after the expiry (a
 -- Go contender's ID contains none and does not end with '@'); the value is the rest,

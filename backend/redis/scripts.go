@@ -84,7 +84,7 @@ func readOnly(s *script) *script {
 var library = newLibrary(acquireScript, guardScript, releaseScript, lookupScript, raiseScript,
 	waitingScript, stopScript, handOffScript, waitersScript, claimSlotScript, renewManyScript, checkScript,
 	holdsAcquireScript, holdsReleaseScript, holdsLookupScript, holdsWaitingScript,
-	holdsReleaseHolderScript)
+	holdsReleaseHolderScript, holdsStopScript)
 
 // functionLibrary is the code and name of a library of Redis functions.
 type functionLibrary struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/simba-go/simba/backend"
+	"github.com/simba-go/simba/backend/redis"
 	"github.com/simba-go/simba/internal/faultproxy"
 )
 
@@ -22,53 +23,95 @@ import (
 // take nothing: the mutex is free then, and the call would take it for a contender that
 // has stopped, held until that lease lapsed.
 func TestAcquireArrivingAfterStopTakesNothing(t *testing.T) {
-	s := server(t)
-	p, err := faultproxy.New(s.Addr())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	// One connection, through the proxy; once the call on it has been given up, the
-	// client dials the server directly.
-	var direct atomic.Bool
-	opt := clientOptions(s.Addr())
-	opt.PoolSize = 1
-	opt.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		if direct.Load() {
-			return d.DialContext(ctx, "tcp", s.Addr())
-		}
-		return d.DialContext(ctx, "tcp", p.Addr())
-	}
-	client := goredis.NewClient(opt)
-	t.Cleanup(func() { _ = client.Close() })
-	b := newBackend(t, client)
+	l := stallable(t)
 	mutex := uniqueName(t, "m")
-	c, err := b.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "w", TTL: 2 * time.Second,
+	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "w", TTL: 2 * time.Second,
 		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {}})
 	require.NoError(t, err)
-	lc := c.(backend.LeaseContention)
-	require.NoError(t, client.Ping(t.Context()).Err()) // the connection is open
+	l.giveUpAcquireThenStop(c.(backend.LeaseContention))
 
-	p.Stall(faultproxy.Up)
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	_, err = lc.Acquire(ctx)
-	cancel()
-	require.ErrorIs(t, err, context.DeadlineExceeded, "the call was given up")
-	direct.Store(true)
-	require.NoError(t, lc.Release(t.Context()))
-	require.NoError(t, lc.StopContend(t.Context()))
-
-	reader := newClient(t, s.Addr())
-	scripts := func() int64 {
-		calls := commandStats(t, reader)
-		return calls["fcall"] + calls["evalsha"] + calls["eval"]
-	}
-	ran := scripts()
-	p.Stall(0) // the held call reaches the server
-	require.Eventually(t, func() bool { return scripts() > ran }, 5*time.Second, time.Millisecond, "the held call never ran")
-	owner, err := reader.Get(t.Context(), "simba:{"+mutex+"}").Result()
+	owner, err := l.reader.Get(t.Context(), "simba:{"+mutex+"}").Result()
 	if errors.Is(err, goredis.Nil) {
 		owner, err = "", nil
 	}
 	require.NoError(t, err)
 	assert.Empty(t, owner, "the call given up took the mutex after its contention stopped")
+}
+
+// TestHoldAcquireArrivingAfterStopTakesNothing: the same for a semaphore's permit. The
+// call given up would admit a hold (or renew one released since into a new one) for a
+// holder that has stopped, keeping the permit from everyone else until its lease lapsed.
+func TestHoldAcquireArrivingAfterStopTakesNothing(t *testing.T) {
+	l := stallable(t)
+	name := uniqueName(t, "sem")
+	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "w", TTL: 2 * time.Second,
+		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {},
+		Hold: backend.Hold{Kind: backend.Semaphore, Permits: 1}})
+	require.NoError(t, err)
+	l.giveUpAcquireThenStop(c.(backend.LeaseContention))
+
+	holders, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:holders", 0, -1).Result()
+	require.NoError(t, err)
+	assert.Empty(t, holders, "the call given up admitted a hold after its contention stopped")
+	waiters, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:queue", 0, -1).Result()
+	require.NoError(t, err)
+	assert.Empty(t, waiters, "the call given up queued a waiter after its contention stopped")
+}
+
+// stalledLink is a backend whose only connection to the server runs through a fault
+// proxy until a call on it has been given up; after that the client dials the server
+// directly.
+type stalledLink struct {
+	t       *testing.T
+	proxy   *faultproxy.Proxy
+	client  *goredis.Client
+	backend *redis.Backend
+	reader  *goredis.Client // a client of its own, for the test's reads
+	direct  atomic.Bool
+}
+
+func stallable(t *testing.T) *stalledLink {
+	s := server(t)
+	p, err := faultproxy.New(s.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	l := &stalledLink{t: t, proxy: p, reader: newClient(t, s.Addr())}
+	opt := clientOptions(s.Addr())
+	opt.PoolSize = 1
+	opt.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		if l.direct.Load() {
+			return d.DialContext(ctx, "tcp", s.Addr())
+		}
+		return d.DialContext(ctx, "tcp", p.Addr())
+	}
+	l.client = goredis.NewClient(opt)
+	t.Cleanup(func() { _ = l.client.Close() })
+	l.backend = newBackend(t, l.client)
+	return l
+}
+
+// giveUpAcquireThenStop gives up an acquire call of c, held on the network path; releases
+// and stops c over a direct connection; then lets the held call reach the server, and
+// returns once the server has run it.
+func (l *stalledLink) giveUpAcquireThenStop(c backend.LeaseContention) {
+	t := l.t
+	require.NoError(t, l.client.Ping(t.Context()).Err()) // the connection is open
+
+	l.proxy.Stall(faultproxy.Up)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	_, err := c.Acquire(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the call was given up")
+	l.direct.Store(true)
+	require.NoError(t, c.Release(t.Context()))
+	require.NoError(t, c.StopContend(t.Context()))
+
+	scripts := func() int64 {
+		calls := commandStats(t, l.reader)
+		return calls["fcall"] + calls["evalsha"] + calls["eval"]
+	}
+	ran := scripts()
+	l.proxy.Stall(0) // the held call reaches the server
+	require.Eventually(t, func() bool { return scripts() > ran }, 5*time.Second, time.Millisecond, "the held call never ran")
 }
