@@ -32,7 +32,7 @@ local value = ARGV[8] or ''
 -- The owner is read first, with the token and the stopped contentions: under contention
 -- most attempts find the mutex owned, and they return before the declarations only
 -- taking it needs.
-local owner, fence, stopped = readOwner(true)
+local owner, fence, stopped = readOwner(stoppedKey)
 if hasStopped(stopped, nonce) then
   -- A call of a contention that has stopped, which reached the server after its stop
   -- (its caller gave it up, unanswered): it takes nothing and queues nobody.

@@ -132,7 +132,7 @@ func scriptKeys(mutex string) []string {
 	// every key. '{mutex}' alone, which never exists, sent every call to the target while
 	// the mutex's keys were still on the source: a second owner. Named, a call waits
 	// (TRYAGAIN) until the keys have moved.
-	return []string{"{" + mutex + "}", key, key + ":contender", key + ":token", key + ":grant", key + ":stopped"}
+	return []string{"{" + mutex + "}", key, key + ":contender", key + ":token", key + ":grant", key + ":stopped", key + ":retrievers"}
 }
 
 // ownerKey returns the name of mutex's owner key, which the other keys' names extend.
@@ -142,6 +142,11 @@ func ownerKey(mutex string) string { return "simba:{" + mutex + "}" }
 // acquire call unanswered (stop.lua): a call held on a network path longer than that is
 // not caught (TCP gives up on a connection's unacknowledged data after some minutes).
 const stoppedFor = 5 * time.Minute
+
+// watchedFor is how long a retriever's mark on a mutex (watch.lua) outlasts the owner key
+// it saw: past its next lookup, which comes by the end of that owner's transition, plus
+// its jitter, or at any message.
+const watchedFor = time.Minute
 
 // names are the strings a contention derives from its participant's mutex, ID, ttl and
 // transition: the same for the next contention of the participant (a Locker opens one per
@@ -420,7 +425,13 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	v, err := c.b.scripts.run(ctx, lookupScript, c.keys).Result()
+	// A retriever's lookup marks the mutex watched, so that releases with nobody waiting
+	// announce themselves; a server that refuses the write (out of memory, a replica)
+	// still answers the read.
+	v, err := c.b.scripts.run(ctx, watchScript, c.keys, watchedFor.Milliseconds()).Result()
+	if code, _ := replyOf(err); code != "" {
+		v, err = c.b.scripts.run(ctx, lookupScript, c.keys).Result()
+	}
 	if err != nil {
 		return backend.Record{}, c.b.storeError(ctx, "lookup", err)
 	}

@@ -70,7 +70,8 @@
 //     attempt. They are stored only in registrations and granted messages; the contender
 //     keeps those of its latest two attempts in memory, with their send times.
 //   - channel simba:{mutex}:@@released: "released@@<former owner>" when a release deleted
-//     the owner key and woke nobody, "released@@<former owner>@@<waiter>" when it woke
+//     the owner key and woke nobody (only while a retriever watches the mutex, or when
+//     the release passed a waiter by), "released@@<former owner>@@<waiter>" when it woke
 //     that waiter. No contender's channel has this name (IDs never contain "@@"), and JVM
 //     Simba does not subscribe it: on their own channels JVM peers get only JVM Simba's
 //     messages, in JVM Simba's cases.
@@ -81,6 +82,11 @@
 //     it names takes nothing: given up by its caller, held on the network path, and run
 //     after the contention's release, it would take a free mutex for a contender that
 //     has stopped.
+//   - simba:{mutex}:retrievers, a string "1": the mutex is watched. Each lookup of a
+//     retriever (the watch script) writes it to expire a minute after the owner key it
+//     saw, after the retriever's next lookup; the release script reads it with the owner
+//     and token keys, and a release that finds nobody waiting announces itself on
+//     simba:{mutex}:@@released only while it is there.
 //   - simba:{mutex}:slot, a string: "<at>@@<token>", the last slot a Scheduler started
 //     on the mutex (backend.SlotRecorder): its instant in Unix nanoseconds, a signed
 //     decimal, and the fencing token of the tenure that started it. ClaimSlot writes it
@@ -192,10 +198,10 @@
 //  2. A renews with guard (MGET; SET XX PX; TIME and the token key written again, with
 //     the new expiry). At its first renewal it subscribes its channels, so as to hear at
 //     once if its key is lost and another takes the mutex.
-//  3. A's service calls Release. The release script reads the owner (MGET) and finds A,
-//     finds the waiting set empty (ZRANGE), deletes simba:{m} and publishes
-//     "released@@A" on simba:{m}:@@released, for retrievers. J hears nothing and finds
-//     the mutex free at its next attempt (SET NX PX).
+//  3. A's service calls Release. The release script reads the owner and the retrievers
+//     key (MGET) and finds A, finds the waiting set empty (ZRANGE) and deletes simba:{m};
+//     while a retriever watches, it publishes "released@@A" on simba:{m}:@@released. J
+//     hears nothing and finds the mutex free at its next attempt (SET NX PX).
 //
 // A hand-over: A owns the mutex, B waits for it, A releases.
 //
@@ -328,7 +334,8 @@
 // else (a Locker's leaves simba:{mutex} out until it renews as the owner), or at its
 // first renewal as owner: an uncontended critical section that ends before its first
 // renewal never subscribes. A retriever subscribes simba:{mutex} and
-// simba:{mutex}:@@released when it starts. A channel stays subscribed for a second
+// simba:{mutex}:@@released when it starts, and each of its lookups marks the mutex
+// watched (see Keys and channels), so that a release with nobody waiting tells it too. A channel stays subscribed for a second
 // after its last listener left: a Locker that asks again at once (or another contention
 // of the same contender) finds its channels subscribed, listens from before its first
 // attempt and registers heard "1" at once, so that waiting costs no SUBSCRIBE and
@@ -362,18 +369,19 @@
 // (TestUncontendedCycleCommands and TestContendedSectionCommands hold them to these
 // counts):
 //
-//   - An uncontended Locker cycle (acquire, release) takes two scripts and 11 commands:
+//   - An uncontended Locker cycle (acquire, release) takes two scripts and 10 commands:
 //     the acquisition reads the owner, token and stopped keys (MGET), takes the mutex
 //     (SET NX PX), reads the clock (TIME), writes the token key (SET PX) and announces
-//     itself (PUBLISH); the release reads the owner (MGET), finds nobody waiting
-//     (ZRANGE), deletes the key (DEL) and announces the release (PUBLISH). A contention
+//     itself (PUBLISH); the release reads the owner (MGET, with the retrievers key),
+//     finds nobody waiting (ZRANGE) and deletes the key (DEL): 10 commands. While a
+//     retriever watches the mutex it also announces the release (PUBLISH). A contention
 //     that stops after an unanswered acquire call adds the stop script (GET, SET). The
 //     first contention of a contender ID on a Backend adds two (ZREM, HDEL: an entry an
 //     earlier lifecycle of the ID may have left), and a call that finds no token key (no
 //     Go tenure began within a lease) one: a GET, which refuses another program's data
 //     under that name (WRONGTYPE), as MGET reads it as nothing.
 //   - A renewal is the guard script's 5 commands (MGET, SET XX PX, TIME, SET PX); a
-//     retriever looks up (MGET, PTTL) at every message. simba renews every mutex held
+//     retriever looks up (MGET, PTTL, and SET for its mark) at every message. simba renews every mutex held
 //     with the same ttl and lead at the same instants, and on a standalone or Sentinel
 //     client the renewals that reach the backend together (none for 2 ms, the first at
 //     most 50 ms old) go in one renew_many script, up to 1,000 in one: the guard script
@@ -398,8 +406,10 @@
 // MGET), the registration that matches a grant to the attempt it answers and lets a
 // release pass dead waiters by (HSET, HGET, HDEL, and PTTL for the expiry of the grant
 // hash and the waiting set), the grant message, and first come, first served with JVM
-// waiters of the same second (ZRANGEBYSCORE). Of an uncontended cycle's 11, the format
-// takes 8 and the token 2 (TIME, SET PX); the release message is for retrievers.
+// waiters of the same second (ZRANGEBYSCORE). Of an uncontended cycle's 10, JVM Simba's
+// format takes 7 (the two scripts, SET NX PX and the acquisition message; the release's
+// owner read, ZRANGE and DEL) and the token 3: the acquisition's MGET, which reads the
+// previous token (and the stopped key) before it takes the mutex, TIME and SET PX.
 //
 // On the test machine (two cores shared with other work) a hand-over's scripts cost
 // Redis 1.8 to 1.9 times the CPU of the bench's reference lock's (INFO cpu, the two
@@ -484,6 +494,9 @@
 //
 // The stopped key came later still: earlier versions neither read nor write it, so their
 // acquire calls that arrive after their contention stopped can still take a free mutex.
+// The retrievers key came last: earlier versions announce every release, and their
+// retrievers do not mark the mutex, so a release by this version with nobody waiting
+// reaches them only at their next lookup.
 //
 // # Semaphores and read-write locks
 //

@@ -1,11 +1,7 @@
--- lookup: answers the owner without contending (for retrievers).
+-- lookup: answers the owner without contending, writing nothing (for a one-off read on a
+-- server that refuses writes: see watch.lua).
 --
 -- KEYS  see prelude.lua
 -- ARGV  none
 -- Returns {'<owner>@@<remaining ms>' or '@@', '<token>', '<value>'} (see prelude.lua).
-local owner, fence = readOwner()
-if not owner then
-  return { '@@', '0', '' }
-end
-local token, _, value = tokenOf(owner, fence)
-return { owner .. '@@' .. redis.call('pttl', ownerKey), token, value }
+return (lookup())

@@ -9,9 +9,10 @@
 -- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster
 --             hash tag, so all of them hash to one slot.
 -- KEYS[2..]   the keys the script touches, never read: simba:{mutex},
---             simba:{mutex}:contender, simba:{mutex}:token, simba:{mutex}:grant and
---             simba:{mutex}:stopped, or simba:{mutex}:slot for the slot scripts; named so
---             that Redis Cluster sees every key a call touches (see scriptKeys).
+--             simba:{mutex}:contender, simba:{mutex}:token, simba:{mutex}:grant,
+--             simba:{mutex}:stopped and simba:{mutex}:retrievers, or simba:{mutex}:slot
+--             for the slot scripts; named so that Redis Cluster sees every key a call
+--             touches (see scriptKeys).
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.
@@ -26,6 +27,7 @@ local grantKey = ownerKey .. ':grant'
 local releaseChannel = ownerKey .. ':@@released'
 local slotKey = ownerKey .. ':slot'
 local stoppedKey = ownerKey .. ':stopped'
+local retrieversKey = ownerKey .. ':retrievers'
 
 -- millis turns a TIME reply into milliseconds since the Unix epoch (exact in a double).
 -- Arithmetic converts a string of digits (strtod) once; tonumber converts it twice (Lua
@@ -84,12 +86,12 @@ end
 -- when there is none) and the token key's value (false when it is gone),
 -- '<token>@@<expires>@@<id>[@@<value>]': the token of the latest tenure a Go contender
 -- began, when the owner key expires if that contender owns it (server ms), its ID, and
--- the tenure's owner value, when it has one; withStopped, also the stopped key's value
--- (false when it is gone): the contentions stop.lua recorded.
-local function readOwner(withStopped)
+-- the tenure's owner value, when it has one; with a third key (the stopped key, or the
+-- retrievers key), also that key's value, false when it is gone.
+local function readOwner(third)
   local v
-  if withStopped then
-    v = redis.call('mget', ownerKey, tokenKey, stoppedKey)
+  if third then
+    v = redis.call('mget', ownerKey, tokenKey, third)
   else
     v = redis.call('mget', ownerKey, tokenKey)
   end
@@ -177,6 +179,18 @@ local function remaining(expires, nowMs)
     return expires - nowMs
   end
   return redis.call('pttl', ownerKey)
+end
+
+-- lookup answers the owner without contending, {'<owner>@@<remaining ms>' or '@@',
+-- '<token>', '<value>'}, and returns the remaining ms too (0 with no owner).
+local function lookup()
+  local owner, fence = readOwner()
+  if not owner then
+    return { '@@', '0', '' }, 0
+  end
+  local token, _, value = tokenOf(owner, fence)
+  local left = redis.call('pttl', ownerKey)
+  return { owner .. '@@' .. left, token, value }, left
 end
 
 -- newToken returns the token of a new tenure, given the token key's value and the server

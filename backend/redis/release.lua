@@ -19,7 +19,7 @@ local exact = ARGV[3] == '1'
 local raiseTo = ARGV[4] or ''
 local tenure = ARGV[5]
 
-local owner, fence = readOwner()
+local owner, fence, watched = readOwner(retrieversKey)
 if tenure and owner ~= id then
   return 0 -- and no token raised for a tenure that does not hold the mutex
 end
@@ -72,11 +72,13 @@ end
 
 -- At most 16 waiters are looked at, so that a release stays short; gone ones further
 -- back are dropped by later releases, or expire.
+local passed = false -- a waiter was taken off and passed by
 for _ = 1, 16 do
   local waiter = oldest()
   if not waiter then
     break
   end
+  passed = true
   if not now then
     now = redis.call('time')
     nowMs = millis(now)
@@ -90,5 +92,10 @@ for _ = 1, 16 do
   end
 end
 redis.call('del', ownerKey)
-redis.call('publish', releaseChannel, 'released@@' .. id)
+-- Only Go subscribers hear this: retrievers, which mark the mutex watched while they run
+-- (watch.lua), and a waiter passed by above whose registration had lapsed but which may
+-- still listen. With neither, nobody would act on it.
+if watched or passed then
+  redis.call('publish', releaseChannel, 'released@@' .. id)
+end
 return 1

@@ -29,6 +29,8 @@ var (
 	waitingLua string
 	//go:embed stop.lua
 	stopLua string
+	//go:embed watch.lua
+	watchLua string
 
 	acquireScript = newScript("acquire", acquireLua)
 	guardScript   = newScript("guard", guardLua)
@@ -37,6 +39,7 @@ var (
 	raiseScript   = newScript("raise", raiseLua)
 	waitingScript = newScript("waiting", waitingLua)
 	stopScript    = newScript("stop", stopLua)
+	watchScript   = newScript("watch", watchLua)
 )
 
 // script is one of the backend's Lua scripts.
@@ -82,7 +85,7 @@ func readOnly(s *script) *script {
 // names carry a hash of its code, so that two versions of simba on one server do not
 // collide.
 var library = newLibrary(acquireScript, guardScript, releaseScript, lookupScript, raiseScript,
-	waitingScript, stopScript, handOffScript, waitersScript, claimSlotScript, renewManyScript, checkScript,
+	waitingScript, stopScript, watchScript, handOffScript, waitersScript, claimSlotScript, renewManyScript, checkScript,
 	holdsAcquireScript, holdsReleaseScript, holdsLookupScript, holdsWaitingScript,
 	holdsReleaseHolderScript, holdsStopScript)
 
