@@ -19,7 +19,7 @@ func (b *Backend) check(ctx context.Context) error {
 	if err := b.client.Ping(ctx).Err(); err != nil {
 		return b.checkError(ctx, err)
 	}
-	if err := b.scripts.run(ctx, checkScript, []string{checkKey}).Err(); err != nil {
+	if err := b.scripts.run(ctx, checkScript, newKeyList(checkKey)).Err(); err != nil {
 		return b.checkError(ctx, err)
 	}
 	b.checked.Store(true)

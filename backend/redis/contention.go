@@ -19,11 +19,12 @@ import (
 // contention is one participant's contention for one mutex.
 type contention struct {
 	b          *Backend
-	forget     func()   // forgets the participant's Closed: at StopContend
-	mutex, id  string   // id is empty for a retriever
-	value      string   // the owner value of the contender's tenures (Participant.Value)
-	keys       []string // {"{mutex}"}: the key argument of every script
-	lease      string   // ttl + transition in ms: the PX of the owner key
+	forget     func()  // forgets the participant's Closed: at StopContend
+	mutex, id  string  // id is empty for a retriever
+	value      string  // the owner value of the contender's tenures (Participant.Value)
+	keys       keyList // scriptKeys: the KEYS of every script of the mutex
+	args       *names  // idArg, leaseArg and ttlArg: id, lease and ttl boxed
+	lease      string  // ttl + transition in ms: the PX of the owner key
 	leaseDur   time.Duration
 	ttl        string // in ms
 	ttlDur     time.Duration
@@ -124,7 +125,7 @@ var (
 
 // scriptKeys returns the KEYS of every script of mutex: '{mutex}', then the mutex's keys,
 // which the scripts never read (see the package doc, Scripts).
-func scriptKeys(mutex string) []string {
+func scriptKeys(mutex string) keyList {
 	key := ownerKey(mutex)
 	// Redis Cluster must see the keys: while a slot moves, the source runs a call only if
 	// it has every key the call names, redirects it to the target only if it has none,
@@ -132,7 +133,7 @@ func scriptKeys(mutex string) []string {
 	// every key. '{mutex}' alone, which never exists, sent every call to the target while
 	// the mutex's keys were still on the source: a second owner. Named, a call waits
 	// (TRYAGAIN) until the keys have moved.
-	return []string{"{" + mutex + "}", key, key + ":contender", key + ":token", key + ":grant", key + ":stopped", key + ":retrievers"}
+	return newKeyList("{"+mutex+"}", key, key+":contender", key+":token", key+":grant", key+":stopped", key+":retrievers")
 }
 
 // ownerKey returns the name of mutex's owner key, which the other keys' names extend.
@@ -155,11 +156,14 @@ type names struct {
 	mutex, id          string
 	ttlDur, transition time.Duration
 
-	keys       []string
+	keys       keyList
 	key        string
 	releases   string
 	inbox      string // "" for a retriever
 	lease, ttl string // in ms
+	// The scripts' arguments that stay the same, boxed once: an allocation apiece at
+	// every call otherwise.
+	idArg, leaseArg, ttlArg any
 }
 
 // namesOf returns the names of p: the last contention's when they were p's.
@@ -179,6 +183,7 @@ func (b *Backend) namesOf(p backend.Participant) *names {
 	if p.ContenderID != "" {
 		n.inbox = key + ":" + p.ContenderID
 	}
+	n.idArg, n.leaseArg, n.ttlArg = n.id, n.lease, n.ttl
 	b.lastNames.Store(n)
 	return n
 }
@@ -207,6 +212,7 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		mutex:      p.Mutex,
 		id:         p.ContenderID,
 		keys:       n.keys,
+		args:       n,
 		lease:      n.lease,
 		leaseDur:   lease,
 		ttl:        n.ttl,
@@ -303,7 +309,7 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 	if c.b.renewals != nil {
 		return c.b.renewals.renew(ctx, c)
 	}
-	return c.b.scripts.run(ctx, guardScript, c.keys, c.id, c.lease).Result()
+	return c.b.scripts.run(ctx, guardScript, c.keys, c.args.idArg, c.args.leaseArg).Result()
 }
 
 // runAcquire runs the acquire script for a contender that does not own the mutex, and
@@ -311,7 +317,8 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	heard := c.hearing()
 	nonce, seq := c.nextNonce()
-	v, err := c.b.scripts.run(ctx, acquireScript, c.keys, c.id, c.lease, flag(c.listed == listed), nonce, c.ttl, heard, flag(c.fresh), c.value).Result()
+	a := c.args
+	v, err := c.b.scripts.run(ctx, acquireScript, c.keys, a.idArg, a.leaseArg, flag(c.listed == listed), nonce, a.ttlArg, heard, flag(c.fresh), c.value).Result()
 	// Whatever the outcome, the call may have queued the contender, until an answer names
 	// it the owner: the script took it off then.
 	c.listed = listed
@@ -367,7 +374,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := c.b.scripts.run(ctx, releaseScript, c.keys, append([]any{c.id, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
+	if err := c.b.scripts.run(ctx, releaseScript, c.keys, append([]any{c.args.idArg, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
 		return c.b.storeError(ctx, "", err)
 	}
 	c.listed = unlisted

@@ -21,11 +21,11 @@ type runner struct {
 }
 
 // run runs s with keys and args, by FCALL or EVALSHA (see runner).
-func (r *runner) run(ctx context.Context, s *script, keys []string, args ...any) *goredis.Cmd {
+func (r *runner) run(ctx context.Context, s *script, keys keyList, args ...any) *goredis.Cmd {
 	if r.byEval.Load() {
-		return s.eval.Run(ctx, r.client, keys, args...)
+		return s.eval.Run(ctx, r.client, keys.names, args...)
 	}
-	cmd := r.client.FCall(ctx, s.function, keys, args...)
+	cmd := r.fcall(ctx, s, keys, args)
 	code, text := replyOf(cmd.Err())
 	switch {
 	case code == "ERR" && text == "Function not found":
@@ -36,14 +36,43 @@ func (r *runner) run(ctx context.Context, s *script, keys []string, args ...any)
 			return cmd
 		}
 		if !r.byEval.Load() {
-			return r.client.FCall(ctx, s.function, keys, args...)
+			return r.fcall(ctx, s, keys, args)
 		}
 	case cannotRun(code, text, "'fcall'"):
 		r.fallBack(cmd.Err())
 	default:
 		return cmd
 	}
-	return s.eval.Run(ctx, r.client, keys, args...)
+	return s.eval.Run(ctx, r.client, keys.names, args...)
+}
+
+// fcall calls s's function, as go-redis's FCall does, from the keys and function name
+// boxed beforehand: FCall boxes each again, an allocation apiece at every call.
+func (r *runner) fcall(ctx context.Context, s *script, keys keyList, args []any) *goredis.Cmd {
+	a := make([]any, 0, 3+len(keys.boxed)+len(args))
+	a = append(a, "fcall", s.functionArg, len(keys.boxed))
+	a = append(a, keys.boxed...)
+	a = append(a, args...)
+	cmd := goredis.NewCmd(ctx, a...)
+	if len(keys.boxed) > 0 {
+		cmd.SetFirstKeyPos(3) // a Cluster client routes the call by its first key
+	}
+	_ = r.client.Process(ctx, cmd)
+	return cmd
+}
+
+// keyList is the KEYS of a script call, as names and boxed once for fcall.
+type keyList struct {
+	names []string
+	boxed []any
+}
+
+func newKeyList(names ...string) keyList {
+	boxed := make([]any, len(names))
+	for i, n := range names {
+		boxed[i] = n
+	}
+	return keyList{names: names, boxed: boxed}
 }
 
 // load loads the library: on the server, or on every primary of a Cluster (the node that

@@ -48,11 +48,11 @@ func (b *Backend) Holds(k backend.Kind) bool {
 // holding is a semaphore's or read-write lock's side of a contention; nil for a mutex.
 type holding struct {
 	hold    backend.Hold
-	keys    []string // holdKeys
-	channel string   // simba:<kind>:{name}: the admissions and releases that reach waiters
-	mode    string   // "p" a permit, "s" a read hold, "x" a write hold
-	permits string   // a semaphore's, "" otherwise
-	fresh   bool     // no answer yet: the next acquire begins a new hold (see holds_acquire.lua)
+	keys    keyList // holdKeys
+	channel string  // simba:<kind>:{name}: the admissions and releases that reach waiters
+	mode    string  // "p" a permit, "s" a read hold, "x" a write hold
+	permits string  // a semaphore's, "" otherwise
+	fresh   bool    // no answer yet: the next acquire begins a new hold (see holds_acquire.lua)
 }
 
 // holdPrefix returns the first part of the keys and channel of a name of kind k:
@@ -65,10 +65,10 @@ func holdPrefix(k backend.Kind) string {
 }
 
 // holdKeys returns the KEYS of every hold script of name, in holds_prelude.lua's order.
-func holdKeys(k backend.Kind, name string) []string {
+func holdKeys(k backend.Kind, name string) keyList {
 	base := holdPrefix(k) + "{" + name + "}"
-	return []string{base + ":holders", base + ":holds", base + ":queue", base + ":alive",
-		base + ":writers", base + ":permits", base + ":fence", base + ":stopped"}
+	return newKeyList(base+":holders", base+":holds", base+":queue", base+":alive",
+		base+":writers", base+":permits", base+":fence", base+":stopped")
 }
 
 // newHolding returns the holding of a participant that asks for a semaphore or read-write

@@ -50,7 +50,7 @@ type renewals struct {
 // renewal is one contention's renewal, waiting for its batch.
 type renewal struct {
 	ctx       context.Context
-	keys      []string
+	keys      keyList
 	id, lease string
 	sendBy    time.Time    // its batch goes no later than this
 	done      chan renewed // capacity 1: the reply, or why there is none
@@ -105,12 +105,13 @@ func (r *renewal) SendBy() time.Time        { return r.sendBy }
 // send renews batch in one call, within ctx (ended by the latest of its renewals'
 // deadlines, and by close), and hands each renewal its reply.
 func (q *renewals) send(ctx context.Context, batch []*renewal) {
-	per := len(batch[0].keys)
-	keys := make([]string, 0, per*len(batch))
+	per := len(batch[0].keys.names)
+	keys := keyList{names: make([]string, 0, per*len(batch)), boxed: make([]any, 0, per*len(batch))}
 	args := make([]any, 0, 1+2*len(batch))
 	args = append(args, strconv.Itoa(per))
 	for _, r := range batch {
-		keys = append(keys, r.keys...)
+		keys.names = append(keys.names, r.keys.names...)
+		keys.boxed = append(keys.boxed, r.keys.boxed...)
 		args = append(args, r.id, r.lease)
 	}
 	v, err := q.scripts.run(ctx, renewManyScript, keys, args...).Result()

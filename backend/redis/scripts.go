@@ -44,11 +44,12 @@ var (
 
 // script is one of the backend's Lua scripts.
 type script struct {
-	name     string          // in the library, after its name and '_'
-	function string          // the library's name for it (see library)
-	eval     *goredis.Script // the script on its own, for EVALSHA
-	code     string          // its function's body in the library
-	holds    bool            // a script of holds: after holds_prelude.lua's declarations
+	name        string          // in the library, after its name and '_'
+	function    string          // the library's name for it (see library)
+	functionArg any             // function, boxed once (see runner.fcall)
+	eval        *goredis.Script // the script on its own, for EVALSHA
+	code        string          // its function's body in the library
+	holds       bool            // a script of holds: after holds_prelude.lua's declarations
 	// readOnly: it writes nothing, so its function is registered with the flag
 	// no-writes, which lets it run where a script that writes nothing ran by EVALSHA: on a
 	// replica, and on a server out of memory, which refuses a function that may write
@@ -107,6 +108,7 @@ func newLibrary(scripts ...*script) functionLibrary {
 	name := "simba_" + hex.EncodeToString(sum[:8])
 	for _, s := range scripts {
 		s.function = name + "_" + s.name
+		s.functionArg = s.function
 	}
 	return functionLibrary{name: name, code: strings.ReplaceAll(b.String(), unnamed, name)}
 }
