@@ -22,8 +22,7 @@ type contention struct {
 	forget     func()  // forgets the participant's Closed: at StopContend
 	mutex, id  string  // id is empty for a retriever
 	value      string  // the owner value of the contender's tenures (Participant.Value)
-	keys       keyList // scriptKeys: the KEYS of every script of the mutex
-	args       *names  // idArg, leaseArg and ttlArg: id, lease and ttl boxed
+	keys       keyList // Backend.scriptKeys: the KEYS of every script of the mutex
 	lease      string  // ttl + transition in ms: the PX of the owner key
 	leaseDur   time.Duration
 	ttl        string // in ms
@@ -123,9 +122,12 @@ var (
 	_ backend.WaitList        = (*contention)(nil)
 )
 
-// scriptKeys returns the KEYS of every script of mutex: '{mutex}', then the mutex's keys,
-// which the scripts never read (see the package doc, Scripts).
-func scriptKeys(mutex string) keyList {
+// scriptKeys returns the KEYS of every script of mutex: '{mutex}', then, on a Cluster,
+// the mutex's keys, which the scripts never read (see the package doc, Scripts).
+func (b *Backend) scriptKeys(mutex string) keyList {
+	if !b.slotsMove {
+		return newKeyList("{" + mutex + "}")
+	}
 	key := ownerKey(mutex)
 	// Redis Cluster must see the keys: while a slot moves, the source runs a call only if
 	// it has every key the call names, redirects it to the target only if it has none,
@@ -161,9 +163,6 @@ type names struct {
 	releases   string
 	inbox      string // "" for a retriever
 	lease, ttl string // in ms
-	// The scripts' arguments that stay the same, boxed once: an allocation apiece at
-	// every call otherwise.
-	idArg, leaseArg, ttlArg any
 }
 
 // namesOf returns the names of p: the last contention's when they were p's.
@@ -174,7 +173,7 @@ func (b *Backend) namesOf(p backend.Participant) *names {
 	key := ownerKey(p.Mutex)
 	n := &names{
 		mutex: p.Mutex, id: p.ContenderID, ttlDur: p.TTL, transition: p.Transition,
-		keys:     scriptKeys(p.Mutex),
+		keys:     b.scriptKeys(p.Mutex),
 		key:      key,
 		releases: key + releaseChannelSuffix,
 		lease:    strconv.FormatInt((p.TTL + p.Transition).Milliseconds(), 10),
@@ -183,7 +182,6 @@ func (b *Backend) namesOf(p backend.Participant) *names {
 	if p.ContenderID != "" {
 		n.inbox = key + ":" + p.ContenderID
 	}
-	n.idArg, n.leaseArg, n.ttlArg = n.id, n.lease, n.ttl
 	b.lastNames.Store(n)
 	return n
 }
@@ -212,7 +210,6 @@ func newContention(b *Backend, p backend.Participant) *contention {
 		mutex:      p.Mutex,
 		id:         p.ContenderID,
 		keys:       n.keys,
-		args:       n,
 		lease:      n.lease,
 		leaseDur:   lease,
 		ttl:        n.ttl,
@@ -309,7 +306,7 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 	if c.b.renewals != nil {
 		return c.b.renewals.renew(ctx, c)
 	}
-	return c.b.scripts.run(ctx, guardScript, c.keys, c.args.idArg, c.args.leaseArg).Result()
+	return c.b.scripts.run(ctx, guardScript, c.keys, c.id, c.lease).Result()
 }
 
 // runAcquire runs the acquire script for a contender that does not own the mutex, and
@@ -317,8 +314,7 @@ func (c *contention) renew(ctx context.Context) (any, error) {
 func (c *contention) runAcquire(ctx context.Context) (any, uint64, error) {
 	heard := c.hearing()
 	nonce, seq := c.nextNonce()
-	a := c.args
-	v, err := c.b.scripts.run(ctx, acquireScript, c.keys, a.idArg, a.leaseArg, flag(c.listed == listed), nonce, a.ttlArg, heard, flag(c.fresh), c.value).Result()
+	v, err := c.b.scripts.run(ctx, acquireScript, c.keys, c.id, c.lease, flag(c.listed == listed), nonce, c.ttl, heard, flag(c.fresh), c.value).Result()
 	// Whatever the outcome, the call may have queued the contender, until an answer names
 	// it the owner: the script took it off then.
 	c.listed = listed
@@ -374,7 +370,7 @@ func (c *contention) release(ctx context.Context, raiseTo ...any) error {
 	if err := c.b.usable(ctx); err != nil {
 		return err
 	}
-	if err := c.b.scripts.run(ctx, releaseScript, c.keys, append([]any{c.args.idArg, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
+	if err := c.b.scripts.run(ctx, releaseScript, c.keys, append([]any{c.id, flag(c.listed == listed), c.b.exact}, raiseTo...)...).Err(); err != nil {
 		return c.b.storeError(ctx, "", err)
 	}
 	c.listed = unlisted

@@ -113,13 +113,16 @@
 // (Redis before 7: "ERR unknown command"; an ACL user without FCALL or FUNCTION LOAD:
 // NOPERM; a load refused otherwise), the backend says so once, at Info level, and runs
 // each script by EVALSHA from then on, prefixed with the declarations of prelude.lua it
-// uses. Each script of a mutex gets KEYS[1] = "{mutex}", from which
-// it makes every name above, and KEYS[2..5] = simba:{mutex}, simba:{mutex}:contender,
-// simba:{mutex}:token and simba:{mutex}:grant, which it never reads: they are named so
-// that while a Redis Cluster moves the slot a call runs only where all of them are, and
-// is otherwise told to try again (TRYAGAIN); claim_slot gets KEYS[2] = simba:{mutex}:slot
-// alone; renew_many gets those five keys of each mutex it renews, one mutex after the
-// other. The arguments:
+// uses. Each script of a mutex gets KEYS[1] = "{mutex}", from which it makes every name
+// above. On a Redis Cluster it also gets KEYS[2..7] = simba:{mutex},
+// simba:{mutex}:contender, simba:{mutex}:token, simba:{mutex}:grant,
+// simba:{mutex}:stopped and simba:{mutex}:retrievers, which it never reads: they are
+// named so that while the Cluster moves the slot a call runs only where all of them are,
+// and is otherwise told to try again (TRYAGAIN); a standalone or Sentinel server, which
+// moves no slots, is spared them (a contention keeps a seventh of the memory for its
+// keys, and a call is shorter). claim_slot gets KEYS[2] = simba:{mutex}:slot alone;
+// renew_many gets the keys of each mutex it renews, one mutex after the other. The
+// arguments:
 //
 //	Script      Run by                    ARGV[1], ARGV[2], ...                               Answer
 //	acquire     Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner

@@ -23,7 +23,7 @@ type runner struct {
 // run runs s with keys and args, by FCALL or EVALSHA (see runner).
 func (r *runner) run(ctx context.Context, s *script, keys keyList, args ...any) *goredis.Cmd {
 	if r.byEval.Load() {
-		return s.eval.Run(ctx, r.client, keys.names, args...)
+		return s.eval.Run(ctx, r.client, keys.strings(), args...)
 	}
 	cmd := r.fcall(ctx, s, keys, args)
 	code, text := replyOf(cmd.Err())
@@ -43,36 +43,42 @@ func (r *runner) run(ctx context.Context, s *script, keys keyList, args ...any) 
 	default:
 		return cmd
 	}
-	return s.eval.Run(ctx, r.client, keys.names, args...)
+	return s.eval.Run(ctx, r.client, keys.strings(), args...)
 }
 
 // fcall calls s's function, as go-redis's FCall does, from the keys and function name
 // boxed beforehand: FCall boxes each again, an allocation apiece at every call.
 func (r *runner) fcall(ctx context.Context, s *script, keys keyList, args []any) *goredis.Cmd {
-	a := make([]any, 0, 3+len(keys.boxed)+len(args))
-	a = append(a, "fcall", s.functionArg, len(keys.boxed))
-	a = append(a, keys.boxed...)
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "fcall", s.functionArg, len(keys))
+	a = append(a, keys...)
 	a = append(a, args...)
 	cmd := goredis.NewCmd(ctx, a...)
-	if len(keys.boxed) > 0 {
+	if len(keys) > 0 {
 		cmd.SetFirstKeyPos(3) // a Cluster client routes the call by its first key
 	}
 	_ = r.client.Process(ctx, cmd)
 	return cmd
 }
 
-// keyList is the KEYS of a script call, as names and boxed once for fcall.
-type keyList struct {
-	names []string
-	boxed []any
-}
+// keyList is the KEYS of a script call, each name boxed once, for fcall.
+type keyList []any
 
 func newKeyList(names ...string) keyList {
-	boxed := make([]any, len(names))
+	k := make(keyList, len(names))
 	for i, n := range names {
-		boxed[i] = n
+		k[i] = n
 	}
-	return keyList{names: names, boxed: boxed}
+	return k
+}
+
+// strings returns the names, for EVALSHA (servers before Redis 7).
+func (k keyList) strings() []string {
+	names := make([]string, len(k))
+	for i, n := range k {
+		names[i], _ = n.(string)
+	}
+	return names
 }
 
 // load loads the library: on the server, or on every primary of a Cluster (the node that

@@ -8,11 +8,11 @@
 --
 -- KEYS[1]     '{mutex}': every name below is made from it. Its braces are the cluster
 --             hash tag, so all of them hash to one slot.
--- KEYS[2..]   the keys the script touches, never read: simba:{mutex},
---             simba:{mutex}:contender, simba:{mutex}:token, simba:{mutex}:grant,
---             simba:{mutex}:stopped and simba:{mutex}:retrievers, or simba:{mutex}:slot
---             for the slot scripts; named so that Redis Cluster sees every key a call
---             touches (see scriptKeys).
+-- KEYS[2..]   on a Redis Cluster, the keys the script touches, never read:
+--             simba:{mutex}, simba:{mutex}:contender, simba:{mutex}:token,
+--             simba:{mutex}:grant, simba:{mutex}:stopped and simba:{mutex}:retrievers, or
+--             simba:{mutex}:slot for the slot scripts; named so that the Cluster sees
+--             every key a call touches (see scriptKeys).
 
 -- Redis 3.2 to 4.x replicate scripts verbatim unless told otherwise, and then refuse
 -- writes after TIME; later versions always replicate effects.

@@ -35,7 +35,8 @@ const (
 // client. A Backend must not be copied.
 type Backend struct {
 	client       goredis.UniversalClient
-	exact        any // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber (not a Cluster), else "0"
+	exact        any  // "1" if PUBLISH and PUBSUB NUMSUB count every subscriber (not a Cluster), else "0"
+	slotsMove    bool // not a standalone or Sentinel client: a Cluster's slots move (see scriptKeys)
 	log          *slog.Logger
 	hub          *hub
 	scripts      *runner
@@ -91,10 +92,11 @@ func newBackend(client goredis.UniversalClient, cfg config) *Backend {
 	// a Cluster node counts only its own, and other clients are not known.
 	_, standalone := client.(*goredis.Client)
 	b := &Backend{
-		client: client,
-		exact:  flag(standalone),
-		log:    cfg.logger,
-		hub:    newHub(client, cfg.logger, cfg.ping),
+		client:    client,
+		exact:     flag(standalone),
+		slotsMove: !standalone,
+		log:       cfg.logger,
+		hub:       newHub(client, cfg.logger, cfg.ping),
 	}
 	b.scripts = &runner{client: client, log: cfg.logger}
 	var seed [8]byte
@@ -201,7 +203,7 @@ func (b *Backend) releaseOwner(ctx context.Context, mutex string, owner simba.Ow
 		return err // "": no owner
 	}
 	token := strconv.FormatUint(owner.Token, 10)
-	if err := b.scripts.run(ctx, releaseScript, scriptKeys(mutex), owner.ID, string(unlisted), b.exact, raiseTo, token).Err(); err != nil {
+	if err := b.scripts.run(ctx, releaseScript, b.scriptKeys(mutex), owner.ID, string(unlisted), b.exact, raiseTo, token).Err(); err != nil {
 		return b.storeError(ctx, "release in the name of "+strconv.Quote(owner.ID), err)
 	}
 	return nil

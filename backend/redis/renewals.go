@@ -105,13 +105,12 @@ func (r *renewal) SendBy() time.Time        { return r.sendBy }
 // send renews batch in one call, within ctx (ended by the latest of its renewals'
 // deadlines, and by close), and hands each renewal its reply.
 func (q *renewals) send(ctx context.Context, batch []*renewal) {
-	per := len(batch[0].keys.names)
-	keys := keyList{names: make([]string, 0, per*len(batch)), boxed: make([]any, 0, per*len(batch))}
+	per := len(batch[0].keys)
+	keys := make(keyList, 0, per*len(batch))
 	args := make([]any, 0, 1+2*len(batch))
 	args = append(args, strconv.Itoa(per))
 	for _, r := range batch {
-		keys.names = append(keys.names, r.keys.names...)
-		keys.boxed = append(keys.boxed, r.keys.boxed...)
+		keys = append(keys, r.keys...)
 		args = append(args, r.id, r.lease)
 	}
 	v, err := q.scripts.run(ctx, renewManyScript, keys, args...).Result()

@@ -58,7 +58,7 @@ func (c *contention) ClaimSlot(ctx context.Context, s backend.Slot) (bool, error
 	if err != nil {
 		return false, err
 	}
-	keys := newKeyList(c.keys.names[0], slotKey(c.mutex))
+	keys := newKeyList("{"+c.mutex+"}", slotKey(c.mutex))
 	at, token := strconv.FormatInt(ns, 10), strconv.FormatUint(s.Token, 10)
 	v, err := c.b.scripts.run(ctx, claimSlotScript, keys, at, token).Result()
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 
 // An acquire and a release on the backend, go-redis's command included: the scripts'
 // flag arguments ("0", "1") cost an allocation each when boxed from a string variable.
-// It allocated 45 objects a cycle, then 40, and 24 since the keys, the function's name
-// and the arguments that stay the same are boxed once per participant (keyList, names)
-// rather than by go-redis at every call. AllocsPerRun counts the whole process's
+// It allocated 45 objects a cycle, then 40, and 28 since the keys and the function's name
+// are boxed once per participant and script (keyList, script.functionArg) rather than
+// by go-redis at every call. AllocsPerRun counts the whole process's
 // allocations, and an earlier test's backend may still be closing: two are left for it.
 func TestAcquireReleaseAllocations(t *testing.T) {
 	be := newBackend(t, newClient(t, server(t).Addr()))
@@ -36,5 +36,5 @@ func TestAcquireReleaseAllocations(t *testing.T) {
 	cycle()
 	allocs := testing.AllocsPerRun(100, cycle)
 	t.Logf("allocations per cycle: %.0f", allocs)
-	assert.LessOrEqual(t, allocs, 26.0)
+	assert.LessOrEqual(t, allocs, 30.0)
 }
