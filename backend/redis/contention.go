@@ -465,21 +465,11 @@ func (c *contention) OthersWaiting(ctx context.Context) (bool, error) {
 // StopContend stops routing messages to the contention; the backend's subscription
 // goroutine unsubscribes the channels no other contention needs. It does no I/O itself,
 // so it returns at once even when the server does not answer, unless an acquire call of
-// the contention went unanswered: then it records the stop (stop.lua) within ctx.
+// the contention went unanswered: then, within ctx, it records the stop and releases a
+// tenure that call may have begun (stopUnanswered).
 func (c *contention) StopContend(ctx context.Context) error {
 	if c.unanswered {
-		// An acquire call of this contention that reaches the server after this takes
-		// nothing: without the record it would take a free mutex for a contender that has
-		// stopped, held until that lease lapsed. A failure leaves that risk, as before.
-		var err error
-		if c.hold != nil {
-			err = c.b.scripts.run(ctx, holdsStopScript, c.hold.keys, c.nonces, c.hold.mode, stoppedFor.Milliseconds()).Err()
-		} else {
-			err = c.b.scripts.run(ctx, stopScript, c.keys, c.nonces, stoppedFor.Milliseconds()).Err()
-		}
-		if err != nil {
-			c.log.Debug("simba/redis: recording a stop after an unanswered acquire failed", "err", err)
-		}
+		c.stopUnanswered(ctx)
 	}
 	if c.forget != nil {
 		c.forget()
@@ -492,6 +482,47 @@ func (c *contention) StopContend(ctx context.Context) error {
 		c.b.unlisted.add(c.mutex, c.id)
 	}
 	return nil
+}
+
+// stopUnanswered records the stop of a contention an acquire call of which went
+// unanswered (stop.lua): that call, should it reach the server later, takes nothing;
+// without the record it would take a free mutex (or permit) for a contender that has
+// stopped, held until its lease lapsed. A call that arrived after the contention's release
+// and before the record took it already: a tenure of the contender ID newer than any the
+// contention heard of, which is released. A failure leaves the risk, as before.
+func (c *contention) stopUnanswered(ctx context.Context) {
+	var held string
+	var err error
+	if c.hold != nil {
+		held, err = c.b.scripts.run(ctx, holdsStopScript, c.hold.keys, c.nonces, c.hold.mode, stoppedFor.Milliseconds(), c.id).Text()
+	} else {
+		held, err = c.b.scripts.run(ctx, stopScript, c.keys, c.nonces, stoppedFor.Milliseconds(), c.id).Text()
+	}
+	if err == nil && held != "" {
+		err = c.releaseUnheard(ctx, held)
+	}
+	if err != nil {
+		c.log.Debug("simba/redis: stopping after an unanswered acquire call failed", "err", err)
+	}
+}
+
+// releaseUnheard releases the tenure (or hold) whose token is held, which the contender ID
+// has, when it is newer than every token the contention heard of.
+func (c *contention) releaseUnheard(ctx context.Context, held string) error {
+	tok, err := strconv.ParseUint(held, 10, 64)
+	if err != nil || tok == 0 {
+		return err // '0': a tenure whose token the store does not show, which no Go call began
+	}
+	c.mu.Lock()
+	known := c.lastToken
+	c.mu.Unlock()
+	if tok <= known {
+		return nil // one it heard of: the service releases it, or has
+	}
+	if c.hold != nil {
+		return c.b.scripts.run(ctx, holdsReleaseHolderScript, c.hold.keys, c.id, c.hold.mode, held).Err()
+	}
+	return c.b.scripts.run(ctx, releaseScript, c.keys, c.id, string(unlisted), c.b.exact, "", held).Err()
 }
 
 // record turns the answer to the acquire call with nonce number seq (0: none) into a

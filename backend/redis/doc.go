@@ -81,7 +81,10 @@
 //     acquire script reads it with the owner and token keys, and a call of a contention
 //     it names takes nothing: given up by its caller, held on the network path, and run
 //     after the contention's release, it would take a free mutex for a contender that
-//     has stopped.
+//     has stopped. Such a call may also have run between the release and the stop: the
+//     stop script answers the token of a tenure the contender ID has, and one newer than
+//     every token the contention heard of is released then (the release script, for that
+//     tenure only).
 //   - simba:{mutex}:retrievers, a string "1": the mutex is watched. Each lookup of a
 //     retriever (the watch script) writes it to expire a minute after the owner key it
 //     saw, after the retriever's next lookup; the release script reads it with the owner
@@ -378,7 +381,7 @@
 //     itself (PUBLISH); the release reads the owner (MGET, with the retrievers key),
 //     finds nobody waiting (ZRANGE) and deletes the key (DEL): 10 commands. While a
 //     retriever watches the mutex it also announces the release (PUBLISH). A contention
-//     that stops after an unanswered acquire call adds the stop script (GET, SET). The
+//     that stops after an unanswered acquire call adds the stop script (GET, SET, MGET). The
 //     first contention of a contender ID on a Backend adds two (ZREM, HDEL: an entry an
 //     earlier lifecycle of the ID may have left), and a call that finds no token key (no
 //     Go tenure began within a lease) one: a GET, which refuses another program's data
@@ -531,7 +534,8 @@
 //     after the latest admission or renewal.
 //   - p:stopped, a string: as simba:{mutex}:stopped for a mutex (the holds_stop script
 //     writes it); the acquire script of holds reads it first, and a call of a contention
-//     it names admits, renews and queues nobody.
+//     it names admits, renews and queues nobody. A hold such a call began before the
+//     stop is released by it, as a mutex's tenure is (holds_release_holder).
 //   - channel p: "admitted@@<id>@@<waiter>@@<nonce>@@<token>@@<waiter>@@<nonce>@@<token>..."
 //     when <id> left (released, or was dropped by a script of <id>) and the named waiters,
 //     which now fit, were granted their holds (below); "released@@<id>@@<waiter>..." names

@@ -115,8 +115,8 @@ local function hasStopped(stopped, nonce)
 end
 
 -- recordStop records in key (a stopped key) that the contention whose nonces begin with
--- prefix has stopped, keeping the latest 8 such prefixes for px ms after the latest, and
--- returns 1 (see stop.lua).
+-- prefix has stopped, keeping the latest 8 such prefixes for px ms after the latest (see
+-- stop.lua).
 local function recordStop(key, prefix, px)
   local kept = { prefix }
   -- GET, not MGET: another program's data under that name is refused (WRONGTYPE).
@@ -129,7 +129,6 @@ local function recordStop(key, prefix, px)
     end
   end
   redis.call('set', key, table.concat(kept, ' '), 'px', px)
-  return 1
 end
 
 -- splitFence returns the token, the expiry, the contender ID and the owner value ('' for

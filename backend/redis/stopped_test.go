@@ -58,6 +58,41 @@ func TestHoldAcquireArrivingAfterStopTakesNothing(t *testing.T) {
 	assert.Empty(t, waiters, "the call given up queued a waiter after its contention stopped")
 }
 
+// TestAcquireArrivingBeforeStopIsReleasedAtStop: the held call reaches the server after
+// the contention's release but before its stop, and takes the free mutex for it. The stop
+// finds the mutex held by its contender ID in a tenure newer than any the contention
+// heard of, and releases it.
+func TestAcquireArrivingBeforeStopIsReleasedAtStop(t *testing.T) {
+	l := stallable(t)
+	mutex := uniqueName(t, "m")
+	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "w", TTL: 2 * time.Second,
+		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {}})
+	require.NoError(t, err)
+	l.giveUpAcquireBeforeStop(c.(backend.LeaseContention))
+
+	owner, err := l.reader.Get(t.Context(), "simba:{"+mutex+"}").Result()
+	if errors.Is(err, goredis.Nil) {
+		owner, err = "", nil
+	}
+	require.NoError(t, err)
+	assert.Empty(t, owner, "the stop left the mutex to the call given up")
+}
+
+// TestHoldAcquireArrivingBeforeStopIsReleasedAtStop: the same for a semaphore's permit.
+func TestHoldAcquireArrivingBeforeStopIsReleasedAtStop(t *testing.T) {
+	l := stallable(t)
+	name := uniqueName(t, "sem")
+	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "w", TTL: 2 * time.Second,
+		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {},
+		Hold: backend.Hold{Kind: backend.Semaphore, Permits: 1}})
+	require.NoError(t, err)
+	l.giveUpAcquireBeforeStop(c.(backend.LeaseContention))
+
+	holders, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:holders", 0, -1).Result()
+	require.NoError(t, err)
+	assert.Empty(t, holders, "the stop left the permit to the call given up")
+}
+
 // stalledLink is a backend whose only connection to the server runs through a fault
 // proxy until a call on it has been given up; after that the client dials the server
 // directly.
@@ -96,22 +131,43 @@ func stallable(t *testing.T) *stalledLink {
 // returns once the server has run it.
 func (l *stalledLink) giveUpAcquireThenStop(c backend.LeaseContention) {
 	t := l.t
-	require.NoError(t, l.client.Ping(t.Context()).Err()) // the connection is open
+	l.giveUpAcquire(c)
+	require.NoError(t, c.Release(t.Context()))
+	require.NoError(t, c.StopContend(t.Context()))
+	l.arrive()
+}
 
+// giveUpAcquireBeforeStop is giveUpAcquireThenStop with the held call run between c's
+// release and its stop.
+func (l *stalledLink) giveUpAcquireBeforeStop(c backend.LeaseContention) {
+	t := l.t
+	l.giveUpAcquire(c)
+	require.NoError(t, c.Release(t.Context()))
+	l.arrive()
+	require.NoError(t, c.StopContend(t.Context()))
+}
+
+// giveUpAcquire gives up an acquire call of c, held on the network path; the client dials
+// the server directly from then on.
+func (l *stalledLink) giveUpAcquire(c backend.LeaseContention) {
+	t := l.t
+	require.NoError(t, l.client.Ping(t.Context()).Err()) // the connection is open
 	l.proxy.Stall(faultproxy.Up)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	_, err := c.Acquire(ctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the call was given up")
 	l.direct.Store(true)
-	require.NoError(t, c.Release(t.Context()))
-	require.NoError(t, c.StopContend(t.Context()))
+}
 
+// arrive lets the held call reach the server, and returns once the server has run it.
+func (l *stalledLink) arrive() {
+	t := l.t
 	scripts := func() int64 {
 		calls := commandStats(t, l.reader)
 		return calls["fcall"] + calls["evalsha"] + calls["eval"]
 	}
 	ran := scripts()
-	l.proxy.Stall(0) // the held call reaches the server
+	l.proxy.Stall(0)
 	require.Eventually(t, func() bool { return scripts() > ran }, 5*time.Second, time.Millisecond, "the held call never ran")
 }
