@@ -17,80 +17,55 @@ import (
 	"github.com/simba-go/simba/internal/faultproxy"
 )
 
-// TestAcquireArrivingAfterStopTakesNothing: an acquire call whose caller gave it up
-// unanswered (its bytes held on the network path: a fault proxy's stall) reaches the
-// server after the contention released and stopped, over another connection. It must
-// take nothing: the mutex is free then, and the call would take it for a contender that
-// has stopped, held until that lease lapsed.
-func TestAcquireArrivingAfterStopTakesNothing(t *testing.T) {
-	l := stallable(t)
-	mutex := uniqueName(t, "m")
-	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "w", TTL: 2 * time.Second,
-		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {}})
-	require.NoError(t, err)
-	l.giveUpAcquireThenStop(c.(backend.LeaseContention))
+// An acquire call whose caller gave it up unanswered (its bytes held on the network path:
+// a fault proxy's stall) reaches the server over the connection it was sent on, after the
+// contention released the mutex over another one. It must leave nothing behind: the mutex
+// is free then, and the call would take it for a contender that has stopped, held until
+// that lease lapsed. Arriving after the stop, it finds the stop recorded and takes
+// nothing; arriving between the release and the stop, it takes the mutex, and the stop
+// finds that tenure, newer than any the contention heard of, and releases it.
+func TestAcquireGivenUpLeavesNothingAfterStop(t *testing.T) {
+	for _, order := range stopOrders {
+		t.Run(order.name, func(t *testing.T) {
+			l := stallable(t)
+			mutex := uniqueName(t, "m")
+			order.run(l, l.contend(mutex, backend.Hold{}))
 
-	owner, err := l.reader.Get(t.Context(), "simba:{"+mutex+"}").Result()
-	if errors.Is(err, goredis.Nil) {
-		owner, err = "", nil
+			owner, err := l.reader.Get(t.Context(), "simba:{"+mutex+"}").Result()
+			if errors.Is(err, goredis.Nil) {
+				owner, err = "", nil
+			}
+			require.NoError(t, err)
+			assert.Empty(t, owner, "the call given up kept the mutex after its contention stopped")
+		})
 	}
-	require.NoError(t, err)
-	assert.Empty(t, owner, "the call given up took the mutex after its contention stopped")
 }
 
-// TestHoldAcquireArrivingAfterStopTakesNothing: the same for a semaphore's permit. The
-// call given up would admit a hold (or renew one released since into a new one) for a
-// holder that has stopped, keeping the permit from everyone else until its lease lapsed.
-func TestHoldAcquireArrivingAfterStopTakesNothing(t *testing.T) {
-	l := stallable(t)
-	name := uniqueName(t, "sem")
-	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "w", TTL: 2 * time.Second,
-		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {},
-		Hold: backend.Hold{Kind: backend.Semaphore, Permits: 1}})
-	require.NoError(t, err)
-	l.giveUpAcquireThenStop(c.(backend.LeaseContention))
+// The same for a semaphore's permit: the call given up would admit a hold (or renew one
+// released since into a new one), or queue a waiter, for a holder that has stopped.
+func TestHoldAcquireGivenUpLeavesNothingAfterStop(t *testing.T) {
+	for _, order := range stopOrders {
+		t.Run(order.name, func(t *testing.T) {
+			l := stallable(t)
+			name := uniqueName(t, "sem")
+			order.run(l, l.contend(name, backend.Hold{Kind: backend.Semaphore, Permits: 1}))
 
-	holders, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:holders", 0, -1).Result()
-	require.NoError(t, err)
-	assert.Empty(t, holders, "the call given up admitted a hold after its contention stopped")
-	waiters, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:queue", 0, -1).Result()
-	require.NoError(t, err)
-	assert.Empty(t, waiters, "the call given up queued a waiter after its contention stopped")
-}
-
-// TestAcquireArrivingBeforeStopIsReleasedAtStop: the held call reaches the server after
-// the contention's release but before its stop, and takes the free mutex for it. The stop
-// finds the mutex held by its contender ID in a tenure newer than any the contention
-// heard of, and releases it.
-func TestAcquireArrivingBeforeStopIsReleasedAtStop(t *testing.T) {
-	l := stallable(t)
-	mutex := uniqueName(t, "m")
-	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: mutex, ContenderID: "w", TTL: 2 * time.Second,
-		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {}})
-	require.NoError(t, err)
-	l.giveUpAcquireBeforeStop(c.(backend.LeaseContention))
-
-	owner, err := l.reader.Get(t.Context(), "simba:{"+mutex+"}").Result()
-	if errors.Is(err, goredis.Nil) {
-		owner, err = "", nil
+			for _, set := range []string{"holders", "queue"} {
+				ids, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:"+set, 0, -1).Result()
+				require.NoError(t, err)
+				assert.Empty(t, ids, "the call given up left itself in %s after its contention stopped", set)
+			}
+		})
 	}
-	require.NoError(t, err)
-	assert.Empty(t, owner, "the stop left the mutex to the call given up")
 }
 
-// TestHoldAcquireArrivingBeforeStopIsReleasedAtStop: the same for a semaphore's permit.
-func TestHoldAcquireArrivingBeforeStopIsReleasedAtStop(t *testing.T) {
-	l := stallable(t)
-	name := uniqueName(t, "sem")
-	c, err := l.backend.StartContend(t.Context(), backend.Participant{Mutex: name, ContenderID: "w", TTL: 2 * time.Second,
-		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {},
-		Hold: backend.Hold{Kind: backend.Semaphore, Permits: 1}})
-	require.NoError(t, err)
-	l.giveUpAcquireBeforeStop(c.(backend.LeaseContention))
-
-	holders, err := l.reader.ZRange(t.Context(), "simba:sem:{"+name+"}:holders", 0, -1).Result()
-	require.NoError(t, err)
-	assert.Empty(t, holders, "the stop left the permit to the call given up")
+// stopOrders are the two moments at which a held call reaches the server.
+var stopOrders = []struct {
+	name string
+	run  func(*stalledLink, backend.LeaseContention)
+}{
+	{"after the stop", (*stalledLink).giveUpAcquireThenStop},
+	{"between the release and the stop", (*stalledLink).giveUpAcquireBeforeStop},
 }
 
 // stalledLink is a backend whose only connection to the server runs through a fault
@@ -124,6 +99,15 @@ func stallable(t *testing.T) *stalledLink {
 	t.Cleanup(func() { _ = l.client.Close() })
 	l.backend = newBackend(t, l.client)
 	return l
+}
+
+// contend opens contender w's contention for mutex, or for the semaphore or read-write
+// lock name hold asks for.
+func (l *stalledLink) contend(name string, hold backend.Hold) backend.LeaseContention {
+	c, err := l.backend.StartContend(l.t.Context(), backend.Participant{Mutex: name, ContenderID: "w", TTL: 2 * time.Second,
+		Transition: time.Second, Wake: func() {}, Grant: func(backend.Record, time.Time) {}, Hold: hold})
+	require.NoError(l.t, err)
+	return c.(backend.LeaseContention)
 }
 
 // giveUpAcquireThenStop gives up an acquire call of c, held on the network path; releases
