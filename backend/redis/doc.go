@@ -341,13 +341,14 @@
 // first renewal as owner: an uncontended critical section that ends before its first
 // renewal never subscribes. A retriever subscribes simba:{mutex} and
 // simba:{mutex}:@@released when it starts, and each of its lookups marks the mutex
-// watched (see Keys and channels), so that a release with nobody waiting tells it too. A channel stays subscribed for a second
-// after its last listener left: a Locker that asks again at once (or another contention
-// of the same contender) finds its channels subscribed, listens from before its first
-// attempt and registers heard "1" at once, so that waiting costs no SUBSCRIBE and
-// UNSUBSCRIBE and no second attempt. Leaving simba:{mutex} out while a Locker waits
-// means that a hand-over wakes the waiter it serves, not every waiter of the mutex:
-// with 8 Lockers on one mutex, a third more sections per second.
+// watched (see Keys and channels), so that a release with nobody waiting tells it too.
+// A channel stays subscribed for a second after its last listener left: a Locker that
+// asks again at once (or another contention of the same contender) finds its channels
+// subscribed, listens from before its first attempt and registers heard "1" at once, so
+// that waiting costs no SUBSCRIBE and UNSUBSCRIBE and no second attempt. Leaving
+// simba:{mutex} out while a Locker waits means that a hand-over wakes the waiter it
+// serves, not every waiter of the mutex: with 8 Lockers on one mutex, a third more
+// sections per second.
 //
 // What a message makes a contention do, besides the grant above: a release on its own
 // channel, or another contender's on simba:{mutex}:@@released that woke nobody or woke
@@ -379,22 +380,22 @@
 //     the acquisition reads the owner, token and stopped keys (MGET), takes the mutex
 //     (SET NX PX), reads the clock (TIME), writes the token key (SET PX) and announces
 //     itself (PUBLISH); the release reads the owner (MGET, with the retrievers key),
-//     finds nobody waiting (ZRANGE) and deletes the key (DEL): 10 commands. While a
-//     retriever watches the mutex it also announces the release (PUBLISH). A contention
-//     that stops after an unanswered acquire call adds the stop script (GET, SET, MGET). The
+//     finds nobody waiting (ZRANGE) and deletes the key (DEL). While a retriever
+//     watches the mutex it also announces the release (PUBLISH). A contention that
+//     stops after an unanswered acquire call adds the stop script (GET, SET, MGET). The
 //     first contention of a contender ID on a Backend adds two (ZREM, HDEL: an entry an
-//     earlier lifecycle of the ID may have left), and a call that finds no token key (no
-//     Go tenure began within a lease) one: a GET, which refuses another program's data
-//     under that name (WRONGTYPE), as MGET reads it as nothing.
+//     earlier lifecycle of the ID may have left), and a call that finds no token key
+//     (no Go tenure began within a lease) one: a GET, which refuses another program's
+//     data under that name (WRONGTYPE), as MGET reads it as nothing.
 //   - A renewal is the guard script's 5 commands (MGET, SET XX PX, TIME, SET PX); a
-//     retriever looks up (MGET, PTTL, and SET for its mark) at every message. simba renews every mutex held
-//     with the same ttl and lead at the same instants, and on a standalone or Sentinel
-//     client the renewals that reach the backend together (none for 2 ms, the first at
-//     most 50 ms old) go in one renew_many script, up to 1,000 in one: the guard script
-//     for each mutex, whose reply, or error, is that mutex's alone
-//     (TestHeldMutexesRenewInBatches: 200 held mutexes, about 2 scripts per renewal
-//     period). On a Cluster, where the keys of one script must share a hash slot, each
-//     renewal is a guard script of its own.
+//     retriever looks up (MGET, PTTL, and SET for its mark) at every message. simba
+//     renews every mutex held with the same ttl and lead at the same instants, and on a
+//     standalone or Sentinel client the renewals that reach the backend together (none
+//     for 2 ms, the first at most 50 ms old) go in one renew_many script, up to 1,000
+//     in one: the guard script for each mutex, whose reply, or error, is that mutex's
+//     alone (TestHeldMutexesRenewInBatches: 200 held mutexes, about 2 scripts per
+//     renewal period). On a Cluster, where the keys of one script must share a hash
+//     slot, each renewal is a guard script of its own.
 //   - A Scheduler's slot claim is one claim_slot script of 3 commands (GET, SET; 2 when
 //     it records nothing), LastSlot a GET (TestClaimSlotCommands); a hand-off: see
 //     Hand-offs.
@@ -543,15 +544,16 @@
 //     "released@@<id>" wakes every waiter when more than 64 fit.
 //
 // Every script reads TIME first and drops the holds whose transition ended and the
-// waiters past their deadline; the keys of a name expire with its last hold or waiter and
-// are deleted when none is left, but for the fence and the stopped record. Admission is first come, first served:
-// a waiter is admitted when it and every waiter ahead of it fit, that is, for a semaphore,
-// the holders and the waiters up to it number at most the permits; for a read-write lock,
-// a reader when no writer holds and no writer waits ahead of it, a writer when nobody
-// holds and it is first. A downgrade's read hold (backend.Hold.Beside) is admitted at once
-// while its write holder holds alone. An admitted or renewed holder is answered with its
-// own record; a waiter with the hold whose transition ends first, or none. A hold's token
-// is the server clock in µs, or the fence + 1 if that is not larger, as for a mutex (see
+// waiters past their deadline; the keys of a name expire with its last hold or waiter
+// and are deleted when none is left, but for the fence and the stopped record.
+// Admission is first come, first served: a waiter is admitted when it and every waiter
+// ahead of it fit, that is, for a semaphore, the holders and the waiters up to it
+// number at most the permits; for a read-write lock, a reader when no writer holds and
+// no writer waits ahead of it, a writer when nobody holds and it is first. A
+// downgrade's read hold (backend.Hold.Beside) is admitted at once while its write
+// holder holds alone. An admitted or renewed holder is answered with its own record; a
+// waiter with the hold whose transition ends first, or none. A hold's token is the
+// server clock in µs, or the fence + 1 if that is not larger, as for a mutex (see
 // Fencing tokens); the first call of a contention whose ID still holds (its release was
 // lost) begins a new hold with a new token, and a waiter's first call goes to the back
 // of the queue.
