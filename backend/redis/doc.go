@@ -131,8 +131,13 @@
 //	acquire     Acquire (not the owner)   id, lease, listed, nonce, ttl, heard, fresh, value  owner
 //	guard       Acquire (the owner)       id, lease                                           owner
 //	renew_many  Acquire (owners, batched) keys per mutex, then id, lease of each mutex        owner of each
-//	release     Release, ReleaseOwner     id, listed, exact[, raiseTo[, tenure]]              1 or 0
-//	lookup      Lookup (a retriever)      none                                                owner
+//	release     Release, ReleaseOwner,    id, listed, exact[, raiseTo[, tenure]]              1 or 0
+//	            StopContend
+//	watch       Lookup (a retriever)      for: how long its mark outlasts the owner key, ms   owner
+//	lookup      Lookup, the server        none                                                owner
+//	            refusing watch's write
+//	stop        StopContend, after an     nonce prefix, px, id                                the ID's
+//	            unanswered acquire                                                            token or ""
 //	waiting     OthersWaiting             id, exact                                           1 or 0
 //	raise       a Quorum's first renewal  id, token                                           1 or 0
 //	claim_slot  ClaimSlot                 at, token                                           1 or 0
