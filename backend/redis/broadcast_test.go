@@ -73,6 +73,12 @@ func TestRetrieverHearsRelease(t *testing.T) {
 	require.NoError(t, err)
 	_, v := retriever(t, srv.Addr(), mutex)
 	await(t, &v.sig, "the retriever to see the holder", func() bool { return v.owner() == "holder" })
+	// Once its subscription is confirmed, it looks up again and marks the mutex watched:
+	// from then on it hears releases.
+	admin := newClient(t, srv.Addr())
+	poll(t, "the retriever to mark the mutex watched", func() bool {
+		return admin.Exists(ctx, "simba:{"+mutex+"}:retrievers").Val() == 1
+	})
 
 	require.NoError(t, lease.Release(ctx))
 	await(t, &v.sig, "the retriever to hear of the release", func() bool { return v.owner() == "" })

@@ -428,11 +428,20 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if err := c.b.usable(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	// A retriever's lookup marks the mutex watched, so that releases with nobody waiting
-	// announce themselves; a server that refuses the write (out of memory, a replica)
-	// still answers the read.
-	v, err := c.b.scripts.run(ctx, watchScript, c.keys, watchedFor.Milliseconds()).Result()
-	if code, _ := replyOf(err); code != "" {
+	// A retriever that hears releases marks the mutex watched as it looks up, so that
+	// releases with nobody waiting announce themselves; one that does not yet (a one-off
+	// read, or a retriever whose subscription the server has yet to confirm, which looks
+	// up again once it has) only reads. A server that refuses the write (out of memory, a
+	// replica) still answers the read.
+	watching := c.b.hub.hears(c.releases)
+	var (
+		v   any
+		err error
+	)
+	if watching {
+		v, err = c.b.scripts.run(ctx, watchScript, c.keys, watchedFor.Milliseconds()).Result()
+	}
+	if code, _ := replyOf(err); !watching || code != "" {
 		v, err = c.b.scripts.run(ctx, lookupScript, c.keys).Result()
 	}
 	if err != nil {

@@ -86,10 +86,11 @@
 //     every token the contention heard of is released then (the release script, for that
 //     tenure only).
 //   - simba:{mutex}:retrievers, a string "1": the mutex is watched. Each lookup of a
-//     retriever (the watch script) writes it to expire a minute after the owner key it
-//     saw, after the retriever's next lookup; the release script reads it with the owner
-//     and token keys, and a release that finds nobody waiting announces itself on
-//     simba:{mutex}:@@released only while it is there.
+//     retriever whose subscription of simba:{mutex}:@@released the server has confirmed
+//     (the watch script; a one-off read only reads) writes it to expire a minute after
+//     the owner key it saw, after the retriever's next lookup; the release script reads
+//     it with the owner and token keys, and a release that finds nobody waiting announces
+//     itself on simba:{mutex}:@@released only while it is there.
 //   - simba:{mutex}:slot, a string: "<at>@@<token>", the last slot a Scheduler started
 //     on the mutex (backend.SlotRecorder): its instant in Unix nanoseconds, a signed
 //     decimal, and the fencing token of the tenure that started it. ClaimSlot writes it
@@ -345,8 +346,9 @@
 // else (a Locker's leaves simba:{mutex} out until it renews as the owner), or at its
 // first renewal as owner: an uncontended critical section that ends before its first
 // renewal never subscribes. A retriever subscribes simba:{mutex} and
-// simba:{mutex}:@@released when it starts, and each of its lookups marks the mutex
-// watched (see Keys and channels), so that a release with nobody waiting tells it too.
+// simba:{mutex}:@@released when it starts, and once the server has confirmed them each
+// of its lookups marks the mutex watched (see Keys and channels), so that a release with
+// nobody waiting tells it too.
 // A channel stays subscribed for a second after its last listener left: a Locker that
 // asks again at once (or another contention of the same contender) finds its channels
 // subscribed, listens from before its first attempt and registers heard "1" at once, so
