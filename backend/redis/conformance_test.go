@@ -43,9 +43,9 @@ var residuePatterns = []string{"simba:{tck-*", "simba:sem:{tck-*", "simba:rw:{tc
 // assertNoResidue checks, once every check has stopped and closed its backends, that the
 // store keeps nothing but a mutex's slot record and expiring keys that outlive what they
 // fence or record (a mutex's token key, retrievers' mark and stopped contentions, a
-// semaphore's or read-write lock's keys) and that no channel
-// is subscribed. The keys of a hold name live up to a lease past its last hold or waiter
-// (its fence does): those are waited out, up to the event deadline.
+// semaphore's or read-write lock's keys) and that no channel is subscribed. The keys of a
+// hold name live up to a lease past its last hold or waiter (its fence does): those are
+// waited out, up to the event deadline.
 func assertNoResidue(t *testing.T, admin goredis.UniversalClient, pattern string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*eventDeadline)
