@@ -441,7 +441,7 @@ func (c *contention) Lookup(ctx context.Context) (backend.Record, error) {
 	if watching {
 		v, err = c.b.scripts.run(ctx, watchScript, c.keys, watchedFor.Milliseconds()).Result()
 	}
-	if code, _ := replyOf(err); !watching || code != "" {
+	if !watching || writeRefused(err) {
 		v, err = c.b.scripts.run(ctx, lookupScript, c.keys).Result()
 	}
 	if err != nil {

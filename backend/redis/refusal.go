@@ -40,6 +40,20 @@ func refuses(client goredis.UniversalClient, err error) bool {
 	return false
 }
 
+// writeRefused reports whether err is the server refusing a script that writes, as it
+// does out of memory (OOM), on a replica (READONLY) and for an ACL user without the
+// command, rather than the script failing.
+func writeRefused(err error) bool {
+	code, text := replyOf(err)
+	switch code {
+	case "OOM", "READONLY", "NOPERM":
+		return true
+	case "ERR":
+		return strings.Contains(text, "The user executing the script can't")
+	}
+	return false
+}
+
 // refusedERR are the texts of "ERR" answers that are refusals.
 var refusedERR = []string{
 	"unknown command",                          // EVALSHA or EVAL renamed away, or a server older than 3.2

@@ -54,6 +54,28 @@ func TestRefusesByAnswerAndClient(t *testing.T) {
 }
 
 // errorReply is an error answer of the server, as go-redis returns one it has no type for.
+// A script that writes is refused, not failed, out of memory, on a replica and for an
+// ACL user without the command, in the forms Redis 6 and 7 give.
+func TestWriteRefused(t *testing.T) {
+	for _, tc := range []struct {
+		msg     string
+		refused bool
+	}{
+		{"OOM command not allowed when used memory > 'maxmemory'.", true},
+		{"READONLY You can't write against a read only replica.", true},
+		{"ERR Error running script (call to f_1): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.", true},
+		{"NOPERM this user has no permissions to run the 'set' command", true},
+		{"ERR Error running script (call to f_1): @user_script:1: @user_script: 1: The user executing the script can't run this command or subcommand", true},
+		{"ERR user_script:1: Script attempted to access nonexistent global variable 'lookup'", false},
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", false},
+		{"LOADING Redis is loading the dataset in memory", false},
+	} {
+		assert.Equal(t, tc.refused, writeRefused(goredis.Error(errorReply(tc.msg))), tc.msg)
+	}
+	assert.False(t, writeRefused(io.EOF), "no answer")
+	assert.False(t, writeRefused(nil))
+}
+
 type errorReply string
 
 func (e errorReply) Error() string { return string(e) }
