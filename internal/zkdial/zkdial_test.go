@@ -1,11 +1,16 @@
 package zkdial
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/simba-go/simba/internal/testserver"
 )
 
 // connectRequest is a client's first packet naming session (0: a new session).
@@ -61,12 +66,14 @@ func readTook(t *testing.T, c net.Conn) time.Duration {
 	return time.Since(began)
 }
 
-// A resumed session's first read after the handshake waits for the watch reset, and no
-// longer than that.
-func TestResumedSessionWaitsForTheWatchReset(t *testing.T) {
+// never is a loop that never shows it passed its watch reset.
+func never(int64) bool { return false }
+
+// The first read after the handshake waits for the watch reset, and no longer than that.
+func TestFirstReadWaitsForTheWatchReset(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	c := Wrap(client)
+	c := wrap(client, never)
 	defer c.Close()
 	exchange(t, c, server, 42)
 	got := make(chan time.Duration, 1)
@@ -87,25 +94,178 @@ func TestResumedSessionWaitsForTheWatchReset(t *testing.T) {
 	}
 }
 
-// A resumed session without watches (no reset is ever written) waits Hold at most; a new
-// session does not wait at all.
-func TestWaitIsBounded(t *testing.T) {
+// The first read after the handshake goes on once the loop shows it went past its watch
+// reset without sending one, and not before.
+func TestFirstReadGoesOnOnceTheLoopPassed(t *testing.T) {
 	for _, session := range []uint64{0, 42} {
 		client, server := net.Pipe()
-		c := Wrap(client)
+		passed := make(chan struct{})
+		c := wrap(client, func(int64) bool {
+			select {
+			case <-passed:
+				return true
+			default:
+				return false
+			}
+		})
 		exchange(t, c, server, session)
-		d := readTook(t, c)
-		held := c.(*conn).held
-		switch {
-		case session == 0 && held:
-			t.Errorf("a new session's first read was held")
-		case session != 0 && (!held || d < Hold/2 || d > 10*Hold):
-			t.Errorf("a resumed session without watches waited %v (held %v), want about %v", d, held, Hold)
+		got := make(chan time.Duration, 1)
+		go func() { got <- readTook(t, c) }()
+		select {
+		case d := <-got:
+			t.Fatalf("session %d: the first read returned after %v, before the loop passed", session, d)
+		case <-time.After(Hold / 4):
+		}
+		close(passed)
+		select {
+		case <-got:
+		case <-time.After(Hold / 2):
+			t.Fatalf("session %d: the read still waits after the loop passed", session)
+		}
+		if !c.byLoop {
+			t.Errorf("session %d: the read did not go on by the loop", session)
 		}
 		_ = c.Close()
 		_ = server.Close()
 	}
 }
+
+// A loop that never shows where it is holds the first read Hold at most.
+func TestWaitIsBounded(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	c := wrap(client, never)
+	defer c.Close()
+	exchange(t, c, server, 0)
+	if d := readTook(t, c); d < Hold/2 || d > 10*Hold {
+		t.Errorf("the first read waited %v, want about %v", d, Hold)
+	}
+}
+
+// loopPassed reads go-zookeeper's connection loop from its stack: a client connected to a
+// server that answers the handshake, with no watches to set again, has its first read let
+// go by it, well within Hold.
+func TestLoopPassedReadsGoZookeeper(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		size := make([]byte, 4)
+		if _, err := io.ReadFull(s, size); err != nil {
+			return
+		}
+		if _, err := io.ReadFull(s, make([]byte, binary.BigEndian.Uint32(size))); err != nil {
+			return
+		}
+		// protocol version, timeout (ms), session ID, password (length, 16 bytes)
+		answer := make([]byte, 4+36)
+		binary.BigEndian.PutUint32(answer, 36)
+		binary.BigEndian.PutUint32(answer[8:], 2000)
+		binary.BigEndian.PutUint64(answer[12:], 7)
+		binary.BigEndian.PutUint32(answer[20:], 16)
+		if _, err := s.Write(answer); err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, s)
+	}()
+	dialed := make(chan *conn, 1)
+	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		nc, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c := wrap(nc, loopPassed)
+		dialed <- c
+		return c, nil
+	}
+	zc, _, err := zk.Connect([]string{ln.Addr().String()}, 2*time.Second, zk.WithDialer(dial), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	c := <-dialed
+	began := time.Now()
+	select {
+	case <-c.released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first read was never let go")
+	}
+	if !c.byLoop {
+		t.Fatalf("the first read went on after %v, not by the loop's stack", time.Since(began))
+	}
+}
+
+// A resumed session with a watch holds its first read until the watch reset is written,
+// however late: the loop's stack shows it waiting, but the goroutine that writes the
+// reset is alive.
+func TestResumedSessionWithWatchWaitsForTheReset(t *testing.T) {
+	srv, err := testserver.ZooKeeper(t.TempDir(), testserver.ZooKeeperOptions{})
+	testserver.Need(t, err)
+	defer func() { _ = srv.Stop() }()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dialed := make(chan *conn, 8)
+	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		nc, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c := wrap(nc, loopPassed)
+		dialed <- c
+		return slowReset{c}, nil
+	}
+	zc, _, err := zk.Connect([]string{srv.Addr()}, 4*time.Second, zk.WithDialer(dial), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	first := <-dialed
+	if _, _, _, err := zc.ExistsW("/zkdial-watched"); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Conn.Close() // the loop connects again and resumes the session, with its watch
+	var second *conn
+	select {
+	case second = <-dialed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client did not connect again")
+	}
+	select {
+	case <-second.released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resumed session's first read was never let go")
+	}
+	select {
+	case <-second.reset:
+	default:
+		t.Fatalf("the resumed session's first read went on (by the loop: %v) before the watch reset was written", second.byLoop)
+	}
+}
+
+// slowReset writes the watch reset Hold/4 late.
+type slowReset struct{ net.Conn }
+
+func (s slowReset) Write(p []byte) (int, error) {
+	if len(p) >= 12 && int32(binary.BigEndian.Uint32(p[8:12])) == opSetWatches {
+		time.Sleep(Hold / 4)
+	}
+	return s.Conn.Write(p)
+}
+
+// quiet drops go-zookeeper's log lines.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
 
 // A client that closes a resumed session while its first read is held writes the close
 // request instead of the watch reset: the read fails at once rather than deliver a reply
@@ -113,7 +273,7 @@ func TestWaitIsBounded(t *testing.T) {
 func TestCloseWhileHeldFailsTheRead(t *testing.T) {
 	client, server := net.Pipe()
 	defer server.Close()
-	c := Wrap(client)
+	c := wrap(client, never)
 	defer c.Close()
 	exchange(t, c, server, 42)
 	type read struct {
