@@ -40,12 +40,12 @@ if hasStopped(stopped, nonce) then
 end
 if owner and owner ~= id then
   local now = redis.call('time')
-  enqueue(id, now, fresh)
   local nowMs = millis(now)
+  enqueue(id, now, nowMs, fresh)
   local token, expires, ownerValue = tokenOf(owner, fence)
   local left = remaining(expires, nowMs)
   register(id, nowMs, nonce, lease, ttl, left, heard, value)
-  return { owner .. '@@' .. left, token, ownerValue }
+  return { owner .. '@@' .. decimal(left), token, ownerValue }
 end
 -- (here the prelude's declarations that only the code below uses)
 if not owner then

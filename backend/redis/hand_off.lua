@@ -48,6 +48,6 @@ if not px then
   return -1 -- nobody heard, although `to` would have: it is gone
 end
 leave(to)
-enqueue(id, now, true)
+enqueue(id, now, nowMs, true)
 register(id, nowMs, ARGV[5], ARGV[6], ARGV[7], px, ARGV[8], ARGV[9])
 return 1

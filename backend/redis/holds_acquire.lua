@@ -40,7 +40,7 @@ local reply -- a waiter's: soonest()
 local held = token ~= nil and redis.call('zscore', holdersKey, id) ~= false
 if held then
   if fresh then
-    token, since = newHoldToken(), ms(nowMs)
+    token, since = newHoldToken(), decimal(nowMs)
   end
   hold(token, since)
   freed = dropWaiter(id) or freed
@@ -57,7 +57,7 @@ else
     and redis.call('hget', holdsKey, writerField) == beside
   if downgrade or fits(redis.call('zrank', queueKey, id), mode) then
     dropWaiter(id)
-    hold(newHoldToken(), ms(nowMs))
+    hold(newHoldToken(), decimal(nowMs))
     if mode == 'x' then
       redis.call('hset', holdsKey, writerField, id)
     end
@@ -67,9 +67,9 @@ else
     -- plus its jitter of at most a second: silent for a lease longer still, it is gone.
     reply = soonest()
     local left = tonumber(string.match(reply[1], '@@(-?%d*)$')) or 0
-    redis.call('zadd', aliveKey, ms(nowMs + math.max(left, 0) + lease + 1000), id)
+    redis.call('zadd', aliveKey, decimal(nowMs + math.max(left, 0) + lease + 1000), id)
     if nonce ~= '' then
-      redis.call('hset', holdsKey, id .. grantSuffix, table.concat({ nonce, ms(nowMs), ms(lease), ms(ttl) }, '@@'))
+      redis.call('hset', holdsKey, id .. grantSuffix, table.concat({ nonce, decimal(nowMs), decimal(lease), decimal(ttl) }, '@@'))
     end
   end
 end

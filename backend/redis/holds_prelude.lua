@@ -38,10 +38,6 @@ local wakeLimit = 64
 local nowTime = redis.call('time')
 local nowMs = millis(nowTime)
 
-local function ms(n)
-  return string.format('%.0f', n)
-end
-
 -- dropHolder takes id's hold away and reports whether it held.
 local function dropHolder(id)
   if redis.call('zrem', holdersKey, id) == 0 then
@@ -149,7 +145,7 @@ local function keep()
     return
   end
   for _, k in ipairs(groupKeys) do
-    redis.call('pexpire', k, ms(last - nowMs))
+    redis.call('pexpire', k, decimal(last - nowMs))
   end
 end
 
@@ -170,15 +166,15 @@ end
 -- keepHoldFence makes the fence live at least lease ms, past the holds it fences.
 local function keepHoldFence(lease)
   if redis.call('pttl', holdFenceKey) < lease then
-    redis.call('pexpire', holdFenceKey, ms(lease))
+    redis.call('pexpire', holdFenceKey, decimal(lease))
   end
 end
 
 -- writeHold records id's hold: its token, its admission (ms, a string), and the server
 -- times (ms) at which its ttl and its transition end.
 local function writeHold(id, token, since, ttlEnd, leaseEnd)
-  redis.call('zadd', holdersKey, ms(leaseEnd), id)
-  redis.call('hset', holdsKey, id, table.concat({ token, ms(ttlEnd), since }, '@@'))
+  redis.call('zadd', holdersKey, decimal(leaseEnd), id)
+  redis.call('hset', holdsKey, id, table.concat({ token, decimal(ttlEnd), since }, '@@'))
   keepHoldFence(leaseEnd - nowMs)
 end
 
@@ -212,7 +208,7 @@ local function grant(id, mode)
   local writer = mode ~= 'p' and redis.call('zscore', writersKey, id)
   dropWaiter(id)
   local token = newHoldToken()
-  writeHold(id, token, ms(nowMs), reg.at + reg.ttl, reg.at + reg.lease)
+  writeHold(id, token, decimal(nowMs), reg.at + reg.ttl, reg.at + reg.lease)
   if writer then
     redis.call('hset', holdsKey, writerField, id)
   end
@@ -258,7 +254,7 @@ local function answer(id)
   if not at or not token then
     return noHolder
   end
-  return { id .. '@@' .. ms(tonumber(at) - nowMs), token, ms(tonumber(ttlAt) - nowMs), ms(nowMs - tonumber(since)) }
+  return { id .. '@@' .. decimal(tonumber(at) - nowMs), token, decimal(tonumber(ttlAt) - nowMs), decimal(nowMs - tonumber(since)) }
 end
 
 -- soonest answers a waiter: the hold whose transition ends first, or none.

@@ -37,6 +37,16 @@ local function millis(t)
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
+-- decimal writes n, an integer (a number, or already a string of digits), as a string of
+-- digits. Lua writes a number (concatenated, or passed to redis.call) as a double, with
+-- glibc's printf, which costs Redis as much as a command; %d writes it as an integer.
+local function decimal(n)
+  if type(n) == 'string' then
+    return n
+  end
+  return string.format('%d', n)
+end
+
 -- isGreater compares two decimal strings without leading zeros as numbers. Lua numbers
 -- are doubles, so tokens are never handled as numbers here.
 local function isGreater(a, b)
@@ -166,7 +176,7 @@ end
 local function tokenOf(owner, fence)
   local token, expires, holder, value = splitFence(fence)
   if holder == owner then
-    return token, tonumber(expires), value
+    return token, expires ~= '' and expires + 0 or nil, value
   end
   return '0', nil, ''
 end
@@ -189,7 +199,7 @@ local function lookup()
   end
   local token, _, value = tokenOf(owner, fence)
   local left = redis.call('pttl', ownerKey)
-  return { owner .. '@@' .. left, token, value }, left
+  return { owner .. '@@' .. decimal(left), token, value }, left
 end
 
 -- newToken returns the token of a new tenure, given the token key's value and the server
@@ -221,7 +231,7 @@ local function raiseFence(id, fence, token)
   local raised = joinFence(token, expires, id, value)
   local px = redis.call('pttl', tokenKey)
   if px > 0 then
-    redis.call('set', tokenKey, raised, 'px', px)
+    redis.call('set', tokenKey, raised, 'px', decimal(px))
   else
     redis.call('set', tokenKey, raised) -- a key without expiry, set by hand
   end
@@ -232,13 +242,13 @@ end
 -- from server time nowMs (ms), with token and its owner value in the token key, which
 -- expires with it.
 local function writeToken(id, px, token, nowMs, value)
-  redis.call('set', tokenKey, joinFence(token, string.format('%.0f', nowMs + px), id, value), 'px', px)
+  redis.call('set', tokenKey, joinFence(token, decimal(nowMs + px), id, value), 'px', decimal(px))
 end
 
 -- beginTenure makes id the owner for px ms from server time nowMs with a new token and
 -- owner value, and announces it on simba:{mutex}.
 local function beginTenure(id, px, token, nowMs, value)
-  redis.call('set', ownerKey, id, 'px', px)
+  redis.call('set', ownerKey, id, 'px', decimal(px))
   writeToken(id, px, token, nowMs, value)
   redis.call('publish', ownerKey, 'acquired@@' .. id)
 end
@@ -263,15 +273,15 @@ end
 -- are the caller's ARGV, decimal strings.
 local function register(id, now, nonce, lease, ttl, left, heard, value)
   local live = math.max(left, 0) + lease + 1000
-  local reg = nonce .. '@@' .. string.format('%.0f', now) .. '@@' .. lease .. '@@' .. ttl .. '@@' ..
-    string.format('%.0f', now + live) .. '@@' .. heard
+  local reg = nonce .. '@@' .. decimal(now) .. '@@' .. lease .. '@@' .. ttl .. '@@' ..
+    decimal(now + live) .. '@@' .. heard
   if value ~= '' then
     reg = reg .. '@@' .. value -- for the release that grants id the mutex to write
   end
   redis.call('hset', grantKey, id, reg)
   if redis.call('pttl', grantKey) < live then
-    redis.call('pexpire', grantKey, 2 * live)
-    redis.call('pexpire', waitKey, 2 * live)
+    redis.call('pexpire', grantKey, decimal(2 * live))
+    redis.call('pexpire', waitKey, decimal(2 * live))
   end
 end
 
@@ -350,16 +360,16 @@ local function wake(from, waiter, unheardIsGone)
   return redis.call('publish', ownerKey .. ':' .. waiter, 'released@@' .. from) > 0 or not unheardIsGone
 end
 
--- enqueue adds id to the waiting set at server time now (a TIME reply): at the back, or,
+-- enqueue adds id to the waiting set at server time now (a TIME reply; nowMs in ms): at the back, or,
 -- unless fresh, at the place it has. First come, first served with JVM Simba, which
 -- scores a waiter with the server's time in whole seconds: s for any time within second
 -- s. A Go waiter that comes at s + f is scored s - 1 + f, before every JVM waiter that
 -- comes later within second s (score s) and after every waiter of earlier seconds; the
 -- JVM waiters that came earlier within second s, which are in the set with score s now,
 -- are moved to just before it.
-local function enqueue(id, now, fresh)
-  local sec, us = now[1] - 1, now[2] -- strings of digits, converted as millis does
-  local score = string.format('%d.%06d', sec, us)
+local function enqueue(id, now, nowMs, fresh)
+  local sec = decimal(math.floor(nowMs / 1000) - 1)
+  local score = sec .. '.' .. string.sub('00000' .. now[2], -6)
   local added
   if fresh then
     added = redis.call('zadd', waitKey, 'ch', score, id)
@@ -369,7 +379,7 @@ local function enqueue(id, now, fresh)
   if added == 1 then
     local earlier = redis.call('zrangebyscore', waitKey, now[1], now[1])
     if #earlier > 0 then
-      local before = string.format('%d.%06d', sec, math.max(us - 1, 0))
+      local before = sec .. '.' .. string.format('%06d', math.max(now[2] - 1, 0))
       for _, waiter in ipairs(earlier) do
         redis.call('zadd', waitKey, 'xx', before, waiter)
       end

@@ -7,5 +7,5 @@
 -- ARGV[1]  for  how long the mark outlasts the owner key, ms
 -- Returns lookup.lua's answer.
 local answer, left = lookup()
-redis.call('set', retrieversKey, '1', 'px', math.max(left, 0) + tonumber(ARGV[1]))
+redis.call('set', retrieversKey, '1', 'px', decimal(math.max(left, 0) + ARGV[1]))
 return answer
