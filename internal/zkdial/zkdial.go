@@ -24,11 +24,12 @@ package zkdial
 import (
 	"encoding/binary"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/simba-go/simba/internal/goroutine"
 )
 
 // Hold bounds how long the first read after the handshake waits for the connection loop,
@@ -55,7 +56,7 @@ func Wrap(c net.Conn) net.Conn {
 	return wrap(c, loopPassed)
 }
 
-func wrap(c net.Conn, passed func(loop int64) bool) *conn {
+func wrap(c net.Conn, passed func(loop uint64) bool) *conn {
 	return &conn{Conn: c, passed: passed, reset: make(chan struct{}), closing: make(chan struct{}), released: make(chan struct{})}
 }
 
@@ -63,12 +64,12 @@ func wrap(c net.Conn, passed func(loop int64) bool) *conn {
 // holds the first read after the handshake.
 type conn struct {
 	net.Conn
-	passed func(loop int64) bool // whether the loop went past its watch reset, sending none
+	passed func(loop uint64) bool // whether the loop went past its watch reset, sending none
 
 	mu     sync.Mutex
-	writes int   // packets written so far
-	loop   int64 // the goroutine that wrote the connect request: go-zookeeper's connection loop
-	left   int   // bytes of the handshake's answer still to be read; -1 until known
+	writes int    // packets written so far
+	loop   uint64 // the goroutine that wrote the connect request: go-zookeeper's connection loop
+	left   int    // bytes of the handshake's answer still to be read; -1 until known
 	header []byte
 	held   bool // the first read after the handshake has waited
 
@@ -86,7 +87,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	first := c.writes == 1
 	if first {
 		c.left = -1
-		c.loop = goroutineID()
+		c.loop = goroutine.ID()
 	}
 	c.mu.Unlock()
 	if !first && len(p) >= 12 {
@@ -156,19 +157,10 @@ func (c *conn) await() error {
 // sendSetWatches), with no goroutine of its sendSetWatches alive: it found no watches, and
 // read nothing. Such a goroutine, which writes the reset, lives until the reset's reply,
 // which the held read keeps back.
-func loopPassed(loop int64) bool {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	id := strconv.FormatInt(loop, 10)
+func loopPassed(loop uint64) bool {
+	id := strconv.FormatUint(loop, 10)
 	waits := false
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range goroutine.Stacks() {
 		if strings.Contains(g, "created by github.com/go-zookeeper/zk.(*Conn).sendSetWatches in goroutine "+id+"\n") {
 			return false
 		}
@@ -177,15 +169,6 @@ func loopPassed(loop int64) bool {
 		}
 	}
 	return waits
-}
-
-// goroutineID returns the ID of the calling goroutine, from its stack's first line.
-func goroutineID() int64 {
-	buf := make([]byte, 64)
-	buf = buf[:runtime.Stack(buf, false)]
-	field, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
-	id, _ := strconv.ParseInt(field, 10, 64)
-	return id
 }
 
 // consume counts the handshake's answer down: a 4-byte length, then that many bytes.

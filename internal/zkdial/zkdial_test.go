@@ -67,7 +67,7 @@ func readTook(t *testing.T, c net.Conn) time.Duration {
 }
 
 // never is a loop that never shows it passed its watch reset.
-func never(int64) bool { return false }
+func never(uint64) bool { return false }
 
 // The first read after the handshake waits for the watch reset, and no longer than that.
 func TestFirstReadWaitsForTheWatchReset(t *testing.T) {
@@ -100,7 +100,7 @@ func TestFirstReadGoesOnOnceTheLoopPassed(t *testing.T) {
 	for _, session := range []uint64{0, 42} {
 		client, server := net.Pipe()
 		passed := make(chan struct{})
-		c := wrap(client, func(int64) bool {
+		c := wrap(client, func(uint64) bool {
 			select {
 			case <-passed:
 				return true
@@ -176,15 +176,7 @@ func TestLoopPassedReadsGoZookeeper(t *testing.T) {
 		_, _ = io.Copy(io.Discard, s)
 	}()
 	dialed := make(chan *conn, 1)
-	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		nc, err := net.DialTimeout(network, address, timeout)
-		if err != nil {
-			return nil, err
-		}
-		c := wrap(nc, loopPassed)
-		dialed <- c
-		return c, nil
-	}
+	dial := recording(dialed, func(c *conn) net.Conn { return c })
 	zc, _, err := zk.Connect([]string{ln.Addr().String()}, 2*time.Second, zk.WithDialer(dial), zk.WithLogger(quiet{}))
 	if err != nil {
 		t.Fatal(err)
@@ -215,15 +207,7 @@ func TestResumedSessionWithWatchWaitsForTheReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	dialed := make(chan *conn, 8)
-	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		nc, err := net.DialTimeout(network, address, timeout)
-		if err != nil {
-			return nil, err
-		}
-		c := wrap(nc, loopPassed)
-		dialed <- c
-		return slowReset{c}, nil
-	}
+	dial := recording(dialed, func(c *conn) net.Conn { return slowReset{c} })
 	zc, _, err := zk.Connect([]string{srv.Addr()}, 4*time.Second, zk.WithDialer(dial), zk.WithLogger(quiet{}))
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +233,20 @@ func TestResumedSessionWithWatchWaitsForTheReset(t *testing.T) {
 	case <-second.reset:
 	default:
 		t.Fatalf("the resumed session's first read went on (by the loop: %v) before the watch reset was written", second.byLoop)
+	}
+}
+
+// recording is a zk.Dialer that sends each connection it makes to dialed and gives
+// go-zookeeper outer of it.
+func recording(dialed chan<- *conn, outer func(*conn) net.Conn) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		nc, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c := wrap(nc, loopPassed)
+		dialed <- c
+		return outer(c), nil
 	}
 }
 
