@@ -122,9 +122,10 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// await waits until the connection loop has passed its watch reset, or Hold has passed.
-// Every way out but Hold receives from a channel the loop's side closed, or asks the
-// loop's stack, after the loop read lastZxid if it did.
+// await waits until the connection loop has passed its watch reset, or Hold has passed:
+// until the reset (or the close request) is written, received from the channel its
+// writer closed, which orders the loop's read of lastZxid before the receive loop's
+// writes; or until the loop's stack shows it passed without a reset, having read nothing.
 func (c *conn) await() error {
 	bound := time.NewTimer(Hold)
 	defer bound.Stop()
