@@ -30,10 +30,18 @@ func request(op int32) []byte {
 	return p
 }
 
-// exchange writes the connect request through c, answers it from server with a 36-byte
-// handshake sent in two pieces, reads it through c, and queues one reply on server.
-func exchange(t *testing.T, c net.Conn, server net.Conn, session uint64) {
+// handshaken returns a connection of this package over a pipe, with passed as its loop's
+// stack, and the pipe's server end, closed when t ends. It writes the connect request for
+// session, answers it from server with a 36-byte handshake sent in two pieces, reads it,
+// and queues one reply on server.
+func handshaken(t *testing.T, passed func(uint64) bool, session uint64) (*conn, net.Conn) {
 	t.Helper()
+	client, server := net.Pipe()
+	c := wrap(client, passed)
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = server.Close()
+	})
 	go func() {
 		buf := make([]byte, 48)
 		_, _ = io.ReadFull(server, buf)
@@ -53,6 +61,7 @@ func exchange(t *testing.T, c net.Conn, server net.Conn, session uint64) {
 	if _, err := io.ReadFull(c, buf[4:]); err != nil {
 		t.Fatal(err)
 	}
+	return c, server
 }
 
 // readTook reads the queued reply through c and says how long it waited.
@@ -71,11 +80,7 @@ func never(uint64) bool { return false }
 
 // The first read after the handshake waits for the watch reset, and no longer than that.
 func TestFirstReadWaitsForTheWatchReset(t *testing.T) {
-	client, server := net.Pipe()
-	defer server.Close()
-	c := wrap(client, never)
-	defer c.Close()
-	exchange(t, c, server, 42)
+	c, server := handshaken(t, never, 42)
 	got := make(chan time.Duration, 1)
 	go func() { got <- readTook(t, c) }()
 	select {
@@ -98,17 +103,15 @@ func TestFirstReadWaitsForTheWatchReset(t *testing.T) {
 // reset without sending one, and not before.
 func TestFirstReadGoesOnOnceTheLoopPassed(t *testing.T) {
 	for _, session := range []uint64{0, 42} {
-		client, server := net.Pipe()
 		passed := make(chan struct{})
-		c := wrap(client, func(uint64) bool {
+		c, _ := handshaken(t, func(uint64) bool {
 			select {
 			case <-passed:
 				return true
 			default:
 				return false
 			}
-		})
-		exchange(t, c, server, session)
+		}, session)
 		got := make(chan time.Duration, 1)
 		go func() { got <- readTook(t, c) }()
 		select {
@@ -125,18 +128,12 @@ func TestFirstReadGoesOnOnceTheLoopPassed(t *testing.T) {
 		if !c.byLoop {
 			t.Errorf("session %d: the read did not go on by the loop", session)
 		}
-		_ = c.Close()
-		_ = server.Close()
 	}
 }
 
 // A loop that never shows where it is holds the first read Hold at most.
 func TestWaitIsBounded(t *testing.T) {
-	client, server := net.Pipe()
-	defer server.Close()
-	c := wrap(client, never)
-	defer c.Close()
-	exchange(t, c, server, 0)
+	c, _ := handshaken(t, never, 0)
 	if d := readTook(t, c); d < Hold/2 || d > 10*Hold {
 		t.Errorf("the first read waited %v, want about %v", d, Hold)
 	}
@@ -269,11 +266,7 @@ func (quiet) Printf(string, ...any) {}
 // request instead of the watch reset: the read fails at once rather than deliver a reply
 // (which would write lastZxid unordered with the reset's read of it).
 func TestCloseWhileHeldFailsTheRead(t *testing.T) {
-	client, server := net.Pipe()
-	defer server.Close()
-	c := wrap(client, never)
-	defer c.Close()
-	exchange(t, c, server, 42)
+	c, server := handshaken(t, never, 42)
 	type read struct {
 		n   int
 		err error
