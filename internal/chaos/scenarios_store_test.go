@@ -597,10 +597,15 @@ func unreachableAtStart(s *S) {
 		fixed = Now()
 	}
 	if s.Kit.Name == "mariadb" || s.Kit.Name == "postgres" {
-		// The server is back, but no contender has created the table yet.
-		f.startBroken("missing table", c, jdbc.ErrSchema)
+		// The server is back, but no contender has created the table yet. It is back once
+		// it serves a session, as ZooKeeper above: a PostgreSQL restarted after a kill
+		// recovers, and its first session into the database took longer than the call
+		// timeout with every core busy, so that Start reported that instead of the
+		// missing table.
 		db, _ := f.sqlAdmin()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		f.must(db.PingContext(ctx))
+		f.startBroken("missing table", c, jdbc.ErrSchema)
 		f.must(jdbc.CreateTable(ctx, db, jdbcOptions(s.Kit.Name)...))
 		cancel()
 		_ = db.Close()
